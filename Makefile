@@ -1,0 +1,40 @@
+# Two entry points for a fresh Debian machine (both install their own packages):
+#   make demo   build the CLI and generate text with a small model
+#   make test   build everything and run every test (what .ci/run calls)
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+TESTDATA   ?= $(abspath ../shared)
+export EDGELLM_TESTDATA ?= $(TESTDATA)
+
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+.PHONY: all deps build demo test test-unit fuzz clean
+
+all: build
+
+deps:
+	scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@model=$$(scripts/fetch-model.sh) && \
+	  $(BUILD)/edgellm info "$$model" | head -n 30 && \
+	  $(BUILD)/edgellm run -m "$$model" -p "Once upon a time" -n 120 --stats
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Short coverage-guided run of every fuzzer over the checked-in corpus (clang + libFuzzer).
+fuzz: deps
+	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DCMAKE_CXX_COMPILER=clang++ -DEDGELLM_FUZZ=ON -DEDGELLM_BUILD_TESTS=OFF -DEDGELLM_BUILD_TOOLS=OFF
+	cmake --build $(BUILD)-fuzz -j $(JOBS)
+	scripts/run-fuzzers.sh $(BUILD)-fuzz
+
+test: test-unit fuzz
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-fuzz

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages EdgeLLM needs to build and test. Safe to re-run: apt-get runs
+# only when something is missing. Usage: scripts/install-deps.sh [--arm64]
+set -euo pipefail
+
+packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates)
+if [[ "${1:-}" == "--arm64" || "${EDGELLM_ARM64:-0}" == "1" ]]; then
+  packages+=(g++-aarch64-linux-gnu qemu-user-static)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

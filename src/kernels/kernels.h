@@ -1,0 +1,66 @@
+// The engine-facing kernel API. Everything here dispatches at run time to the best ISA the CPU
+// has (or the one pinned by EDGELLM_ISA=scalar|avx2|avx512|neon|dotprod|i8mm, which fails loudly
+// when the CPU lacks it). Per-ISA implementations live in kernels/scalar, kernels/x86/*,
+// kernels/arm/*; kernels/scalar is the reference every SIMD path is tested against.
+//
+// Conventions: a weight matrix W has shape [n_out rows, n_in columns] (ggml ne0 = n_in), rows
+// stored contiguously in the GGUF block layout of its type. Activations X are [n_tokens, n_in]
+// F32 rows. Results Y are [n_tokens, n_out] F32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/tensor_type.h"
+
+namespace edgellm::kernels {
+
+enum class Isa { kScalar, kAvx2, kAvx512, kNeon, kDotprod, kI8mm };
+
+const char* isa_name(Isa isa);
+// The ISAs this CPU can run, lowest first (kScalar is always present).
+std::vector<Isa> supported_isas();
+// The ISA in use: the best supported, unless EDGELLM_ISA pins one (read once, at first use).
+Isa active_isa();
+// Pin an ISA (tests, benchmarks). Throws Error(kUnsupported) when the CPU lacks it.
+void set_active_isa(Isa isa);
+
+// ------------------------------------------------------------------ conversion
+// Dequantize n elements (a multiple of the block size) of type `type` to F32.
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
+// Reference quantization, ggml-compatible: Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 round-to-nearest give the
+// same bytes as ggml's reference; K-quants use the standard scale search.
+void quantize_row(TensorType type, const float* src, void* dst, int64_t n);
+
+// ------------------------------------------------------------------ matmul
+// Activations are quantized once per matmul input to the format the weight type multiplies with
+// (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for K-quants, F32 or F16/BF16 for floats).
+TensorType activation_type(TensorType weight_type);
+size_t activation_row_bytes(TensorType weight_type, int64_t n);
+void quantize_activation_row(TensorType weight_type, const float* x, void* xq, int64_t n);
+
+// Y[t * y_stride + r] = dot(W row r, X row t) for rows r in [r0, r1) and tokens t in [0, n_tokens).
+//   w:  pointer to row 0 of W; row r starts at w + r * w_row_bytes
+//   xq: activation rows produced by quantize_activation_row, row t at xq + t * xq_row_bytes
+// Threads split the row range [r0, r1); the kernel tiles rows x tokens internally.
+void matmul(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1,
+            const void* xq, size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
+
+// ------------------------------------------------------------------ vector ops (F32 unless named)
+float dot_f32(const float* a, const float* b, int64_t n);
+float dot_f16_f32(const uint16_t* a_f16, const float* b, int64_t n);  // attention q . k (F16 cache)
+void axpy_f32(float a, const float* x, float* y, int64_t n);          // y += a * x
+void axpy_f16(float a, const uint16_t* x_f16, float* y, int64_t n);   // y += a * x (F16 V cache)
+void scale_f32(float* x, float s, int64_t n);
+void add_f32(const float* a, const float* b, float* y, int64_t n);     // y = a + b (y may alias a)
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
+void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n);
+// y = x / sqrt(mean(x^2) + eps) * w    (y may alias x)
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+// In place, numerically stable; returns nothing. Entries equal to -INFINITY get probability 0.
+void softmax(float* x, int64_t n);
+// out = silu(gate) * up   (out may alias gate)
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
+}  // namespace edgellm::kernels

@@ -1,0 +1,71 @@
+#include "kernels/tensor_type.h"
+
+#include <cctype>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/blocks.h"
+
+namespace edgellm {
+namespace {
+
+constexpr TensorTypeTraits kTraits[] = {
+    {TensorType::F32, "f32", 1, 4, false, true},
+    {TensorType::F16, "f16", 1, 2, false, true},
+    {TensorType::Q4_0, "q4_0", kQK4_0, sizeof(BlockQ4_0), true, true},
+    {TensorType::Q4_1, "q4_1", kQK4_1, sizeof(BlockQ4_1), true, true},
+    {TensorType::Q5_0, "q5_0", kQK5_0, sizeof(BlockQ5_0), true, true},
+    {TensorType::Q5_1, "q5_1", kQK5_1, sizeof(BlockQ5_1), true, true},
+    {TensorType::Q8_0, "q8_0", kQK8_0, sizeof(BlockQ8_0), true, true},
+    {TensorType::Q8_1, "q8_1", kQK8_1, sizeof(BlockQ8_1), true, false},
+    {TensorType::Q4_K, "q4_K", kQK_K, sizeof(BlockQ4_K), true, true},
+    {TensorType::Q5_K, "q5_K", kQK_K, sizeof(BlockQ5_K), true, true},
+    {TensorType::Q6_K, "q6_K", kQK_K, sizeof(BlockQ6_K), true, true},
+    {TensorType::Q8_K, "q8_K", kQK_K, sizeof(BlockQ8_K), true, false},
+    {TensorType::BF16, "bf16", 1, 2, false, true},
+};
+
+}  // namespace
+
+const TensorTypeTraits* find_tensor_type(uint32_t raw_id) {
+  for (const auto& t : kTraits) {
+    if (static_cast<uint32_t>(t.type) == raw_id) return &t;
+  }
+  return nullptr;
+}
+
+const TensorTypeTraits& tensor_type_traits(TensorType type) {
+  const TensorTypeTraits* t = find_tensor_type(static_cast<uint32_t>(type));
+  if (!t) throw Error(ErrorCode::kUnsupported, "unsupported tensor type id " + std::to_string(static_cast<uint32_t>(type)));
+  return *t;
+}
+
+std::optional<TensorType> tensor_type_from_name(std::string_view name) {
+  for (const auto& t : kTraits) {
+    const std::string_view n = t.name;
+    if (n.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(n[i])) != std::tolower(static_cast<unsigned char>(name[i]))) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return t.type;
+  }
+  return std::nullopt;
+}
+
+const char* tensor_type_name(TensorType type) {
+  const TensorTypeTraits* t = find_tensor_type(static_cast<uint32_t>(type));
+  return t ? t->name : "unknown";
+}
+
+size_t tensor_row_bytes(TensorType type, int64_t n) {
+  const auto& t = tensor_type_traits(type);
+  return static_cast<size_t>(n / t.block_size) * t.block_bytes;
+}
+
+int64_t tensor_block_size(TensorType type) { return tensor_type_traits(type).block_size; }
+
+}  // namespace edgellm

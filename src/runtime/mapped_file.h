@@ -1,0 +1,45 @@
+// A read-only memory map of a whole file (weights are never copied), or an owned byte buffer
+// standing in for one (tests, fuzzing). Move-only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgellm {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  // Throws Error(kIo) naming the path and errno text.
+  static MappedFile map(const std::string& path);
+  static MappedFile from_bytes(const void* data, size_t size);
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool is_mapped() const { return mapped_; }
+  const std::string& path() const { return path_; }
+
+  // Hints to the kernel: we will read [offset, offset+len) soon / sequentially. No-ops on failure.
+  void advise_willneed(size_t offset, size_t len) const;
+  // Touch every page (warm-up / measuring load time); returns bytes touched.
+  size_t prefault(size_t offset, size_t len) const;
+
+ private:
+  void release();
+
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  std::string path_;
+  std::vector<uint8_t> owned_;
+};
+
+}  // namespace edgellm
