@@ -8,7 +8,7 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build demo test test-unit fuzz clean
+.PHONY: all deps build demo test test-unit fuzz test-arm64 clean
 
 all: build
 
@@ -34,7 +34,14 @@ fuzz: deps
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	scripts/run-fuzzers.sh $(BUILD)-fuzz
 
+# ARM64: cross-build with aarch64-linux-gnu-g++ and run the kernel, GGUF-reader and end-to-end
+# tests under qemu-aarch64, once per ISA level (scripts/test-arm64.sh, docs/arm64.md).
+test-arm64:
+	scripts/test-arm64.sh $(BUILD)-arm64
+
+# The ARM64 step runs last (after everything native has passed).
 test: test-unit fuzz
+	$(MAKE) test-arm64
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-fuzz $(BUILD)-arm64

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -63,6 +64,7 @@ class Parser {
   Json parse_object(int depth) {
     ++pos_;  // '{'
     Json::Object obj;
+    std::unordered_map<std::string, size_t> index;  // key -> position, built lazily
     skip_ws();
     if (consume('}')) return Json(std::move(obj));
     for (;;) {
@@ -73,16 +75,24 @@ class Parser {
       if (!consume(':')) fail("expected ':'");
       skip_ws();
       Json value = parse_value(depth + 1);
-      // Duplicate keys: the last one wins, as in Python's json module.
-      bool replaced = false;
-      for (auto& kv : obj) {
-        if (kv.first == key) {
-          kv.second = std::move(value);
-          replaced = true;
-          break;
+      // Duplicate keys: the last one wins, as in Python's json module. Large objects (a
+      // tokenizer.json vocab has 150k keys) get a hash index so the check is not O(n^2).
+      constexpr size_t kIndexThreshold = 32;
+      size_t found = obj.size();
+      if (obj.size() < kIndexThreshold) {
+        for (size_t i = 0; i < obj.size(); ++i) {
+          if (obj[i].first == key) { found = i; break; }
         }
+      } else {
+        if (index.empty()) {
+          for (size_t i = 0; i < obj.size(); ++i) index.emplace(obj[i].first, i);
+        }
+        const auto it = index.find(key);
+        if (it != index.end()) found = it->second;
+        else index.emplace(key, obj.size());
       }
-      if (!replaced) obj.emplace_back(std::move(key), std::move(value));
+      if (found < obj.size()) obj[found].second = std::move(value);
+      else obj.emplace_back(std::move(key), std::move(value));
       skip_ws();
       if (consume('}')) return Json(std::move(obj));
       if (!consume(',')) fail("expected ',' or '}'");

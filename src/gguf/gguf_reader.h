@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/tensor_type.h"
@@ -25,6 +26,11 @@ enum class ValueType : uint32_t {
   kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 const char* value_type_name(ValueType type);
+// Bytes of one element of a scalar type; 0 for kString / kArray / unknown ids.
+size_t value_type_size(ValueType type);
+// Name of any ggml type id, including the ones EdgeLLM does not support ("iq4_xs"); nullptr if
+// the id was never a ggml type.
+const char* ggml_type_name(uint32_t raw_id);
 
 inline constexpr uint32_t kDefaultAlignment = 32;
 inline constexpr int kMaxDims = 4;
@@ -112,7 +118,12 @@ class GgufFile {
   GgufFile() = default;
   void parse(const ReadOptions& options);
 
+  // Prefix of every error message: the path, or "in-memory GGUF".
+  std::string where() const;
+
   MappedFile map_;
+  std::unordered_map<std::string_view, size_t> kv_index_;      // key -> index into kv_
+  std::unordered_map<std::string_view, size_t> tensor_index_;  // name -> index into tensors_
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;
   size_t data_offset_ = 0;

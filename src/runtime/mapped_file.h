@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace edgellm {
 
@@ -39,7 +38,10 @@ class MappedFile {
   size_t size_ = 0;
   bool mapped_ = false;
   std::string path_;
-  std::vector<uint8_t> owned_;
+  // from_bytes(): an owned copy, 64-byte aligned so tensor views into it are as aligned as the
+  // file offsets (GGUF aligns tensor data to general.alignment, 32 by default) — SIMD kernels
+  // see the same alignment as with a real page-aligned mapping.
+  uint8_t* owned_ = nullptr;
 };
 
 }  // namespace edgellm

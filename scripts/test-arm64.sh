@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# ARM64 step of `make test`: cross-builds the kernel, GGUF-reader and end-to-end tests for
+# aarch64 (cmake/toolchain-aarch64.cmake) and runs them under qemu user-mode emulation:
+#   1. every test on `-cpu max` (NEON + dotprod + i8mm + fp16) with the default ISA (the best),
+#      then pinned with EDGELLM_ISA=neon, dotprod and i8mm;
+#   2. feature detection: on `-cpu cortex-a53` (NEON only) and `-cpu cortex-a76` (dotprod, no
+#      i8mm) the hwcap-based dispatch must offer exactly what those CPUs have.
+# Usage: scripts/test-arm64.sh [build-dir]   (default build-arm64; JOBS=n to limit parallelism)
+# Prints "arm64: N passed, N failed" last; exits non-zero if anything failed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build-arm64}
+[[ $build = /* ]] || build=$PWD/$build
+jobs=${JOBS:-$(nproc)}
+export EDGELLM_TESTDATA=${EDGELLM_TESTDATA:-$(cd "$root/.." && pwd)/shared}
+start=$(date +%s)
+
+"$root/scripts/install-deps.sh" --arm64
+
+# -O2: the tests run emulated, so the kernels still need optimising, but -O3's extra inlining
+# costs build time that the short emulated runs never win back.
+cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64.cmake" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+  -DEDGELLM_BUILD_TOOLS=ON -DEDGELLM_GTEST_FROM_SOURCE=ON >/dev/null
+
+kernel_tests=()
+for src in "$root"/tests/kernels/test_*.cpp; do
+  name=$(basename "$src" .cpp)
+  kernel_tests+=("kernels_$name")
+done
+tests=("${kernel_tests[@]}" gguf_test_gguf_reader engine_test_reference_greedy tools_test_cli_run)
+cmake --build "$build" -j "$jobs" --target "${tests[@]}" edgellm_cli
+built=$(date +%s)
+
+# qemu-user reads these from the environment; they also reach every child the tests start.
+qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
+export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+export QEMU_CPU=max
+# Kernel tests use fewer / smaller shapes under emulation (they read this variable).
+export EDGELLM_SLOW_EMULATION=1
+# The CLI test runs `edgellm` through the shell: point it at a wrapper that starts qemu.
+wrapper="$build/edgellm-qemu"
+printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$qemu" "$build/edgellm" >"$wrapper"
+chmod +x "$wrapper"
+export EDGELLM_CLI=$wrapper
+# The Dispatch.EnvPin* tests re-execute the test binary directly, which needs a binfmt_misc
+# registration for aarch64 that containers usually lack; the pinned runs below cover EDGELLM_ISA.
+gtest_filter="-Dispatch.EnvPin*"
+
+passed=0
+failed=0
+failures=()
+run() {  # run <label> <test> [env...]
+  local label=$1 test=$2
+  shift 2
+  local t0=$(date +%s)
+  if (cd "$root" && env "$@" "$qemu" "$build/$test" --gtest_brief=1 --gtest_filter="$gtest_filter" \
+        >"$build/$test.$label.log" 2>&1); then
+    passed=$((passed + 1))
+    echo "arm64 [$label] $test: ok ($(( $(date +%s) - t0 ))s)"
+  else
+    failed=$((failed + 1))
+    failures+=("[$label] $test")
+    echo "arm64 [$label] $test: FAILED ($(( $(date +%s) - t0 ))s), log:"
+    tail -n 40 "$build/$test.$label.log"
+  fi
+}
+
+for isa in default neon dotprod i8mm; do
+  pin=()
+  [[ $isa != default ]] && pin=(EDGELLM_ISA=$isa)
+  for t in "${tests[@]}"; do run "$isa" "$t" "${pin[@]}"; done
+done
+
+# Detection on real CPU models: pinning what the CPU has passes, pinning more must fail.
+expect_fail() {  # expect_fail <label> <test> [env...]
+  local label=$1 test=$2
+  shift 2
+  if (cd "$root" && env "$@" "$qemu" "$build/$test" --gtest_brief=1 --gtest_filter=Dispatch.DefaultIsBestSupportedOrPin \
+        >"$build/$test.$label.log" 2>&1); then
+    failed=$((failed + 1))
+    failures+=("[$label] $test accepted an ISA the CPU lacks")
+    echo "arm64 [$label] $test: FAILED (an unsupported EDGELLM_ISA was accepted)"
+  else
+    passed=$((passed + 1))
+    echo "arm64 [$label] $test: ok (rejected)"
+  fi
+}
+run a53-neon kernels_test_dispatch QEMU_CPU=cortex-a53 EDGELLM_ISA=neon
+expect_fail a53-dotprod kernels_test_dispatch QEMU_CPU=cortex-a53 EDGELLM_ISA=dotprod
+run a76-dotprod kernels_test_dispatch QEMU_CPU=cortex-a76 EDGELLM_ISA=dotprod
+expect_fail a76-i8mm kernels_test_dispatch QEMU_CPU=cortex-a76 EDGELLM_ISA=i8mm
+run a76-default kernels_test_matmul QEMU_CPU=cortex-a76
+
+end=$(date +%s)
+echo "arm64: build $((built - start))s, tests $((end - built))s"
+for f in "${failures[@]}"; do echo "arm64 failed: $f"; done
+echo "arm64: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,326 @@
+#include "bench/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/batch.h"
+#include "engine/context.h"
+#include "gguf/gguf_reader.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "quant/quant_rules.h"
+#include "runtime/memory_stats.h"
+
+namespace edgellm::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string iso_time_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Resets VmHWM to the current RSS (Linux >= 4.0: writing "5" to clear_refs), so each model's
+// peak is its own. Best effort: without it the peak is the process-wide maximum.
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (f) f << "5";
+}
+
+void mean_stddev(const std::vector<double>& v, double* mean, double* stddev) {
+  *mean = 0;
+  *stddev = 0;
+  if (v.empty()) return;
+  for (const double x : v) *mean += x;
+  *mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return;
+  double ss = 0;
+  for (const double x : v) ss += (x - *mean) * (x - *mean);
+  *stddev = std::sqrt(ss / static_cast<double>(v.size() - 1));  // sample stddev, as llama-bench
+}
+
+std::string kv_type_name(TensorType t) { return tensor_type_name(t); }
+
+// One context's state: which depth prefix its sequence 0 currently holds.
+class DepthCache {
+ public:
+  DepthCache(Context& ctx, int32_t n_vocab, uint64_t seed) : ctx_(ctx), n_vocab_(n_vocab), rng_(seed) {}
+
+  // Leaves exactly the first `depth` positions of the depth prefix in sequence 0.
+  void restore(int32_t depth) {
+    if (depth <= held_) {
+      ctx_.seq_truncate(0, depth);
+      held_ = depth;
+      return;
+    }
+    ctx_.seq_truncate(0, held_);
+    const std::vector<int32_t> tokens = random_tokens(depth - held_);
+    Batch b;
+    b.add_sequence(0, tokens, held_, /*logits_last=*/false);
+    ctx_.decode(b);
+    held_ = depth;
+  }
+  // After a test appended positions past the prefix, only `held_` positions are still the prefix.
+  void after_test() { ctx_.seq_truncate(0, held_); }
+
+  std::vector<int32_t> random_tokens(int32_t n) {
+    std::uniform_int_distribution<int32_t> dist(0, n_vocab_ - 1);
+    std::vector<int32_t> t(static_cast<size_t>(std::max(0, n)));
+    for (auto& x : t) x = dist(rng_);
+    return t;
+  }
+
+ private:
+  Context& ctx_;
+  int32_t n_vocab_;
+  std::mt19937_64 rng_;
+  int32_t held_ = 0;
+};
+
+// Times one pp test run (seconds): n_prompt tokens after the depth prefix.
+double run_prompt(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_prompt) {
+  cache.restore(depth);
+  Batch b;
+  b.add_sequence(0, cache.random_tokens(n_prompt), depth, /*logits_last=*/true);
+  const auto t0 = Clock::now();
+  ctx.decode(b);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  cache.after_test();
+  return s;
+}
+
+// Times one tg test run (seconds): n_gen single-token decode calls after the depth prefix.
+double run_generation(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_gen) {
+  cache.restore(depth);
+  const std::vector<int32_t> tokens = cache.random_tokens(n_gen);
+  Batch b;
+  const auto t0 = Clock::now();
+  for (int32_t i = 0; i < n_gen; ++i) {
+    b.clear();
+    b.add(0, tokens[static_cast<size_t>(i)], depth + i, /*want_logits=*/true);
+    ctx.decode(b);
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  cache.after_test();
+  return s;
+}
+
+std::string read_cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string v = line.substr(colon + 1);
+        const size_t first = v.find_first_not_of(' ');
+        return first == std::string::npos ? v : v.substr(first);
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+std::string BenchRecord::test_name() const {
+  std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  if (n_depth > 0) s += " @ d" + std::to_string(n_depth);
+  return s;
+}
+
+double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_tokens) {
+  double bytes = 0;
+  for (const auto& t : model.gguf().tensors()) {
+    if (t.name == "token_embd.weight" && !model.output_tied()) {
+      bytes += static_cast<double>(t.row_bytes());  // only the token's row is looked up
+    } else {
+      bytes += static_cast<double>(t.n_bytes);
+    }
+  }
+  const HParams& hp = model.hparams();
+  const int64_t kv_width = hp.n_embd_kv();
+  const double bytes_per_kv_value =
+      kv_width % tensor_block_size(kv_type) == 0
+          ? static_cast<double>(tensor_row_bytes(kv_type, kv_width)) / static_cast<double>(kv_width)
+          : 2.0;  // an F16 cache when the type does not fit the row
+  bytes += static_cast<double>(hp.n_layer) * 2.0 * static_cast<double>(kv_width) * bytes_per_kv_value * kv_tokens;
+  return bytes;
+}
+
+std::string describe_model_type(const Model& model) {
+  const auto& f = model.gguf();
+  uint64_t n_params = 0;
+  for (const auto& t : f.tensors()) n_params += static_cast<uint64_t>(t.n_elements());
+  std::string size = f.get_string("general.size_label").value_or("");
+  if (size.empty()) {
+    std::ostringstream ss;
+    ss.precision(1);
+    ss << std::fixed;
+    if (n_params >= 1000000000ULL) {
+      ss << static_cast<double>(n_params) / 1e9 << "B";
+    } else {
+      ss << static_cast<double>(n_params) / 1e6 << "M";
+    }
+    size = ss.str();
+  }
+  std::string ftype = "unknown type";
+  if (auto ft = f.get_int("general.file_type")) {
+    const char* name = quant::file_type_name(static_cast<quant::FileType>(*ft));
+    ftype = std::string(name) == "unknown" ? "ftype " + std::to_string(*ft) : name;
+  }
+  return model.hparams().arch + " " + size + " " + ftype;
+}
+
+BenchMachine describe_machine(const BenchParams& params) {
+  BenchMachine m;
+  m.cpu = read_cpu_name();
+  m.hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (params.measure_bandwidth) {
+    BandwidthOptions o;
+    o.buffer_bytes = params.bandwidth_bytes;
+    o.n_threads = 1;
+    m.bandwidth_1 = measure_read_bandwidth(o);
+    o.n_threads = m.hardware_threads;
+    m.bandwidth_all = measure_read_bandwidth(o);
+    m.bandwidth_measured = true;
+  }
+  return m;
+}
+
+std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine& machine,
+                                   const std::function<void(const BenchRecord&)>& on_record,
+                                   const std::function<void(const std::string&)>& log) {
+  require(!params.models.empty(), ErrorCode::kInvalidArgument, "no model given (-m)");
+  require(params.repetitions >= 1, ErrorCode::kInvalidArgument,
+          "repetitions must be >= 1, got " + std::to_string(params.repetitions));
+  std::vector<int32_t> thread_counts = params.n_threads;
+  if (thread_counts.empty()) thread_counts.push_back(machine.hardware_threads);
+  for (const int32_t t : thread_counts) {
+    require(t >= 1, ErrorCode::kInvalidArgument, "thread count must be >= 1, got " + std::to_string(t));
+  }
+  for (const int32_t b : params.n_batch) {
+    require(b >= 1, ErrorCode::kInvalidArgument, "batch size must be >= 1, got " + std::to_string(b));
+  }
+  for (const int32_t d : params.n_depth) {
+    require(d >= 0, ErrorCode::kInvalidArgument, "depth must be >= 0, got " + std::to_string(d));
+  }
+  int32_t max_tokens = 0;  // context positions any test needs
+  for (const int32_t d : params.n_depth) {
+    for (const int32_t p : params.n_prompt) max_tokens = std::max(max_tokens, d + p);
+    for (const int32_t g : params.n_gen) max_tokens = std::max(max_tokens, d + std::max(g, kWarmupTokens));
+  }
+  require(max_tokens > 0, ErrorCode::kInvalidArgument, "no test to run: every -p and -n value is 0");
+
+  std::vector<BenchRecord> records;
+  auto say = [&](const std::string& s) {
+    if (log) log(s);
+  };
+  for (const std::string& path : params.models) {
+    reset_peak_rss();
+    say("loading " + path);
+    const std::unique_ptr<Model> model = Model::load(path);
+    const std::string model_type = describe_model_type(*model);
+    uint64_t model_size = 0, n_params = 0;
+    for (const auto& t : model->gguf().tensors()) {
+      model_size += t.n_bytes;
+      n_params += static_cast<uint64_t>(t.n_elements());
+    }
+    for (const TensorType kv_type : params.kv_types) {
+      for (const int32_t n_batch : params.n_batch) {
+        for (const int32_t n_threads : thread_counts) {
+          ContextParams cp;
+          cp.n_ctx = max_tokens;
+          cp.n_batch = n_batch;
+          cp.n_seq_max = 1;
+          cp.n_threads = n_threads;
+          cp.n_threads_batch = n_threads;
+          cp.kv_type = kv_type;
+          Context ctx(*model, cp);
+          DepthCache cache(ctx, model->hparams().n_vocab, params.seed);
+          const double bandwidth = !machine.bandwidth_measured ? 0.0
+                                   : n_threads == 1            ? machine.bandwidth_1.gbps
+                                                               : machine.bandwidth_all.gbps;
+          for (const int32_t depth : params.n_depth) {
+            struct Test {
+              int32_t n_prompt, n_gen;
+            };
+            std::vector<Test> tests;
+            for (const int32_t p : params.n_prompt) {
+              if (p > 0) tests.push_back({p, 0});
+            }
+            for (const int32_t g : params.n_gen) {
+              if (g > 0) tests.push_back({0, g});
+            }
+            for (const Test& test : tests) {
+              BenchRecord r;
+              r.model_filename = path;
+              r.model_type = model_type;
+              r.model_size = model_size;
+              r.model_n_params = n_params;
+              r.n_batch = n_batch;
+              r.n_threads = n_threads;
+              r.type_k = kv_type_name(kv_type);
+              r.type_v = r.type_k;
+              r.n_prompt = test.n_prompt;
+              r.n_gen = test.n_gen;
+              r.n_depth = depth;
+              r.is_generation = test.n_gen > 0;
+              r.isa = kernels::isa_name(kernels::active_isa());
+              r.test_time = iso_time_now();
+              say(base_name(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
+                  r.type_k + " ...");
+              // Warm-up (not recorded): first touch of weight pages, thread start-up, scratch.
+              if (r.is_generation) {
+                run_generation(ctx, cache, depth, std::min(test.n_gen, kWarmupTokens));
+              } else {
+                run_prompt(ctx, cache, depth, test.n_prompt);
+              }
+              const int32_t n_tokens = r.is_generation ? test.n_gen : test.n_prompt;
+              for (int32_t rep = 0; rep < params.repetitions; ++rep) {
+                const double s = r.is_generation ? run_generation(ctx, cache, depth, test.n_gen)
+                                                 : run_prompt(ctx, cache, depth, test.n_prompt);
+                r.samples_ns.push_back(s * 1e9);
+                r.samples_ts.push_back(static_cast<double>(n_tokens) / s);
+              }
+              mean_stddev(r.samples_ns, &r.avg_ns, &r.stddev_ns);
+              mean_stddev(r.samples_ts, &r.avg_ts, &r.stddev_ts);
+              if (r.is_generation) {
+                // Token i (0-based) at position depth + i attends to depth + i + 1 positions.
+                const double mean_kv = depth + (test.n_gen + 1) / 2.0;
+                r.bytes_per_token = decode_bytes_per_token(*model, kv_type, mean_kv);
+                r.effective_gbps = r.bytes_per_token * r.avg_ts / 1e9;
+                r.bandwidth_gbps = bandwidth;
+                r.bandwidth_fraction = bandwidth > 0 ? r.effective_gbps / bandwidth : 0.0;
+              }
+              r.peak_rss_bytes = read_process_memory().peak_bytes;
+              if (on_record) on_record(r);
+              records.push_back(std::move(r));
+            }
+          }
+        }
+      }
+    }
+  }
+  return records;
+}
+
+}  // namespace edgellm::bench

@@ -1,0 +1,98 @@
+// llama-bench style throughput measurement of the engine.
+//
+//   pp test: prefill n_prompt random tokens in one batch (split by n_batch) after n_depth
+//            context tokens; tg test: generate n_gen tokens one decode call at a time (logits
+//            every step, no sampling) after n_depth context tokens. The depth prefill is not
+//            timed and is made once per context and depth, then restored by truncation.
+//   Each test runs once unmeasured (warm-up; tg warm-up is a short run of kWarmupTokens tokens)
+//   and then `repetitions` times; tokens/s are averaged over repetitions (mean +- stddev).
+//
+// Decode is memory-bound: every weight byte (every matrix incl. the output head, and the norms;
+// one row of an untied embedding table) plus the KV cache up to the current position is read
+// once per generated token. bytes_per_token * tok/s is the effective read bandwidth, compared
+// with the machine's measured bandwidth (memory_bandwidth.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/memory_bandwidth.h"
+#include "kernels/tensor_type.h"
+
+namespace edgellm {
+class Model;
+}
+
+namespace edgellm::bench {
+
+struct BenchParams {
+  std::vector<std::string> models;
+  std::vector<int32_t> n_prompt = {512};   // one pp test per value (0 = none)
+  std::vector<int32_t> n_gen = {128};      // one tg test per value (0 = none)
+  std::vector<int32_t> n_depth = {0};      // every test at every depth
+  std::vector<int32_t> n_threads;          // empty = {hardware threads}
+  std::vector<int32_t> n_batch = {512};
+  std::vector<TensorType> kv_types = {TensorType::F16};
+  int32_t repetitions = 3;
+  bool measure_bandwidth = true;
+  size_t bandwidth_bytes = size_t{1} << 30;
+  uint64_t seed = 1234;                    // random prompt / generated token ids
+};
+
+inline constexpr int32_t kWarmupTokens = 8;
+
+struct BenchRecord {
+  // llama-bench fields
+  std::string model_filename;
+  std::string model_type;        // "qwen2 0.5B Q4_0"
+  uint64_t model_size = 0;       // tensor bytes
+  uint64_t model_n_params = 0;
+  int32_t n_batch = 0;
+  int32_t n_threads = 0;
+  std::string type_k;            // KV cache type ("f16")
+  std::string type_v;
+  int32_t n_prompt = 0;
+  int32_t n_gen = 0;
+  int32_t n_depth = 0;
+  std::string test_time;         // ISO 8601 UTC, start of the test
+  double avg_ns = 0, stddev_ns = 0;
+  double avg_ts = 0, stddev_ts = 0;
+  std::vector<double> samples_ns;
+  std::vector<double> samples_ts;
+  // ours
+  bool is_generation = false;    // tg test: the bandwidth fields below are meaningful
+  double bytes_per_token = 0;
+  double effective_gbps = 0;     // bytes_per_token * avg_ts / 1e9
+  double bandwidth_gbps = 0;     // measured read bandwidth at this thread count (0 = not measured)
+  double bandwidth_fraction = 0; // effective / measured
+  uint64_t peak_rss_bytes = 0;   // VmHWM after the test (reset when each model is loaded)
+  std::string isa;               // kernel ISA in use
+
+  std::string test_name() const;  // "pp512", "tg128", "tg128 @ d4096"
+};
+
+struct BenchMachine {
+  std::string cpu;               // /proc/cpuinfo model name
+  int hardware_threads = 0;
+  BandwidthResult bandwidth_1;   // one thread
+  BandwidthResult bandwidth_all; // every hardware thread
+  bool bandwidth_measured = false;
+};
+
+// Bytes read to generate one token at KV length `kv_tokens` (see the file comment).
+double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_tokens);
+// "qwen2 0.5B Q4_K_M": architecture, general.size_label (or the parameter count), file type.
+std::string describe_model_type(const Model& model);
+
+BenchMachine describe_machine(const BenchParams& params);
+
+// Runs every test of every model; `on_record` gets each record when it completes, `log` gets
+// progress lines. Errors (missing model, context too small) throw and name the model.
+std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine& machine,
+                                   const std::function<void(const BenchRecord&)>& on_record = {},
+                                   const std::function<void(const std::string&)>& log = {});
+
+}  // namespace edgellm::bench

@@ -1,0 +1,193 @@
+#include "engine/context.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "engine/forward.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "runtime/cpu_topology.h"
+#include "runtime/memory_stats.h"
+#include "runtime/thread_pool.h"
+
+namespace edgellm {
+
+namespace {
+
+// Default context when the caller passes n_ctx = 0: the training context, capped so a model
+// trained on 128K positions does not reserve a KV pool sized for them on a phone.
+constexpr int32_t kDefaultContextCap = 4096;
+constexpr int32_t kMaxThreads = 256;
+
+}  // namespace
+
+struct Context::Impl {
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ForwardPass> forward;
+  std::vector<float> logits;  // [n_outputs, n_vocab]; capacity n_batch rows reserved up front
+  int32_t n_outputs = 0;
+  // decode() bookkeeping, reserved up front so a decode step does not touch the heap.
+  std::vector<int32_t> next_pos;                   // [n_seq_max] simulated next position
+  std::vector<std::pair<int32_t, int32_t>> grown;  // (seq, length before the chunk), <= n_batch
+};
+
+Context::Context(const Model& model, const ContextParams& params) : model_(model), params_(params) {
+  const HParams& hp = model.hparams();
+  ContextParams& p = params_;
+  require(p.n_ctx >= 0, ErrorCode::kInvalidArgument, "n_ctx " + std::to_string(p.n_ctx) + " must be >= 0");
+  if (p.n_ctx == 0) p.n_ctx = std::min(hp.n_ctx_train, kDefaultContextCap);
+  require(p.n_batch >= 1, ErrorCode::kInvalidArgument, "n_batch " + std::to_string(p.n_batch) + " must be >= 1");
+  require(p.n_seq_max >= 1, ErrorCode::kInvalidArgument, "n_seq_max " + std::to_string(p.n_seq_max) + " must be >= 1");
+  require(p.n_threads >= 0 && p.n_threads <= kMaxThreads, ErrorCode::kInvalidArgument,
+          "n_threads " + std::to_string(p.n_threads) + " is outside [0, " + std::to_string(kMaxThreads) + "]");
+  require(p.n_threads_batch >= 0 && p.n_threads_batch <= kMaxThreads, ErrorCode::kInvalidArgument,
+          "n_threads_batch " + std::to_string(p.n_threads_batch) + " is outside [0, " + std::to_string(kMaxThreads) + "]");
+  if (p.n_threads == 0) p.n_threads = default_thread_count();
+  if (p.n_threads_batch == 0) p.n_threads_batch = p.n_threads;
+
+  KvCacheParams kp;
+  kp.n_layer = hp.n_layer;
+  kp.n_head_kv = hp.n_head_kv;
+  kp.head_dim = hp.head_dim;
+  kp.type = p.kv_type;
+  kp.block_tokens = p.kv_block_tokens;
+  kp.n_seq_max = p.n_seq_max;
+  kp.n_ctx = p.n_ctx;
+  require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
+          "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
+  const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
+  if (p.kv_budget_bytes == 0) {
+    kp.n_blocks = static_cast<int32_t>(std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX));
+  } else {
+    const size_t bb = KvCache::block_bytes(kp);
+    require(bb > 0 && p.kv_budget_bytes >= bb, ErrorCode::kInvalidArgument,
+            "kv_budget_bytes " + std::to_string(p.kv_budget_bytes) + " is smaller than one KV block (" +
+                std::to_string(bb) + " bytes)");
+    kp.n_blocks = static_cast<int32_t>(std::min<size_t>(p.kv_budget_bytes / bb, INT32_MAX));
+  }
+
+  impl_ = std::make_unique<Impl>();
+  impl_->kv = std::make_unique<KvCache>(kp);
+  const int max_threads = std::max(p.n_threads, p.n_threads_batch);
+  ThreadPoolOptions pool_options;
+  if (p.pin_threads) pool_options.cpus = detect_cpu_topology().big_cores;
+  impl_->pool = std::make_unique<ThreadPool>(max_threads, pool_options);
+  impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
+  impl_->logits.reserve(static_cast<size_t>(p.n_batch) * static_cast<size_t>(hp.n_vocab));
+  impl_->next_pos.resize(static_cast<size_t>(p.n_seq_max));
+  impl_->grown.reserve(static_cast<size_t>(std::min(p.n_batch, p.n_seq_max)));
+}
+
+Context::~Context() = default;
+
+KvCache& Context::kv_cache() { return *impl_->kv; }
+
+size_t Context::allocated_bytes() const {
+  return impl_->kv->pool().total_bytes() + impl_->forward->allocated_bytes() + impl_->logits.capacity() * sizeof(float);
+}
+
+void Context::decode(const Batch& batch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const HParams& hp = model_.hparams();
+  KvCache& kv = *impl_->kv;
+  const auto& entries = batch.entries();
+  const int32_t n = static_cast<int32_t>(entries.size());
+
+  // Validate the whole batch before touching the cache: ids, and positions that continue each
+  // sequence without gaps (simulated over the batch).
+  std::vector<int32_t>& next = impl_->next_pos;
+  for (int32_t s = 0; s < params_.n_seq_max; ++s) next[static_cast<size_t>(s)] = kv.seq_length(s);
+  int32_t n_outputs = 0;
+  // Messages are built only on failure: a valid decode step must not touch the heap.
+  for (int32_t i = 0; i < n; ++i) {
+    const BatchEntry& e = entries[static_cast<size_t>(i)];
+    if (e.seq_id < 0 || e.seq_id >= params_.n_seq_max) {
+      throw Error(ErrorCode::kInvalidArgument, "batch entry " + std::to_string(i) + ": sequence id " +
+                                                   std::to_string(e.seq_id) + " is outside [0, " +
+                                                   std::to_string(params_.n_seq_max) + ") (n_seq_max)");
+    }
+    if (e.token < 0 || e.token >= hp.n_vocab) {
+      throw Error(ErrorCode::kInvalidArgument, "batch entry " + std::to_string(i) + ": token id " +
+                                                   std::to_string(e.token) + " is outside [0, " +
+                                                   std::to_string(hp.n_vocab) + ")");
+    }
+    int32_t& expect = next[static_cast<size_t>(e.seq_id)];
+    if (e.pos != expect) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "batch entry " + std::to_string(i) + ": position " + std::to_string(e.pos) + " of sequence " +
+                      std::to_string(e.seq_id) + " does not follow its last position (expected " +
+                      std::to_string(expect) + "; truncate the sequence to rewrite positions)");
+    }
+    if (e.pos >= params_.n_ctx) {
+      throw Error(ErrorCode::kContextFull, "batch entry " + std::to_string(i) + ": position " + std::to_string(e.pos) +
+                                               " of sequence " + std::to_string(e.seq_id) +
+                                               " exceeds the context size n_ctx " + std::to_string(params_.n_ctx));
+    }
+    ++expect;
+    if (e.want_logits) ++n_outputs;
+  }
+
+  // Grows only when a caller asks for more logit rows than n_batch (e.g. perplexity over a
+  // batch longer than one chunk); decode steps never allocate.
+  impl_->logits.resize(static_cast<size_t>(n_outputs) * static_cast<size_t>(hp.n_vocab));
+  impl_->n_outputs = 0;
+
+  int32_t out_done = 0;
+  auto& grown = impl_->grown;  // (seq, length before this chunk)
+  for (int32_t c0 = 0; c0 < n; c0 += params_.n_batch) {
+    const int32_t cn = std::min(params_.n_batch, n - c0);
+    const BatchEntry* chunk = entries.data() + c0;
+    grown.clear();
+    bool distinct = true;
+    int32_t chunk_outputs = 0;
+    for (int32_t i = 0; i < cn; ++i) {
+      if (chunk[i].want_logits) ++chunk_outputs;
+      bool seen = false;
+      for (const auto& g : grown) seen = seen || g.first == chunk[i].seq_id;
+      if (seen) {
+        distinct = false;
+      } else {
+        grown.emplace_back(chunk[i].seq_id, kv.seq_length(chunk[i].seq_id));
+      }
+    }
+    try {
+      for (int32_t i = 0; i < cn; ++i) kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
+      // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch.
+      const int threads = distinct ? params_.n_threads : params_.n_threads_batch;
+      impl_->forward->run(chunk, cn, kv, *impl_->pool, threads,
+                          impl_->logits.data() + static_cast<size_t>(out_done) * static_cast<size_t>(hp.n_vocab));
+    } catch (...) {
+      for (const auto& g : grown) kv.seq_truncate(g.first, g.second);
+      impl_->n_outputs = out_done;
+      throw;
+    }
+    out_done += chunk_outputs;
+    impl_->n_outputs = out_done;
+    stats_.n_tokens_processed += cn;
+    ++stats_.n_forward_calls;
+  }
+  stats_.forward_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const float* Context::logits(int32_t i) const {
+  if (i < 0 || i >= impl_->n_outputs) {
+    throw Error(ErrorCode::kInvalidArgument, "logits index " + std::to_string(i) + " is outside [0, " +
+                                                 std::to_string(impl_->n_outputs) +
+                                                 ") (entries with want_logits in the last decode)");
+  }
+  return impl_->logits.data() + static_cast<size_t>(i) * static_cast<size_t>(model_.hparams().n_vocab);
+}
+
+int32_t Context::n_outputs() const { return impl_->n_outputs; }
+
+int32_t Context::seq_length(int32_t seq_id) const { return impl_->kv->seq_length(seq_id); }
+void Context::seq_clear(int32_t seq_id) { impl_->kv->seq_clear(seq_id); }
+void Context::seq_truncate(int32_t seq_id, int32_t n_keep) { impl_->kv->seq_truncate(seq_id, n_keep); }
+void Context::seq_fork(int32_t src_seq, int32_t dst_seq) { impl_->kv->seq_fork(src_seq, dst_seq); }
+void Context::clear() { impl_->kv->clear(); }
+
+}  // namespace edgellm

@@ -1,0 +1,77 @@
+// An inference context: the per-conversation state (KV cache, scratch buffers, threads) over a
+// shared, read-only Model. One Context serves several sequences at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/batch.h"
+#include "kernels/tensor_type.h"
+
+namespace edgellm {
+
+class Model;
+class KvCache;
+class ThreadPool;
+
+struct ContextParams {
+  int32_t n_ctx = 0;              // max positions per sequence; 0 = the model's training context, capped at 4096
+  int32_t n_batch = 512;          // max batch entries per forward chunk (a longer batch is split)
+  int32_t n_seq_max = 1;          // sequences that may hold KV at once
+  int32_t n_threads = 0;          // threads for decode-sized batches; 0 = default (big cores)
+  int32_t n_threads_batch = 0;    // threads for prefill-sized batches; 0 = n_threads
+  TensorType kv_type = TensorType::F16;  // F16 (default), F32 (tests), Q8_0 (int8 + per-block scale)
+  int32_t kv_block_tokens = 16;   // tokens per KV block
+  size_t kv_budget_bytes = 0;     // 0 = enough blocks for n_seq_max full sequences
+  bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
+};
+
+struct ContextStats {
+  int64_t n_tokens_processed = 0;  // batch entries run through the model since creation
+  int64_t n_forward_calls = 0;
+  double forward_seconds = 0;      // wall time inside decode()
+};
+
+class Context {
+ public:
+  Context(const Model& model, const ContextParams& params);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Runs the model over the batch (split into n_batch chunks). K/V of every entry is written to
+  // its sequence's blocks; logits are kept for entries with want_logits.
+  // Errors: kInvalidArgument (bad token id / seq id / position not following the sequence),
+  // kContextFull (position >= n_ctx or KV blocks exhausted). On error, chunks that completed
+  // stay in the cache; the failing chunk's entries do not.
+  void decode(const Batch& batch);
+
+  // Logits (n_vocab floats) of the i-th entry that wanted logits in the last decode() call.
+  const float* logits(int32_t i) const;
+  int32_t n_outputs() const;
+
+  // Sequence management. A sequence holds positions [0, seq_length).
+  int32_t seq_length(int32_t seq_id) const;
+  void seq_clear(int32_t seq_id);                        // frees its blocks
+  void seq_truncate(int32_t seq_id, int32_t n_keep);     // keep positions [0, n_keep)
+  void seq_fork(int32_t src_seq, int32_t dst_seq);       // dst shares src's blocks (copy-on-write)
+  void clear();                                          // all sequences
+
+  const Model& model() const { return model_; }
+  const ContextParams& params() const { return params_; }
+  const ContextStats& stats() const { return stats_; }
+  KvCache& kv_cache();
+  // Bytes this context allocated (KV pool + scratch + logits), for memory reports.
+  size_t allocated_bytes() const;
+
+ private:
+  struct Impl;
+  const Model& model_;
+  ContextParams params_;
+  ContextStats stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edgellm

@@ -1,0 +1,363 @@
+#include "engine/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+#include "kv/kv_cache.h"
+#include "runtime/thread_pool.h"
+
+namespace edgellm {
+
+namespace {
+
+// Quantized-input slots: Q/K/V may use up to three different activation formats (e.g. an F16
+// wq, a Q4_0 wk and a Q6_K wv in a mixed-quant file).
+constexpr int kInputSlots = 3;
+// Matmul rows per task are a multiple of this (kernels tile rows in small groups) and a
+// thread gets about kTasksPerThread tasks so faster cores can take more of them.
+constexpr int64_t kRowGranule = 16;
+constexpr int64_t kTasksPerThread = 4;
+// Below this many entries a row-wise op (norm, rope, residual) is not worth a parallel region.
+constexpr int32_t kParallelRowsMin = 4;
+
+size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+size_t act_row(const WeightView& w) { return round64(kernels::activation_row_bytes(w.type, w.n_in)); }
+
+// Bytes of quantized input one token needs in the largest matmul group: Q/K/V share the input
+// but may need up to three formats, gate/up two, the others one.
+size_t quantized_input_bytes_per_token(const Model& model) {
+  size_t most = act_row(model.output());
+  for (int il = 0; il < model.n_layer(); ++il) {
+    const LayerWeights& L = model.layer(il);
+    most = std::max(most, 3 * std::max({act_row(L.wq), act_row(L.wk), act_row(L.wv)}));
+    most = std::max(most, act_row(L.wo));
+    most = std::max(most, 2 * std::max(act_row(L.ffn_gate), act_row(L.ffn_up)));
+    most = std::max(most, act_row(L.ffn_down));
+  }
+  return most;
+}
+
+}  // namespace
+
+struct ForwardPass::Sizes {
+  size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows;
+  size_t attn_per_thread;  // floats
+  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t block_tokens, int max_threads) {
+    const HParams& hp = model.hparams();
+    const int64_t B = n_batch;
+    x = floats(B * hp.n_embd);
+    xn = floats(B * std::max(hp.n_embd, hp.n_embd_q()));
+    q = attn = floats(B * hp.n_embd_q());
+    k = v = floats(B * hp.n_embd_kv());
+    gate = up = floats(B * hp.n_ff);
+    xq = static_cast<size_t>(B) * quantized_input_bytes_per_token(model);
+    rope = floats(B * hp.n_rot / 2);
+    // Attention scratch of one thread: scores [g, n_ctx], acc [g, hd], one block of keys or
+    // values [block_tokens, hd] in F32; rounded to 16 floats (64 bytes) so each area is aligned.
+    const int64_t g = hp.n_gqa(), hd = hp.head_dim;
+    attn_per_thread = static_cast<size_t>((g * n_ctx + g * hd + static_cast<int64_t>(block_tokens) * hd + 15) / 16 * 16);
+    scores = static_cast<size_t>(std::max(1, max_threads)) * attn_per_thread * sizeof(float);
+    out_rows = static_cast<size_t>(B) * sizeof(int32_t);
+  }
+  size_t total() const { return x + xn + q + k + v + attn + gate + up + xq + 2 * rope + scores + out_rows; }
+};
+
+size_t ForwardPass::scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens,
+                                  int max_threads) {
+  return Sizes(model, n_batch, n_ctx, kv_block_tokens, max_threads).total();
+}
+
+ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens, int max_threads)
+    : model_(model),
+      hp_(model.hparams()),
+      n_batch_(n_batch),
+      n_ctx_(n_ctx),
+      kv_block_tokens_(kv_block_tokens),
+      max_threads_(std::max(1, max_threads)) {
+  const Sizes sz(model, n_batch, n_ctx, kv_block_tokens, max_threads_);
+  attn_scratch_floats_ = sz.attn_per_thread;
+  x_ = AlignedBuffer(sz.x, "the residual stream");
+  xn_ = AlignedBuffer(sz.xn, "normed activations");
+  q_ = AlignedBuffer(sz.q, "queries");
+  k_ = AlignedBuffer(sz.k, "keys");
+  v_ = AlignedBuffer(sz.v, "values");
+  attn_ = AlignedBuffer(sz.attn, "attention output");
+  gate_ = AlignedBuffer(sz.gate, "ffn gate");
+  up_ = AlignedBuffer(sz.up, "ffn up");
+  xq_ = AlignedBuffer(sz.xq, "quantized matmul inputs");
+  cos_ = AlignedBuffer(sz.rope, "rope cos table");
+  sin_ = AlignedBuffer(sz.rope, "rope sin table");
+  scores_ = AlignedBuffer(sz.scores, "attention scores");
+  out_rows_.reserve(static_cast<size_t>(n_batch));
+}
+
+size_t ForwardPass::allocated_bytes() const {
+  return x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() + gate_.size() + up_.size() +
+         xq_.size() + cos_.size() + sin_.size() + scores_.size() + out_rows_.capacity() * sizeof(int32_t);
+}
+
+template <typename Fn>
+void ForwardPass::for_entries(int32_t n, Fn&& fn) {
+  if (n < kParallelRowsMin || n_threads_ == 1) {
+    for (int32_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool_->parallel_for(n, [&](int64_t i, int) { fn(static_cast<int32_t>(i)); }, n_threads_);
+}
+
+void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
+  // 1. Quantize each distinct (input, activation type) once.
+  const float* slot_x[kInputSlots] = {};
+  TensorType slot_type[kInputSlots] = {};
+  int job_slot[kInputSlots + 1] = {};
+  int n_slots = 0;
+  for (int j = 0; j < n_jobs; ++j) {
+    const TensorType at = kernels::activation_type(jobs[j].w->type);
+    int s = 0;
+    while (s < n_slots && !(slot_x[s] == jobs[j].x && slot_type[s] == at)) ++s;
+    if (s == n_slots) {
+      if (n_slots == kInputSlots) throw Error(ErrorCode::kInternal, "forward: too many distinct matmul inputs");
+      slot_x[s] = jobs[j].x;
+      slot_type[s] = at;
+      ++n_slots;
+    }
+    job_slot[j] = s;
+  }
+  // Slot s holds n_tokens rows of `stride` bytes (the widest activation row of this call).
+  size_t stride = 0;
+  for (int j = 0; j < n_jobs; ++j) stride = std::max(stride, act_row(*jobs[j].w));
+  if (static_cast<size_t>(n_slots) * static_cast<size_t>(n_tokens) * stride > xq_.size()) {
+    throw Error(ErrorCode::kInternal, "forward: quantized input buffer too small");
+  }
+  auto slot_base = [&](int s) { return xq_.data() + static_cast<size_t>(s) * static_cast<size_t>(n_tokens) * stride; };
+  int slot_job[kInputSlots] = {};
+  for (int j = n_jobs - 1; j >= 0; --j) slot_job[job_slot[j]] = j;
+  auto quantize = [&](int64_t task) {
+    const int s = static_cast<int>(task / n_tokens);
+    const int64_t t = task % n_tokens;
+    const WeightView& w = *jobs[slot_job[s]].w;
+    kernels::quantize_activation_row(w.type, slot_x[s] + t * w.n_in, slot_base(s) + static_cast<size_t>(t) * stride,
+                                     w.n_in);
+  };
+  const int64_t n_quant = static_cast<int64_t>(n_slots) * n_tokens;
+  if (n_tokens < kParallelRowsMin || n_threads_ == 1) {
+    for (int64_t t = 0; t < n_quant; ++t) quantize(t);
+  } else {
+    pool_->parallel_for(n_quant, [&](int64_t t, int) { quantize(t); }, n_threads_);
+  }
+
+  // 2. Split every matmul into row ranges; one parallel region runs them all.
+  int64_t chunk[kInputSlots + 1] = {};
+  int64_t first_task[kInputSlots + 2] = {};
+  for (int j = 0; j < n_jobs; ++j) {
+    const int64_t rows = jobs[j].w->n_out;
+    int64_t c = rows;
+    if (n_threads_ > 1) {
+      c = (rows + kTasksPerThread * n_threads_ - 1) / (kTasksPerThread * n_threads_);
+      c = std::max<int64_t>(kRowGranule, (c + kRowGranule - 1) / kRowGranule * kRowGranule);
+    }
+    chunk[j] = c;
+    first_task[j + 1] = first_task[j] + (rows + c - 1) / c;
+  }
+  auto run = [&](int64_t task, int) {
+    int j = 0;
+    while (task >= first_task[j + 1]) ++j;
+    const WeightView& w = *jobs[j].w;
+    const int64_t r0 = (task - first_task[j]) * chunk[j];
+    const int64_t r1 = std::min(w.n_out, r0 + chunk[j]);
+    kernels::matmul(w.type, w.n_in, w.data, w.row_bytes, r0, r1, slot_base(job_slot[j]), stride, n_tokens, jobs[j].y,
+                    w.n_out);
+  };
+  pool_->parallel_for(first_task[n_jobs], run, n_threads_);
+}
+
+void ForwardPass::rope_tables(const BatchEntry* entries, int32_t n) {
+  // Angles as ggml computes them: theta_i = pos * base^(-2i/n_rot) by repeated multiplication in
+  // float, divided by the llama3 factor (rope_freqs) and scaled by the linear freq_scale.
+  const int32_t half = hp_.n_rot / 2;
+  const float theta_scale = std::pow(hp_.rope_freq_base, -2.0f / static_cast<float>(hp_.n_rot));
+  const float* ff = model_.rope_freqs().data;
+  float* cs = cos_.as<float>();
+  float* sn = sin_.as<float>();
+  for (int32_t e = 0; e < n; ++e) {
+    float theta = static_cast<float>(entries[e].pos);
+    for (int32_t i = 0; i < half; ++i) {
+      const float angle = hp_.rope_freq_scale * (theta / (ff ? ff[i] : 1.0f));
+      cs[e * half + i] = std::cos(angle);
+      sn[e * half + i] = std::sin(angle);
+      theta *= theta_scale;
+    }
+  }
+}
+
+void ForwardPass::apply_rope(float* h, int32_t entry) const {
+  const int32_t half = hp_.n_rot / 2;
+  const float* cs = cos_.as<float>() + entry * half;
+  const float* sn = sin_.as<float>() + entry * half;
+  if (hp_.rope_style == RopeStyle::kNormal) {
+    for (int32_t i = 0; i < half; ++i) {
+      const float x0 = h[2 * i], x1 = h[2 * i + 1];
+      h[2 * i] = x0 * cs[i] - x1 * sn[i];
+      h[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+    }
+  } else {
+    for (int32_t i = 0; i < half; ++i) {
+      const float x0 = h[i], x1 = h[i + half];
+      h[i] = x0 * cs[i] - x1 * sn[i];
+      h[i + half] = x0 * sn[i] + x1 * cs[i];
+    }
+  }
+}
+
+void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv) {
+  const int32_t hd = hp_.head_dim, n_q = hp_.n_embd_q(), g = hp_.n_gqa();
+  const int32_t T = kv.params().block_tokens;
+  if (T > kv_block_tokens_) throw Error(ErrorCode::kInternal, "forward: KV block larger than the scratch");
+  const TensorType kv_type = kv.params().type;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  // One task per (entry, KV head): the g query heads sharing that KV head are handled together,
+  // so each block of keys and values is read and converted once for all of them (GQA).
+  // Scores of one block are a small F32 matmul: the block's key rows [cnt, hd] (converted to F32
+  // unless stored so) times the g query rows, which are F32 activation rows as they are.
+  const size_t f32_row = static_cast<size_t>(hd) * sizeof(float);
+  auto task = [&](int64_t t, int thread) {
+    const int32_t e = static_cast<int32_t>(t / hp_.n_head_kv);
+    const int32_t hkv = static_cast<int32_t>(t % hp_.n_head_kv);
+    const int32_t n_pos = entries[e].pos + 1;
+    const std::vector<int32_t>& table = kv.block_table(entries[e].seq_id);
+    const float* q = q_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(hkv) * g * hd;  // [g, hd]
+    float* scores = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;  // [g, n_ctx]
+    float* acc = scores + static_cast<int64_t>(g) * n_ctx_;                                       // [g, hd]
+    float* vbuf = acc + static_cast<int64_t>(g) * hd;                                             // [T, hd]
+
+    for (int32_t p0 = 0; p0 < n_pos; p0 += T) {
+      const int32_t cnt = std::min(T, n_pos - p0);
+      const uint8_t* rows = kv.k_rows(table[static_cast<size_t>(p0 / T)], layer, hkv);
+      const float* k = reinterpret_cast<const float*>(rows);
+      if (kv_type != TensorType::F32) {
+        kv.load_rows(rows, vbuf, cnt);
+        k = vbuf;
+      }
+      kernels::matmul(TensorType::F32, hd, k, f32_row, 0, cnt, q, f32_row, g, scores + p0, n_ctx_);
+    }
+    for (int32_t h = 0; h < g; ++h) {
+      float* s = scores + static_cast<int64_t>(h) * n_ctx_;
+      kernels::scale_f32(s, scale, n_pos);
+      kernels::softmax(s, n_pos);
+    }
+    std::memset(acc, 0, floats(static_cast<int64_t>(g) * hd));
+    for (int32_t p0 = 0; p0 < n_pos; p0 += T) {
+      const int32_t cnt = std::min(T, n_pos - p0);
+      const uint8_t* rows = kv.v_rows(table[static_cast<size_t>(p0 / T)], layer, hkv);
+      const float* v = reinterpret_cast<const float*>(rows);
+      if (kv_type != TensorType::F32) {
+        kv.load_rows(rows, vbuf, cnt);
+        v = vbuf;
+      }
+      // acc[h] += sum_s p[h][p0 + s] * v[s]: a short F32 loop (head_dim may be 8) that the
+      // compiler vectorises; a kernel call per row would cost more than the arithmetic.
+      for (int32_t h = 0; h < g; ++h) {
+        const float* p = scores + static_cast<int64_t>(h) * n_ctx_ + p0;
+        float* out = acc + static_cast<int64_t>(h) * hd;
+        for (int32_t s = 0; s < cnt; ++s) {
+          const float w = p[s];
+          const float* vs = v + static_cast<int64_t>(s) * hd;
+          for (int32_t i = 0; i < hd; ++i) out[i] += w * vs[i];
+        }
+      }
+    }
+    std::memcpy(attn_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(hkv) * g * hd, acc,
+                floats(static_cast<int64_t>(g) * hd));
+  };
+  pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv, task, n_threads_);
+}
+
+void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads, float* logits) {
+  if (n <= 0) return;
+  if (n > n_batch_) throw Error(ErrorCode::kInternal, "forward: chunk larger than n_batch");
+  pool_ = &pool;
+  n_threads_ = std::clamp(n_threads, 1, std::min(max_threads_, pool.max_threads()));
+
+  const int64_t E = hp_.n_embd, Q = hp_.n_embd_q(), KV = hp_.n_embd_kv(), F = hp_.n_ff, hd = hp_.head_dim;
+  float* x = x_.as<float>();
+  float* xn = xn_.as<float>();
+  float* q = q_.as<float>();
+  float* k = k_.as<float>();
+  float* v = v_.as<float>();
+  float* attn = attn_.as<float>();
+  float* gate = gate_.as<float>();
+  float* up = up_.as<float>();
+  const float eps = hp_.rms_eps;
+
+  // Embeddings: dequantized rows of token_embd ([n_vocab rows, n_embd]).
+  const WeightView& emb = model_.token_embd();
+  for_entries(n, [&](int32_t e) { kernels::dequantize_row(emb.type, emb.row(entries[e].token), x + e * E, E); });
+  rope_tables(entries, n);
+
+  for (int il = 0; il < hp_.n_layer; ++il) {
+    const LayerWeights& L = model_.layer(il);
+    for_entries(n, [&](int32_t e) { kernels::rms_norm(x + e * E, L.attn_norm.data, xn + e * E, E, eps); });
+    const MatmulJob qkv[3] = {{&L.wq, xn, q}, {&L.wk, xn, k}, {&L.wv, xn, v}};
+    matmuls(qkv, 3, n);
+
+    for_entries(n, [&](int32_t e) {
+      float* qe = q + e * Q;
+      float* ke = k + e * KV;
+      float* ve = v + e * KV;
+      if (L.bq.present()) {
+        kernels::add_f32(qe, L.bq.data, qe, Q);
+        kernels::add_f32(ke, L.bk.data, ke, KV);
+        kernels::add_f32(ve, L.bv.data, ve, KV);
+      }
+      for (int32_t h = 0; h < hp_.n_head; ++h) {
+        float* qh = qe + h * hd;
+        if (L.q_norm.present()) kernels::rms_norm(qh, L.q_norm.data, qh, hd, eps);
+        apply_rope(qh, e);
+      }
+      for (int32_t h = 0; h < hp_.n_head_kv; ++h) {
+        float* kh = ke + h * hd;
+        if (L.k_norm.present()) kernels::rms_norm(kh, L.k_norm.data, kh, hd, eps);
+        apply_rope(kh, e);
+        kv.store_row(kh, kv.k_row(entries[e].seq_id, il, h, entries[e].pos));
+        kv.store_row(ve + h * hd, kv.v_row(entries[e].seq_id, il, h, entries[e].pos));
+      }
+    });
+
+    attention(entries, n, il, kv);
+
+    const MatmulJob wo[1] = {{&L.wo, attn, xn}};
+    matmuls(wo, 1, n);
+    for_entries(n, [&](int32_t e) {
+      kernels::add_f32(x + e * E, xn + e * E, x + e * E, E);
+      kernels::rms_norm(x + e * E, L.ffn_norm.data, xn + e * E, E, eps);
+    });
+    const MatmulJob gu[2] = {{&L.ffn_gate, xn, gate}, {&L.ffn_up, xn, up}};
+    matmuls(gu, 2, n);
+    for_entries(n, [&](int32_t e) { kernels::silu_mul(gate + e * F, up + e * F, gate + e * F, F); });
+    const MatmulJob down[1] = {{&L.ffn_down, gate, xn}};
+    matmuls(down, 1, n);
+    for_entries(n, [&](int32_t e) { kernels::add_f32(x + e * E, xn + e * E, x + e * E, E); });
+  }
+
+  // Output head only for the entries that want logits, gathered into consecutive rows.
+  out_rows_.clear();
+  for (int32_t e = 0; e < n; ++e) {
+    if (entries[e].want_logits) out_rows_.push_back(e);
+  }
+  if (!out_rows_.empty()) {
+    const int32_t n_out = static_cast<int32_t>(out_rows_.size());
+    for_entries(n_out, [&](int32_t j) {
+      kernels::rms_norm(x + out_rows_[static_cast<size_t>(j)] * E, model_.output_norm().data, xn + j * E, E, eps);
+    });
+    const MatmulJob head[1] = {{&model_.output(), xn, logits}};
+    matmuls(head, 1, n_out);
+  }
+  pool_ = nullptr;
+}
+
+}  // namespace edgellm

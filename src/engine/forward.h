@@ -1,0 +1,91 @@
+// The forward pass over one chunk of batch entries (at most n_batch), for the llama family.
+// All scratch buffers are allocated once in the constructor for the largest chunk; running a
+// chunk allocates nothing.
+//
+// Per chunk of n entries (widths: E = n_embd, Q = n_head*head_dim, KV = n_head_kv*head_dim):
+//   x[n, E] = token_embd rows
+//   per layer:  xn = rms_norm(x) * attn_norm
+//               q[n, Q], k[n, KV], v[n, KV] = xn @ Wq, Wk, Wv (+ bias: qwen2)
+//               per head: rms_norm(q), rms_norm(k) (qwen3); RoPE on the first n_rot dims
+//               K, V rows -> each entry's sequence blocks in the KV cache
+//               attn[n, Q] = softmax(q . K[0..pos] / sqrt(head_dim)) . V[0..pos]  (GQA)
+//               x += attn @ Wo
+//               xn = rms_norm(x) * ffn_norm
+//               x += (silu(xn @ Wgate) * (xn @ Wup)) @ Wdown
+//   logits[j, n_vocab] = (rms_norm(x_e) * output_norm) @ Woutput  for entries e wanting logits
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/batch.h"
+#include "model/model.h"
+#include "runtime/memory_stats.h"
+
+namespace edgellm {
+
+class KvCache;
+class ThreadPool;
+
+class ForwardPass {
+ public:
+  // n_batch: most entries per chunk; n_ctx: longest sequence (attention score buffer);
+  // kv_block_tokens: KV block size (attention converts one block of values at a time);
+  // max_threads: threads that may run attention at once (one scratch area each).
+  ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens, int max_threads);
+
+  // Runs `n` entries. Preconditions (checked by Context): token ids valid, each entry's position
+  // is allocated in its sequence (kv.seq_length > pos), positions of one sequence increasing.
+  // Logits of the entries with want_logits are written consecutively to `logits`
+  // (rows of n_vocab floats).
+  void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads, float* logits);
+
+  size_t allocated_bytes() const;
+  // What the constructor allocates, without allocating (memory planning, `edgellm info`).
+  static size_t scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens,
+                              int max_threads);
+
+ private:
+  struct Sizes;  // byte size of every buffer, computed in one place
+  struct MatmulJob {
+    const WeightView* w;
+    const float* x;  // [n_tokens, w->n_in]
+    float* y;        // [n_tokens, w->n_out]
+  };
+  // Runs several matmuls that share one parallel region; inputs are quantized once per distinct
+  // (input, activation type) pair.
+  void matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens);
+  void rope_tables(const BatchEntry* entries, int32_t n);
+  void apply_rope(float* head, int32_t entry) const;
+  void attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
+  template <typename Fn>
+  void for_entries(int32_t n, Fn&& fn);
+
+  const Model& model_;
+  const HParams& hp_;
+  int32_t n_batch_;
+  int32_t n_ctx_;
+  int32_t kv_block_tokens_;
+  int max_threads_;
+  size_t attn_scratch_floats_ = 0;  // per thread
+
+  ThreadPool* pool_ = nullptr;  // set for the duration of run()
+  int n_threads_ = 1;
+
+  AlignedBuffer x_;       // [n_batch, n_embd] residual stream
+  AlignedBuffer xn_;      // [n_batch, max(n_embd, n_embd_q)] normed input / matmul output scratch
+  AlignedBuffer q_;       // [n_batch, n_embd_q]
+  AlignedBuffer k_;       // [n_batch, n_embd_kv]
+  AlignedBuffer v_;       // [n_batch, n_embd_kv]
+  AlignedBuffer attn_;    // [n_batch, n_embd_q]
+  AlignedBuffer gate_;    // [n_batch, n_ff]
+  AlignedBuffer up_;      // [n_batch, n_ff]
+  AlignedBuffer xq_;      // [n_batch, widest group of quantized inputs] matmul inputs
+  AlignedBuffer cos_;     // [n_batch, n_rot/2]
+  AlignedBuffer sin_;     // [n_batch, n_rot/2]
+  AlignedBuffer scores_;  // per thread: scores [n_gqa, n_ctx], acc [n_gqa, hd], one K/V block [block, hd]
+  std::vector<int32_t> out_rows_;  // entries wanting logits, in order (reserved n_batch)
+};
+
+}  // namespace edgellm

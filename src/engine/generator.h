@@ -1,0 +1,86 @@
+// The generation loop of one sequence: prefill the prompt in n_batch chunks, then sample and
+// decode one token at a time, streaming text through a callback, until a stop condition.
+//
+//   prompt ids -> Context::decode (chunks) -> logits -> Sampler -> id -> StreamingDecoder (whole
+//   UTF-8 only) -> StopStringFilter (holds back a possible stop-string start) -> on_token
+//
+// Finish reasons: stop (end-of-generation token or a stop string), length (max_tokens reached or
+// the context is full), cancelled (the flag was set or on_token returned false), error (the
+// forward pass or a callback failed after generation started; the partial output is kept).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgellm {
+
+class Context;
+class Sampler;
+class Tokenizer;
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+
+// "stop", "length", "cancelled", "error" (the names the JSON output and the C API use).
+const char* finish_reason_name(FinishReason reason);
+
+struct GenerationParams {
+  int32_t seq_id = 0;                // sequence of the Context to extend (continues after its cached positions)
+  int32_t max_tokens = -1;           // tokens to sample; < 0: until a stop or the context is full
+  std::vector<std::string> stop;     // stop strings (need a tokenizer); never part of the output text
+  bool ignore_eog = false;           // keep going past end-of-generation tokens
+  bool truncate_prompt = false;      // drop the oldest prompt tokens (keeping a leading BOS) instead of failing
+  bool penalize_prompt = true;       // prompt tokens enter the sampler's penalty window (llama.cpp does)
+};
+
+struct GenerationTimings {
+  double load_seconds = 0;          // model + context creation; filled by the caller
+  int32_t prompt_tokens = 0;        // tokens prefilled (after any truncation)
+  double prefill_seconds = 0;       // wall time of the prompt's forward passes
+  double ttft_seconds = 0;          // generate() start to the first sampled token (prefill + 1 sample)
+  int32_t decode_tokens = 0;        // tokens sampled after the first one (= one-token forward passes)
+  double decode_seconds = 0;        // wall time from the first to the last sampled token
+
+  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0; }
+  double decode_tokens_per_second() const { return decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0; }
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;     // sampled ids in order; an end-of-generation token is not included
+  std::string text;                // exactly what on_token delivered (no stop string, no EOG text)
+  FinishReason finish_reason = FinishReason::kError;
+  std::string stop_string;         // the stop string that ended generation, if any
+  int32_t eog_token = -1;          // the end-of-generation token that ended generation, if any
+  int32_t prompt_tokens_dropped = 0;  // oldest prompt tokens removed by truncate_prompt
+  std::string error;               // message when finish_reason == kError
+  GenerationTimings timings;
+};
+
+struct GenerationCallbacks {
+  // Called once per sampled token (except an EOG token) with the text that became final with it;
+  // the text may be empty (incomplete UTF-8 or a possible stop-string start is held back) or
+  // contain earlier tokens' text. Text released when generation ends comes with id -1. Return
+  // false to cancel.
+  std::function<bool(int32_t id, std::string_view text)> on_token;
+  // Called with the raw model logits (n_vocab floats) of every position that is sampled, before
+  // sampling (so also for the step that samples an EOG token).
+  std::function<void(const float* logits, int32_t n_vocab)> on_logits;
+  // Polled before every forward pass; set from any thread to cancel.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Runs one generation on `ctx`. `tokenizer` may be null: then there is no text, no EOG detection
+// and no stop strings (ids only). The sampler is used as is (its RNG state and penalty window
+// carry over; call reset() for a fresh start).
+// Throws Error(kInvalidArgument) for an empty prompt, a token id outside the vocabulary, stop
+// strings without a tokenizer or a sampler whose vocabulary differs from the model's, and
+// Error(kContextFull) when the prompt does not fit the context and truncate_prompt is false.
+// Everything that fails after that is reported through finish_reason == kError instead.
+GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* tokenizer,
+                          const std::vector<int32_t>& prompt, const GenerationParams& params,
+                          const GenerationCallbacks& callbacks = {});
+
+}  // namespace edgellm

@@ -1,0 +1,37 @@
+// CPU feature detection for kernel dispatch. On x86 a feature counts only when both the CPU
+// reports it (cpuid) and the OS saves the register state it needs (xgetbv: YMM for AVX2, ZMM and
+// opmask for AVX-512). On ARM64 Linux/HarmonyOS the kernel's hwcaps are authoritative.
+#pragma once
+
+namespace edgellm::kernels {
+
+struct CpuFeatures {
+  // x86
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool bmi2 = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
+  bool avx512vnni = false;
+  bool os_ymm = false;  // XCR0 has SSE and AVX state enabled
+  bool os_zmm = false;  // XCR0 additionally has opmask and both ZMM state components
+  // ARM64
+  bool neon = false;
+  bool fp16 = false;     // half-precision arithmetic (HWCAP_FPHP and HWCAP_ASIMDHP)
+  bool dotprod = false;  // SDOT/UDOT (HWCAP_ASIMDDP)
+  bool i8mm = false;     // SMMLA/USMMLA (HWCAP2_I8MM)
+
+  // What the per-ISA kernel files are compiled for (see CMakeLists.txt flags).
+  bool has_avx2_kernels() const { return os_ymm && avx2 && fma && f16c && bmi2; }
+  bool has_avx512_kernels() const {
+    return has_avx2_kernels() && os_zmm && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni;
+  }
+};
+
+// Detected once; later calls return the cached result.
+const CpuFeatures& cpu_features();
+
+}  // namespace edgellm::kernels

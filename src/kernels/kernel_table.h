@@ -1,0 +1,55 @@
+// Internal: the per-ISA table of kernel function pointers behind kernels.h.
+//
+// Each ISA provides install_<isa>(KernelTable&) which overwrites only the entries it specialises;
+// dispatch.cpp builds the table for ISA k by copying the table of the next lower ISA of the same
+// family (scalar -> avx2 -> avx512, scalar -> neon -> dotprod -> i8mm) and calling install_<k>.
+// An entry an ISA does not specialise therefore falls back to the best lower ISA, and in the end
+// to the scalar reference, which fills every entry.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/tensor_type.h"
+
+namespace edgellm::kernels {
+
+// Table slots are indexed by the raw GGUF type id (largest id EdgeLLM knows is BF16 = 30).
+inline constexpr int kTypeSlots = 31;
+
+inline constexpr int type_slot(TensorType t) { return static_cast<int>(t); }
+
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+// Same contract as kernels::matmul (arguments already validated).
+using MatmulFn = void (*)(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                          size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
+
+struct KernelTable {
+  DequantizeFn dequantize[kTypeSlots] = {};
+  // Indexed by the WEIGHT type: quantizes an F32 activation row into activation_type(weight).
+  QuantizeFn quantize_activation[kTypeSlots] = {};
+  MatmulFn matmul[kTypeSlots] = {};
+
+  float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;
+  float (*dot_f16_f32)(const uint16_t* a, const float* b, int64_t n) = nullptr;
+  void (*axpy_f32)(float a, const float* x, float* y, int64_t n) = nullptr;
+  void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n) = nullptr;
+  void (*scale_f32)(float* x, float s, int64_t n) = nullptr;
+  void (*add_f32)(const float* a, const float* b, float* y, int64_t n) = nullptr;
+  void (*fp32_to_fp16_row)(const float* x, uint16_t* y, int64_t n) = nullptr;
+  void (*fp16_to_fp32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
+  void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
+};
+
+// Fills every entry with the portable reference implementation.
+void install_scalar(KernelTable& table);
+
+#if defined(EDGELLM_ARCH_X86)
+void install_avx2(KernelTable& table);
+void install_avx512(KernelTable& table);
+#endif
+
+}  // namespace edgellm::kernels

@@ -1,0 +1,55 @@
+// Internal AVX-512 helpers (include only from files compiled with the AVX-512 flags). Anonymous
+// namespace for the reason given in x86/avx2/avx2_util.h (no cross-ISA inline merging).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace edgellm::kernels::avx512 {
+namespace {
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+// Horizontal sum. (Written out rather than _mm512_reduce_add_ps, and masked forms of extract /
+// cvtph below: GCC 12 warns -Wmaybe-uninitialized on the _mm512_undefined_* inside the unmasked
+// intrinsics.)
+inline float hsum(__m512 v) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
+  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// A ZMM whose lanes 0-7 hold a and lanes 8-15 hold b (per-block scales of two 32-element blocks).
+inline __m512 two_halves(float a, float b) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
+}
+
+// As two_halves(half(a), half(b)) with one conversion: the two F16 values travel as one 32-bit
+// word, are widened together and spread by one permute (3 vector ops instead of 8).
+inline __m512 two_halves_f16(uint16_t a, uint16_t b) {
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(static_cast<uint32_t>(a) | (static_cast<uint32_t>(b) << 16))));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_castps128_ps512(f));
+}
+
+// 32 + 32 bytes from two addresses as one ZMM.
+inline __m512i load_2x32(const void* lo, const void* hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+                            _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+}
+
+// 16 halves -> 16 floats.
+inline __m512 load_f16x16(const uint16_t* p) {
+  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+inline __m512 load_bf16x16(const uint16_t* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+}  // namespace
+}  // namespace edgellm::kernels::avx512

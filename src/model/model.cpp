@@ -1,0 +1,171 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace edgellm {
+
+bool is_supported_matmul_type(TensorType type) {
+  switch (type) {
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16:
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::Q8_0:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+std::string shape_str(int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; }
+
+// Binds tensors by name, checks them against the expected shapes and records what was used.
+class Binder {
+ public:
+  Binder(const gguf::GgufFile& f, const HParams& hp) : f_(f), hp_(hp) {}
+
+  std::string context() const {
+    std::ostringstream s;
+    s << hp_.arch << " with n_embd " << hp_.n_embd << ", n_head " << hp_.n_head << ", n_head_kv " << hp_.n_head_kv
+      << ", head_dim " << hp_.head_dim << ", n_ff " << hp_.n_ff << ", n_vocab " << hp_.n_vocab;
+    return s.str();
+  }
+
+  const gguf::TensorInfo* find(const std::string& name, bool required) {
+    const gguf::TensorInfo* t = f_.find_tensor(name);
+    require(t || !required, ErrorCode::kInvalidFile,
+            "tensor '" + name + "' is missing (required by " + hp_.arch + ")");
+    return t;
+  }
+
+  // ggml shape [n_in, n_out] → matrix with n_out rows of n_in.
+  WeightView matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true) {
+    WeightView w;
+    const gguf::TensorInfo* t = find(name, required);
+    if (!t) return w;
+    if (t->n_dims != 2 || t->ne[0] != n_in || t->ne[1] != n_out) {
+      throw Error(ErrorCode::kInvalidFile, name + " has shape " + t->shape_string() + " but " + context() +
+                                               " needs " + shape_str(n_in, n_out));
+    }
+    require(is_supported_matmul_type(t->type), ErrorCode::kUnsupported,
+            name + " has type " + tensor_type_name(t->type) + ", which the engine cannot multiply");
+    require(n_in % tensor_block_size(t->type) == 0, ErrorCode::kInvalidFile,
+            name + ": row length " + std::to_string(n_in) + " is not a multiple of the " + tensor_type_name(t->type) +
+                " block size " + std::to_string(tensor_block_size(t->type)));
+    w.name = t->name;
+    w.type = t->type;
+    w.data = t->data;
+    w.n_in = n_in;
+    w.n_out = n_out;
+    w.row_bytes = t->row_bytes();
+    require(w.row_bytes * static_cast<size_t>(n_out) == t->n_bytes, ErrorCode::kInvalidFile,
+            name + ": data size " + std::to_string(t->n_bytes) + " does not match its shape");
+    note(t);
+    return w;
+  }
+
+  VectorView vector(const std::string& name, int64_t n, bool required = true) {
+    VectorView v;
+    const gguf::TensorInfo* t = find(name, required);
+    if (!t) return v;
+    if (t->n_elements() != n || (t->n_dims != 1 && !(t->n_dims == 2 && t->ne[1] == 1))) {
+      throw Error(ErrorCode::kInvalidFile,
+                  name + " has shape " + t->shape_string() + " but " + context() + " needs [" + std::to_string(n) + "]");
+    }
+    require(t->type == TensorType::F32, ErrorCode::kUnsupported,
+            name + " has type " + tensor_type_name(t->type) + "; norm weights, biases and rope factors must be f32");
+    require(reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0, ErrorCode::kInvalidFile,
+            name + " data is not 4-byte aligned");
+    v.data = reinterpret_cast<const float*>(t->data);
+    v.n = n;
+    note(t);
+    return v;
+  }
+
+  void note(const gguf::TensorInfo* t) {
+    if (std::find(used_.begin(), used_.end(), t) == used_.end()) {
+      used_.push_back(t);
+      bytes_ += t->n_bytes;
+    }
+  }
+
+  size_t bytes() const { return bytes_; }
+
+ private:
+  const gguf::GgufFile& f_;
+  const HParams& hp_;
+  std::vector<const gguf::TensorInfo*> used_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadParams& params) {
+  return from_gguf(gguf::GgufFile::open(path), params);
+}
+
+std::unique_ptr<Model> Model::from_gguf(std::unique_ptr<gguf::GgufFile> file, const ModelLoadParams& params) {
+  require(file != nullptr, ErrorCode::kInvalidArgument, "Model::from_gguf: null GGUF file");
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  m->bind(params);
+  return m;
+}
+
+void Model::bind(const ModelLoadParams& params) {
+  hp_ = read_hparams(*file_);
+  arch_ = &find_architecture(hp_.arch);
+  Binder b(*file_, hp_);
+  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+
+  token_embd_ = b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
+  output_norm_ = b.vector("output_norm.weight", n_embd);
+  output_ = b.matrix("output.weight", n_embd, hp_.n_vocab, /*required=*/false);
+  output_tied_ = !output_.present();
+  if (output_tied_) output_ = token_embd_;
+  if (hp_.has_rope_freqs) rope_freqs_ = b.vector("rope_freqs.weight", hp_.n_rot / 2);
+
+  layers_.resize(static_cast<size_t>(hp_.n_layer));
+  for (int i = 0; i < hp_.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = layers_[static_cast<size_t>(i)];
+    l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
+    l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
+    l.wk = b.matrix(p + "attn_k.weight", n_embd, n_kv);
+    l.wv = b.matrix(p + "attn_v.weight", n_embd, n_kv);
+    l.wo = b.matrix(p + "attn_output.weight", n_q, n_embd);
+    if (arch_->qkv_bias) {
+      l.bq = b.vector(p + "attn_q.bias", n_q);
+      l.bk = b.vector(p + "attn_k.bias", n_kv);
+      l.bv = b.vector(p + "attn_v.bias", n_kv);
+    }
+    if (arch_->qk_norm) {
+      l.q_norm = b.vector(p + "attn_q_norm.weight", hp_.head_dim);
+      l.k_norm = b.vector(p + "attn_k_norm.weight", hp_.head_dim);
+    }
+    l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+    l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, n_ff);
+    l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, n_ff);
+    l.ffn_down = b.matrix(p + "ffn_down.weight", n_ff, n_embd);
+  }
+  weight_bytes_ = b.bytes();
+
+  if (params.prefault) {
+    for (const auto& t : file_->tensors()) {
+      file_->mapping().prefault(static_cast<size_t>(t.data - file_->mapping().data()), t.n_bytes);
+    }
+  }
+}
+
+}  // namespace edgellm

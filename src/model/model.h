@@ -1,0 +1,98 @@
+// A loaded model: validated hyper-parameters plus zero-copy views of every weight in the GGUF
+// mapping. Read-only after load, so any number of Contexts may share one Model.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/gguf_reader.h"
+#include "kernels/tensor_type.h"
+#include "model/architecture.h"
+#include "model/hparams.h"
+
+namespace edgellm {
+
+// A 2-D weight matrix [n_out rows, n_in columns] (ggml ne = [n_in, n_out]) in its file type.
+struct WeightView {
+  std::string_view name;  // tensor name (points into the mapping)
+  TensorType type = TensorType::F32;
+  const uint8_t* data = nullptr;  // row 0; row r at data + r * row_bytes
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  size_t row_bytes = 0;
+  bool present() const { return data != nullptr; }
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+// An F32 vector (norm weights, biases, rope factors) viewed in place.
+struct VectorView {
+  const float* data = nullptr;
+  int64_t n = 0;
+  bool present() const { return data != nullptr; }
+};
+
+struct LayerWeights {
+  VectorView attn_norm;            // [n_embd]
+  WeightView wq;                   // [n_embd_q rows, n_embd]
+  WeightView wk;                   // [n_embd_kv rows, n_embd]
+  WeightView wv;                   // [n_embd_kv rows, n_embd]
+  WeightView wo;                   // [n_embd rows, n_embd_q]
+  VectorView bq, bk, bv;           // qwen2: [n_embd_q], [n_embd_kv], [n_embd_kv]
+  VectorView q_norm, k_norm;       // qwen3: [head_dim], shared by all heads
+  VectorView ffn_norm;             // [n_embd]
+  WeightView ffn_gate;             // [n_ff rows, n_embd]
+  WeightView ffn_up;               // [n_ff rows, n_embd]
+  WeightView ffn_down;             // [n_embd rows, n_ff]
+};
+
+struct ModelLoadParams {
+  // Touch every weight page after mapping (predictable first-token latency, costs load time).
+  bool prefault = false;
+};
+
+class Model {
+ public:
+  // Opens, maps and validates. Errors: kIo (cannot open), kInvalidFile (malformed file, missing
+  // tensor, wrong shape), kUnsupported (architecture, tensor type, feature).
+  static std::unique_ptr<Model> load(const std::string& path, const ModelLoadParams& params = {});
+  static std::unique_ptr<Model> from_gguf(std::unique_ptr<gguf::GgufFile> file, const ModelLoadParams& params = {});
+
+  const HParams& hparams() const { return hp_; }
+  const Architecture& architecture() const { return *arch_; }
+  const gguf::GgufFile& gguf() const { return *file_; }
+
+  const WeightView& token_embd() const { return token_embd_; }  // [n_vocab rows, n_embd]
+  const VectorView& output_norm() const { return output_norm_; }  // [n_embd]
+  const WeightView& output() const { return output_; }            // [n_vocab rows, n_embd]; token_embd when tied
+  bool output_tied() const { return output_tied_; }
+  const VectorView& rope_freqs() const { return rope_freqs_; }    // [n_rot / 2] or absent
+  const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
+  int n_layer() const { return hp_.n_layer; }
+
+  // Bytes of every tensor the model uses (the mapped weights).
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  Model() = default;
+  void bind(const ModelLoadParams& params);
+
+  std::unique_ptr<gguf::GgufFile> file_;
+  HParams hp_;
+  const Architecture* arch_ = nullptr;
+  WeightView token_embd_;
+  VectorView output_norm_;
+  WeightView output_;
+  bool output_tied_ = false;
+  VectorView rope_freqs_;
+  std::vector<LayerWeights> layers_;
+  size_t weight_bytes_ = 0;
+};
+
+// Matmul weight types the engine multiplies directly.
+bool is_supported_matmul_type(TensorType type);
+
+}  // namespace edgellm

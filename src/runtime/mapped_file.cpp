@@ -1,0 +1,148 @@
+#include "runtime/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "core/error.h"
+
+namespace edgellm {
+namespace {
+
+constexpr std::align_val_t kOwnedAlignment{64};
+
+size_t page_size() {
+  const long p = ::sysconf(_SC_PAGESIZE);
+  return p > 0 ? static_cast<size_t>(p) : 4096;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// Closes the descriptor on every exit path of map().
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+MappedFile::~MappedFile() { release(); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, false)),
+      path_(std::move(other.path_)),
+      owned_(std::exchange(other.owned_, nullptr)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, false);
+    path_ = std::move(other.path_);
+    owned_ = std::exchange(other.owned_, nullptr);
+  }
+  return *this;
+}
+
+void MappedFile::release() {
+  if (mapped_ && data_ != nullptr) {
+    // munmap only fails for invalid arguments, which would be a bug; nothing useful to do here.
+    ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+  if (owned_ != nullptr) ::operator delete[](owned_, kOwnedAlignment);
+  data_ = nullptr;
+  size_ = 0;
+  mapped_ = false;
+  owned_ = nullptr;
+}
+
+MappedFile MappedFile::map(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw Error(ErrorCode::kIo, "cannot open '" + path + "': " + errno_text(errno));
+  FdGuard guard{fd};
+
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw Error(ErrorCode::kIo, "cannot stat '" + path + "': " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorCode::kIo, "'" + path + "' is not a regular file");
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > SIZE_MAX) {
+    throw Error(ErrorCode::kIo, "'" + path + "' is too large to map on this platform");
+  }
+
+  MappedFile m;
+  m.path_ = path;
+  m.size_ = static_cast<size_t>(st.st_size);
+  if (m.size_ == 0) {
+    // mmap of length 0 is EINVAL: an empty file is an empty (valid) mapping; parsers reject it.
+    return m;
+  }
+  void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    m.size_ = 0;
+    throw Error(ErrorCode::kIo, "cannot mmap '" + path + "' (" + std::to_string(st.st_size) + " bytes): " + errno_text(err));
+  }
+  m.data_ = static_cast<const uint8_t*>(p);
+  m.mapped_ = true;
+  // The mapping stays valid after close(); the guard closes fd on return.
+  return m;
+}
+
+MappedFile MappedFile::from_bytes(const void* data, size_t size) {
+  MappedFile m;
+  m.size_ = size;
+  if (size > 0) {
+    m.owned_ = static_cast<uint8_t*>(::operator new[](size, kOwnedAlignment));
+    std::memcpy(m.owned_, data, size);
+    m.data_ = m.owned_;
+  }
+  return m;
+}
+
+void MappedFile::advise_willneed(size_t offset, size_t len) const {
+  if (!mapped_ || offset >= size_ || len == 0) return;
+  len = std::min(len, size_ - offset);
+  // madvise wants a page-aligned start: round down and extend the length accordingly.
+  const size_t page = page_size();
+  const size_t start = offset - offset % page;
+  const size_t span = len + (offset - start);
+#if defined(POSIX_MADV_WILLNEED)
+  (void)::posix_madvise(const_cast<uint8_t*>(data_) + start, span, POSIX_MADV_WILLNEED);
+#elif defined(MADV_WILLNEED)
+  (void)::madvise(const_cast<uint8_t*>(data_) + start, span, MADV_WILLNEED);
+#else
+  (void)start;
+  (void)span;
+#endif
+}
+
+size_t MappedFile::prefault(size_t offset, size_t len) const {
+  if (data_ == nullptr || offset >= size_ || len == 0) return 0;
+  len = std::min(len, size_ - offset);
+  const size_t page = page_size();
+  // One volatile read per page is enough to fault it in; the sum keeps the loads alive.
+  volatile uint8_t sink = 0;
+  uint8_t acc = 0;
+  for (size_t i = 0; i < len; i += page) acc = static_cast<uint8_t>(acc + data_[offset + i]);
+  acc = static_cast<uint8_t>(acc + data_[offset + len - 1]);
+  sink = acc;
+  (void)sink;
+  return len;
+}
+
+}  // namespace edgellm

@@ -1,0 +1,88 @@
+#include "runtime/memory_stats.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "core/error.h"
+
+namespace edgellm {
+
+ProcessMemory read_process_memory() {
+  ProcessMemory m;
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return m;
+  char line[256];
+  bool have_rss = false, have_hwm = false;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line, "VmRSS: %llu kB", &kb) == 1) {
+      m.rss_bytes = static_cast<size_t>(kb) * 1024;
+      have_rss = true;
+    } else if (std::sscanf(line, "VmHWM: %llu kB", &kb) == 1) {
+      m.peak_bytes = static_cast<size_t>(kb) * 1024;
+      have_hwm = true;
+    }
+  }
+  std::fclose(f);
+  m.valid = have_rss && have_hwm;
+  return m;
+}
+
+void MemoryAccount::add(size_t bytes) {
+  const size_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  size_t prev = peak_.load(std::memory_order_relaxed);
+  while (now > prev && !peak_.compare_exchange_weak(prev, now, std::memory_order_relaxed)) {
+  }
+}
+
+void MemoryAccount::sub(size_t bytes) { current_.fetch_sub(bytes, std::memory_order_relaxed); }
+
+MemoryAccount& engine_memory() {
+  static MemoryAccount account;
+  return account;
+}
+
+AlignedBuffer::AlignedBuffer(size_t bytes, const char* what) {
+  if (bytes == 0) return;
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = ::operator new(rounded, std::align_val_t(kAlignment), std::nothrow);
+  if (!p) {
+    throw Error(ErrorCode::kOutOfMemory, std::string("cannot allocate ") + std::to_string(bytes) + " bytes for " + what);
+  }
+  std::memset(p, 0, rounded);
+  data_ = static_cast<uint8_t*>(p);
+  size_ = bytes;
+  engine_memory().add(size_);
+}
+
+AlignedBuffer::~AlignedBuffer() { release(); }
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+void AlignedBuffer::release() noexcept {
+  if (data_) {
+    ::operator delete(data_, std::align_val_t(kAlignment));
+    engine_memory().sub(size_);
+  }
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace edgellm

@@ -1,0 +1,163 @@
+// `edgellm bench` on a tiny synthetic model: the records have llama-bench's fields and sane
+// numbers, statistics agree with the samples, and bytes per token follow the model's shape.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/bench_runner.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "model/model.h"
+#include "support/test_env.h"
+#include "synth/synth_model.h"
+
+namespace edgellm::bench {
+namespace {
+
+std::string tiny_model(const std::string& shape, const std::string& type) {
+  synth::SynthOptions o;
+  o.shape = shape;
+  o.type = type;
+  const std::string path = test::temp_dir() + "/bench-" + shape + "-" + type + ".gguf";
+  synth::write_synth_model(o, path);
+  return path;
+}
+
+BenchMachine no_bandwidth_machine() {
+  BenchParams p;
+  p.measure_bandwidth = false;
+  return describe_machine(p);
+}
+
+TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
+  BenchParams p;
+  p.models = {tiny_model("tiny-qwen2", "q8_0")};
+  p.n_prompt = {16};
+  p.n_gen = {4};
+  p.n_depth = {0, 8};
+  p.n_threads = {1};
+  p.repetitions = 2;
+  p.measure_bandwidth = true;
+  p.bandwidth_bytes = size_t{4} << 20;
+  const BenchMachine m = describe_machine(p);
+  ASSERT_TRUE(m.bandwidth_measured);
+  EXPECT_GT(m.bandwidth_1.gbps, 0.0);
+
+  const auto records = run_bench(p, m);
+  ASSERT_EQ(records.size(), 4u);  // {pp16, tg4} x {d0, d8}
+  int n_tg = 0;
+  for (const auto& r : records) {
+    EXPECT_EQ(r.samples_ns.size(), 2u);
+    ASSERT_EQ(r.samples_ts.size(), 2u);
+    const int n_tokens = r.is_generation ? r.n_gen : r.n_prompt;
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_GT(r.samples_ns[i], 0.0);
+      EXPECT_NEAR(r.samples_ts[i], n_tokens / (r.samples_ns[i] * 1e-9), r.samples_ts[i] * 1e-9);
+    }
+    EXPECT_NEAR(r.avg_ts, (r.samples_ts[0] + r.samples_ts[1]) / 2, r.avg_ts * 1e-12);
+    EXPECT_NEAR(r.stddev_ts, std::abs(r.samples_ts[0] - r.samples_ts[1]) / std::sqrt(2.0), r.avg_ts * 1e-9);
+    EXPECT_GT(r.peak_rss_bytes, 0u);
+    EXPECT_EQ(r.type_k, "f16");
+    if (r.is_generation) {
+      ++n_tg;
+      EXPECT_GT(r.bytes_per_token, static_cast<double>(r.model_size) * 0.5);
+      EXPECT_NEAR(r.effective_gbps, r.bytes_per_token * r.avg_ts / 1e9, r.effective_gbps * 1e-9);
+      EXPECT_DOUBLE_EQ(r.bandwidth_gbps, m.bandwidth_1.gbps);
+      EXPECT_NEAR(r.bandwidth_fraction, r.effective_gbps / r.bandwidth_gbps, 1e-12);
+    }
+  }
+  EXPECT_EQ(n_tg, 2);
+  EXPECT_EQ(records[0].test_name(), "pp16");
+  EXPECT_EQ(records[1].test_name(), "tg4");
+  EXPECT_EQ(records[3].test_name(), "tg4 @ d8");
+
+  // JSON: parses back, one object per record, llama-bench's names plus ours.
+  const Json parsed = Json::parse(format_report(ReportFormat::kJson, records, m));
+  ASSERT_TRUE(parsed.is_array());
+  ASSERT_EQ(parsed.size(), records.size());
+  for (const char* key : {"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_threads",
+                          "type_k", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts",
+                          "stddev_ts", "samples_ts", "bytes_per_token", "effective_gbps", "bandwidth_gbps",
+                          "bandwidth_fraction", "peak_rss_bytes"}) {
+    for (size_t i = 0; i < parsed.size(); ++i) EXPECT_NE(parsed.at(i).find(key), nullptr) << key;
+  }
+  const Json& tg = parsed.at(size_t{3});
+  EXPECT_EQ(tg.at("n_gen").as_int(), 4);
+  EXPECT_EQ(tg.at("n_depth").as_int(), 8);
+  EXPECT_EQ(tg.at("model_type").as_string(), "qwen2 2M Q8_0");
+  EXPECT_GT(tg.at("avg_ts").as_number(), 0.0);
+  EXPECT_EQ(tg.at("samples_ts").size(), 2u);
+  EXPECT_TRUE(parsed.at(size_t{0}).at("bytes_per_token").is_null());  // pp test
+  EXPECT_EQ(tg.at("test_time").as_string().size(), 20u);             // 2026-01-01T00:00:00Z
+
+  const std::string csv = format_report(ReportFormat::kCsv, records, m);
+  EXPECT_EQ(csv.rfind("model_filename,model_type,model_size,model_n_params,n_batch,n_threads,type_k", 0), 0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  const std::string md = format_report(ReportFormat::kMarkdown, records, m);
+  EXPECT_NE(md.find(" tg4 @ d8 |"), std::string::npos) << md;
+}
+
+TEST(BenchRunner, BytesPerTokenFollowsTheShape) {
+  // tiny-qwen2 F32, tied: every tensor is read per token (the embedding is the head); KV per
+  // position = 2 layers x (K + V) x n_head_kv 2 x head_dim 64 x 2 bytes (F16).
+  const auto model = Model::load(tiny_model("tiny-qwen2", "f32"));
+  double tensor_bytes = 0;
+  const double n_embd = 256, n_ff = 512, n_vocab = 1024, n_q = 256, n_kv = 128;
+  const double per_layer = n_embd * (n_q + 2 * n_kv) + n_q * n_embd + 3 * n_embd * n_ff  // matrices
+                           + 2 * n_embd + n_q + 2 * n_kv;                                 // norms + biases
+  tensor_bytes = 4 * (n_vocab * n_embd + 2 * per_layer + n_embd);
+  const double kv_per_pos = 2 * 2 * 128 * 2;
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::F16, 0), tensor_bytes);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::F16, 100), tensor_bytes + 100 * kv_per_pos);
+  // Q8_0 KV: 34 bytes per 32 values.
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::Q8_0, 100), tensor_bytes + 100 * 2 * 2 * 128 * 34.0 / 32);
+
+  // tiny-llama is untied: only one row of token_embd (256 F32 = 1 KiB) is read per token.
+  const auto untied = Model::load(tiny_model("tiny-llama", "f32"));
+  double all = 0;
+  for (const auto& t : untied->gguf().tensors()) all += static_cast<double>(t.n_bytes);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*untied, TensorType::F16, 0), all - 4 * n_vocab * n_embd + 4 * n_embd);
+}
+
+TEST(BenchRunner, ThreadsAndKvTypesMultiplyTests) {
+  BenchParams p;
+  p.models = {tiny_model("tiny-llama", "q4_0")};
+  p.n_prompt = {8};
+  p.n_gen = {2};
+  p.n_threads = {1, 2};
+  p.kv_types = {TensorType::F16, TensorType::Q8_0};
+  p.repetitions = 1;
+  p.measure_bandwidth = false;
+  const auto records = run_bench(p, no_bandwidth_machine());
+  ASSERT_EQ(records.size(), 8u);
+  for (const auto& r : records) {
+    EXPECT_GT(r.avg_ts, 0.0);
+    EXPECT_EQ(r.stddev_ts, 0.0);  // one sample
+    if (r.is_generation) {
+      EXPECT_EQ(r.bandwidth_gbps, 0.0);
+    }
+  }
+  EXPECT_EQ(records.back().type_k, "q8_0");
+  EXPECT_EQ(records.back().n_threads, 2);
+}
+
+TEST(BenchRunner, ErrorsNameTheProblem) {
+  BenchParams p;
+  EXPECT_THROW(run_bench(p, no_bandwidth_machine()), Error);  // no model
+  p.models = {test::temp_dir() + "/missing.gguf"};
+  try {
+    run_bench(p, no_bandwidth_machine());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.gguf"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_report_format("xml"), Error);
+}
+
+}  // namespace
+}  // namespace edgellm::bench

@@ -1,0 +1,82 @@
+// BlockPool: allocation order, reference counts, free list, exhaustion.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "kv/block_pool.h"
+
+namespace edgellm {
+namespace {
+
+TEST(BlockPool, AllocatesEveryBlockOnceThenReportsEmpty) {
+  BlockPool pool(5, 100);
+  EXPECT_EQ(pool.n_blocks(), 5);
+  EXPECT_EQ(pool.total_bytes(), 500u);
+  std::set<int32_t> got;
+  for (int i = 0; i < 5; ++i) {
+    const int32_t b = pool.allocate();
+    ASSERT_GE(b, 0);
+    EXPECT_EQ(pool.refcount(b), 1);
+    got.insert(b);
+  }
+  EXPECT_EQ(got.size(), 5u);
+  EXPECT_EQ(pool.n_free(), 0);
+  EXPECT_EQ(pool.allocate(), -1);
+}
+
+TEST(BlockPool, BlocksDoNotOverlapAndAreAligned) {
+  BlockPool pool(4, 64);
+  for (int32_t b = 0; b < 4; ++b) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data(b)) % 64, 0u);
+    std::fill(pool.data(b), pool.data(b) + 64, static_cast<uint8_t>(b + 1));
+  }
+  for (int32_t b = 0; b < 4; ++b) {
+    EXPECT_TRUE(std::all_of(pool.data(b), pool.data(b) + 64, [&](uint8_t v) { return v == b + 1; }));
+  }
+}
+
+TEST(BlockPool, RefcountKeepsSharedBlocksUntilLastRelease) {
+  BlockPool pool(2, 16);
+  const int32_t a = pool.allocate();
+  pool.retain(a);
+  pool.retain(a);
+  EXPECT_EQ(pool.refcount(a), 3);
+  pool.release(a);
+  pool.release(a);
+  EXPECT_EQ(pool.n_free(), 1);
+  pool.release(a);
+  EXPECT_EQ(pool.n_free(), 2);
+  EXPECT_EQ(pool.refcount(a), 0);
+  // A freed block is handed out again.
+  EXPECT_GE(pool.allocate(), 0);
+  EXPECT_GE(pool.allocate(), 0);
+  EXPECT_EQ(pool.allocate(), -1);
+}
+
+TEST(BlockPool, MisuseIsAnErrorNotACrash) {
+  BlockPool pool(2, 16);
+  try {
+    pool.release(1);
+    FAIL() << "release of a free block must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+  }
+  EXPECT_THROW(pool.retain(7), Error);
+  EXPECT_THROW(pool.retain(-1), Error);
+  EXPECT_THROW(BlockPool(0, 16), Error);
+  EXPECT_THROW(BlockPool(4, 0), Error);
+}
+
+TEST(BlockPool, ResetFreesEverything) {
+  BlockPool pool(3, 8);
+  pool.allocate();
+  pool.allocate();
+  pool.reset();
+  EXPECT_EQ(pool.n_free(), 3);
+  EXPECT_EQ(pool.allocate(), 0);  // lowest ids first after a reset
+}
+
+}  // namespace
+}  // namespace edgellm

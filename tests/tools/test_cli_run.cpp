@@ -1,0 +1,289 @@
+// End-to-end tests of `edgellm run`: the built binary is run as a user would run it and its
+// stdout / stderr / exit status / files are checked against the reference continuations.
+// The binary is found through $EDGELLM_CLI, else next to this test executable (CMake puts every
+// executable in the build directory's root).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "support/test_env.h"
+
+namespace edgellm {
+namespace {
+
+std::string cli_path() {
+  if (const char* env = std::getenv("EDGELLM_CLI"); env != nullptr && *env != '\0') return env;
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "edgellm").string();
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+struct RunResult {
+  int exit_code = -1;  // -1: did not exit normally (crashed on a signal)
+  std::string out;
+  std::string err;
+};
+
+RunResult run_cli(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string base = test::temp_dir() + "/run" + std::to_string(counter++);
+  std::string cmd = quote(cli_path());
+  for (const auto& a : args) {
+    cmd += ' ';
+    cmd += quote(a);
+  }
+  cmd += " >";
+  cmd += quote(base + ".out");
+  cmd += " 2>";
+  cmd += quote(base + ".err");
+  cmd += " </dev/null";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  r.out = test::read_file(base + ".out");
+  r.err = test::read_file(base + ".err");
+  return r;
+}
+
+struct Reference {
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> output_ids;
+  std::string output_text;
+};
+
+Reference first_reference() {
+  const std::string all = test::read_file(test::shared_testdata("reference/stories260K-greedy.jsonl"));
+  const Json j = Json::parse(std::string_view(all).substr(0, all.find('\n')));
+  Reference r;
+  r.prompt = j.at("prompt").as_string();
+  for (const auto& v : j.at("prompt_ids").as_array()) r.prompt_ids.push_back(static_cast<int32_t>(v.as_int()));
+  for (const auto& v : j.at("output_ids").as_array()) r.output_ids.push_back(static_cast<int32_t>(v.as_int()));
+  r.output_text = j.at("output_text").as_string();
+  return r;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+std::vector<int32_t> split_ids(const std::string& line) {
+  std::vector<int32_t> ids;
+  std::istringstream in(line);
+  for (int32_t id; in >> id;) ids.push_back(id);
+  return ids;
+}
+
+std::vector<int32_t> json_ids(const Json& a) {
+  std::vector<int32_t> ids;
+  for (const auto& v : a.as_array()) ids.push_back(static_cast<int32_t>(v.as_int()));
+  return ids;
+}
+
+class CliRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(test::file_exists(cli_path())) << "edgellm binary not found at " << cli_path()
+                                               << " (build the edgellm_cli target or set EDGELLM_CLI)";
+  }
+  const std::string model_ = test::shared_model("stories260K.gguf");
+  const Reference ref_ = first_reference();
+};
+
+// F32 KV cache: the reference engine ran in F32, and a tiny model's greedy path can flip on the
+// rounding of an F16 cache. One thread keeps the test fast on a loaded machine.
+TEST_F(CliRun, GreedyIdsMatchTheReference) {
+  const RunResult r = run_cli({"run", "-m", model_, "--prompt-ids", join_ids(ref_.prompt_ids), "-n", "200",
+                               "--temp", "0", "--ids", "--kv-type", "f32", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "ids must be on one line";
+  EXPECT_EQ(split_ids(r.out), ref_.output_ids);
+}
+
+TEST_F(CliRun, TextPromptStreamsTheReferenceText) {
+  const RunResult r = run_cli({"run", "-m", model_, "-p", ref_.prompt, "-n", "200", "--temp", "0", "--kv-type", "f32",
+                               "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ref_.output_text);  // stdout is not a terminal: no newline is added
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CliRun, PromptFromAFile) {
+  const std::string path = test::temp_dir() + "/prompt.txt";
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(ref_.prompt.data(), 1, ref_.prompt.size(), f);
+    std::fclose(f);
+  }
+  const RunResult r = run_cli({"run", "-m", model_, "-f", path, "-n", "20", "--temp", "0", "--ids", "--kv-type",
+                               "f32", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(split_ids(r.out), std::vector<int32_t>(ref_.output_ids.begin(), ref_.output_ids.begin() + 20));
+}
+
+TEST_F(CliRun, JsonRecordHasEveryField) {
+  const RunResult r = run_cli({"run", "-m", model_, "-p", ref_.prompt, "-n", "50", "--temp", "0", "--json",
+                               "--kv-type", "f32", "-t", "1", "--seed", "7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "exactly one JSON line on stdout";
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(json_ids(j.at("prompt_ids")), ref_.prompt_ids);
+  EXPECT_EQ(json_ids(j.at("ids")), std::vector<int32_t>(ref_.output_ids.begin(), ref_.output_ids.begin() + 50));
+  EXPECT_EQ(j.at("text").as_string(), ref_.output_text.substr(0, j.at("text").as_string().size()));
+  EXPECT_FALSE(j.at("text").as_string().empty());
+  EXPECT_EQ(j.at("finish_reason").as_string(), "length");
+  EXPECT_TRUE(j.at("stop").is_null());
+  EXPECT_TRUE(j.at("eog_token").is_null());
+  EXPECT_TRUE(j.at("error").is_null());
+  EXPECT_EQ(j.at("seed").as_int(), 7);
+  EXPECT_EQ(j.at("n_vocab").as_int(), 512);
+  const Json& t = j.at("timings");
+  for (const char* k : {"load_s", "prefill_s", "prefill_tok_per_s", "ttft_s", "decode_s", "decode_tok_per_s"}) {
+    EXPECT_GE(t.at(k).as_number(), 0.0) << k;
+  }
+  EXPECT_EQ(t.at("prompt_tokens").as_int(), static_cast<int64_t>(ref_.prompt_ids.size()));
+  EXPECT_EQ(t.at("decode_tokens").as_int(), 49);
+  EXPECT_GT(j.at("memory").at("peak_rss_bytes").as_int(), 0);
+  EXPECT_GT(j.at("memory").at("weight_bytes").as_int(), 0);
+}
+
+TEST_F(CliRun, StopStringEndsTheTextBeforeIt) {
+  const RunResult r = run_cli({"run", "-m", model_, "-p", ref_.prompt, "-n", "200", "--temp", "0", "--json",
+                               "--kv-type", "f32", "-t", "1", "--stop", "never", "--stop", "med Li"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.at("finish_reason").as_string(), "stop");
+  EXPECT_EQ(j.at("stop").as_string(), "med Li");
+  EXPECT_EQ(j.at("text").as_string(), ref_.output_text.substr(0, ref_.output_text.find("med Li")));
+}
+
+TEST_F(CliRun, DumpLogitsHasOneRowPerStepWhoseArgmaxIsTheToken) {
+  const std::string path = test::temp_dir() + "/logits.bin";
+  const int n_steps = 40;
+  const RunResult r = run_cli({"run", "-m", model_, "--prompt-ids", join_ids(ref_.prompt_ids), "-n",
+                               std::to_string(n_steps), "--temp", "0", "--ids", "--kv-type", "f32", "-t", "1",
+                               "--dump-logits", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<int32_t> ids = split_ids(r.out);
+  ASSERT_EQ(ids.size(), static_cast<size_t>(n_steps));
+  const std::string bytes = test::read_file(path);
+  const size_t n_vocab = 512;
+  ASSERT_EQ(bytes.size(), static_cast<size_t>(n_steps) * n_vocab * sizeof(float));
+  for (int s = 0; s < n_steps; ++s) {
+    std::vector<float> row(n_vocab);
+    // The file is little-endian; so is every platform this test runs on (x86-64, arm64).
+    std::memcpy(row.data(), bytes.data() + static_cast<size_t>(s) * n_vocab * sizeof(float), n_vocab * sizeof(float));
+    const int32_t argmax = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+    EXPECT_EQ(argmax, ids[static_cast<size_t>(s)]) << "step " << s;
+  }
+}
+
+TEST_F(CliRun, SameSeedSameTextDifferentSeedDifferentText) {
+  auto sample = [&](const std::string& seed) {
+    const RunResult r = run_cli({"run", "-m", model_, "-p", ref_.prompt, "-n", "60", "--seed", seed, "--temp", "1.0",
+                                 "--ids", "-t", "1", "--ignore-eos"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string a = sample("11");
+  EXPECT_EQ(a, sample("11"));
+  EXPECT_NE(a, sample("12"));
+}
+
+TEST_F(CliRun, StatsGoToStderr) {
+  const RunResult r = run_cli({"run", "-m", model_, "-p", ref_.prompt, "-n", "10", "--temp", "0", "--stats", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* k : {"load:", "prompt:", "first token:", "decode:", "peak RSS:", "tok/s"}) {
+    EXPECT_NE(r.err.find(k), std::string::npos) << k << " missing from:\n" << r.err;
+  }
+  EXPECT_EQ(r.out.find("tok/s"), std::string::npos);
+}
+
+TEST_F(CliRun, BadInputFailsCleanly) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected_in_stderr;
+  };
+  const std::string missing = test::temp_dir() + "/missing.gguf";
+  const std::vector<Case> cases = {
+      {{"run", "-m", missing, "-p", "hi"}, missing},
+      {{"run", "-m", model_, "-f", test::temp_dir() + "/missing.txt"}, "missing.txt"},
+      {{"run", "-m", model_, "-p", "hi", "--temp", "warm"}, "--temp"},
+      {{"run", "-m", model_, "-p", "hi", "--top-p", "1.5"}, "--top-p"},
+      {{"run", "-m", model_, "-p", "hi", "-n"}, "-n"},
+      {{"run", "-m", model_, "-p", "hi", "--no-such-option"}, "--no-such-option"},
+      {{"run", "-m", model_}, "prompt"},
+      {{"run", "-p", "hi"}, "model"},
+      {{"run", "-m", model_, "-p", "hi", "--kv-type", "q4_0"}, "--kv-type"},
+      {{"run", "-m", model_, "--prompt-ids", "1,x"}, "--prompt-ids"},
+      {{"run", "-m", model_, "--prompt-ids", "1,100000"}, "100000"},
+      {{"run", "-m", model_, "-p", "hi", "--dump-logits", test::temp_dir() + "/no/such/dir/x.bin"}, "--dump-logits"},
+      {{"run", "-m", model_, "--prompt-ids", join_ids(std::vector<int32_t>(40, 1)), "-c", "16"}, "context"},
+      {{"run", "-m", test::shared_testdata("vocab/ggml-vocab-llama-spm.gguf.inp"), "-p", "hi"}, "GGUF"},
+  };
+  for (const auto& c : cases) {
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    const RunResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 1) << joined << "\n" << r.err;  // not a crash (-1), not success
+    EXPECT_NE(r.err.find(c.expected_in_stderr), std::string::npos) << joined << "\nstderr: " << r.err;
+    EXPECT_EQ(r.out, "") << joined;
+  }
+}
+
+TEST_F(CliRun, EndOfTextFinishesWithStop) {
+  // tiny-zh-poems' first reference continuation ends on EOS after fewer than 100 tokens.
+  const std::string all = test::read_file(test::shared_testdata("reference/tiny-zh-poems-greedy.jsonl"));
+  const Json ref = Json::parse(std::string_view(all).substr(0, all.find('\n')));
+  const std::vector<int32_t> expected = json_ids(ref.at("output_ids"));
+  ASSERT_LT(expected.size(), 100u);
+  const RunResult r = run_cli({"run", "-m", test::shared_model("tiny-zh-poems.gguf"), "--prompt-ids",
+                               join_ids(json_ids(ref.at("prompt_ids"))), "-n", "100", "--temp", "0", "--json",
+                               "--kv-type", "f32", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(json_ids(j.at("ids")), expected);
+  EXPECT_EQ(j.at("text").as_string(), ref.at("output_text").as_string());
+  EXPECT_EQ(j.at("finish_reason").as_string(), "stop");
+  EXPECT_TRUE(j.at("stop").is_null());
+  EXPECT_FALSE(j.at("eog_token").is_null());
+}
+
+TEST_F(CliRun, HelpListsTheOptions) {
+  const RunResult r = run_cli({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* k : {"--max-tokens", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
+                        "--stop", "--kv-type", "--ids", "--stats", "--json", "--dump-logits", "--prompt-ids"}) {
+    EXPECT_NE(r.out.find(k), std::string::npos) << k;
+  }
+}
+
+}  // namespace
+}  // namespace edgellm

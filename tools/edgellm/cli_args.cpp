@@ -1,0 +1,224 @@
+#include "cli_args.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <utility>
+
+#include "core/error.h"
+
+namespace edgellm::cli {
+
+namespace {
+
+std::vector<std::string> split_names(const std::string& names) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : names) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  const size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+int64_t parse_int(const std::string& text, const std::string& what, int64_t min, int64_t max) {
+  const std::string t = trim(text);
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  require(!t.empty() && end == t.c_str() + t.size() && errno != ERANGE, ErrorCode::kInvalidArgument,
+          what + ": '" + text + "' is not an integer");
+  require(v >= min && v <= max, ErrorCode::kInvalidArgument,
+          what + ": " + text + " is outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return static_cast<int64_t>(v);
+}
+
+double parse_double(const std::string& text, const std::string& what) {
+  const std::string t = trim(text);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  require(!t.empty() && end == t.c_str() + t.size() && errno != ERANGE && std::isfinite(v),
+          ErrorCode::kInvalidArgument, what + ": '" + text + "' is not a finite number");
+  return v;
+}
+
+std::vector<int32_t> parse_int_list(const std::string& text, const std::string& what, int64_t min, int64_t max) {
+  std::vector<int32_t> out;
+  require(!trim(text).empty(), ErrorCode::kInvalidArgument, what + ": the list is empty");
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    out.push_back(static_cast<int32_t>(
+        parse_int(item, what + " (item " + std::to_string(out.size() + 1) + ")", min, max)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+ArgParser::ArgParser(std::string command, std::string synopsis)
+    : command_(std::move(command)), synopsis_(std::move(synopsis)) {}
+
+ArgParser::Option& ArgParser::add(const std::string& names, const std::string& metavar, const std::string& help,
+                                  std::function<void(const std::string&)> apply) {
+  Option o;
+  o.names = split_names(names);
+  o.metavar = metavar;
+  o.help = help;
+  o.apply = std::move(apply);
+  options_.push_back(std::move(o));
+  return options_.back();
+}
+
+void ArgParser::add_flag(const std::string& names, bool* out, const std::string& help) {
+  add(names, "", help, [out](const std::string&) { *out = true; });
+}
+
+void ArgParser::add_string(const std::string& names, std::string* out, const std::string& metavar,
+                           const std::string& help) {
+  add(names, metavar, help, [out](const std::string& v) { *out = v; });
+}
+
+void ArgParser::add_strings(const std::string& names, std::vector<std::string>* out, const std::string& metavar,
+                            const std::string& help) {
+  add(names, metavar, help, [out](const std::string& v) { out->push_back(v); });
+}
+
+void ArgParser::add_int(const std::string& names, int32_t* out, const std::string& metavar, const std::string& help,
+                        int64_t min, int64_t max) {
+  const std::string what = split_names(names).back();
+  add(names, metavar, help,
+      [out, what, min, max](const std::string& v) { *out = static_cast<int32_t>(parse_int(v, what, min, max)); });
+}
+
+void ArgParser::add_int64(const std::string& names, int64_t* out, const std::string& metavar,
+                          const std::string& help, int64_t min, int64_t max) {
+  const std::string what = split_names(names).back();
+  add(names, metavar, help, [out, what, min, max](const std::string& v) { *out = parse_int(v, what, min, max); });
+}
+
+void ArgParser::add_float(const std::string& names, float* out, const std::string& metavar, const std::string& help,
+                          double min, double max) {
+  const std::string what = split_names(names).back();
+  add(names, metavar, help, [out, what, min, max](const std::string& v) {
+    const double d = parse_double(v, what);
+    std::ostringstream range;
+    range << "[" << min << ", " << max << "]";
+    require(d >= min && d <= max, ErrorCode::kInvalidArgument, what + ": " + v + " is outside " + range.str());
+    *out = static_cast<float>(d);
+  });
+}
+
+void ArgParser::add_custom(const std::string& names, const std::string& metavar, const std::string& help,
+                           std::function<void(const std::string& value)> parse) {
+  add(names, metavar, help, std::move(parse));
+}
+
+void ArgParser::allow_positionals(std::vector<std::string>* out, const std::string& metavar) {
+  positionals_ = out;
+  positional_metavar_ = metavar;
+}
+
+ArgParser::Option* ArgParser::find(const std::string& name) {
+  for (auto& o : options_) {
+    for (const auto& n : o.names) {
+      if (n == name) return &o;
+    }
+  }
+  return nullptr;
+}
+
+const ArgParser::Option* ArgParser::find(const std::string& name) const {
+  return const_cast<ArgParser*>(this)->find(name);
+}
+
+bool ArgParser::seen(const std::string& name) const {
+  const Option* o = find(name);
+  return o != nullptr && o->seen;
+}
+
+bool ArgParser::parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(usage().c_str(), stdout);
+      return false;
+    }
+    if (a.size() < 2 || a[0] != '-' || a == "--") {
+      if (a == "--") {  // everything after "--" is positional
+        for (size_t j = i + 1; j < args.size(); ++j) {
+          require(positionals_ != nullptr, ErrorCode::kInvalidArgument,
+                  "unexpected argument '" + args[j] + "'");
+          positionals_->push_back(args[j]);
+        }
+        break;
+      }
+      require(positionals_ != nullptr, ErrorCode::kInvalidArgument,
+              "unexpected argument '" + a + "' (options start with -; see --help)");
+      positionals_->push_back(a);
+      continue;
+    }
+    std::string name = a;
+    std::string value;
+    bool has_value = false;
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    Option* o = find(name);
+    require(o != nullptr, ErrorCode::kInvalidArgument,
+            "unknown option '" + name + "' (see edgellm " + command_ + " --help)");
+    if (o->metavar.empty()) {
+      require(!has_value, ErrorCode::kInvalidArgument, "option " + name + " takes no value");
+    } else if (!has_value) {
+      require(i + 1 < args.size(), ErrorCode::kInvalidArgument,
+              "option " + name + " needs a value (" + o->metavar + ")");
+      value = args[++i];
+    }
+    o->apply(value);
+    o->seen = true;
+  }
+  return true;
+}
+
+std::string ArgParser::usage() const {
+  std::ostringstream out;
+  out << "usage: edgellm " << command_ << " " << synopsis_ << "\n\noptions:\n";
+  for (const auto& o : options_) {
+    std::string left = "  ";
+    for (size_t i = 0; i < o.names.size(); ++i) left += (i ? ", " : "") + o.names[i];
+    if (!o.metavar.empty()) left += " " + o.metavar;
+    out << left;
+    if (left.size() < 30) {
+      out << std::string(30 - left.size(), ' ');
+    } else {
+      out << "\n" << std::string(30, ' ');
+    }
+    out << o.help << "\n";
+  }
+  out << "  -h, --help                  show this help\n";
+  if (positionals_ != nullptr) out << "\narguments: " << positional_metavar_ << "\n";
+  return out.str();
+}
+
+}  // namespace edgellm::cli

@@ -1,0 +1,97 @@
+// `edgellm bench`: llama-bench style throughput tests (pp = prompt processing, tg = token
+// generation, optionally at a KV depth), with the machine's measured memory bandwidth and the
+// fraction of it that decode achieves. Results go to stdout in the chosen format; progress goes
+// to stderr.
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/bench_runner.h"
+#include "cli_args.h"
+#include "command.h"
+#include "core/error.h"
+#include "kernels/tensor_type.h"
+
+namespace edgellm::cli {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+TensorType parse_kv(const std::string& name) {
+  const auto t = tensor_type_from_name(name);
+  require(t && (*t == TensorType::F16 || *t == TensorType::F32 || *t == TensorType::Q8_0),
+          ErrorCode::kInvalidArgument, "--kv-type '" + name + "' is not a KV cache type (use f16, q8_0 or f32)");
+  return *t;
+}
+
+int bench_command(const std::vector<std::string>& args) {
+  bench::BenchParams p;
+  std::string format = "md";
+  bool no_bandwidth = false;
+  int32_t bandwidth_mib = 1024;
+  int64_t seed = 1234;
+  ArgParser ap("bench", "-m MODEL[,MODEL...] [options]");
+  ap.add_custom("-m,--model", "FILES", "GGUF model(s), comma-separated or repeated", [&](const std::string& v) {
+    for (auto& m : split_commas(v)) p.models.push_back(m);
+  });
+  ap.add_custom("-p,--n-prompt", "N[,N]", "prompt lengths of pp tests (default 512; 0 = none)",
+                [&](const std::string& v) { p.n_prompt = parse_int_list(v, "-p", 0, 1 << 20); });
+  ap.add_custom("-n,--n-gen", "N[,N]", "generated tokens of tg tests (default 128; 0 = none)",
+                [&](const std::string& v) { p.n_gen = parse_int_list(v, "-n", 0, 1 << 20); });
+  ap.add_custom("-d,--n-depth", "N[,N]", "KV depth before each test (default 0)",
+                [&](const std::string& v) { p.n_depth = parse_int_list(v, "-d", 0, 1 << 20); });
+  ap.add_custom("-t,--threads", "N[,N]", "thread counts (default: hardware threads)",
+                [&](const std::string& v) { p.n_threads = parse_int_list(v, "-t", 1, 4096); });
+  ap.add_custom("-b,--batch-size", "N[,N]", "batch sizes (default 512)",
+                [&](const std::string& v) { p.n_batch = parse_int_list(v, "-b", 1, 1 << 20); });
+  ap.add_custom("--kv-type,-ctk", "TYPE[,TYPE]", "KV cache types: f16 (default), q8_0, f32", [&](const std::string& v) {
+    p.kv_types.clear();
+    for (const auto& t : split_commas(v)) p.kv_types.push_back(parse_kv(t));
+  });
+  ap.add_int("-r,--repetitions", &p.repetitions, "N", "measured repetitions per test (default 3)", 1, 1000);
+  ap.add_string("-o,--output", &format, "FORMAT", "table, md (default), csv or json");
+  ap.add_flag("--no-bandwidth", &no_bandwidth, "skip the memory bandwidth measurement");
+  ap.add_int("--bandwidth-mib", &bandwidth_mib, "N", "bandwidth buffer size in MiB (default 1024)", 1, 1 << 20);
+  ap.add_int64("--seed", &seed, "N", "seed of the random token ids (default 1234)", 0);
+  if (!ap.parse(args)) return 0;
+
+  require(!p.models.empty(), ErrorCode::kInvalidArgument, "-m/--model is required");
+  require(!p.kv_types.empty(), ErrorCode::kInvalidArgument, "--kv-type needs at least one type");
+  const bench::ReportFormat fmt = bench::parse_report_format(format);
+  p.measure_bandwidth = !no_bandwidth;
+  p.bandwidth_bytes = static_cast<size_t>(bandwidth_mib) << 20;
+  p.seed = static_cast<uint64_t>(seed);
+
+  std::fprintf(stderr, "bench: measuring memory bandwidth...\n");
+  const bench::BenchMachine machine = bench::describe_machine(p);
+  std::fprintf(stderr, "bench: %s\n", bench::format_machine(machine).c_str());
+  const auto records = bench::run_bench(
+      p, machine,
+      [](const bench::BenchRecord& r) {
+        std::fprintf(stderr, "bench:   %s: %.2f ± %.2f t/s\n", r.test_name().c_str(), r.avg_ts, r.stddev_ts);
+      },
+      [](const std::string& line) { std::fprintf(stderr, "bench: %s\n", line.c_str()); });
+  const std::string text = bench::format_report(fmt, records, machine);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+const CommandRegistration kRegistration("bench", "measure prompt/generation throughput (llama-bench style)",
+                                        bench_command);
+
+}  // namespace
+}  // namespace edgellm::cli

@@ -1,0 +1,241 @@
+// `edgellm info MODEL`: what a GGUF file holds and what running it will cost in memory.
+//   metadata (long arrays summarised), hyper-parameters, the tensor table, totals per type,
+//   and a memory plan: mapped weights, KV bytes per token and for --ctx, scratch for the default
+//   batch. --json prints the same as one JSON object.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "engine/context.h"
+#include "engine/forward.h"
+#include "gguf/gguf_reader.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "runtime/cpu_topology.h"
+
+namespace edgellm::cli {
+namespace {
+
+// Arrays up to this many elements are printed in full; longer ones as "[type x N]".
+constexpr uint64_t kMaxInlineArray = 8;
+
+bool is_unsigned(gguf::ValueType t) {
+  return t == gguf::ValueType::kUint8 || t == gguf::ValueType::kUint16 || t == gguf::ValueType::kUint32 ||
+         t == gguf::ValueType::kUint64;
+}
+
+Json scalar_json(const gguf::Value& v) {
+  using gguf::ValueType;
+  if (v.type == ValueType::kString) return Json(std::string(v.str));
+  if (v.type == ValueType::kBool) return Json(v.u != 0);
+  if (v.is_float()) return Json(v.f);
+  if (is_unsigned(v.type)) return Json(v.u);
+  return Json(v.i);
+}
+
+// Element i of an array as a JSON value.
+Json array_element(const gguf::Value& v, uint64_t i) {
+  using gguf::ValueType;
+  if (v.array_type == ValueType::kString) return Json(std::string(v.strings[i]));
+  if (v.array_type == ValueType::kFloat32 || v.array_type == ValueType::kFloat64) return Json(v.array_float(i));
+  if (v.array_type == ValueType::kBool) return Json(v.array_int(i) != 0);
+  return Json(v.array_int(i));
+}
+
+std::string summary(const gguf::Value& v) {
+  if (v.type != gguf::ValueType::kArray) {
+    if (v.type == gguf::ValueType::kString) {
+      std::string s(v.str.substr(0, 120));
+      for (auto& c : s) {
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+      }
+      return "\"" + s + (v.str.size() > 120 ? "...\" (" + std::to_string(v.str.size()) + " bytes)" : "\"");
+    }
+    return scalar_json(v).dump();
+  }
+  if (v.array_size > kMaxInlineArray) {
+    return std::string("[") + gguf::value_type_name(v.array_type) + " x " + std::to_string(v.array_size) + "]";
+  }
+  Json a = Json::array();
+  for (uint64_t i = 0; i < v.array_size; ++i) a.push_back(array_element(v, i));
+  return a.dump();
+}
+
+std::string human(double bytes) {
+  char buf[64];
+  if (bytes >= 1024.0 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  } else if (bytes >= 1024.0 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024));
+  } else if (bytes >= 1024.0) {
+    std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  }
+  return buf;
+}
+
+int run_info(const std::vector<std::string>& args) {
+  std::vector<std::string> positionals;
+  int32_t n_ctx = 0;
+  int32_t n_batch = ContextParams{}.n_batch;
+  std::string kv_type_name = "f16";
+  bool json = false;
+  ArgParser ap("info", "MODEL [--ctx N] [--kv-type f16|f32|q8_0] [--json]");
+  ap.allow_positionals(&positionals, "MODEL");
+  ap.add_int("-c,--ctx", &n_ctx, "N", "context for the memory plan (0 = the model's, capped at 4096)", 0, 1 << 24);
+  ap.add_int("-b,--batch", &n_batch, "N", "batch size for the scratch estimate", 1, 1 << 16);
+  ap.add_string("--kv-type", &kv_type_name, "TYPE", "KV cache element type: f16, f32 or q8_0");
+  ap.add_flag("--json", &json, "print one JSON object");
+  if (!ap.parse(args)) return 0;
+  require(positionals.size() == 1, ErrorCode::kInvalidArgument, "info needs exactly one MODEL argument\n" + ap.usage());
+  const auto kv_type = tensor_type_from_name(kv_type_name);
+  require(kv_type && (*kv_type == TensorType::F16 || *kv_type == TensorType::F32 || *kv_type == TensorType::Q8_0),
+          ErrorCode::kInvalidArgument, "--kv-type '" + kv_type_name + "' is not one of f16, f32, q8_0");
+
+  auto file = gguf::GgufFile::open(positionals[0]);
+  // Everything read from `f` is extracted before `file` moves into Model::from_gguf below (on
+  // failure the file is gone), so `f` is not used after that call.
+  const gguf::GgufFile& f = *file;
+  Json out = Json::object();
+  out.set("path", positionals[0]);
+  out.set("file_bytes", static_cast<uint64_t>(f.file_size()));
+  out.set("gguf_version", static_cast<int64_t>(f.version()));
+  out.set("alignment", static_cast<int64_t>(f.alignment()));
+
+  Json meta = Json::object();       // text summaries for the table
+  Json meta_json = Json::object();  // typed values for --json; long arrays as {type, length}
+  for (const auto& kv : f.metadata()) {
+    meta.set(std::string(kv.key), Json(summary(kv.value)));
+    const gguf::Value& v = kv.value;
+    if (v.type != gguf::ValueType::kArray) {
+      meta_json.set(std::string(kv.key), scalar_json(v));
+    } else if (v.array_size > kMaxInlineArray) {
+      Json a = Json::object();
+      a.set("array_type", gguf::value_type_name(v.array_type));
+      a.set("length", static_cast<uint64_t>(v.array_size));
+      meta_json.set(std::string(kv.key), a);
+    } else {
+      Json a = Json::array();
+      for (uint64_t i = 0; i < v.array_size; ++i) a.push_back(array_element(v, i));
+      meta_json.set(std::string(kv.key), a);
+    }
+  }
+
+  Json tensors = Json::array();
+  std::map<std::string, std::pair<int64_t, uint64_t>> per_type;  // name -> (count, bytes)
+  for (const auto& t : f.tensors()) {
+    Json row = Json::object();
+    row.set("name", std::string(t.name));
+    row.set("type", tensor_type_name(t.type));
+    Json shape = Json::array();
+    for (int d = 0; d < t.n_dims; ++d) shape.push_back(Json(t.ne[d]));
+    row.set("shape", shape);
+    row.set("bytes", static_cast<uint64_t>(t.n_bytes));
+    tensors.push_back(row);
+    auto& agg = per_type[tensor_type_name(t.type)];
+    ++agg.first;
+    agg.second += t.n_bytes;
+  }
+
+  // The model part: may fail for files that are not a supported model (vocab-only files, other
+  // architectures); the rest of the report is still useful then.
+  std::string model_error;
+  std::unique_ptr<Model> model;
+  try {
+    model = Model::from_gguf(std::move(file));
+  } catch (const Error& e) {
+    model_error = e.what();
+  }
+
+  Json plan = Json::object();
+  std::string hparams_text;
+  if (model) {
+    const HParams& hp = model->hparams();
+    hparams_text = describe(hp);
+    if (n_ctx == 0) n_ctx = std::min(hp.n_ctx_train, 4096);
+    KvCacheParams kp;
+    kp.n_layer = hp.n_layer;
+    kp.n_head_kv = hp.n_head_kv;
+    kp.head_dim = hp.head_dim;
+    kp.type = *kv_type;
+    kp.block_tokens = ContextParams{}.kv_block_tokens;
+    const size_t per_token = KvCache::bytes_per_token(kp);
+    const size_t blocks = static_cast<size_t>((n_ctx + kp.block_tokens - 1) / kp.block_tokens);
+    const int threads = default_thread_count();
+    const size_t scratch = ForwardPass::scratch_bytes(*model, n_batch, n_ctx, kp.block_tokens, threads);
+    const size_t logits = static_cast<size_t>(n_batch) * static_cast<size_t>(hp.n_vocab) * sizeof(float);
+    plan.set("weights_mapped_bytes", static_cast<uint64_t>(model->weight_bytes()));
+    plan.set("kv_type", tensor_type_name(*kv_type));
+    plan.set("kv_bytes_per_token", static_cast<uint64_t>(per_token));
+    plan.set("n_ctx", n_ctx);
+    plan.set("kv_bytes", static_cast<uint64_t>(blocks * KvCache::block_bytes(kp)));
+    plan.set("n_batch", n_batch);
+    plan.set("threads", threads);
+    plan.set("scratch_bytes", static_cast<uint64_t>(scratch + logits));
+    plan.set("total_bytes",
+             static_cast<uint64_t>(model->weight_bytes() + blocks * KvCache::block_bytes(kp) + scratch + logits));
+  }
+
+  if (json) {
+    out.set("metadata", meta_json);
+    if (model) out.set("hparams", hparams_text);
+    if (!model_error.empty()) out.set("model_error", model_error);
+    out.set("tensors", tensors);
+    Json totals = Json::object();
+    for (const auto& [name, agg] : per_type) {
+      Json t = Json::object();
+      t.set("count", agg.first);
+      t.set("bytes", static_cast<uint64_t>(agg.second));
+      totals.set(name, t);
+    }
+    out.set("totals_per_type", totals);
+    if (model) out.set("memory", plan);
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+
+  std::printf("file: %s (%s, GGUF v%u, alignment %u)\n\nmetadata (%zu keys):\n", positionals[0].c_str(),
+              human(static_cast<double>(out.at("file_bytes").as_number())).c_str(),
+              static_cast<unsigned>(out.at("gguf_version").as_int()), static_cast<unsigned>(out.at("alignment").as_int()),
+              meta.size());
+  for (const auto& [k, v] : meta.as_object()) std::printf("  %s: %s\n", k.c_str(), v.as_string().c_str());
+  if (model) {
+    std::printf("\nmodel: %s\n", hparams_text.c_str());
+  } else {
+    std::printf("\nmodel: not loadable: %s\n", model_error.c_str());
+  }
+  std::printf("\ntensors (%zu):\n  %-36s %-6s %-22s %12s\n", tensors.size(), "name", "type", "shape", "bytes");
+  for (const auto& t : tensors.as_array()) {
+    std::printf("  %-36s %-6s %-22s %12" PRIu64 "\n", t.at("name").as_string().c_str(), t.at("type").as_string().c_str(),
+                t.at("shape").dump().c_str(), static_cast<uint64_t>(t.at("bytes").as_number()));
+  }
+  std::printf("\ntotals per type:\n");
+  for (const auto& [name, agg] : per_type) {
+    std::printf("  %-6s %5" PRId64 " tensors  %s\n", name.c_str(), agg.first, human(static_cast<double>(agg.second)).c_str());
+  }
+  if (model) {
+    auto num = [&](const char* k) { return plan.at(k).as_number(); };
+    std::printf("\nmemory plan (n_ctx %d, kv %s, batch %d, %d threads):\n", n_ctx, tensor_type_name(*kv_type), n_batch,
+                static_cast<int>(num("threads")));
+    std::printf("  weights (mapped, not copied) %s\n", human(num("weights_mapped_bytes")).c_str());
+    std::printf("  KV cache per token           %s\n", human(num("kv_bytes_per_token")).c_str());
+    std::printf("  KV cache for n_ctx           %s (per sequence)\n", human(num("kv_bytes")).c_str());
+    std::printf("  scratch + logits             %s\n", human(num("scratch_bytes")).c_str());
+    std::printf("  total                        %s\n", human(num("total_bytes")).c_str());
+  }
+  return 0;
+}
+
+const CommandRegistration kRegistration("info", "show a GGUF model's metadata, tensors and memory plan", run_info);
+
+}  // namespace
+}  // namespace edgellm::cli

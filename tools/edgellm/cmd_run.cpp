@@ -1,0 +1,318 @@
+// `edgellm run`: load a model, generate a continuation of one prompt and stream it to stdout.
+// Output modes: text (default, flushed per piece), --ids (token ids, space separated) and --json
+// (nothing streamed; one JSON record at the end). --stats adds timings and memory on stderr;
+// --dump-logits writes the raw logits of every sampled position for offline comparison.
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "cli_args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "engine/context.h"
+#include "engine/generator.h"
+#include "engine/sampler.h"
+#include "kernels/tensor_type.h"
+#include "model/model.h"
+#include "runtime/memory_stats.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  std::string prompt_file;
+  std::string prompt_ids;
+  int32_t max_tokens = 256;
+  int32_t threads = 0;
+  int32_t threads_batch = 0;
+  int32_t ctx_size = 0;
+  int32_t batch_size = 512;
+  int64_t seed = -1;
+  std::vector<std::string> stop;
+  std::string kv_type = "f16";
+  bool no_bos = false;
+  bool ids = false;
+  bool stats = false;
+  bool json = false;
+  bool ignore_eos = false;
+  bool truncate = false;
+  std::string dump_logits;
+  SamplerParams sampling;
+};
+
+// Set by SIGINT: the first Ctrl-C ends generation cleanly (finish reason "cancelled"), a second
+// one falls back to the default handler.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs a lock-free flag");
+
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  require(static_cast<bool>(in), ErrorCode::kIo, "cannot open prompt file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  require(!in.bad(), ErrorCode::kIo, "cannot read prompt file '" + path + "'");
+  return ss.str();
+}
+
+TensorType parse_kv_type(const std::string& name) {
+  if (name == "f16" || name == "F16") return TensorType::F16;
+  if (name == "f32" || name == "F32") return TensorType::F32;
+  if (name == "q8_0" || name == "Q8_0") return TensorType::Q8_0;
+  throw Error(ErrorCode::kInvalidArgument, "--kv-type: '" + name + "' is not one of f16, f32, q8_0");
+}
+
+// Raw little-endian F32 rows, n_vocab per sampled position.
+class LogitDump {
+ public:
+  explicit LogitDump(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
+    require(f_ != nullptr, ErrorCode::kIo, "--dump-logits: cannot create '" + path + "'");
+  }
+  ~LogitDump() {
+    if (f_ != nullptr) std::fclose(f_);
+  }
+  LogitDump(const LogitDump&) = delete;
+  LogitDump& operator=(const LogitDump&) = delete;
+
+  void write(const float* logits, int32_t n) {
+    const size_t count = static_cast<size_t>(n);
+    if constexpr (std::endian::native == std::endian::little) {
+      require(std::fwrite(logits, sizeof(float), count, f_) == count, ErrorCode::kIo,
+              "--dump-logits: write to '" + path_ + "' failed");
+    } else {
+      std::vector<uint32_t> swapped(count);
+      for (size_t i = 0; i < count; ++i) {
+        const uint32_t u = std::bit_cast<uint32_t>(logits[i]);
+        swapped[i] = (u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) | (u << 24);
+      }
+      require(std::fwrite(swapped.data(), sizeof(uint32_t), count, f_) == count, ErrorCode::kIo,
+              "--dump-logits: write to '" + path_ + "' failed");
+    }
+  }
+  void close() {
+    FILE* f = f_;
+    f_ = nullptr;
+    require(std::fclose(f) == 0, ErrorCode::kIo, "--dump-logits: closing '" + path_ + "' failed");
+  }
+
+ private:
+  std::string path_;
+  FILE* f_;
+};
+
+Json ids_json(const std::vector<int32_t>& ids) {
+  Json a = Json::array();
+  for (int32_t id : ids) a.push_back(Json(static_cast<int>(id)));
+  return a;
+}
+
+void print_stats(const GenerationResult& r, const ProcessMemory& mem, size_t weight_bytes, size_t ctx_bytes) {
+  const GenerationTimings& t = r.timings;
+  std::fprintf(stderr, "\n--- stats ---\n");
+  std::fprintf(stderr, "load:          %8.1f ms\n", t.load_seconds * 1e3);
+  std::fprintf(stderr, "prompt:        %8d tokens in %8.1f ms (%8.2f tok/s)\n", t.prompt_tokens,
+               t.prefill_seconds * 1e3, t.prefill_tokens_per_second());
+  std::fprintf(stderr, "first token:   %8.1f ms\n", t.ttft_seconds * 1e3);
+  std::fprintf(stderr, "decode:        %8d tokens in %8.1f ms (%8.2f tok/s)\n", t.decode_tokens,
+               t.decode_seconds * 1e3, t.decode_tokens_per_second());
+  std::fprintf(stderr, "generated:     %8zu tokens, finish reason %s\n", r.tokens.size(),
+               finish_reason_name(r.finish_reason));
+  if (mem.valid) {
+    std::fprintf(stderr, "peak RSS:      %8.1f MiB\n", static_cast<double>(mem.peak_bytes) / (1024.0 * 1024.0));
+  } else {
+    std::fprintf(stderr, "peak RSS:      unavailable\n");
+  }
+  std::fprintf(stderr, "weights:       %8.1f MiB, context buffers %.1f MiB\n",
+               static_cast<double>(weight_bytes) / (1024.0 * 1024.0), static_cast<double>(ctx_bytes) / (1024.0 * 1024.0));
+}
+
+int run_command(const std::vector<std::string>& args) {
+  RunOptions o;
+  SamplerParams& s = o.sampling;
+  ArgParser ap("run", "-m MODEL (-p PROMPT | -f FILE | --prompt-ids IDS) [options]");
+  ap.add_string("-m,--model", &o.model, "FILE", "GGUF model to load (required)");
+  ap.add_string("-p,--prompt", &o.prompt, "TEXT", "prompt text");
+  ap.add_string("-f,--file", &o.prompt_file, "FILE", "read the prompt text from FILE");
+  ap.add_string("--prompt-ids", &o.prompt_ids, "IDS", "prompt as comma-separated token ids (used as given: no BOS added)");
+  ap.add_int("-n,--max-tokens", &o.max_tokens, "N", "tokens to generate; -1 = until end of text or full context (default 256)", -1);
+  ap.add_int("-t,--threads", &o.threads, "N", "threads for decoding; 0 = big cores (default 0)", 0, 256);
+  ap.add_int("--threads-batch", &o.threads_batch, "N", "threads for prompt processing; 0 = --threads (default 0)", 0, 256);
+  ap.add_int("-c,--ctx-size", &o.ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
+  ap.add_int("-b,--batch-size", &o.batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
+  ap.add_float("--temp", &s.temperature, "T", "temperature; 0 = greedy (default 0.8)", 0.0);
+  ap.add_int("--top-k", &s.top_k, "K", "keep the K most likely tokens; 0 = off (default 40)", 0);
+  ap.add_float("--top-p", &s.top_p, "P", "nucleus: smallest set with probability >= P; 1 = off (default 0.95)", 0.0, 1.0);
+  ap.add_float("--min-p", &s.min_p, "P", "drop tokens below P x the top probability; 0 = off (default 0.05)", 0.0, 1.0);
+  ap.add_float("--repeat-penalty", &s.repeat_penalty, "X", "penalise repeated tokens; 1 = off (default 1.0)", 1e-6);
+  ap.add_int("--repeat-last-n", &s.penalty_last_n, "N", "penalty window in tokens; 0 = off, -1 = whole context (default 64)", -1);
+  ap.add_float("--frequency-penalty", &s.frequency_penalty, "X", "subtract X per earlier occurrence (default 0)");
+  ap.add_float("--presence-penalty", &s.presence_penalty, "X", "subtract X once if the token occurred (default 0)");
+  ap.add_int64("--seed", &o.seed, "N", "sampling seed; -1 = random (default -1)", -1,
+               static_cast<int64_t>(UINT32_MAX));
+  ap.add_custom("--sampler-order", "LIST", "comma-separated stage order (default penalties,top_k,top_p,min_p,temperature)",
+                [&s](const std::string& v) {
+                  s.order.clear();
+                  std::stringstream ss(v);
+                  for (std::string item; std::getline(ss, item, ',');) s.order.push_back(sampler_stage_from_name(item));
+                });
+  ap.add_strings("--stop", &o.stop, "STR", "stop when STR is generated (repeatable; STR is not printed)");
+  ap.add_string("--kv-type", &o.kv_type, "TYPE", "KV cache element type: f16, f32 or q8_0 (default f16)");
+  ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
+  ap.add_flag("--ignore-eos", &o.ignore_eos, "keep generating past end-of-text tokens");
+  ap.add_flag("--truncate", &o.truncate, "drop the oldest prompt tokens when the prompt does not fit the context");
+  ap.add_flag("--ids", &o.ids, "print generated token ids instead of text");
+  ap.add_flag("--stats", &o.stats, "print timings and memory to stderr at the end");
+  ap.add_flag("--json", &o.json, "print one JSON record on stdout at the end instead of streaming text");
+  ap.add_string("--dump-logits", &o.dump_logits, "FILE", "write raw little-endian F32 logits of every sampled position");
+  if (!ap.parse(args)) return 0;
+
+  require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+  const int n_prompt_sources = (ap.seen("-p") ? 1 : 0) + (ap.seen("-f") ? 1 : 0) + (ap.seen("--prompt-ids") ? 1 : 0);
+  require(n_prompt_sources == 1, ErrorCode::kInvalidArgument,
+          n_prompt_sources == 0 ? "no prompt given (-p TEXT, -f FILE or --prompt-ids IDS)"
+                                : "give only one of -p, -f and --prompt-ids");
+  require(!(o.ids && o.json), ErrorCode::kInvalidArgument, "--ids and --json cannot be combined (the JSON has the ids)");
+  const TensorType kv_type = parse_kv_type(o.kv_type);
+  if (!o.prompt_file.empty()) o.prompt = read_text_file(o.prompt_file);
+  std::vector<int32_t> prompt_ids;
+  if (ap.seen("--prompt-ids")) prompt_ids = parse_int_list(o.prompt_ids, "--prompt-ids");
+  if (o.seed < 0) o.seed = static_cast<int64_t>(std::random_device{}());
+  s.seed = static_cast<uint64_t>(o.seed);
+  std::unique_ptr<LogitDump> dump;
+  if (!o.dump_logits.empty()) dump = std::make_unique<LogitDump>(o.dump_logits);
+
+  const auto t_load = std::chrono::steady_clock::now();
+  std::unique_ptr<Model> model = Model::load(o.model);
+  const int32_t n_vocab = model->hparams().n_vocab;
+  // The tokenizer is only optional when nothing needs text: ids in, ids out, no stop strings.
+  std::unique_ptr<Tokenizer> tokenizer;
+  const bool text_needed = prompt_ids.empty() || !o.ids || o.json || !o.stop.empty();
+  try {
+    tokenizer = Tokenizer::from_gguf(model->gguf());
+  } catch (const Error& e) {
+    if (text_needed) throw;
+    std::fprintf(stderr, "edgellm run: warning: no usable tokenizer (%s); generating ids only\n", e.what());
+  }
+  ContextParams cp;
+  cp.n_ctx = o.ctx_size;
+  cp.n_batch = o.batch_size;
+  cp.n_threads = o.threads;
+  cp.n_threads_batch = o.threads_batch;
+  cp.kv_type = kv_type;
+  Context ctx(*model, cp);
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+
+  if (prompt_ids.empty()) {
+    require(!o.prompt.empty(), ErrorCode::kInvalidArgument, "the prompt is empty");
+    prompt_ids = tokenizer->encode(o.prompt, !o.no_bos, true);
+    require(!prompt_ids.empty(), ErrorCode::kInvalidArgument, "the prompt encodes to no tokens");
+  }
+  Sampler sampler(s, n_vocab);
+
+  GenerationParams gp;
+  gp.max_tokens = o.max_tokens;
+  gp.stop = o.stop;
+  gp.ignore_eog = o.ignore_eos;
+  gp.truncate_prompt = o.truncate;
+
+  bool printed_any_id = false;
+  GenerationCallbacks cb;
+  cb.cancel = &g_interrupted;
+  if (!o.json) {
+    cb.on_token = [&](int32_t id, std::string_view text) {
+      if (o.ids) {
+        if (id >= 0) {
+          std::fprintf(stdout, printed_any_id ? " %d" : "%d", id);
+          printed_any_id = true;
+        }
+      } else if (!text.empty()) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+      }
+      std::fflush(stdout);
+      return true;
+    };
+  }
+  if (dump) cb.on_logits = [&](const float* logits, int32_t n) { dump->write(logits, n); };
+
+  g_interrupted.store(false);
+  std::signal(SIGINT, on_sigint);
+  GenerationResult r = generate(ctx, sampler, tokenizer.get(), prompt_ids, gp, cb);
+  std::signal(SIGINT, SIG_DFL);
+  r.timings.load_seconds = load_seconds;
+  if (dump) dump->close();
+  const ProcessMemory mem = read_process_memory();
+
+  if (o.json) {
+    Json timings = Json::object();
+    timings.set("load_s", r.timings.load_seconds);
+    timings.set("prompt_tokens", static_cast<int>(r.timings.prompt_tokens));
+    timings.set("prefill_s", r.timings.prefill_seconds);
+    timings.set("prefill_tok_per_s", r.timings.prefill_tokens_per_second());
+    timings.set("ttft_s", r.timings.ttft_seconds);
+    timings.set("decode_tokens", static_cast<int>(r.timings.decode_tokens));
+    timings.set("decode_s", r.timings.decode_seconds);
+    timings.set("decode_tok_per_s", r.timings.decode_tokens_per_second());
+    Json memory = Json::object();
+    memory.set("peak_rss_bytes", mem.valid ? Json(static_cast<uint64_t>(mem.peak_bytes)) : Json(nullptr));
+    memory.set("weight_bytes", static_cast<uint64_t>(model->weight_bytes()));
+    memory.set("context_bytes", static_cast<uint64_t>(ctx.allocated_bytes()));
+    Json rec = Json::object();
+    rec.set("model", o.model);
+    rec.set("prompt_ids", ids_json(prompt_ids));
+    rec.set("text", r.text);
+    rec.set("ids", ids_json(r.tokens));
+    rec.set("finish_reason", finish_reason_name(r.finish_reason));
+    rec.set("stop", r.stop_string.empty() ? Json(nullptr) : Json(r.stop_string));
+    rec.set("eog_token", r.eog_token >= 0 ? Json(static_cast<int>(r.eog_token)) : Json(nullptr));
+    rec.set("error", r.error.empty() ? Json(nullptr) : Json(r.error));
+    rec.set("seed", static_cast<int64_t>(o.seed));
+    rec.set("n_ctx", static_cast<int>(ctx.params().n_ctx));
+    rec.set("n_vocab", static_cast<int>(n_vocab));
+    rec.set("timings", std::move(timings));
+    rec.set("memory", std::move(memory));
+    const std::string line = rec.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  } else if (o.ids) {
+    std::fputc('\n', stdout);
+  } else if (isatty(STDOUT_FILENO) && !r.text.empty() && r.text.back() != '\n') {
+    std::fputc('\n', stdout);  // keep the shell prompt off the last line; pipes get the text unchanged
+  }
+  std::fflush(stdout);
+
+  if (o.stats) print_stats(r, mem, model->weight_bytes(), ctx.allocated_bytes());
+  if (r.prompt_tokens_dropped > 0) {
+    std::fprintf(stderr, "edgellm run: note: dropped the oldest %d prompt tokens to fit the context\n",
+                 r.prompt_tokens_dropped);
+  }
+  if (r.finish_reason == FinishReason::kError) {
+    std::fprintf(stderr, "edgellm run: error: generation failed after %zu tokens: %s\n", r.tokens.size(),
+                 r.error.c_str());
+    return 1;
+  }
+  if (r.finish_reason == FinishReason::kCancelled && g_interrupted.load()) return 130;  // 128 + SIGINT
+  return 0;
+}
+
+const CommandRegistration kRegistration("run", "generate text from a prompt (streams to stdout)", run_command);
+
+}  // namespace
+}  // namespace edgellm::cli
