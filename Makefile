@@ -24,8 +24,16 @@ demo: build
 	  $(BUILD)/edgellm info "$$model" | head -n 30 && \
 	  $(BUILD)/edgellm run -m "$$model" -p "Once upon a time" -n 120 --stats
 
+# Every test once on the best ISA, then the kernel tests again with lower ISAs pinned so each
+# SIMD path is compared with the scalar reference on this one machine.
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@if [ "$$(uname -m)" = x86_64 ]; then \
+	  for isa in avx2 scalar; do \
+	    echo "== kernel tests with EDGELLM_ISA=$$isa"; \
+	    (cd $(BUILD) && EDGELLM_ISA=$$isa ctest --output-on-failure -L kernels -j $(JOBS)) || exit 1; \
+	  done; \
+	fi
 
 # Short coverage-guided run of every fuzzer over the checked-in corpus (clang + libFuzzer).
 fuzz: deps

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <time.h>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -23,6 +24,18 @@ namespace edgellm::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// CPU seconds used by the whole process (all threads) so far.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct Timing {
+  double wall = 0;  // seconds
+  double cpu = 0;   // process CPU seconds over the same interval
+};
 
 std::string iso_time_now() {
   const std::time_t t = std::time(nullptr);
@@ -95,32 +108,34 @@ class DepthCache {
   int32_t held_ = 0;
 };
 
-// Times one pp test run (seconds): n_prompt tokens after the depth prefix.
-double run_prompt(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_prompt) {
+// Times one pp test run: n_prompt tokens after the depth prefix.
+Timing run_prompt(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_prompt) {
   cache.restore(depth);
   Batch b;
   b.add_sequence(0, cache.random_tokens(n_prompt), depth, /*logits_last=*/true);
+  const double c0 = process_cpu_seconds();
   const auto t0 = Clock::now();
   ctx.decode(b);
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), process_cpu_seconds() - c0};
   cache.after_test();
-  return s;
+  return t;
 }
 
-// Times one tg test run (seconds): n_gen single-token decode calls after the depth prefix.
-double run_generation(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_gen) {
+// Times one tg test run: n_gen single-token decode calls after the depth prefix.
+Timing run_generation(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_gen) {
   cache.restore(depth);
   const std::vector<int32_t> tokens = cache.random_tokens(n_gen);
   Batch b;
+  const double c0 = process_cpu_seconds();
   const auto t0 = Clock::now();
   for (int32_t i = 0; i < n_gen; ++i) {
     b.clear();
     b.add(0, tokens[static_cast<size_t>(i)], depth + i, /*want_logits=*/true);
     ctx.decode(b);
   }
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), process_cpu_seconds() - c0};
   cache.after_test();
-  return s;
+  return t;
 }
 
 std::string read_cpu_name() {
@@ -296,13 +311,18 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               }
               const int32_t n_tokens = r.is_generation ? test.n_gen : test.n_prompt;
               for (int32_t rep = 0; rep < params.repetitions; ++rep) {
-                const double s = r.is_generation ? run_generation(ctx, cache, depth, test.n_gen)
+                const Timing t = r.is_generation ? run_generation(ctx, cache, depth, test.n_gen)
                                                  : run_prompt(ctx, cache, depth, test.n_prompt);
-                r.samples_ns.push_back(s * 1e9);
-                r.samples_ts.push_back(static_cast<double>(n_tokens) / s);
+                r.samples_ns.push_back(t.wall * 1e9);
+                r.samples_ts.push_back(static_cast<double>(n_tokens) / t.wall);
+                r.samples_cpu_ns.push_back(t.cpu * 1e9);
               }
               mean_stddev(r.samples_ns, &r.avg_ns, &r.stddev_ns);
               mean_stddev(r.samples_ts, &r.avg_ts, &r.stddev_ts);
+              double cpu_ns = 0, cpu_sd = 0;
+              mean_stddev(r.samples_cpu_ns, &cpu_ns, &cpu_sd);
+              r.avg_cpu_ns = cpu_ns;
+              r.cpu_ts = cpu_ns > 0 ? n_tokens * n_threads / (cpu_ns * 1e-9) : 0.0;
               if (r.is_generation) {
                 // Token i (0-based) at position depth + i attends to depth + i + 1 positions.
                 const double mean_kv = depth + (test.n_gen + 1) / 2.0;

@@ -69,6 +69,12 @@ struct BenchRecord {
   double bandwidth_gbps = 0;     // measured read bandwidth at this thread count (0 = not measured)
   double bandwidth_fraction = 0; // effective / measured
   uint64_t peak_rss_bytes = 0;   // VmHWM after the test (reset when each model is loaded)
+  // Process CPU time per repetition (all threads). On a machine shared with other work, wall
+  // time includes waiting for a core; cpu_ts = tokens * n_threads / CPU seconds estimates the
+  // rate with n_threads cores to ourselves (spin-waiting threads count as busy, as they would).
+  std::vector<double> samples_cpu_ns;
+  double avg_cpu_ns = 0;
+  double cpu_ts = 0;
   std::string isa;               // kernel ISA in use
 
   std::string test_name() const;  // "pp512", "tg128", "tg128 @ d4096"

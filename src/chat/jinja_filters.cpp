@@ -216,6 +216,15 @@ Value do_round(const Value& v, int64_t precision, const std::string& method) {
     return Value(r / scale);
   }
   if (method != "common") value_error("method must be common, ceil or floor");
+  if (v.is_int() || v.is_bool()) {
+    // Python's round() keeps ints ints; a negative precision rounds to tens, hundreds, ...
+    int64_t i = intlike(v);
+    if (precision >= 0) return Value(i);
+    if (precision < -18) return Value(int64_t{0});
+    int64_t scale = 1;
+    for (int64_t k = 0; k < -precision; ++k) scale *= 10;
+    return Value(static_cast<int64_t>(std::nearbyint(static_cast<double>(i) / static_cast<double>(scale))) * scale);
+  }
   if (precision == 0) return Value(std::nearbyint(d));  // ties to even, like Python's round()
   if (precision > 0) {
     // Correctly rounded decimal text of the exact binary value, as Python's round(x, n) does.

@@ -1,7 +1,10 @@
 #include "chat/jinja_interpreter.h"
 
 #include <ctime>
+#include <map>
 #include <memory>
+#include <set>
+#include <unordered_map>
 
 #include "chat/jinja_filters.h"
 #include "chat/jinja_methods.h"
@@ -15,15 +18,131 @@ namespace {
 // is a few native stack frames, so this bounds stack use even for recursive macros.
 constexpr int kMaxNesting = 400;
 
+// jinja2 compiles every scope (the template, a loop body, a macro, a with/call/set block) to a
+// Python function and decides at compile time how each name stored in it starts out: a name that
+// the scope stores before it ever reads it, and that no enclosing scope refers to, starts
+// undefined; a nested scope that reads it before the store sees undefined too, not an outer or
+// context value. Names stored in only some branches of an if start from the outer value. ScopeInfo
+// records the names that start undefined, so lookups reproduce jinja2's output exactly.
+struct ScopeInfo {
+  std::set<std::string> all_refs;  // names this scope or an enclosing one refers to
+  std::set<std::string> undefined;
+};
+
+struct Symbols {
+  std::set<std::string> refs;
+  std::set<std::string> stores;
+  std::set<std::string> undefined;
+  const std::set<std::string>* parent_refs = nullptr;
+
+  void load(const std::string& n) { refs.insert(n); }
+  void store(const std::string& n) {
+    stores.insert(n);
+    if (refs.insert(n).second && !(parent_refs && parent_refs->count(n))) undefined.insert(n);
+  }
+};
+
+void load_names(const Expr* e, Symbols& sym) {
+  if (!e) return;
+  if (e->kind == ExprKind::kName) sym.load(e->name);
+  for (const auto& a : e->args) load_names(a.get(), sym);
+  for (const auto& kv : e->kwargs) load_names(kv.second.get(), sym);
+}
+
+void store_target(const Expr& target, Symbols& sym) {
+  if (target.kind == ExprKind::kName) sym.store(target.name);
+  if (target.kind == ExprKind::kTuple) {
+    for (const auto& t : target.args) store_target(*t, sym);
+  }
+  if (target.kind == ExprKind::kGetAttr) load_names(target.args[0].get(), sym);  // ns.attr reads ns
+}
+
+void visit_body(const StmtList& body, Symbols& sym);
+
+// jinja2's branch_update: a name stored in every branch keeps its start; otherwise it is loaded
+// from the outer scope.
+void merge_branches(Symbols& sym, const std::vector<Symbols>& branches) {
+  std::map<std::string, size_t> counts;
+  for (const auto& b : branches) {
+    for (const auto& t : b.stores) {
+      if (!sym.stores.count(t)) ++counts[t];
+    }
+  }
+  for (const auto& b : branches) {
+    sym.refs.insert(b.refs.begin(), b.refs.end());
+    sym.stores.insert(b.stores.begin(), b.stores.end());
+    sym.undefined.insert(b.undefined.begin(), b.undefined.end());
+  }
+  for (const auto& [name, count] : counts) {
+    if (count != branches.size()) sym.undefined.erase(name);
+  }
+}
+
+// An if with its elif chain: jinja2 sees [body, elif nodes, else] as three branches.
+void visit_if(const Stmt& s, size_t first, Symbols& sym) {
+  load_names(s.conds[first].get(), sym);
+  std::vector<Symbols> branches(3, sym);
+  visit_body(s.bodies[first], branches[0]);
+  if (first == 0) {
+    for (size_t i = 1; i < s.conds.size(); ++i) {
+      // Each elif is an if node of its own (no elif/else), visited in the elif branch.
+      Symbols& elif = branches[1];
+      load_names(s.conds[i].get(), elif);
+      std::vector<Symbols> inner(3, elif);
+      visit_body(s.bodies[i], inner[0]);
+      merge_branches(elif, inner);
+    }
+    if (s.bodies.size() > s.conds.size()) visit_body(s.bodies.back(), branches[2]);
+  }
+  merge_branches(sym, branches);
+}
+
+void visit_body(const StmtList& body, Symbols& sym) {
+  for (const auto& sp : body) {
+    const Stmt& s = *sp;
+    switch (s.kind) {
+      case StmtKind::kPrint:
+      case StmtKind::kDo:
+      case StmtKind::kFor:  // only the iterable belongs to this scope; the body is a new one
+      case StmtKind::kCallBlock:
+        load_names(s.expr.get(), sym);
+        break;
+      case StmtKind::kIf:
+        visit_if(s, 0, sym);
+        break;
+      case StmtKind::kSet:
+        load_names(s.expr.get(), sym);
+        store_target(*s.target, sym);
+        break;
+      case StmtKind::kSetBlock:
+        store_target(*s.target, sym);
+        break;
+      case StmtKind::kMacro:
+        sym.store(s.text);
+        break;
+      case StmtKind::kFilterBlock:
+        for (const auto& f : s.filters) load_names(f.get(), sym);
+        break;
+      case StmtKind::kWith:
+        for (const auto& e : s.exprs) load_names(e.get(), sym);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 struct Frame {
   std::vector<std::pair<std::string, Value>> vars;
   std::shared_ptr<Frame> parent;
+  const ScopeInfo* scope = nullptr;  // set on frames that start a jinja2 scope
 
   const Value* lookup(std::string_view name) const {
     for (const Frame* f = this; f; f = f->parent.get()) {
       for (const auto& kv : f->vars) {
         if (kv.first == name) return &kv.second;
       }
+      if (f->scope && f->scope->undefined.count(std::string(name))) return nullptr;
     }
     return nullptr;
   }
@@ -39,10 +158,25 @@ struct Frame {
 };
 using FramePtr = std::shared_ptr<Frame>;
 
-FramePtr child_of(const FramePtr& parent) {
+FramePtr child_of(const FramePtr& parent, const ScopeInfo* scope = nullptr) {
   auto f = std::make_shared<Frame>();
   f->parent = parent;
+  f->scope = scope;
   return f;
+}
+
+const ScopeInfo* scope_of(const Frame* f) {
+  for (; f; f = f->parent.get()) {
+    if (f->scope) return f->scope;
+  }
+  return nullptr;
+}
+
+void target_names(const Expr& target, std::vector<std::string>& out) {
+  if (target.kind == ExprKind::kName) out.push_back(target.name);
+  if (target.kind == ExprKind::kTuple) {
+    for (const auto& t : target.args) target_names(*t, out);
+  }
 }
 
 enum class Flow { kNormal, kBreak, kContinue };
@@ -57,7 +191,7 @@ class Interpreter {
     if (context.is_dict()) {
       for (const auto& kv : context.dict_ptr()->items) globals->set(kv.first, kv.second);
     }
-    auto top = child_of(globals);
+    auto top = child_of(globals, scope_for(body, {}, nullptr));
     std::string out;
     exec(body, top, out);
     return out;
@@ -74,6 +208,23 @@ class Interpreter {
     }
     ~NestGuard() { --n; }
   };
+
+  // The jinja2 scope analysis of a body, computed once per body (a body always sits at the same
+  // place in the tree, so its enclosing scopes are always the same).
+  const ScopeInfo* scope_for(const StmtList& body, const std::vector<std::string>& params, const Frame* parent) {
+    auto it = scopes_.find(&body);
+    if (it != scopes_.end()) return &it->second;
+    const ScopeInfo* outer = scope_of(parent);
+    Symbols sym;
+    sym.parent_refs = outer ? &outer->all_refs : nullptr;
+    for (const auto& p : params) sym.refs.insert(p);
+    visit_body(body, sym);
+    ScopeInfo info;
+    info.all_refs = std::move(sym.refs);
+    if (outer) info.all_refs.insert(outer->all_refs.begin(), outer->all_refs.end());
+    info.undefined = std::move(sym.undefined);
+    return &scopes_.emplace(&body, std::move(info)).first->second;
+  }
 
   void step(SourcePos pos) {
     if (++steps_ > opt_.max_steps) {
@@ -188,7 +339,7 @@ class Interpreter {
         return Flow::kNormal;
       case StmtKind::kSetBlock: {
         std::string captured;
-        exec(s.body, frame, captured);
+        exec(s.body, child_of(frame, scope_for(s.body, {}, frame.get())), captured);
         assign(*s.target, apply_filters(s.filters, Value(std::move(captured)), frame), frame);
         return Flow::kNormal;
       }
@@ -200,13 +351,15 @@ class Interpreter {
         return Flow::kNormal;
       case StmtKind::kFilterBlock: {
         std::string captured;
-        exec(s.body, frame, captured);
+        exec(s.body, child_of(frame, scope_for(s.body, {}, frame.get())), captured);
         Value v = apply_filters(s.filters, Value(std::move(captured)), frame);
         emit(out, stringify(v, s.pos), s.pos);
         return Flow::kNormal;
       }
       case StmtKind::kWith: {
-        auto inner = child_of(frame);
+        std::vector<std::string> names;
+        for (const auto& t : s.targets) target_names(*t, names);
+        auto inner = child_of(frame, scope_for(s.body, names, frame.get()));
         for (size_t i = 0; i < s.targets.size(); ++i) assign(*s.targets[i], eval(*s.exprs[i], frame), inner);
         return exec(s.body, inner, out);
       }
@@ -217,8 +370,8 @@ class Interpreter {
       case StmtKind::kDo:
         eval(*s.expr, frame);
         return Flow::kNormal;
-      case StmtKind::kBody:
-        return exec(s.body, frame, out);
+      case StmtKind::kBody:  // Hugging Face compiles {% generation %} to a call block: a new scope
+        return exec(s.body, child_of(frame, scope_for(s.body, {}, frame.get())), out);
     }
     return Flow::kNormal;
   }
@@ -261,12 +414,15 @@ class Interpreter {
       items = std::move(kept);
     }
     if (items.empty()) {
-      exec(s.else_body, child_of(frame), out);
+      exec(s.else_body, child_of(frame, scope_for(s.else_body, {}, frame.get())), out);
       return;
     }
+    std::vector<std::string> params{"loop"};
+    target_names(*s.target, params);
+    const ScopeInfo* body_scope = scope_for(s.body, params, frame.get());
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
-      auto iter = child_of(frame);
+      auto iter = child_of(frame, body_scope);
       auto loop = std::make_shared<DictData>();
       loop->set("index", Value(i + 1));
       loop->set("index0", Value(i));
@@ -338,7 +494,9 @@ class Interpreter {
       explicit CallGuard(int& x) : d(x) { ++d; }
       ~CallGuard() { --d; }
     } guard(call_depth_);
-    auto frame = child_of(parent);
+    std::vector<std::string> params = m.params;
+    params.insert(params.end(), {"varargs", "kwargs", "caller"});
+    auto frame = child_of(parent, scope_for(m.body, params, parent.get()));
     std::vector<bool> used(a.keyword.size(), false);
     for (size_t i = 0; i < m.params.size(); ++i) {
       const std::string& p = m.params[i];
@@ -549,6 +707,7 @@ class Interpreter {
   }
 
   const RenderOptions& opt_;
+  std::unordered_map<const StmtList*, ScopeInfo> scopes_;
   uint64_t steps_ = 0;
   int nesting_ = 0;
   int call_depth_ = 0;

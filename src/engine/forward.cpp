@@ -220,17 +220,28 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
   const TensorType kv_type = kv.params().type;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  // One task per (entry, KV head): the g query heads sharing that KV head are handled together,
+  // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
   // so each block of keys and values is read and converted once for all of them (GQA).
   // Scores of one block are a small F32 matmul: the block's key rows [cnt, hd] (converted to F32
   // unless stored so) times the g query rows, which are F32 activation rows as they are.
   const size_t f32_row = static_cast<size_t>(hd) * sizeof(float);
+  // A decode step of one sequence has only n_head_kv such tasks: then the query heads of a group
+  // are split over several tasks (each re-reading the blocks) so every thread has work.
+  int32_t hpt = g;  // query heads per task, a divisor of g
+  while (hpt > 1 && static_cast<int64_t>(n) * hp_.n_head / hpt < 2 * static_cast<int64_t>(n_threads_)) {
+    int32_t d = hpt - 1;
+    while (g % d != 0) --d;
+    hpt = d;
+  }
+  const int32_t subgroups = g / hpt;
   auto task = [&](int64_t t, int thread) {
-    const int32_t e = static_cast<int32_t>(t / hp_.n_head_kv);
-    const int32_t hkv = static_cast<int32_t>(t % hp_.n_head_kv);
+    const int32_t e = static_cast<int32_t>(t / (static_cast<int64_t>(hp_.n_head_kv) * subgroups));
+    const int32_t rem = static_cast<int32_t>(t % (static_cast<int64_t>(hp_.n_head_kv) * subgroups));
+    const int32_t hkv = rem / subgroups;
+    const int32_t h0 = hkv * g + (rem % subgroups) * hpt;  // first query head of this task
     const int32_t n_pos = entries[e].pos + 1;
     const std::vector<int32_t>& table = kv.block_table(entries[e].seq_id);
-    const float* q = q_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(hkv) * g * hd;  // [g, hd]
+    const float* q = q_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd;  // [hpt, hd]
     float* scores = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;  // [g, n_ctx]
     float* acc = scores + static_cast<int64_t>(g) * n_ctx_;                                       // [g, hd]
     float* vbuf = acc + static_cast<int64_t>(g) * hd;                                             // [T, hd]
@@ -243,14 +254,14 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
         kv.load_rows(rows, vbuf, cnt);
         k = vbuf;
       }
-      kernels::matmul(TensorType::F32, hd, k, f32_row, 0, cnt, q, f32_row, g, scores + p0, n_ctx_);
+      kernels::matmul(TensorType::F32, hd, k, f32_row, 0, cnt, q, f32_row, hpt, scores + p0, n_ctx_);
     }
-    for (int32_t h = 0; h < g; ++h) {
+    for (int32_t h = 0; h < hpt; ++h) {
       float* s = scores + static_cast<int64_t>(h) * n_ctx_;
       kernels::scale_f32(s, scale, n_pos);
       kernels::softmax(s, n_pos);
     }
-    std::memset(acc, 0, floats(static_cast<int64_t>(g) * hd));
+    std::memset(acc, 0, floats(static_cast<int64_t>(hpt) * hd));
     for (int32_t p0 = 0; p0 < n_pos; p0 += T) {
       const int32_t cnt = std::min(T, n_pos - p0);
       const uint8_t* rows = kv.v_rows(table[static_cast<size_t>(p0 / T)], layer, hkv);
@@ -261,7 +272,7 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
       }
       // acc[h] += sum_s p[h][p0 + s] * v[s]: a short F32 loop (head_dim may be 8) that the
       // compiler vectorises; a kernel call per row would cost more than the arithmetic.
-      for (int32_t h = 0; h < g; ++h) {
+      for (int32_t h = 0; h < hpt; ++h) {
         const float* p = scores + static_cast<int64_t>(h) * n_ctx_ + p0;
         float* out = acc + static_cast<int64_t>(h) * hd;
         for (int32_t s = 0; s < cnt; ++s) {
@@ -271,10 +282,10 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
         }
       }
     }
-    std::memcpy(attn_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(hkv) * g * hd, acc,
-                floats(static_cast<int64_t>(g) * hd));
+    std::memcpy(attn_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd, acc,
+                floats(static_cast<int64_t>(hpt) * hd));
   };
-  pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv, task, n_threads_);
+  pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv * subgroups, task, n_threads_);
 }
 
 void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads, float* logits) {

@@ -98,6 +98,11 @@ LogProbReader::LogProbReader(const std::string& path) : path_(path) {
           "'" + path + "': bad header (n_ctx " + std::to_string(header_.n_ctx) + ", n_vocab " +
               std::to_string(header_.n_vocab) + ", n_chunk " + std::to_string(header_.n_chunk) + ", first " +
               std::to_string(header_.first) + ")");
+  // Bounds keep every size product below 2^64 (2^24 * 2^24 * 2^25 bytes) so a hostile header
+  // cannot wrap the size check; real files are far smaller (n_vocab ~150k, n_ctx <= 128k).
+  constexpr uint32_t kMaxField = 1u << 24;
+  require(header_.n_ctx <= kMaxField && header_.n_vocab <= kMaxField && header_.n_chunk <= kMaxField,
+          ErrorCode::kInvalidFile, "'" + path + "': header fields exceed 2^24");
   // Validate the size before allocating anything the header asks for.
   const uint64_t n_tok = static_cast<uint64_t>(header_.n_chunk) * header_.n_ctx;
   const uint64_t expected = kHeaderBytes + n_tok * sizeof(int32_t) +

@@ -1,3 +1,10 @@
+// GCC 12 warns "may be used uninitialized" inside libstdc++'s <regex> (std::function members of
+// the NFA states) when optimising with sanitizers; the warning is a false positive in the
+// standard library, so it is silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "quant/quant_rules.h"
 
 #include <algorithm>

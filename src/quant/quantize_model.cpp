@@ -45,10 +45,10 @@ void release_source_pages(const gguf::GgufFile& file, const uint8_t* data, size_
   (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // a hint: failure is harmless
 }
 
-// Converts one tensor [n_rows, width] from `src` (type `from`) to `to`, streaming chunks of rows
-// to the sink. Rows are independent, so threads split each chunk's rows.
-void convert_tensor(const gguf::GgufFile& file, const gguf::TensorInfo& src, TensorType to, const QuantizeParams& params, ThreadPool& pool,
-                    gguf::TensorSink& sink) {
+// Converts one tensor [n_rows, width] from src.type to `to`, streaming chunks of rows to the
+// sink. Rows are independent, so threads split each chunk's rows.
+void convert_tensor(const gguf::GgufFile& file, const gguf::TensorInfo& src, TensorType to,
+                    const QuantizeParams& params, ThreadPool& pool, gguf::TensorSink& sink) {
   const int64_t width = src.ne[0];
   const int64_t n_rows = src.n_rows();
   const size_t in_row = src.row_bytes();

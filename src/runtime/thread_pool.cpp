@@ -99,20 +99,27 @@ void ThreadPool::worker_main(int index) {
       }
       state = state_.load(std::memory_order_acquire);
     }
-    if ((state >> kStateCountBits) == seen_generation) {
+    if ((state >> kStateCountBits) == seen_generation && !stop_.load(std::memory_order_acquire)) {
       std::unique_lock<std::mutex> lock(wake_mutex_);
+      sleepers_.fetch_add(1);
       wake_cv_.wait(lock, [&] {
         return stop_.load(std::memory_order_acquire) ||
                (state_.load(std::memory_order_acquire) >> kStateCountBits) != seen_generation;
       });
+      sleepers_.fetch_sub(1);
       state = state_.load(std::memory_order_acquire);
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen_generation = state >> kStateCountBits;
     const int active = static_cast<int>(state & kStateCountMask);
-    if (index >= active) continue;  // not part of this job
-    run_tasks(index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (index >= active) continue;  // not part of this job, or the job is already closed
+
+    // Join: announce ourselves, then check the job is still open. The caller closes the job
+    // (active count 0) before it waits for in_flight_ to drain; with both sides sequentially
+    // consistent, either the caller sees us and waits, or we see the closed job and leave.
+    in_flight_.fetch_add(1);
+    if (state_.load() == state) run_tasks(index);
+    if (in_flight_.fetch_sub(1) == 1) {
       std::lock_guard<std::mutex> lock(done_mutex_);
       done_cv_.notify_one();
     }
@@ -143,28 +150,30 @@ void ThreadPool::run(int64_t n_tasks, TaskRef fn, int n_threads) {
   next_task_.store(0, std::memory_order_relaxed);
   failed_.store(false, std::memory_order_relaxed);
   error_ = nullptr;
-  pending_.store(n_threads - 1, std::memory_order_relaxed);
   const uint64_t generation = (state_.load(std::memory_order_relaxed) >> kStateCountBits) + 1;
   {
     // Publishing under the mutex closes the window where a worker checked the predicate and is
-    // about to sleep: it either sees the new generation or gets the notification.
+    // about to sleep: it either sees the new generation or is counted in sleepers_.
     std::lock_guard<std::mutex> lock(wake_mutex_);
-    state_.store(generation << kStateCountBits | static_cast<uint64_t>(n_threads), std::memory_order_release);
+    state_.store(generation << kStateCountBits | static_cast<uint64_t>(n_threads));
   }
-  wake_cv_.notify_all();
+  if (sleepers_.load() > 0) wake_cv_.notify_all();
 
   run_tasks(0);
 
-  for (int i = 0; i < options_.spin_iterations && pending_.load(std::memory_order_acquire) != 0; ++i) {
+  // Close the job: workers that have not joined yet (descheduled on a busy machine) stay out,
+  // so we only wait for the ones actually running tasks.
+  state_.store(generation << kStateCountBits);
+  for (int i = 0; i < options_.spin_iterations && in_flight_.load() != 0; ++i) {
     if (i % kYieldEvery == kYieldEvery - 1) {
       std::this_thread::yield();
     } else {
       cpu_relax();
     }
   }
-  if (pending_.load(std::memory_order_acquire) != 0) {
+  if (in_flight_.load() != 0) {
     std::unique_lock<std::mutex> lock(done_mutex_);
-    done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    done_cv_.wait(lock, [&] { return in_flight_.load() == 0; });
   }
   fn_ = nullptr;
   if (error_) {

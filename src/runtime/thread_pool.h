@@ -77,9 +77,11 @@ class ThreadPool {
   std::mutex error_mutex_;
 
   // (generation << 16) | active thread count: one atomic so an idle worker learns whether it
-  // takes part without reading any other job field.
+  // takes part without reading any other job field. The caller sets the count to 0 when its
+  // own share is done ("closed"): late workers then skip the job.
   std::atomic<uint64_t> state_{0};
-  std::atomic<int> pending_{0};  // participating workers not yet finished
+  std::atomic<int> in_flight_{0};  // workers that joined the current job and have not left
+  std::atomic<int> sleepers_{0};   // workers blocked on wake_cv_
   std::atomic<bool> stop_{false};
 
   std::mutex wake_mutex_;

@@ -57,7 +57,7 @@ void encode_row(TensorType type, const float* src, uint8_t* dst, int64_t n) {
 
 class SlabWriter {
  public:
-  SlabWriter(int n_threads) : pool_(n_threads), scratch_(static_cast<size_t>(n_threads)) {}
+  explicit SlabWriter(int n_threads) : pool_(n_threads), scratch_(static_cast<size_t>(n_threads)) {}
 
   void write(const SynthTensor& t, uint64_t seed, const std::vector<float>& rope_factors, gguf::TensorSink& sink) {
     const int64_t n_in = t.ne.at(0);

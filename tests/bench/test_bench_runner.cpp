@@ -62,6 +62,8 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
     EXPECT_NEAR(r.avg_ts, (r.samples_ts[0] + r.samples_ts[1]) / 2, r.avg_ts * 1e-12);
     EXPECT_NEAR(r.stddev_ts, std::abs(r.samples_ts[0] - r.samples_ts[1]) / std::sqrt(2.0), r.avg_ts * 1e-9);
     EXPECT_GT(r.peak_rss_bytes, 0u);
+    EXPECT_EQ(r.samples_cpu_ns.size(), 2u);
+    EXPECT_GT(r.cpu_ts, 0.0);
     EXPECT_EQ(r.type_k, "f16");
     if (r.is_generation) {
       ++n_tg;
@@ -83,7 +85,7 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
   for (const char* key : {"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_threads",
                           "type_k", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts",
                           "stddev_ts", "samples_ts", "bytes_per_token", "effective_gbps", "bandwidth_gbps",
-                          "bandwidth_fraction", "peak_rss_bytes"}) {
+                          "bandwidth_fraction", "peak_rss_bytes", "avg_cpu_ns", "cpu_ts"}) {
     for (size_t i = 0; i < parsed.size(); ++i) EXPECT_NE(parsed.at(i).find(key), nullptr) << key;
   }
   const Json& tg = parsed.at(size_t{3});

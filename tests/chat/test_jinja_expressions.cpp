@@ -98,6 +98,7 @@ TEST(JinjaExpressions, StringMethods) {
        "1 3 -1 2 2"},
       {"{{ '{} and {}'.format(1, 'b') }} {{ '{0}{name}'.format('z', name='n') }} {{ '-'.join(['a', 'b']) }}",
        "1 and b zn a-b"},
+      {"[{{ 'ab'.center(5) }}|{{ 'ab'.center(6, '*') }}|{{ 'a'.ljust(3) }}|{{ 'a'.rjust(3, '0') }}]", "[  ab |**ab**|a  |00a]"},
       {"{{ '12'.isdigit() }} {{ 'a1'.isalpha() }} {{ 'a\\nb'.splitlines() }}", "True False ['a', 'b']"},
   });
 }

@@ -76,6 +76,8 @@ TEST(JinjaFilters, NumbersAndDefaults) {
       // round() is Python's: ties to even, and 2.675 is really 2.67499999...
       {"{{ 2.5 | round }} {{ 3.5 | round }} {{ 2.675 | round(2) }} {{ 1.23456 | round(2, 'floor') }} {{ 1.2 | round(0, 'ceil') }}",
        "2.0 4.0 2.67 1.23 2.0"},
+      // ints stay ints, as Python's round(int, n) does.
+      {"{{ 1 | round }} {{ 1234 | round(-2) }}", "1 1200"},
       {"{{ -3 | abs }} {{ -1.5 | abs }}", "3 1.5"},
       {"{{ x | default('d') }}|{{ '' | default('d') }}|{{ '' | default('d', true) }}|{{ none | d('z') }}", "d||d|None"},
   });
@@ -102,6 +104,8 @@ TEST(JinjaTests, TypeAndValueTests) {
       {"{{ x is defined }}{{ x is undefined }}{{ x is not defined }}{{ y is none }}{{ y is defined }}",
        "FalseTrueTrueTrueTrue", R"({"y": null})"},
       {"{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 9 is divisibleby(4) }}", "TrueTrueTrueFalse"},
+      // Python's % decides: 3.0 is odd, 2.5 is neither odd nor even.
+      {"{{ 3.0 is odd }}{{ 2.5 is odd }}{{ 2.5 is even }}", "TrueFalseFalse"},
       {"{{ 'ab' is lower }}{{ 'AB' is upper }}{{ 'aB' is lower }}", "TrueTrueFalse"},
       {"{{ 1 is eq 1 }}{{ 2 is equalto 2 }}{{ 2 is ne 2 }}{{ 1 is in [1] }}{{ 3 is gt 2 }}{{ 3 is le 2 }}",
        "TrueTrueFalseTrueTrueFalse"},

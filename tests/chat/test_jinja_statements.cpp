@@ -51,6 +51,24 @@ TEST(JinjaStatements, SetScoping) {
   EXPECT_EQ(render_jinja("{% set x | upper %}shout{% endset %}{{ x }}"), "SHOUT");
 }
 
+TEST(JinjaStatements, ScopeAnalysisMatchesJinja2) {
+  // jinja2 decides at compile time how a scope's stored names start: a name the scope stores
+  // before reading it (and no enclosing scope mentions) starts undefined, also for nested loops
+  // and macros that read it first; names stored only inside an if start from the outer value.
+  EXPECT_EQ(render_jinja("{% for i in [1] %}[{{ x }}]{% endfor %}{% set x = 1 %}{{ x }}", R"({"x": "X0"})"), "[]1");
+  EXPECT_EQ(render_jinja("{{ x }}{% set x = 1 %}{{ x }}", R"({"x": "X0"})"), "X01");
+  EXPECT_EQ(render_jinja("{% for i in [1, 2] %}{% for j in [1] %}[{{ y }}]{% endfor %}{% set y = i %}{% endfor %}",
+                         R"({"y": "Y0"})"),
+            "[][]");
+  EXPECT_EQ(render_jinja("{% if false %}{% set x = 1 %}{% endif %}{% for i in [1] %}[{{ x }}]{% endfor %}",
+                         R"({"x": "X0"})"),
+            "[X0]");
+  EXPECT_EQ(render_jinja("{% macro m() %}[{{ a }}]{% set a = 1 %}[{{ a }}]{% endmacro %}{{ m() }}", R"({"a": "A0"})"),
+            "[A0][1]");
+  // A block set renders in a scope of its own.
+  EXPECT_EQ(render_jinja("{% set x %}{% set inner = 1 %}v{% endset %}[{{ inner }}]{{ x }}"), "[]v");
+}
+
 TEST(JinjaStatements, NamespaceCarriesStateOutOfLoops) {
   EXPECT_EQ(render_jinja("{% set ns = namespace(total=0, last='') %}{% for i in [1, 2, 3] %}"
                          "{% set ns.total = ns.total + i %}{% set ns.last = i %}{% endfor %}{{ ns.total }}/{{ ns.last }}"),

@@ -198,6 +198,35 @@ TEST(LogProbFile, RoundTripWithinQuantizationStep) {
   }
 }
 
+TEST(LogProbFile, HostileHeadersAreRejected) {
+  const auto write_bytes = [](const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary) << bytes;
+  };
+  const auto header = [](uint32_t n_ctx, uint32_t n_vocab, uint32_t n_chunk, uint32_t first) {
+    std::string b = "EDGLPRB1";
+    for (uint32_t v : {n_ctx, n_vocab, n_chunk, first}) b.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return b;
+  };
+  const std::string path = test::temp_dir() + "/lp_hostile.bin";
+  const std::vector<std::string> cases = {
+      "NOTMAGIC" + header(8, 50, 1, 4).substr(8),  // wrong magic
+      header(8, 50, 1, 4).substr(0, 20),           // truncated header
+      header(8, 0, 1, 4),                          // empty vocabulary
+      header(8, 50, 1, 7),                         // nothing scored
+      header(1u << 30, 1u << 30, 1u << 30, 4),     // sizes that would overflow
+      header(8, 50, 1, 4),                          // header only: tokens and records missing
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    write_bytes(path, cases[i]);
+    try {
+      LogProbReader r(path);
+      FAIL() << "case " << i << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidFile) << "case " << i << ": " << e.what();
+    }
+  }
+}
+
 TEST(KlDivergence, PercentilesMatchNaive) {
   std::vector<double> v = {5, 1, 4, 2, 3};
   const Percentiles p = percentiles(v);

@@ -15,7 +15,7 @@ namespace {
 
 // Small limits keep each input fast: the fuzzer explores shapes, not sizes.
 constexpr size_t kMaxOutputBytes = size_t{1} << 20;
-constexpr uint64_t kMaxSteps = 200000;
+constexpr uint64_t kMaxSteps = 100000;
 
 const edgellm::Json& messages() {
   static const edgellm::Json m = edgellm::Json::parse(R"([

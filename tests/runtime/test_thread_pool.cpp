@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -60,6 +61,20 @@ TEST(ThreadPool, WorkersSleepAndWakeUp) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     expect_each_once(pool, 100, 0);
   }
+}
+
+TEST(ThreadPool, WorkersTakePartInLongJobs) {
+  // The caller runs tasks too and closes the job when none are left; with tasks this long the
+  // workers must have joined.
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> by_thread(3);
+  pool.parallel_for(60, [&](int64_t, int thread) {
+    by_thread[static_cast<size_t>(thread)].fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  int used = 0;
+  for (auto& c : by_thread) used += c.load() > 0 ? 1 : 0;
+  EXPECT_GE(used, 2);
 }
 
 TEST(ThreadPool, NestedCallsRunInline) {

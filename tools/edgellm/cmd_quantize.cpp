@@ -97,25 +97,26 @@ int quantize_command(const std::vector<std::string>& args) {
 
   std::printf("edgellm quantize: %s -> %s as %s (general.file_type %u)\n", positionals[0].c_str(),
               positionals[1].c_str(), quant::file_type_name(params.ftype), static_cast<unsigned>(params.ftype));
-  auto previous = std::signal(SIGINT, quantize_on_sigint);
+  // Restores the previous SIGINT disposition however this function returns.
+  struct SignalScope {
+    void (*previous)(int);
+    ~SignalScope() { std::signal(SIGINT, previous); }
+  } signal_scope{std::signal(SIGINT, quantize_on_sigint)};
   quant::QuantizeSummary s;
   try {
     s = quant::quantize_model(positionals[0], positionals[1], params);
   } catch (const Error& e) {
-    std::signal(SIGINT, previous);
     if (e.code() == ErrorCode::kCancelled) {
       std::fprintf(stderr, "edgellm quantize: interrupted; '%s' was not written\n", positionals[1].c_str());
       return 130;  // 128 + SIGINT
     }
-    const std::string msg = e.what();
-    if (msg.find(std::strerror(ENOSPC)) != std::string::npos) {
+    if (std::string(e.what()).find(std::strerror(ENOSPC)) != std::string::npos) {
       std::fprintf(stderr, "edgellm quantize: error: no space left on device while writing '%s'; it was not written\n",
                    positionals[1].c_str());
       return 1;
     }
     throw;
   }
-  std::signal(SIGINT, previous);
   std::printf("tensor data: %s -> %s, %.3f bits per weight (%lld weights); file %s\n",
               human_bytes(static_cast<double>(s.bytes_in)).c_str(), human_bytes(static_cast<double>(s.bytes_out)).c_str(),
               s.bits_per_weight(), static_cast<long long>(s.n_weight_elements),

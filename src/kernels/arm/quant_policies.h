@@ -15,7 +15,7 @@
 //   Q5_*: plus bit i of the 32-bit qh as bit 4 of element i.
 //   Q4_K/Q5_K: 4 groups of 64: qs[32g..32g+31] low nibbles = elements 64g..64g+31 (sub-block 2g),
 //     high nibbles = 64g+32..64g+63 (sub-block 2g+1); Q5_K adds bit 2g / 2g+1 of qh[l] as bit 4.
-//   Q6_K: 2 halves of 128; see KQ6_K::decode.
+//   Q6_K: 2 halves of 128; see decode_q6k.
 #pragma once
 
 #include <arm_neon.h>
@@ -29,6 +29,15 @@
 
 namespace edgellm::kernels::arm {
 namespace {
+
+// Float arithmetic contract (why the accumulators are scalar): every (row, token) output is the
+// exact int32 block sum converted to F32, fused-multiply-added with (d_w * d_x) per block
+// (K-quants: v = fma(-dmin, msum, d * isum), acc = fma(d_x, v, acc)), in block order. The i8mm
+// kernels do exactly these operations per lane of their 2x2 tiles, so a result does not depend
+// on the ISA among neon/dotprod/i8mm, on how rows are split between threads or on which rows /
+// tokens share a tile: outputs are bit-identical. Every product either is an explicit fma or
+// only feeds one as a multiplicand / addend, so compiler FP contraction cannot change it.
+EDGELLM_ARM_INLINE float fused(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
 // ---------------------------------------------------------------- 32-element legacy blocks
 struct Q32W {
@@ -49,25 +58,26 @@ EDGELLM_ARM_INLINE void nibbles(const uint8_t* qs, uint8x16_t& lo, uint8x16_t& h
   hi = vshrq_n_u8(v, 4);
 }
 
-// Signed weights x Q8_0: Acc is four F32 lanes of scaled block sums.
+// Signed weights x Q8_0: Acc is one F32 sum of scaled block sums.
 template <class D>
 struct SignedBase {
   static constexpr int64_t kBlockElems = 32;
   using XBlock = BlockQ8_0;
   using W = Q32W;
   using X = Q32X;
-  using Acc = float32x4_t;
+  using Acc = float;
   static EDGELLM_ARM_INLINE void load_x(const XBlock* b, X& x) {
     x.lo = vld1q_s8(b->qs);
     x.hi = vld1q_s8(b->qs + 16);
     x.d = half_to_float(b->d);
   }
-  static EDGELLM_ARM_INLINE void zero(Acc& a) { a = vdupq_n_f32(0.0f); }
+  static EDGELLM_ARM_INLINE void zero(Acc& a) { a = 0.0f; }
   static EDGELLM_ARM_INLINE void madd(const W& w, const X& x, Acc& acc) {
     const int32x4_t p = D::dot(D::dot(vdupq_n_s32(0), w.lo, x.lo), w.hi, x.hi);
-    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), w.d * x.d);
+    const float dd = w.d * x.d;
+    acc = fused(static_cast<float>(vaddvq_s32(p)), dd, acc);
   }
-  static EDGELLM_ARM_INLINE float reduce(const Acc& a) { return vaddvq_f32(a); }
+  static EDGELLM_ARM_INLINE float reduce(const Acc& a) { return a; }
 };
 
 template <class D>
@@ -109,8 +119,8 @@ struct KQ8_0 : SignedBase<D> {
 };
 
 struct MinAcc {
-  float32x4_t v;
-  float s;
+  float v;  // sum of d_w d_x sum(q_w q_x)
+  float s;  // sum of m_w s_x
 };
 
 // Unsigned codes with a min x Q8_1: sum = d_w d_x sum(q_w q_x) + m_w * s_x.
@@ -127,16 +137,14 @@ struct MinBase {
     x.d = half_to_float(b->d);
     x.s = half_to_float(b->s);
   }
-  static EDGELLM_ARM_INLINE void zero(Acc& a) {
-    a.v = vdupq_n_f32(0.0f);
-    a.s = 0.0f;
-  }
+  static EDGELLM_ARM_INLINE void zero(Acc& a) { a.v = a.s = 0.0f; }
   static EDGELLM_ARM_INLINE void madd(const W& w, const X& x, Acc& acc) {
     const int32x4_t p = D::dot(D::dot(vdupq_n_s32(0), w.lo, x.lo), w.hi, x.hi);
-    acc.v = vfmaq_n_f32(acc.v, vcvtq_f32_s32(p), w.d * x.d);
-    acc.s += w.m * x.s;
+    const float dd = w.d * x.d;
+    acc.v = fused(static_cast<float>(vaddvq_s32(p)), dd, acc.v);
+    acc.s = fused(w.m, x.s, acc.s);
   }
-  static EDGELLM_ARM_INLINE float reduce(const Acc& a) { return vaddvq_f32(a.v) + a.s; }
+  static EDGELLM_ARM_INLINE float reduce(const Acc& a) { return a.v + a.s; }
 };
 
 template <class D>
@@ -221,7 +229,9 @@ struct K4Base {
       isum = vmlaq_n_s32(isum, s, w.scale[j]);
     }
     const int32_t msum = min_term(w.mins, x.bsum_pairs);
-    acc += x.d * (w.d * static_cast<float>(vaddvq_s32(isum)) - w.dmin * static_cast<float>(msum));
+    const float scaled = w.d * static_cast<float>(vaddvq_s32(isum));
+    const float v = fused(-w.dmin, static_cast<float>(msum), scaled);
+    acc = fused(x.d, v, acc);
   }
   static EDGELLM_ARM_INLINE float reduce(const Acc& a) { return a; }
 };
@@ -316,7 +326,8 @@ struct KQ6_K {
     for (int k = 0; k < 16; ++k) {
       isum = vmlaq_n_s32(isum, D::dot(vdupq_n_s32(0), w.q[k], vld1q_s8(x.q + 16 * k)), w.scale[k]);
     }
-    acc += x.d * w.d * static_cast<float>(vaddvq_s32(isum));
+    const float dd = x.d * w.d;
+    acc = fused(static_cast<float>(vaddvq_s32(isum)), dd, acc);
   }
   static EDGELLM_ARM_INLINE float reduce(const Acc& a) { return a; }
 };

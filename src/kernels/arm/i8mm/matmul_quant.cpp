@@ -6,7 +6,8 @@
 // 8 bytes of token t and 8 of token t+1 (both built with 64-bit zips). One instruction does the
 // work of four SDOTs on half the data: half the multiply instructions per output of the dotprod
 // kernels. Tiles are 2 rows x 2 or 4 tokens; decode (one token), an odd last row and an odd last
-// token go through the dotprod kernels, which compute the same integer sums.
+// token go through the dotprod kernels, whose per-output float arithmetic is the same as one
+// lane here (quant_policies.h), so results are bit-identical however rows and tokens are tiled.
 // Output lanes of a tile, everywhere below: [r0 t0, r0 t1, r1 t0, r1 t1].
 #include <arm_neon.h>
 
@@ -79,11 +80,12 @@ void tile_legacy(int64_t nb, const uint8_t* w, size_t wrb, const uint8_t* x, siz
       s = vmmlaq_s32(s, a1, zip_hi(u.lo, v.lo));
       s = vmmlaq_s32(s, a2, zip_lo(u.hi, v.hi));
       s = vmmlaq_s32(s, a3, zip_hi(u.hi, v.hi));
+      // Per lane exactly the neon/dotprod arithmetic (quant_policies.h): bit-identical results.
       acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(s), vmulq_f32(dw, cols2(u.d, v.d)));
       if constexpr (kMin) macc[p] = vfmaq_f32(macc[p], rows2(a.m, c.m), cols2(u.s, v.s));
     }
   }
-  for (int p = 0; p < P; ++p) store_tile(vaddq_f32(acc[p], macc[p]), y + 2 * p * ys, ys);
+  for (int p = 0; p < P; ++p) store_tile(kMin ? vaddq_f32(acc[p], macc[p]) : acc[p], y + 2 * p * ys, ys);
 }
 
 template <class K>
@@ -154,7 +156,7 @@ void tile_k4(int64_t nb, const uint8_t* w, size_t wrb, const uint8_t* x, size_t 
       int32_t m[4] = {arm::min_term(d0.mins, ua.bsum_pairs), arm::min_term(d0.mins, ub.bsum_pairs),
                       arm::min_term(d1.mins, ua.bsum_pairs), arm::min_term(d1.mins, ub.bsum_pairs)};
       const float32x4_t msum = vcvtq_f32_s32(vld1q_s32(m));
-      const float32x4_t v = vsubq_f32(vmulq_f32(dw, vcvtq_f32_s32(isum)), vmulq_f32(dmin, msum));
+      const float32x4_t v = vfmsq_f32(vmulq_f32(dw, vcvtq_f32_s32(isum)), dmin, msum);
       acc[p] = vfmaq_f32(acc[p], cols2(ua.d, ub.d), v);
     }
   }

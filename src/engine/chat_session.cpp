@@ -1,0 +1,314 @@
+#include "engine/chat_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "core/error.h"
+#include "engine/context.h"
+#include "gguf/gguf_reader.h"
+#include "model/model.h"
+#include "tokenizer/sanitize.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Json make_message(std::string_view role, std::string content) {
+  Json m = Json::object();
+  m.set("role", Json(role));
+  m.set("content", Json(std::move(content)));
+  return m;
+}
+
+const std::string& message_role(const Json& m) { return m.at("role").as_string(); }
+
+// Removes the oldest user/assistant turn of `conv`: from the first non-system message up to the
+// next user message. The last message (the one being answered) is never removed. Returns false
+// when there is nothing left to drop.
+bool drop_oldest_turn(Json& conv) {
+  Json::Array& a = conv.as_array();
+  size_t first = 0;
+  while (first < a.size() && message_role(a[first]) == "system") ++first;
+  if (a.empty() || first + 1 >= a.size()) return false;
+  size_t end = first + 1;
+  while (end + 1 < a.size() && message_role(a[end]) != "user") ++end;
+  a.erase(a.begin() + static_cast<std::ptrdiff_t>(first), a.begin() + static_cast<std::ptrdiff_t>(end));
+  return true;
+}
+
+// Text a template family closes an assistant turn with. When the vocabulary has it as an
+// end-of-generation token, EOG detection ends the answer; otherwise (a base model under a
+// fallback template writes "<|im_end|>" as plain characters) it must be a stop string.
+std::vector<std::string> end_of_turn_texts(const ChatTemplate& t) {
+  std::vector<std::string> out;
+  const std::string family = detect_builtin_name(t.source());
+  if (family == "chatml" || family == "qwen2") out.emplace_back("<|im_end|>");
+  if (family == "llama3") out.emplace_back("<|eot_id|>");
+  if (family == "gemma") out.emplace_back("<end_of_turn>");
+  if (family == "phi3") out.emplace_back("<|end|>");
+  if (!t.eos_token().empty()) out.push_back(t.eos_token());
+  return out;
+}
+
+}  // namespace
+
+size_t common_prefix_length(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+Json ChatTurnStats::to_json() const {
+  Json j = Json::object();
+  j.set("prompt_tokens", static_cast<int>(prompt_tokens));
+  j.set("tokens_reused", static_cast<int>(tokens_reused));
+  j.set("tokens_prefilled", static_cast<int>(tokens_prefilled));
+  j.set("generated_tokens", static_cast<int>(generated_tokens));
+  j.set("turns_dropped", static_cast<int>(turns_dropped));
+  j.set("chars_sanitized", static_cast<uint64_t>(chars_sanitized));
+  j.set("prefill_s", prefill_seconds);
+  j.set("ttft_s", ttft_seconds);
+  j.set("decode_tokens", static_cast<int>(decode_tokens));
+  j.set("decode_s", decode_seconds);
+  j.set("decode_tok_per_s", decode_tokens_per_second());
+  j.set("finish_reason", finish_reason_name(finish_reason));
+  return j;
+}
+
+std::string ChatTurnStats::to_line() const {
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "prompt %d tokens (reused %d, prefilled %d), generated %d tokens, ttft %.1f ms, "
+                "decode %.1f tok/s, finish %s",
+                prompt_tokens, tokens_reused, tokens_prefilled, generated_tokens, ttft_seconds * 1e3,
+                decode_tokens_per_second(), finish_reason_name(finish_reason));
+  std::string line = buf;
+  if (turns_dropped > 0) line += ", dropped " + std::to_string(turns_dropped) + " old turn(s)";
+  return line;
+}
+
+ChatSession::ChatSession(Context& ctx, const Tokenizer& tokenizer, ChatTemplate chat_template,
+                         const SamplerParams& sampling, ChatSessionParams params)
+    : ctx_(ctx),
+      tok_(tokenizer),
+      template_(std::move(chat_template)),
+      sampler_(sampling, ctx.model().hparams().n_vocab),
+      params_(std::move(params)) {
+  require(params_.seq_id >= 0 && params_.seq_id < ctx_.params().n_seq_max, ErrorCode::kInvalidArgument,
+          "chat session: sequence id " + std::to_string(params_.seq_id) + " is outside the context's [0, " +
+              std::to_string(ctx_.params().n_seq_max) + ")");
+  require(tok_.n_vocab() == ctx_.model().hparams().n_vocab, ErrorCode::kInvalidArgument,
+          "chat session: the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens but the model " +
+              std::to_string(ctx_.model().hparams().n_vocab));
+  require(params_.extra_context.is_object(), ErrorCode::kInvalidArgument,
+          "chat session: extra_context must be a JSON object");
+  stop_ = params_.stop;
+  for (const std::string& text : end_of_turn_texts(template_)) {
+    const std::optional<int32_t> id = tok_.find_token(text);
+    if (id && tok_.is_eog(*id)) continue;
+    if (std::find(stop_.begin(), stop_.end(), text) == stop_.end()) stop_.push_back(text);
+  }
+  reset();
+}
+
+void ChatSession::reset() {
+  messages_ = Json::array();
+  if (!params_.system_prompt.empty()) messages_.push_back(make_message("system", params_.system_prompt));
+  ctx_.seq_clear(params_.seq_id);
+  kv_tokens_.clear();
+  sampler_.reset();
+  last_stats_ = ChatTurnStats{};
+  has_stats_ = false;
+  n_turns_ = 0;
+}
+
+std::vector<int32_t> ChatSession::conversation_tokens(const Json& messages) const {
+  const std::string text = template_.render(messages, /*add_generation_prompt=*/true, params_.extra_context);
+  std::vector<int32_t> ids = tok_.encode(text, /*add_special=*/false, /*parse_special=*/true);
+  // As llama.cpp: a template that writes bos_token itself already produced the BOS token (its
+  // text parses as the control token); adding the vocabulary's BOS on top would double it.
+  if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids.front() != tok_.bos())) {
+    ids.insert(ids.begin(), tok_.bos());
+  }
+  require(!ids.empty(), ErrorCode::kInvalidArgument, "chat session: the rendered conversation has no tokens");
+  return ids;
+}
+
+// Keeps kv_tokens_ equal to what the sequence really holds (generation may stop before the last
+// sampled token was decoded, a failed chunk leaves no entries).
+void ChatSession::sync_kv_tokens() {
+  const size_t held = static_cast<size_t>(std::max<int32_t>(0, ctx_.seq_length(params_.seq_id)));
+  if (held <= kv_tokens_.size()) {
+    kv_tokens_.resize(held);
+  } else {  // positions the session does not know the ids of: cannot be reused safely
+    ctx_.seq_truncate(params_.seq_id, static_cast<int32_t>(kv_tokens_.size()));
+  }
+}
+
+ChatReply ChatSession::send(std::string_view user_text, const TextCallback& on_text,
+                            const std::atomic<bool>* cancel) {
+  size_t changed = 0;
+  std::string clean = sanitize_user_text(user_text, &changed);
+  Json conv = messages_;
+  conv.push_back(make_message("user", std::move(clean)));
+  return complete_conversation(std::move(conv), changed, on_text, cancel);
+}
+
+ChatReply ChatSession::respond(const Json& messages, const TextCallback& on_text, const std::atomic<bool>* cancel) {
+  require(messages.is_array() && messages.size() > 0, ErrorCode::kInvalidArgument,
+          "chat messages: expected a non-empty JSON array of {role, content} objects");
+  Json conv = Json::array();
+  size_t changed = 0;
+  const Json::Array& in = messages.as_array();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Json& m = in[i];
+    const std::string where = "chat messages: message #" + std::to_string(i);
+    require(m.is_object(), ErrorCode::kInvalidArgument, where + " is not an object");
+    const Json* role = m.find("role");
+    const Json* content = m.find("content");
+    require(role != nullptr && role->is_string() && !role->as_string().empty(), ErrorCode::kInvalidArgument,
+            where + " has no string \"role\"");
+    require(content != nullptr && content->is_string(), ErrorCode::kInvalidArgument,
+            where + " has no string \"content\"");
+    if (i == 0 && role->as_string() != "system" && !params_.system_prompt.empty()) {
+      conv.push_back(make_message("system", params_.system_prompt));
+    }
+    Json copy = m;
+    if (role->as_string() == "user") {
+      size_t n = 0;
+      copy.set("content", Json(sanitize_user_text(content->as_string(), &n)));
+      changed += n;
+    }
+    conv.push_back(std::move(copy));
+  }
+  require(message_role(conv.as_array().back()) != "assistant", ErrorCode::kInvalidArgument,
+          "chat messages: the last message is from the assistant; there is nothing to answer");
+  return complete_conversation(std::move(conv), changed, on_text, cancel);
+}
+
+ChatReply ChatSession::complete_conversation(Json conv, size_t chars_sanitized, const TextCallback& on_text,
+                                             const std::atomic<bool>* cancel) {
+  const Clock::time_point t_turn = Clock::now();
+  ChatReply reply;
+  ChatTurnStats& st = reply.stats;
+  st.chars_sanitized = chars_sanitized;
+
+  // Fit the conversation into the context with room for the answer: the requested length, but
+  // at most half the context (a quarter when the length is unlimited). Dropping turns works on
+  // a copy, so a turn that fails leaves the conversation as it was.
+  const int64_t n_ctx = ctx_.params().n_ctx;
+  const int64_t wanted = params_.max_tokens > 0 ? params_.max_tokens : n_ctx / 4;
+  const int64_t reserve = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(1, n_ctx / 2));
+  std::vector<int32_t> tokens = conversation_tokens(conv);
+  while (n_ctx > 0 && static_cast<int64_t>(tokens.size()) + reserve > n_ctx && drop_oldest_turn(conv)) {
+    ++st.turns_dropped;
+    tokens = conversation_tokens(conv);
+  }
+  require(n_ctx <= 0 || static_cast<int64_t>(tokens.size()) < n_ctx, ErrorCode::kContextFull,
+          "chat: the system prompt and the last message take " + std::to_string(tokens.size()) +
+              " tokens, more than the context's " + std::to_string(n_ctx) + " positions leave room for");
+
+  // Reuse the longest prefix the KV already holds; at least one token must be prefilled to get
+  // the logits of the last prompt position.
+  sync_kv_tokens();
+  size_t keep = common_prefix_length(kv_tokens_, tokens);
+  if (keep == tokens.size()) --keep;
+  ctx_.seq_truncate(params_.seq_id, static_cast<int32_t>(keep));
+  kv_tokens_.resize(keep);
+  const std::vector<int32_t> fresh(tokens.begin() + static_cast<std::ptrdiff_t>(keep), tokens.end());
+
+  GenerationParams gp;
+  gp.seq_id = params_.seq_id;
+  gp.max_tokens = params_.max_tokens;
+  gp.stop = stop_;
+  GenerationCallbacks cb;
+  cb.cancel = cancel;
+  if (on_text) {
+    cb.on_token = [&on_text](int32_t, std::string_view text) { return text.empty() || on_text(text); };
+  }
+  const Clock::time_point t_gen = Clock::now();
+  GenerationResult r;
+  try {
+    r = generate(ctx_, sampler_, &tok_, fresh, gp, cb);
+  } catch (...) {
+    sync_kv_tokens();
+    throw;
+  }
+  kv_tokens_.insert(kv_tokens_.end(), fresh.begin(), fresh.end());
+  kv_tokens_.insert(kv_tokens_.end(), r.tokens.begin(), r.tokens.end());
+  sync_kv_tokens();
+
+  st.prompt_tokens = static_cast<int32_t>(tokens.size());
+  st.tokens_reused = static_cast<int32_t>(keep);
+  st.tokens_prefilled = r.timings.prompt_tokens;
+  st.generated_tokens = static_cast<int32_t>(r.tokens.size());
+  st.prefill_seconds = r.timings.prefill_seconds;
+  if (r.timings.ttft_seconds > 0) {
+    st.ttft_seconds = std::chrono::duration<double>(t_gen - t_turn).count() + r.timings.ttft_seconds;
+  }
+  st.decode_tokens = r.timings.decode_tokens;
+  st.decode_seconds = r.timings.decode_seconds;
+  st.finish_reason = r.finish_reason;
+  reply.text = std::move(r.text);
+  reply.tokens = std::move(r.tokens);
+  reply.error = std::move(r.error);
+  last_stats_ = st;
+  has_stats_ = true;
+  // A failed turn, or one cancelled before it produced any text, leaves the conversation as it
+  // was (the KV keeps what it holds; the next turn's prefix match sorts it out).
+  const bool nothing = r.finish_reason == FinishReason::kCancelled && reply.text.empty();
+  if (r.finish_reason != FinishReason::kError && !nothing) {
+    conv.push_back(make_message("assistant", reply.text));
+    messages_ = std::move(conv);
+    ++n_turns_;
+  }
+  return reply;
+}
+
+std::string guess_builtin_template(const Tokenizer& tokenizer) {
+  auto has = [&](std::string_view text) { return tokenizer.find_token(text).has_value(); };
+  if (has("<|im_start|>")) return "chatml";
+  if (has("<|start_header_id|>")) return "llama3";
+  if (has("<start_of_turn>")) return "gemma";
+  if (has("<|user|>") && has("<|end|>")) return "phi3";
+  if (has("[INST]")) return "mistral";
+  return "chatml";
+}
+
+ChatTemplate select_chat_template(const gguf::GgufFile& file, const Tokenizer& tokenizer,
+                                  const std::string& override_arg, std::string* description,
+                                  std::string* warning) {
+  std::string source;
+  std::string desc;
+  std::string warn;
+  if (!override_arg.empty()) {
+    source = load_chat_template_arg(override_arg);
+    desc = find_builtin_source(override_arg) ? "built-in '" + override_arg + "'" : "file '" + override_arg + "'";
+  } else if (std::optional<std::string> own = file.get_string("tokenizer.chat_template"); own && !own->empty()) {
+    source = std::move(*own);
+    const std::string family = detect_builtin_name(source);
+    desc = "the model's tokenizer.chat_template" + (family.empty() ? std::string() : " (" + family + " format)");
+  } else {
+    const std::string name = guess_builtin_template(tokenizer);
+    source = *find_builtin_source(name);
+    desc = "built-in '" + name + "'";
+    warn = "the model has no chat template (tokenizer.chat_template); using the built-in '" + name +
+           "' (choose another with --chat-template)";
+  }
+  const std::string bos = tokenizer.bos() >= 0 ? tokenizer.token_text(tokenizer.bos()) : std::string();
+  const std::string eos = tokenizer.eos() >= 0 ? tokenizer.token_text(tokenizer.eos()) : std::string();
+  ChatTemplate t = ChatTemplate::from_source(std::move(source), bos, eos);
+  if (description != nullptr) *description = std::move(desc);
+  if (warning != nullptr) *warning = std::move(warn);
+  return t;
+}
+
+}  // namespace edgellm

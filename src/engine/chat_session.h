@@ -1,0 +1,155 @@
+// A multi-turn chat over one sequence of a Context, reusing the KV cache between turns.
+//
+// Every turn renders the WHOLE conversation with the chat template (add_generation_prompt=true)
+// and tokenizes it, exactly as a fresh start would. The session remembers which token ids its
+// sequence's KV holds; the longest common prefix of those ids and the new prompt ids is kept
+// (Context::seq_truncate), and only the rest is prefilled. Because the prompt is always the full
+// rendering, the KV after prefill is identical to a from-scratch prefill of the conversation,
+// whatever the template does with earlier turns (end-of-turn markers, re-tokenised answers,
+// templates that rewrite old messages).
+//
+//   turn 1:  [BOS sys user1 gen-prompt] -> generated a1          KV = prompt1 + a1
+//   turn 2:  render(sys user1 a1 user2) = prompt1 + a1' + ... ; a1' == a1 when a1 re-tokenises
+//            the same, so typically reused = |prompt1 + a1|, prefilled = the end-of-turn marker +
+//            user2 + the generation prompt.
+//
+// The sampler lives as long as the session: its RNG and penalty window carry over from turn to
+// turn (each turn's new prompt tokens and answer enter the window), reset() restarts both.
+//
+// When the conversation no longer fits the context (leaving room for the answer), the oldest
+// user/assistant turns are dropped (a leading system message is kept) and the turn reports how
+// many; the KV then only reuses what precedes the first dropped message.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "core/json.h"
+#include "engine/generator.h"
+#include "engine/sampler.h"
+
+namespace edgellm {
+
+class Context;
+class Tokenizer;
+
+namespace gguf { class GgufFile; }
+
+struct ChatSessionParams {
+  int32_t seq_id = 0;               // the Context sequence this session owns
+  int32_t max_tokens = 256;         // per answer; < 0: until end of turn or the context is full
+  std::string system_prompt;        // empty: no system message
+  std::vector<std::string> stop;    // extra stop strings (the template's end-of-turn text is added)
+  Json extra_context = Json::object();  // more template variables (enable_thinking, ...)
+};
+
+// One turn's numbers. prompt_tokens = tokens_reused + tokens_prefilled.
+struct ChatTurnStats {
+  int32_t prompt_tokens = 0;      // tokens of the whole rendered conversation (with BOS)
+  int32_t tokens_reused = 0;      // prefix that was already in the KV cache
+  int32_t tokens_prefilled = 0;   // tokens run through prefill this turn
+  int32_t generated_tokens = 0;   // sampled tokens of the answer (end-of-turn token excluded)
+  int32_t turns_dropped = 0;      // oldest user/assistant turns removed to fit the context
+  size_t chars_sanitized = 0;     // characters of user text replaced or removed by sanitize_user_text
+  double prefill_seconds = 0;     // forward passes of the new prompt tokens
+  double ttft_seconds = 0;        // turn start (render + tokenize + prefill) to the first sampled token
+  double decode_seconds = 0;      // first to last sampled token
+  int32_t decode_tokens = 0;      // tokens sampled after the first one
+  FinishReason finish_reason = FinishReason::kError;
+
+  double decode_tokens_per_second() const { return decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0; }
+  Json to_json() const;
+  // One human-readable line: "prompt 52 tokens (reused 40, prefilled 12), generated 20 tokens, ..."
+  std::string to_line() const;
+};
+
+struct ChatReply {
+  std::string text;              // the answer as streamed (appended to the conversation)
+  std::vector<int32_t> tokens;   // its sampled ids (end-of-generation token excluded)
+  std::string error;             // set when stats.finish_reason == kError
+  ChatTurnStats stats;
+};
+
+class ChatSession {
+ public:
+  // `ctx`, `tokenizer` must outlive the session. The sequence params.seq_id is cleared.
+  // Throws Error(kInvalidArgument) for a bad seq id or sampler parameters.
+  ChatSession(Context& ctx, const Tokenizer& tokenizer, ChatTemplate chat_template,
+              const SamplerParams& sampling, ChatSessionParams params);
+  ChatSession(const ChatSession&) = delete;
+  ChatSession& operator=(const ChatSession&) = delete;
+
+  // Streams text pieces of the answer; return false to stop generating (finish reason cancelled).
+  using TextCallback = std::function<bool(std::string_view text)>;
+
+  // Sanitizes `user_text`, appends it as a user message and answers it. The answer is appended as
+  // an assistant message unless generation failed (finish reason error: reply.error says why) or
+  // was cancelled before any text; then the conversation stays as it was, without this message.
+  // Throws Error(kContextFull) when even the system prompt plus this message do not fit the
+  // context, Error(kInvalidArgument) when the template rejects the conversation.
+  ChatReply send(std::string_view user_text, const TextCallback& on_text = {},
+                 const std::atomic<bool>* cancel = nullptr);
+
+  // Replaces the conversation (a JSON array of {role, content} objects, last one not from the
+  // assistant) and answers it. User contents are sanitized; a system prompt from the params is
+  // inserted when the array has no leading system message.
+  ChatReply respond(const Json& messages, const TextCallback& on_text = {},
+                    const std::atomic<bool>* cancel = nullptr);
+
+  // Forgets the conversation (the system prompt stays) and frees the sequence's KV.
+  void reset();
+
+  const Json& messages() const { return messages_; }
+  // The token ids held in the sequence's KV cache, position by position.
+  const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }
+  const ChatTurnStats& last_stats() const { return last_stats_; }
+  bool has_stats() const { return has_stats_; }
+  int32_t n_turns() const { return n_turns_; }
+  const std::vector<std::string>& stop_strings() const { return stop_; }
+
+  // The prompt ids of a conversation: rendered with add_generation_prompt, tokenized with special
+  // tokens parsed, BOS prepended when the vocabulary asks for it and the rendering does not
+  // already start with it (templates that write bos_token themselves).
+  std::vector<int32_t> conversation_tokens(const Json& messages) const;
+
+ private:
+  // Answers `conv` (the candidate conversation, last message to be answered); on success it
+  // becomes messages_ with the answer appended.
+  ChatReply complete_conversation(Json conv, size_t chars_sanitized, const TextCallback& on_text,
+                                  const std::atomic<bool>* cancel);
+  void sync_kv_tokens();
+
+  Context& ctx_;
+  const Tokenizer& tok_;
+  ChatTemplate template_;
+  Sampler sampler_;
+  ChatSessionParams params_;
+  std::vector<std::string> stop_;
+  Json messages_ = Json::array();
+  std::vector<int32_t> kv_tokens_;
+  ChatTurnStats last_stats_;
+  bool has_stats_ = false;
+  int32_t n_turns_ = 0;
+};
+
+// Length of the longest common prefix of two id lists.
+size_t common_prefix_length(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
+
+// The chat template for a model, in priority order: `override_arg` (a built-in name or a file, as
+// load_chat_template_arg), the GGUF's tokenizer.chat_template, else a built-in guessed from the
+// vocabulary's control tokens ("chatml" when nothing matches) and *warning is set to say so.
+// BOS/EOS text comes from the vocabulary. *description names what was chosen.
+ChatTemplate select_chat_template(const gguf::GgufFile& file, const Tokenizer& tokenizer,
+                                  const std::string& override_arg, std::string* description,
+                                  std::string* warning);
+
+// The built-in whose control tokens the vocabulary has ("llama3" for <|start_header_id|>, ...),
+// or "chatml".
+std::string guess_builtin_template(const Tokenizer& tokenizer);
+
+}  // namespace edgellm

@@ -1,0 +1,214 @@
+// End-to-end tests of `edgellm chat`: the built binary is run with input piped to stdin, as a
+// user would in a script, and its stdout / stderr / exit status are checked. The interactive
+// answers (which reuse the KV cache between turns) must equal the non-interactive answers of the
+// same conversations (--messages, one fresh prefill each), and /stats must report the reuse.
+// The binary is found through $EDGELLM_CLI, else next to this test executable.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "support/test_env.h"
+
+namespace edgellm {
+namespace {
+
+std::string cli_path() {
+  if (const char* env = std::getenv("EDGELLM_CLI"); env != nullptr && *env != '\0') return env;
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "edgellm").string();
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+struct RunResult {
+  int exit_code = -1;  // -1: did not exit normally (crashed on a signal)
+  std::string out;
+  std::string err;
+};
+
+std::string write_temp(const std::string& name, const std::string& content) {
+  const std::string path = test::temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+// Runs the CLI with `input` on stdin (a file, so stdin is not a terminal).
+RunResult run_cli(const std::vector<std::string>& args, const std::string& input = "") {
+  static int counter = 0;
+  const std::string base = test::temp_dir() + "/chat" + std::to_string(counter++);
+  const std::string in_path = write_temp("chat" + std::to_string(counter) + ".in", input);
+  std::string cmd = quote(cli_path());
+  for (const auto& a : args) cmd += ' ' + quote(a);
+  cmd += " >" + quote(base + ".out") + " 2>" + quote(base + ".err") + " <" + quote(in_path);
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  r.out = test::read_file(base + ".out");
+  r.err = test::read_file(base + ".err");
+  return r;
+}
+
+class CliChat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(test::file_exists(cli_path())) << "edgellm binary not found at " << cli_path()
+                                               << " (build the edgellm_cli target or set EDGELLM_CLI)";
+  }
+  // Greedy and F32 KV so that the interactive and the one-shot runs are comparable token for
+  // token; short answers and one thread keep it quick.
+  std::vector<std::string> args(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a = {"chat", "-m", model_, "--temp", "0", "-n", "20", "--kv-type", "f32", "-t", "1"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  // The one-shot answer of a conversation given as (role, content) pairs.
+  std::string one_shot(const std::vector<std::pair<std::string, std::string>>& conv) {
+    Json msgs = Json::array();
+    for (const auto& [role, content] : conv) {
+      Json m = Json::object();
+      m.set("role", role);
+      m.set("content", content);
+      msgs.push_back(std::move(m));
+    }
+    const std::string path = write_temp("conv" + std::to_string(files_++) + ".json", msgs.dump());
+    const RunResult r = run_cli(args({"--messages", path, "--json"}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const Json rec = Json::parse(r.out);
+    return rec.at("answer").as_string();
+  }
+
+  const std::string model_ = test::shared_model("stories260K.gguf");
+  int files_ = 0;
+};
+
+const std::regex kStatsLine(R"(stats: prompt (\d+) tokens \(reused (\d+), prefilled (\d+)\), generated (\d+) tokens, )"
+                            R"(ttft [0-9.]+ ms, decode [0-9.]+ tok/s, finish (stop|length))");
+
+TEST_F(CliChat, TwoPipedTurnsReuseTheCacheAndMatchOneShotAnswers) {
+  const std::string q1 = "Once upon a time there was a cat.";
+  const std::string q2 = "What did the cat do?";
+  const RunResult r = run_cli(args(), q1 + "\n" + q2 + "\n/stats\n/exit\nnever read\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const std::string a1 = one_shot({{"user", q1}});
+  const std::string a2 = one_shot({{"user", q1}, {"assistant", a1}, {"user", q2}});
+  ASSERT_FALSE(a1.empty());
+  // No "> " prompt on a pipe: stdout is exactly the answers and the stats line.
+  const std::string answers = a1 + "\n" + a2 + "\n";
+  ASSERT_GE(r.out.size(), answers.size()) << r.out;
+  EXPECT_EQ(r.out.substr(0, answers.size()), answers);
+  const std::string stats = r.out.substr(answers.size());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(stats, m, kStatsLine)) << stats;
+  EXPECT_EQ(stats.find('\n'), stats.size() - 1) << "one stats line expected:\n" << stats;
+  const int prompt = std::stoi(m[1]);
+  const int reused = std::stoi(m[2]);
+  const int prefilled = std::stoi(m[3]);
+  EXPECT_EQ(reused + prefilled, prompt);
+  // Turn 1's prompt alone is longer than the new part: most of the conversation was reused.
+  EXPECT_GT(reused, prefilled) << stats;
+  EXPECT_GT(std::stoi(m[4]), 0);
+
+  // The model has no chat template: the fallback is announced on stderr.
+  EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chatml"), std::string::npos) << r.err;
+}
+
+TEST_F(CliChat, ResetStartsOverAndStatsBeforeATurn) {
+  const RunResult r = run_cli(args(), "/stats\nhello\n/reset\nhello\n/stats\n");  // EOF ends the chat
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string a = one_shot({{"user", "hello"}});
+  const std::string expected_start = "stats: no turn yet\n" + a + "\n" + a + "\n";
+  ASSERT_GE(r.out.size(), expected_start.size()) << r.out;
+  EXPECT_EQ(r.out.substr(0, expected_start.size()), expected_start);
+  std::smatch m;
+  const std::string tail = r.out.substr(expected_start.size());
+  ASSERT_TRUE(std::regex_search(tail, m, kStatsLine)) << tail;
+  EXPECT_EQ(std::stoi(m[2]), 0) << "after /reset nothing may be reused";
+  EXPECT_NE(r.err.find("conversation cleared"), std::string::npos) << r.err;
+}
+
+TEST_F(CliChat, MessagesFilePrintsTheAnswerOrJson) {
+  Json msgs = Json::parse(R"([{"role":"user","content":"Lily had a red ball."}])");
+  const std::string path = write_temp("one.json", msgs.dump());
+  const RunResult text = run_cli(args({"--messages", path, "-s", "Tell a story."}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const RunResult json = run_cli(args({"--messages", path, "-s", "Tell a story.", "--json"}));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json rec = Json::parse(json.out);
+  const std::string answer = rec.at("answer").as_string();
+  EXPECT_EQ(text.out, answer + "\n");
+  const Json& st = rec.at("stats");
+  EXPECT_EQ(st.at("tokens_reused").as_int(), 0);
+  EXPECT_EQ(st.at("tokens_prefilled").as_int(), st.at("prompt_tokens").as_int());
+  EXPECT_GT(st.at("generated_tokens").as_int(), 0);
+  EXPECT_LE(st.at("generated_tokens").as_int(), 20);
+  EXPECT_TRUE(rec.at("error").is_null());
+  // The system prompt takes part: the prompt is longer than without it.
+  const RunResult no_sys = run_cli(args({"--messages", path, "--json"}));
+  ASSERT_EQ(no_sys.exit_code, 0) << no_sys.err;
+  EXPECT_GT(st.at("prompt_tokens").as_int(),
+            Json::parse(no_sys.out).at("stats").at("prompt_tokens").as_int());
+}
+
+TEST_F(CliChat, SanitizedInputIsReportedOnStderr) {
+  const RunResult r = run_cli(args({"--stats"}), std::string("hi\x01 there\x7f\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("2 character(s) of the input were replaced or removed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stats: prompt"), std::string::npos) << r.err;  // --stats: every turn, on stderr
+}
+
+TEST_F(CliChat, BadUsageFailsWithAMessage) {
+  const RunResult no_model = run_cli({"chat"});
+  EXPECT_EQ(no_model.exit_code, 1);
+  EXPECT_NE(no_model.err.find("-m MODEL"), std::string::npos) << no_model.err;
+
+  const RunResult json_only = run_cli(args({"--json"}));
+  EXPECT_EQ(json_only.exit_code, 1);
+  EXPECT_NE(json_only.err.find("--messages"), std::string::npos) << json_only.err;
+
+  const std::string last_assistant =
+      write_temp("bad.json", R"([{"role":"user","content":"a"},{"role":"assistant","content":"b"}])");
+  const RunResult bad = run_cli(args({"--messages", last_assistant}));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("assistant"), std::string::npos) << bad.err;
+
+  const RunResult missing = run_cli(args({"--messages", test::temp_dir() + "/does-not-exist.json"}));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("does-not-exist.json"), std::string::npos) << missing.err;
+
+  const RunResult bad_template = run_cli(args({"--chat-template", "no-such-template"}), "hi\n");
+  EXPECT_EQ(bad_template.exit_code, 1);
+  EXPECT_NE(bad_template.err.find("no-such-template"), std::string::npos) << bad_template.err;
+}
+
+TEST_F(CliChat, TooLongMessageIsAnErrorButTheChatGoesOn) {
+  std::string huge(400, 'a');
+  const RunResult r = run_cli(args({"-c", "64", "-n", "8"}), huge + "\nhello\n/stats\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("error (context full)"), std::string::npos) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, kStatsLine)) << r.out;
+  EXPECT_EQ(std::stoi(m[2]), 0);
+}
+
+}  // namespace
+}  // namespace edgellm
