@@ -84,6 +84,51 @@ for isa in default neon dotprod i8mm; do
   done
 done
 
+# Quantized models end to end (the reference-greedy test covers only F32 weights): quantize the
+# tiny-zh-poems model on the emulated CPU, then evaluate perplexity on 4 chunks of 128 tokens
+# (prefill batches of 128: the i8mm 2x2 tiles) with every ISA. neon, dotprod and i8mm must give
+# the same value to the last digit (quant_policies.h: bit-identical outputs); scalar differs
+# only in float summation order, so it must agree within kPplRelTol.
+kPplRelTol=0.005  # observed scalar vs SIMD: ~3e-5 relative; a wrong block would cost far more
+e2e_dir="$build/arm64-e2e"
+mkdir -p "$e2e_dir"
+ppl_of() {  # ppl_of <model> <isa>: prints the perplexity or nothing
+  (cd "$root" && EDGELLM_ISA=$2 "$qemu" "$build/edgellm" perplexity -m "$1" \
+    -f "$EDGELLM_TESTDATA/testdata/text/zh-eval.txt" -c 128 --chunks 4 --json -t 2 2>/dev/null) |
+    sed -n 's/.*"ppl": \([0-9.eE+-]*\).*/\1/p'
+}
+for qtype in Q4_K_M Q5_1; do
+  t0=$(date +%s)
+  model="$e2e_dir/tiny-zh-poems-$qtype.gguf"
+  ok=1
+  if ! (cd "$root" && "$qemu" "$build/edgellm" quantize "$EDGELLM_TESTDATA/models/tiny-zh-poems.gguf" "$model" \
+        "$qtype" -t 2 >"$e2e_dir/quantize-$qtype.log" 2>&1); then
+    ok=0
+    echo "arm64 quantize $qtype failed:"
+    tail -n 20 "$e2e_dir/quantize-$qtype.log"
+  fi
+  declare -A ppl=()
+  if ((ok)); then
+    for isa in scalar neon dotprod i8mm; do ppl[$isa]=$(ppl_of "$model" "$isa" || true); done
+    for isa in scalar neon dotprod i8mm; do [[ -n ${ppl[$isa]} ]] || ok=0; done
+  fi
+  if ((ok)); then
+    [[ ${ppl[neon]} == "${ppl[dotprod]}" && ${ppl[neon]} == "${ppl[i8mm]}" ]] || ok=0
+    awk -v a="${ppl[scalar]}" -v b="${ppl[neon]}" -v tol=$kPplRelTol \
+      'BEGIN { d = (a - b) / a; if (d < 0) d = -d; exit !(d <= tol) }' || ok=0
+  fi
+  summary="scalar ${ppl[scalar]:-?} neon ${ppl[neon]:-?} dotprod ${ppl[dotprod]:-?} i8mm ${ppl[i8mm]:-?}"
+  if ((ok)); then
+    passed=$((passed + 1))
+    echo "arm64 [e2e] $qtype perplexity: ok ($summary; $(( $(date +%s) - t0 ))s)"
+  else
+    failed=$((failed + 1))
+    failures+=("[e2e] $qtype perplexity: $summary")
+    echo "arm64 [e2e] $qtype perplexity: FAILED ($summary)"
+  fi
+  unset ppl
+done
+
 # Detection on real CPU models: pinning what the CPU has passes, pinning more must fail.
 expect_fail() {  # expect_fail <label> <test> [env...]
   local label=$1 test=$2
