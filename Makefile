@@ -37,7 +37,7 @@ test-unit: build
 
 # Short coverage-guided run of every fuzzer over the checked-in corpus (clang + libFuzzer).
 fuzz: deps
-	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_C_COMPILER=clang \
 	  -DCMAKE_CXX_COMPILER=clang++ -DEDGELLM_FUZZ=ON -DEDGELLM_BUILD_TESTS=OFF -DEDGELLM_BUILD_TOOLS=OFF
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	scripts/run-fuzzers.sh $(BUILD)-fuzz

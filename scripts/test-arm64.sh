@@ -2,9 +2,11 @@
 # ARM64 step of `make test`: cross-builds the kernel, GGUF-reader and end-to-end tests for
 # aarch64 (cmake/toolchain-aarch64.cmake) and runs them under qemu user-mode emulation:
 #   1. every test on `-cpu max` (NEON + dotprod + i8mm + fp16) with the default ISA (the best),
-#      then pinned with EDGELLM_ISA=neon, dotprod and i8mm (the slow reference-greedy test only
+#      then pinned with EDGELLM_ISA=neon, dotprod and i8mm (the F32-model end-to-end tests only
 #      on the default ISA unless EDGELLM_ARM64_FULL=1, see below);
-#   2. feature detection: on `-cpu cortex-a53` (NEON only) and `-cpu cortex-a76` (dotprod, no
+#   2. quantized models end to end: quantize tiny-zh-poems (Q4_K_M, Q5_1) and compare perplexity
+#      on every ISA (SIMD ISAs bit-identical, scalar within a tolerance);
+#   3. feature detection: on `-cpu cortex-a53` (NEON only) and `-cpu cortex-a76` (dotprod, no
 #      i8mm) the hwcap-based dispatch must offer exactly what those CPUs have.
 # Usage: scripts/test-arm64.sh [build-dir]   (default build-arm64; JOBS=n to limit parallelism)
 # Prints "arm64: N passed, N failed" last; exits non-zero if anything failed.
@@ -69,15 +71,17 @@ run() {  # run <label> <test> [env...]
   fi
 }
 
-# The reference-greedy test decodes ~4,400 tokens with two F32 models (minutes under qemu). Its
-# kernels (F32 matmul, F16/F32 attention ops) are the same NEON code in the neon, dotprod and
-# i8mm tables — those ISAs differ only in the quantized matmuls, which the kernel tests cover on
-# every ISA — so it runs once, on the default ISA, unless EDGELLM_ARM64_FULL=1.
+# The reference-greedy test decodes ~4,400 tokens with two F32 models (minutes under qemu), the
+# CLI test runs the F32 stories model. Their kernels (F32 matmul, F16/F32 attention ops) are the
+# same NEON code in the neon, dotprod and i8mm tables — those ISAs differ only in the quantized
+# matmuls, which the kernel tests and the perplexity check below cover on every ISA — so both
+# run once, on the default ISA, unless EDGELLM_ARM64_FULL=1.
 for isa in default neon dotprod i8mm; do
   pin=()
   [[ $isa != default ]] && pin=(EDGELLM_ISA=$isa)
   for t in "${tests[@]}"; do
-    if [[ $t == engine_test_reference_greedy && $isa != default && ${EDGELLM_ARM64_FULL:-0} != 1 ]]; then
+    if [[ ($t == engine_test_reference_greedy || $t == tools_test_cli_run) && $isa != default &&
+          ${EDGELLM_ARM64_FULL:-0} != 1 ]]; then
       continue
     fi
     run "$isa" "$t" "${pin[@]}"
@@ -85,16 +89,16 @@ for isa in default neon dotprod i8mm; do
 done
 
 # Quantized models end to end (the reference-greedy test covers only F32 weights): quantize the
-# tiny-zh-poems model on the emulated CPU, then evaluate perplexity on 4 chunks of 128 tokens
+# tiny-zh-poems model on the emulated CPU, then evaluate perplexity on 2 chunks of 128 tokens
 # (prefill batches of 128: the i8mm 2x2 tiles) with every ISA. neon, dotprod and i8mm must give
 # the same value to the last digit (quant_policies.h: bit-identical outputs); scalar differs
 # only in float summation order, so it must agree within kPplRelTol.
-kPplRelTol=0.005  # observed scalar vs SIMD: ~3e-5 relative; a wrong block would cost far more
+kPplRelTol=0.005  # observed scalar vs SIMD: up to 1e-3 relative; a wrong kernel costs far more
 e2e_dir="$build/arm64-e2e"
 mkdir -p "$e2e_dir"
 ppl_of() {  # ppl_of <model> <isa>: prints the perplexity or nothing
   (cd "$root" && EDGELLM_ISA=$2 "$qemu" "$build/edgellm" perplexity -m "$1" \
-    -f "$EDGELLM_TESTDATA/testdata/text/zh-eval.txt" -c 128 --chunks 4 --json -t 2 2>/dev/null) |
+    -f "$EDGELLM_TESTDATA/testdata/text/zh-eval.txt" -c 128 --chunks 2 --json -t 2 2>/dev/null) |
     sed -n 's/.*"ppl": \([0-9.eE+-]*\).*/\1/p'
 }
 for qtype in Q4_K_M Q5_1; do

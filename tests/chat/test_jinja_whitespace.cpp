@@ -12,10 +12,7 @@ namespace {
 
 using test::render_jinja;
 
-struct Case {
-  const char* source;
-  const char* expected;
-};
+using Case = test::JinjaCase;
 
 TEST(JinjaWhitespace, TrimAndLstripBlocks) {
   const Case cases[] = {

@@ -3,50 +3,20 @@
 // The binary is found through $EDGELLM_CLI, else next to this test executable.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "gguf/gguf_reader.h"
+#include "support/cli_runner.h"
 #include "support/test_env.h"
 
 namespace edgellm {
 namespace {
 
-std::string cli_path() {
-  if (const char* env = std::getenv("EDGELLM_CLI"); env != nullptr && *env != '\0') return env;
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "edgellm").string();
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-RunResult run_cli(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string base = test::temp_dir() + "/cli" + std::to_string(counter++);
-  std::string cmd = quote(cli_path());
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " >" + quote(base + ".out") + " 2>" + quote(base + ".err") + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  r.out = test::read_file(base + ".out");
-  r.err = test::read_file(base + ".err");
-  return r;
-}
+using RunResult = test::CliResult;
+using test::cli_path;
+using test::run_cli;
 
 TEST(CliQuantize, MixedRulesOneCommand) {
   if (!test::file_exists(cli_path())) GTEST_SKIP() << "edgellm binary not built: " << cli_path();

@@ -5,65 +5,26 @@
 // The binary is found through $EDGELLM_CLI, else next to this test executable.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
+#include "support/cli_runner.h"
 #include "support/test_env.h"
 
 namespace edgellm {
 namespace {
 
-std::string cli_path() {
-  if (const char* env = std::getenv("EDGELLM_CLI"); env != nullptr && *env != '\0') return env;
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "edgellm").string();
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-struct RunResult {
-  int exit_code = -1;  // -1: did not exit normally (crashed on a signal)
-  std::string out;
-  std::string err;
-};
+using RunResult = test::CliResult;
+using test::cli_path;
+using test::run_cli;
 
 std::string write_temp(const std::string& name, const std::string& content) {
   const std::string path = test::temp_dir() + "/" + name;
   std::ofstream(path, std::ios::binary) << content;
   return path;
-}
-
-// Runs the CLI with `input` on stdin (a file, so stdin is not a terminal).
-RunResult run_cli(const std::vector<std::string>& args, const std::string& input = "") {
-  static int counter = 0;
-  const std::string base = test::temp_dir() + "/chat" + std::to_string(counter++);
-  const std::string in_path = write_temp("chat" + std::to_string(counter) + ".in", input);
-  std::string cmd = quote(cli_path());
-  for (const auto& a : args) cmd += ' ' + quote(a);
-  cmd += " >" + quote(base + ".out") + " 2>" + quote(base + ".err") + " <" + quote(in_path);
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  r.out = test::read_file(base + ".out");
-  r.err = test::read_file(base + ".err");
-  return r;
 }
 
 class CliChat : public ::testing::Test {
@@ -99,8 +60,30 @@ class CliChat : public ::testing::Test {
   int files_ = 0;
 };
 
-const std::regex kStatsLine(R"(stats: prompt (\d+) tokens \(reused (\d+), prefilled (\d+)\), generated (\d+) tokens, )"
-                            R"(ttft [0-9.]+ ms, decode [0-9.]+ tok/s, finish (stop|length))");
+// The numbers of the first "stats: prompt ..." line in `text` (std::regex is avoided: GCC 12
+// reports false maybe-uninitialized warnings inside it under -O2 with sanitizers).
+struct StatsLine {
+  bool found = false;
+  int prompt = -1, reused = -1, prefilled = -1, generated = -1;
+  std::string finish;
+};
+
+StatsLine parse_stats(const std::string& text) {
+  StatsLine s;
+  const size_t at = text.find("stats: prompt ");
+  if (at == std::string::npos) return s;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  double ttft = 0;
+  double speed = 0;
+  char finish[16] = {};
+  const int n = std::sscanf(line.c_str(),
+                            "stats: prompt %d tokens (reused %d, prefilled %d), generated %d tokens, ttft %lf ms, "
+                            "decode %lf tok/s, finish %15[a-z]",
+                            &s.prompt, &s.reused, &s.prefilled, &s.generated, &ttft, &speed, finish);
+  s.found = n == 7 && ttft >= 0 && speed >= 0;
+  s.finish = finish;
+  return s;
+}
 
 TEST_F(CliChat, TwoPipedTurnsReuseTheCacheAndMatchOneShotAnswers) {
   const std::string q1 = "Once upon a time there was a cat.";
@@ -116,16 +99,15 @@ TEST_F(CliChat, TwoPipedTurnsReuseTheCacheAndMatchOneShotAnswers) {
   ASSERT_GE(r.out.size(), answers.size()) << r.out;
   EXPECT_EQ(r.out.substr(0, answers.size()), answers);
   const std::string stats = r.out.substr(answers.size());
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(stats, m, kStatsLine)) << stats;
+  const StatsLine st = parse_stats(stats);
+  ASSERT_TRUE(st.found) << stats;
+  EXPECT_EQ(stats.rfind("stats: prompt ", 0), 0u) << stats;
   EXPECT_EQ(stats.find('\n'), stats.size() - 1) << "one stats line expected:\n" << stats;
-  const int prompt = std::stoi(m[1]);
-  const int reused = std::stoi(m[2]);
-  const int prefilled = std::stoi(m[3]);
-  EXPECT_EQ(reused + prefilled, prompt);
+  EXPECT_EQ(st.reused + st.prefilled, st.prompt);
   // Turn 1's prompt alone is longer than the new part: most of the conversation was reused.
-  EXPECT_GT(reused, prefilled) << stats;
-  EXPECT_GT(std::stoi(m[4]), 0);
+  EXPECT_GT(st.reused, st.prefilled) << stats;
+  EXPECT_GT(st.generated, 0);
+  EXPECT_TRUE(st.finish == "stop" || st.finish == "length") << st.finish;
 
   // The model has no chat template: the fallback is announced on stderr.
   EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
@@ -139,10 +121,11 @@ TEST_F(CliChat, ResetStartsOverAndStatsBeforeATurn) {
   const std::string expected_start = "stats: no turn yet\n" + a + "\n" + a + "\n";
   ASSERT_GE(r.out.size(), expected_start.size()) << r.out;
   EXPECT_EQ(r.out.substr(0, expected_start.size()), expected_start);
-  std::smatch m;
   const std::string tail = r.out.substr(expected_start.size());
-  ASSERT_TRUE(std::regex_search(tail, m, kStatsLine)) << tail;
-  EXPECT_EQ(std::stoi(m[2]), 0) << "after /reset nothing may be reused";
+  const StatsLine st = parse_stats(tail);
+  ASSERT_TRUE(st.found) << tail;
+  EXPECT_EQ(st.reused, 0) << "after /reset nothing may be reused";
+  EXPECT_EQ(st.prefilled, st.prompt);
   EXPECT_NE(r.err.find("conversation cleared"), std::string::npos) << r.err;
 }
 
@@ -205,9 +188,9 @@ TEST_F(CliChat, TooLongMessageIsAnErrorButTheChatGoesOn) {
   const RunResult r = run_cli(args({"-c", "64", "-n", "8"}), huge + "\nhello\n/stats\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("error (context full)"), std::string::npos) << r.err;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, kStatsLine)) << r.out;
-  EXPECT_EQ(std::stoi(m[2]), 0);
+  const StatsLine st = parse_stats(r.out);
+  ASSERT_TRUE(st.found) << r.out;
+  EXPECT_EQ(st.reused, 0);  // the failed turn left nothing in the cache
 }
 
 }  // namespace

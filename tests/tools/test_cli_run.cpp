@@ -4,65 +4,22 @@
 // executable in the build directory's root).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
+#include "support/cli_runner.h"
 #include "support/test_env.h"
 
 namespace edgellm {
 namespace {
 
-std::string cli_path() {
-  if (const char* env = std::getenv("EDGELLM_CLI"); env != nullptr && *env != '\0') return env;
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "edgellm").string();
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-struct RunResult {
-  int exit_code = -1;  // -1: did not exit normally (crashed on a signal)
-  std::string out;
-  std::string err;
-};
-
-RunResult run_cli(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string base = test::temp_dir() + "/run" + std::to_string(counter++);
-  std::string cmd = quote(cli_path());
-  for (const auto& a : args) {
-    cmd += ' ';
-    cmd += quote(a);
-  }
-  cmd += " >";
-  cmd += quote(base + ".out");
-  cmd += " 2>";
-  cmd += quote(base + ".err");
-  cmd += " </dev/null";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  r.out = test::read_file(base + ".out");
-  r.err = test::read_file(base + ".err");
-  return r;
-}
+using RunResult = test::CliResult;
+using test::cli_path;
+using test::run_cli;
 
 struct Reference {
   std::string prompt;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -219,6 +220,15 @@ std::string ArgParser::usage() const {
   out << "  -h, --help                  show this help\n";
   if (positionals_ != nullptr) out << "\narguments: " << positional_metavar_ << "\n";
   return out.str();
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  require(static_cast<bool>(in), ErrorCode::kIo, "cannot open " + what + " '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  require(!in.bad(), ErrorCode::kIo, "cannot read " + what + " '" + path + "'");
+  return ss.str();
 }
 
 }  // namespace edgellm::cli

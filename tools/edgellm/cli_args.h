@@ -74,5 +74,7 @@ double parse_double(const std::string& text, const std::string& what);
 // "1,2,3" (spaces allowed around commas) -> {1, 2, 3}; every value in [min, max].
 std::vector<int32_t> parse_int_list(const std::string& text, const std::string& what, int64_t min = 0,
                                     int64_t max = std::numeric_limits<int32_t>::max());
+// The whole file as bytes; Error(kIo) "cannot open/read <what> '<path>'" otherwise.
+std::string read_text_file(const std::string& path, const std::string& what);
 
 }  // namespace edgellm::cli

@@ -6,14 +6,10 @@
 // Notes (template fallback, sanitized input, dropped turns) go to stderr so stdout carries only
 // the answers and what the user asked for (/stats).
 #include <atomic>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +17,8 @@
 
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
+#include "interrupt.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -41,43 +39,13 @@ struct ChatOptions {
   std::string chat_template;
   std::string messages_file;
   int32_t max_tokens = 256;
-  int32_t threads = 0;
-  int32_t threads_batch = 0;
-  int32_t ctx_size = 0;
-  int32_t batch_size = 512;
+  ContextOptions context;
   int64_t seed = -1;
   std::vector<std::string> stop;
-  std::string kv_type = "f16";
   bool json = false;
   bool stats = false;
   SamplerParams sampling;
 };
-
-// Set by SIGINT while an answer is generated: the first Ctrl-C ends that answer (the chat goes
-// on), a second one falls back to the default handler. At the input prompt Ctrl-C exits.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs a lock-free flag");
-
-extern "C" void on_chat_sigint(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
-
-std::string read_text_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  require(static_cast<bool>(in), ErrorCode::kIo, std::string("cannot open ") + what + " '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  require(!in.bad(), ErrorCode::kIo, std::string("cannot read ") + what + " '" + path + "'");
-  return ss.str();
-}
-
-TensorType parse_kv_type(const std::string& name) {
-  if (name == "f16" || name == "F16") return TensorType::F16;
-  if (name == "f32" || name == "F32") return TensorType::F32;
-  if (name == "q8_0" || name == "Q8_0") return TensorType::Q8_0;
-  throw Error(ErrorCode::kInvalidArgument, "--kv-type: '" + name + "' is not one of f16, f32, q8_0");
-}
 
 void write_out(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -102,19 +70,12 @@ void report_turn_notes(const ChatReply& reply, bool print_stats) {
   if (print_stats) std::fprintf(stderr, "stats: %s\n", st.to_line().c_str());
 }
 
-// Runs one turn with Ctrl-C cancelling only that turn.
+// Runs one turn with Ctrl-C cancelling only that turn (the chat goes on; a second Ctrl-C during
+// the turn kills). At the input prompt no handler is installed, so Ctrl-C exits.
 template <typename Fn>
 ChatReply guarded_turn(Fn&& turn) {
-  g_interrupted.store(false);
-  std::signal(SIGINT, on_chat_sigint);
-  try {
-    ChatReply reply = turn(&g_interrupted);
-    std::signal(SIGINT, SIG_DFL);
-    return reply;
-  } catch (...) {
-    std::signal(SIGINT, SIG_DFL);
-    throw;
-  }
+  const SigintScope sigint;
+  return turn(interrupt_flag());
 }
 
 int run_messages(ChatSession& session, const ChatOptions& o) {
@@ -137,7 +98,7 @@ int run_messages(ChatSession& session, const ChatOptions& o) {
   }
   report_turn_notes(reply, o.stats);
   if (reply.stats.finish_reason == FinishReason::kError) return 1;
-  if (reply.stats.finish_reason == FinishReason::kCancelled && g_interrupted.load()) return 130;
+  if (reply.stats.finish_reason == FinishReason::kCancelled && interrupt_flag()->load()) return 130;
   return 0;
 }
 
@@ -219,29 +180,17 @@ int chat_command(const std::vector<std::string>& args) {
   ap.add_flag("--json", &o.json, "with --messages: print one JSON record {answer, stats} instead of the text");
   ap.add_flag("--stats", &o.stats, "print each turn's token counts and timings to stderr");
   ap.add_int("-n,--max-tokens", &o.max_tokens, "N", "tokens per answer; -1 = until end of turn or full context (default 256)", -1);
-  ap.add_int("-t,--threads", &o.threads, "N", "threads for decoding; 0 = big cores (default 0)", 0, 256);
-  ap.add_int("--threads-batch", &o.threads_batch, "N", "threads for prompt processing; 0 = --threads (default 0)", 0, 256);
-  ap.add_int("-c,--ctx-size", &o.ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
-  ap.add_int("-b,--batch-size", &o.batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
-  ap.add_string("--kv-type", &o.kv_type, "TYPE", "KV cache element type: f16, f32 or q8_0 (default f16)");
-  ap.add_float("--temp", &s.temperature, "T", "temperature; 0 = greedy (default 0.8)", 0.0);
-  ap.add_int("--top-k", &s.top_k, "K", "keep the K most likely tokens; 0 = off (default 40)", 0);
-  ap.add_float("--top-p", &s.top_p, "P", "nucleus: smallest set with probability >= P; 1 = off (default 0.95)", 0.0, 1.0);
-  ap.add_float("--min-p", &s.min_p, "P", "drop tokens below P x the top probability; 0 = off (default 0.05)", 0.0, 1.0);
-  ap.add_float("--repeat-penalty", &s.repeat_penalty, "X", "penalise repeated tokens; 1 = off (default 1.0)", 1e-6);
-  ap.add_int("--repeat-last-n", &s.penalty_last_n, "N", "penalty window in tokens; 0 = off, -1 = all (default 64)", -1);
-  ap.add_float("--frequency-penalty", &s.frequency_penalty, "X", "subtract X per earlier occurrence (default 0)");
-  ap.add_float("--presence-penalty", &s.presence_penalty, "X", "subtract X once if the token occurred (default 0)");
-  ap.add_int64("--seed", &o.seed, "N", "sampling seed; -1 = random (default -1)", -1, static_cast<int64_t>(UINT32_MAX));
+  add_context_options(ap, &o.context);
+  add_kv_type_option(ap, &o.context.kv_type);
+  add_sampling_options(ap, &s, &o.seed);
   ap.add_strings("--stop", &o.stop, "STR", "also end an answer when STR is generated (repeatable)");
   if (!ap.parse(args)) return 0;
 
   require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   require(!o.json || !o.messages_file.empty(), ErrorCode::kInvalidArgument,
           "--json needs --messages FILE (the interactive chat streams text)");
-  const TensorType kv_type = parse_kv_type(o.kv_type);
-  if (o.seed < 0) o.seed = static_cast<int64_t>(std::random_device{}());
-  s.seed = static_cast<uint64_t>(o.seed);
+  const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
+  resolve_seed(&o.seed, &s);
 
   std::unique_ptr<Model> model = Model::load(o.model);
   std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->gguf());
@@ -251,12 +200,6 @@ int chat_command(const std::vector<std::string>& args) {
       select_chat_template(model->gguf(), *tokenizer, o.chat_template, &template_desc, &warning);
   if (!warning.empty()) std::fprintf(stderr, "edgellm chat: warning: %s\n", warning.c_str());
 
-  ContextParams cp;
-  cp.n_ctx = o.ctx_size;
-  cp.n_batch = o.batch_size;
-  cp.n_threads = o.threads;
-  cp.n_threads_batch = o.threads_batch;
-  cp.kv_type = kv_type;
   Context ctx(*model, cp);
 
   ChatSessionParams sp;

@@ -6,17 +6,15 @@
 //   - with --kl-divergence-base FILE: the same, and the scored log-probs are saved to FILE;
 //   - with --kl-divergence --kl-divergence-base FILE: MODEL (e.g. a quantized one) is evaluated on
 //     the tokens stored in FILE (no -f needed) and compared with the stored log-probs.
-#include <atomic>
-#include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
+#include "interrupt.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "eval/kl_divergence.h"
@@ -27,30 +25,6 @@
 
 namespace edgellm::cli {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs a lock-free flag");
-
-extern "C" void perplexity_on_sigint(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(static_cast<bool>(in), ErrorCode::kIo, "cannot open text file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  require(!in.bad(), ErrorCode::kIo, "cannot read text file '" + path + "'");
-  return ss.str();
-}
-
-TensorType parse_kv(const std::string& name) {
-  if (name == "f16" || name == "F16") return TensorType::F16;
-  if (name == "f32" || name == "F32") return TensorType::F32;
-  if (name == "q8_0" || name == "Q8_0") return TensorType::Q8_0;
-  throw Error(ErrorCode::kInvalidArgument, "--kv-type '" + name + "' is not one of f16, f32, q8_0");
-}
 
 Json percentiles_json(const eval::Percentiles& p) {
   Json j = Json::object();
@@ -101,16 +75,12 @@ int perplexity_command(const std::vector<std::string>& args) {
   params.n_ctx = n_ctx;
   params.n_batch = n_batch > 0 ? n_batch : n_ctx;
   params.n_threads = threads;
-  params.kv_type = parse_kv(kv);
+  params.kv_type = parse_kv_type(kv);
   params.max_chunks = chunks;
-  params.cancel = &g_interrupted;
+  params.cancel = interrupt_flag();
 
   auto model = Model::load(model_path);
-  auto previous = std::signal(SIGINT, perplexity_on_sigint);
-  struct RestoreSignal {
-    void (*prev)(int);
-    ~RestoreSignal() { std::signal(SIGINT, prev); }
-  } restore{previous};
+  const SigintScope sigint;  // restores the previous SIGINT disposition however this returns
 
   Json out = Json::object();
   out.set("model", model_path);
@@ -171,7 +141,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   }
 
   const auto tokenizer = Tokenizer::from_gguf(model->gguf());
-  const std::string text = read_text(text_path);
+  const std::string text = read_text_file(text_path, "text file");
   const std::vector<int32_t> tokens = eval::tokenize_for_perplexity(*tokenizer, text);
   const auto on_chunk = [&](int32_t c, double ppl) {
     if (!json) {

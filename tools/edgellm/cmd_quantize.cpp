@@ -2,9 +2,7 @@
 // [--allow-requantize] [--pure]`: converts a model's weight matrices to TYPE (a llama.cpp file
 // type such as Q4_K_M, or a plain tensor type such as q8_0), optionally overriding single tensors
 // with rules. Prints one line per tensor and a total; the output appears only when complete.
-#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -14,6 +12,7 @@
 
 #include "cli_args.h"
 #include "command.h"
+#include "interrupt.h"
 #include "core/error.h"
 #include "kernels/tensor_type.h"
 #include "quant/quant_rules.h"
@@ -21,15 +20,6 @@
 
 namespace edgellm::cli {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs a lock-free flag");
-
-// First Ctrl-C: stop after the current chunk and remove the temporary file; a second one kills.
-extern "C" void quantize_on_sigint(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
 
 std::string read_rules_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -80,7 +70,7 @@ int quantize_command(const std::vector<std::string>& args) {
   params.n_threads = threads;
   params.allow_requantize = allow_requantize;
   params.pure = pure;
-  params.cancel = &g_interrupted;
+  params.cancel = interrupt_flag();
   params.on_warning = [](const std::string& w) { std::fprintf(stderr, "edgellm quantize: warning: %s\n", w.c_str()); };
   params.on_tensor = [](const quant::TensorReport& r) {
     std::printf("[%4zu/%4zu] %-32s %-16s %6s -> %-6s %10s -> %10s", r.index + 1, r.n_tensors, r.name.c_str(),
@@ -97,11 +87,8 @@ int quantize_command(const std::vector<std::string>& args) {
 
   std::printf("edgellm quantize: %s -> %s as %s (general.file_type %u)\n", positionals[0].c_str(),
               positionals[1].c_str(), quant::file_type_name(params.ftype), static_cast<unsigned>(params.ftype));
-  // Restores the previous SIGINT disposition however this function returns.
-  struct SignalScope {
-    void (*previous)(int);
-    ~SignalScope() { std::signal(SIGINT, previous); }
-  } signal_scope{std::signal(SIGINT, quantize_on_sigint)};
+  // First Ctrl-C: stop after the current chunk and remove the temporary file; a second one kills.
+  const SigintScope sigint;
   quant::QuantizeSummary s;
   try {
     s = quant::quantize_model(positionals[0], positionals[1], params);

@@ -2,16 +2,11 @@
 // Output modes: text (default, flushed per piece), --ids (token ids, space separated) and --json
 // (nothing streamed; one JSON record at the end). --stats adds timings and memory on stderr;
 // --dump-logits writes the raw logits of every sampled position for offline comparison.
-#include <atomic>
 #include <bit>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +14,8 @@
 
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
+#include "interrupt.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "engine/context.h"
@@ -38,13 +35,9 @@ struct RunOptions {
   std::string prompt_file;
   std::string prompt_ids;
   int32_t max_tokens = 256;
-  int32_t threads = 0;
-  int32_t threads_batch = 0;
-  int32_t ctx_size = 0;
-  int32_t batch_size = 512;
+  ContextOptions context;
   int64_t seed = -1;
   std::vector<std::string> stop;
-  std::string kv_type = "f16";
   bool no_bos = false;
   bool ids = false;
   bool stats = false;
@@ -54,32 +47,6 @@ struct RunOptions {
   std::string dump_logits;
   SamplerParams sampling;
 };
-
-// Set by SIGINT: the first Ctrl-C ends generation cleanly (finish reason "cancelled"), a second
-// one falls back to the default handler.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler needs a lock-free flag");
-
-extern "C" void on_sigint(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(static_cast<bool>(in), ErrorCode::kIo, "cannot open prompt file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  require(!in.bad(), ErrorCode::kIo, "cannot read prompt file '" + path + "'");
-  return ss.str();
-}
-
-TensorType parse_kv_type(const std::string& name) {
-  if (name == "f16" || name == "F16") return TensorType::F16;
-  if (name == "f32" || name == "F32") return TensorType::F32;
-  if (name == "q8_0" || name == "Q8_0") return TensorType::Q8_0;
-  throw Error(ErrorCode::kInvalidArgument, "--kv-type: '" + name + "' is not one of f16, f32, q8_0");
-}
 
 // Raw little-endian F32 rows, n_vocab per sampled position.
 class LogitDump {
@@ -154,28 +121,11 @@ int run_command(const std::vector<std::string>& args) {
   ap.add_string("-f,--file", &o.prompt_file, "FILE", "read the prompt text from FILE");
   ap.add_string("--prompt-ids", &o.prompt_ids, "IDS", "prompt as comma-separated token ids (used as given: no BOS added)");
   ap.add_int("-n,--max-tokens", &o.max_tokens, "N", "tokens to generate; -1 = until end of text or full context (default 256)", -1);
-  ap.add_int("-t,--threads", &o.threads, "N", "threads for decoding; 0 = big cores (default 0)", 0, 256);
-  ap.add_int("--threads-batch", &o.threads_batch, "N", "threads for prompt processing; 0 = --threads (default 0)", 0, 256);
-  ap.add_int("-c,--ctx-size", &o.ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
-  ap.add_int("-b,--batch-size", &o.batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
-  ap.add_float("--temp", &s.temperature, "T", "temperature; 0 = greedy (default 0.8)", 0.0);
-  ap.add_int("--top-k", &s.top_k, "K", "keep the K most likely tokens; 0 = off (default 40)", 0);
-  ap.add_float("--top-p", &s.top_p, "P", "nucleus: smallest set with probability >= P; 1 = off (default 0.95)", 0.0, 1.0);
-  ap.add_float("--min-p", &s.min_p, "P", "drop tokens below P x the top probability; 0 = off (default 0.05)", 0.0, 1.0);
-  ap.add_float("--repeat-penalty", &s.repeat_penalty, "X", "penalise repeated tokens; 1 = off (default 1.0)", 1e-6);
-  ap.add_int("--repeat-last-n", &s.penalty_last_n, "N", "penalty window in tokens; 0 = off, -1 = whole context (default 64)", -1);
-  ap.add_float("--frequency-penalty", &s.frequency_penalty, "X", "subtract X per earlier occurrence (default 0)");
-  ap.add_float("--presence-penalty", &s.presence_penalty, "X", "subtract X once if the token occurred (default 0)");
-  ap.add_int64("--seed", &o.seed, "N", "sampling seed; -1 = random (default -1)", -1,
-               static_cast<int64_t>(UINT32_MAX));
-  ap.add_custom("--sampler-order", "LIST", "comma-separated stage order (default penalties,top_k,top_p,min_p,temperature)",
-                [&s](const std::string& v) {
-                  s.order.clear();
-                  std::stringstream ss(v);
-                  for (std::string item; std::getline(ss, item, ',');) s.order.push_back(sampler_stage_from_name(item));
-                });
+  add_context_options(ap, &o.context);
+  add_sampling_options(ap, &s, &o.seed);
+  add_sampler_order_option(ap, &s);
   ap.add_strings("--stop", &o.stop, "STR", "stop when STR is generated (repeatable; STR is not printed)");
-  ap.add_string("--kv-type", &o.kv_type, "TYPE", "KV cache element type: f16, f32 or q8_0 (default f16)");
+  add_kv_type_option(ap, &o.context.kv_type);
   ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
   ap.add_flag("--ignore-eos", &o.ignore_eos, "keep generating past end-of-text tokens");
   ap.add_flag("--truncate", &o.truncate, "drop the oldest prompt tokens when the prompt does not fit the context");
@@ -191,12 +141,11 @@ int run_command(const std::vector<std::string>& args) {
           n_prompt_sources == 0 ? "no prompt given (-p TEXT, -f FILE or --prompt-ids IDS)"
                                 : "give only one of -p, -f and --prompt-ids");
   require(!(o.ids && o.json), ErrorCode::kInvalidArgument, "--ids and --json cannot be combined (the JSON has the ids)");
-  const TensorType kv_type = parse_kv_type(o.kv_type);
-  if (!o.prompt_file.empty()) o.prompt = read_text_file(o.prompt_file);
+  const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
+  if (!o.prompt_file.empty()) o.prompt = read_text_file(o.prompt_file, "prompt file");
   std::vector<int32_t> prompt_ids;
   if (ap.seen("--prompt-ids")) prompt_ids = parse_int_list(o.prompt_ids, "--prompt-ids");
-  if (o.seed < 0) o.seed = static_cast<int64_t>(std::random_device{}());
-  s.seed = static_cast<uint64_t>(o.seed);
+  resolve_seed(&o.seed, &s);
   std::unique_ptr<LogitDump> dump;
   if (!o.dump_logits.empty()) dump = std::make_unique<LogitDump>(o.dump_logits);
 
@@ -212,12 +161,6 @@ int run_command(const std::vector<std::string>& args) {
     if (text_needed) throw;
     std::fprintf(stderr, "edgellm run: warning: no usable tokenizer (%s); generating ids only\n", e.what());
   }
-  ContextParams cp;
-  cp.n_ctx = o.ctx_size;
-  cp.n_batch = o.batch_size;
-  cp.n_threads = o.threads;
-  cp.n_threads_batch = o.threads_batch;
-  cp.kv_type = kv_type;
   Context ctx(*model, cp);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
@@ -236,7 +179,7 @@ int run_command(const std::vector<std::string>& args) {
 
   bool printed_any_id = false;
   GenerationCallbacks cb;
-  cb.cancel = &g_interrupted;
+  cb.cancel = interrupt_flag();
   if (!o.json) {
     cb.on_token = [&](int32_t id, std::string_view text) {
       if (o.ids) {
@@ -253,10 +196,10 @@ int run_command(const std::vector<std::string>& args) {
   }
   if (dump) cb.on_logits = [&](const float* logits, int32_t n) { dump->write(logits, n); };
 
-  g_interrupted.store(false);
-  std::signal(SIGINT, on_sigint);
-  GenerationResult r = generate(ctx, sampler, tokenizer.get(), prompt_ids, gp, cb);
-  std::signal(SIGINT, SIG_DFL);
+  GenerationResult r = [&] {
+    const SigintScope sigint;  // the first Ctrl-C ends generation cleanly (finish reason "cancelled")
+    return generate(ctx, sampler, tokenizer.get(), prompt_ids, gp, cb);
+  }();
   r.timings.load_seconds = load_seconds;
   if (dump) dump->close();
   const ProcessMemory mem = read_process_memory();
@@ -308,7 +251,7 @@ int run_command(const std::vector<std::string>& args) {
                  r.error.c_str());
     return 1;
   }
-  if (r.finish_reason == FinishReason::kCancelled && g_interrupted.load()) return 130;  // 128 + SIGINT
+  if (r.finish_reason == FinishReason::kCancelled && interrupt_flag()->load()) return 130;  // 128 + SIGINT
   return 0;
 }
 

@@ -1,0 +1,64 @@
+#include "generation_options.h"
+
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace edgellm::cli {
+
+void add_context_options(ArgParser& ap, ContextOptions* o) {
+  ap.add_int("-t,--threads", &o->threads, "N", "threads for decoding; 0 = big cores (default 0)", 0, 256);
+  ap.add_int("--threads-batch", &o->threads_batch, "N", "threads for prompt processing; 0 = --threads (default 0)", 0, 256);
+  ap.add_int("-c,--ctx-size", &o->ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
+  ap.add_int("-b,--batch-size", &o->batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
+}
+
+void add_kv_type_option(ArgParser& ap, std::string* kv_type) {
+  ap.add_string("--kv-type", kv_type, "TYPE", "KV cache element type: f16, f32 or q8_0 (default f16)");
+}
+
+TensorType parse_kv_type(const std::string& name) {
+  if (name == "f16" || name == "F16") return TensorType::F16;
+  if (name == "f32" || name == "F32") return TensorType::F32;
+  if (name == "q8_0" || name == "Q8_0") return TensorType::Q8_0;
+  throw Error(ErrorCode::kInvalidArgument, "--kv-type: '" + name + "' is not one of f16, f32, q8_0");
+}
+
+ContextParams context_params(const ContextOptions& o) {
+  ContextParams cp;
+  cp.n_ctx = o.ctx_size;
+  cp.n_batch = o.batch_size;
+  cp.n_threads = o.threads;
+  cp.n_threads_batch = o.threads_batch;
+  cp.kv_type = parse_kv_type(o.kv_type);
+  return cp;
+}
+
+void add_sampling_options(ArgParser& ap, SamplerParams* s, int64_t* seed) {
+  ap.add_float("--temp", &s->temperature, "T", "temperature; 0 = greedy (default 0.8)", 0.0);
+  ap.add_int("--top-k", &s->top_k, "K", "keep the K most likely tokens; 0 = off (default 40)", 0);
+  ap.add_float("--top-p", &s->top_p, "P", "nucleus: smallest set with probability >= P; 1 = off (default 0.95)", 0.0, 1.0);
+  ap.add_float("--min-p", &s->min_p, "P", "drop tokens below P x the top probability; 0 = off (default 0.05)", 0.0, 1.0);
+  ap.add_float("--repeat-penalty", &s->repeat_penalty, "X", "penalise repeated tokens; 1 = off (default 1.0)", 1e-6);
+  ap.add_int("--repeat-last-n", &s->penalty_last_n, "N", "penalty window in tokens; 0 = off, -1 = whole context (default 64)", -1);
+  ap.add_float("--frequency-penalty", &s->frequency_penalty, "X", "subtract X per earlier occurrence (default 0)");
+  ap.add_float("--presence-penalty", &s->presence_penalty, "X", "subtract X once if the token occurred (default 0)");
+  ap.add_int64("--seed", seed, "N", "sampling seed; -1 = random (default -1)", -1, static_cast<int64_t>(UINT32_MAX));
+}
+
+void add_sampler_order_option(ArgParser& ap, SamplerParams* s) {
+  ap.add_custom("--sampler-order", "LIST", "comma-separated stage order (default penalties,top_k,top_p,min_p,temperature)",
+                [s](const std::string& v) {
+                  s->order.clear();
+                  std::stringstream ss(v);
+                  for (std::string item; std::getline(ss, item, ',');) s->order.push_back(sampler_stage_from_name(item));
+                });
+}
+
+void resolve_seed(int64_t* seed, SamplerParams* s) {
+  if (*seed < 0) *seed = static_cast<int64_t>(std::random_device{}());
+  s->seed = static_cast<uint64_t>(*seed);
+}
+
+}  // namespace edgellm::cli

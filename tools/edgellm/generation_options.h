@@ -1,0 +1,41 @@
+// Command-line options shared by the generating sub-commands (run, chat): the context shape
+// (threads, context size, batch size, KV cache type) and the sampler settings. Each command
+// registers them on its own ArgParser so the option names, ranges and help texts stay identical.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cli_args.h"
+#include "engine/context.h"
+#include "engine/sampler.h"
+#include "kernels/tensor_type.h"
+
+namespace edgellm::cli {
+
+struct ContextOptions {
+  int32_t threads = 0;
+  int32_t threads_batch = 0;
+  int32_t ctx_size = 0;
+  int32_t batch_size = 512;
+  std::string kv_type = "f16";
+};
+
+// -t/--threads, --threads-batch, -c/--ctx-size, -b/--batch-size.
+void add_context_options(ArgParser& ap, ContextOptions* o);
+// --kv-type (registered separately: the commands list it at different places in their help).
+void add_kv_type_option(ArgParser& ap, std::string* kv_type);
+// "f16" / "f32" / "q8_0" (either case); Error(kInvalidArgument) naming --kv-type otherwise.
+TensorType parse_kv_type(const std::string& name);
+// Validates the KV type (throws as parse_kv_type) and fills the Context parameters.
+ContextParams context_params(const ContextOptions& o);
+
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --frequency-penalty,
+// --presence-penalty and --seed (into *seed: -1 = random, see resolve_seed).
+void add_sampling_options(ArgParser& ap, SamplerParams* s, int64_t* seed);
+// --sampler-order LIST (comma-separated stage names).
+void add_sampler_order_option(ArgParser& ap, SamplerParams* s);
+// Replaces a negative *seed with a random one and copies it into the sampler parameters.
+void resolve_seed(int64_t* seed, SamplerParams* s);
+
+}  // namespace edgellm::cli
