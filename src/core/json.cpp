@@ -401,17 +401,26 @@ void json_escape(std::string& out, std::string_view s, bool ensure_ascii) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
     } else if (c >= 0x80 && ensure_ascii) {
-      // Decode one UTF-8 sequence; invalid bytes are escaped as U+FFFD.
+      // Decode one well-formed UTF-8 sequence (no overlongs, no surrogates, <= U+10FFFF); a byte
+      // that does not start one is written as U+FFFD and only that byte is consumed, so the
+      // bytes after it are still escaped on their own.
       uint32_t cp = 0xfffd;
       size_t len = 1;
-      if ((c & 0xe0) == 0xc0 && i + 1 < s.size()) {
+      auto cont = [&](size_t k, unsigned lo, unsigned hi) {
+        if (i + k >= s.size()) return false;
+        const unsigned b = static_cast<unsigned char>(s[i + k]);
+        return b >= lo && b <= hi;
+      };
+      if (c >= 0xc2 && c <= 0xdf && cont(1, 0x80, 0xbf)) {
         cp = ((c & 0x1fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3fu);
         len = 2;
-      } else if ((c & 0xf0) == 0xe0 && i + 2 < s.size()) {
+      } else if (c >= 0xe0 && c <= 0xef &&
+                 cont(1, c == 0xe0 ? 0xa0 : 0x80, c == 0xed ? 0x9f : 0xbf) && cont(2, 0x80, 0xbf)) {
         cp = ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 6) |
              (static_cast<unsigned char>(s[i + 2]) & 0x3fu);
         len = 3;
-      } else if ((c & 0xf8) == 0xf0 && i + 3 < s.size()) {
+      } else if (c >= 0xf0 && c <= 0xf4 && cont(1, c == 0xf0 ? 0x90 : 0x80, c == 0xf4 ? 0x8f : 0xbf) &&
+                 cont(2, 0x80, 0xbf) && cont(3, 0x80, 0xbf)) {
         cp = ((c & 0x07u) << 18) | ((static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 12) |
              ((static_cast<unsigned char>(s[i + 2]) & 0x3fu) << 6) | (static_cast<unsigned char>(s[i + 3]) & 0x3fu);
         len = 4;

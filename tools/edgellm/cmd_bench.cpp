@@ -3,6 +3,7 @@
 // fraction of it that decode achieves. Results go to stdout in the chosen format; progress goes
 // to stderr.
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +72,10 @@ int bench_command(const std::vector<std::string>& args) {
   require(!p.models.empty(), ErrorCode::kInvalidArgument, "-m/--model is required");
   require(!p.kv_types.empty(), ErrorCode::kInvalidArgument, "--kv-type needs at least one type");
   const bench::ReportFormat fmt = bench::parse_report_format(format);
+  // Fail on a missing model before spending seconds on the bandwidth probe.
+  for (const auto& m : p.models) {
+    require(static_cast<bool>(std::ifstream(m)), ErrorCode::kIo, "cannot open model '" + m + "'");
+  }
   p.measure_bandwidth = !no_bandwidth;
   p.bandwidth_bytes = static_cast<size_t>(bandwidth_mib) << 20;
   p.seed = static_cast<uint64_t>(seed);
