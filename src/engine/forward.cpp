@@ -225,10 +225,13 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
   // Scores of one block are a small F32 matmul: the block's key rows [cnt, hd] (converted to F32
   // unless stored so) times the g query rows, which are F32 activation rows as they are.
   const size_t f32_row = static_cast<size_t>(hd) * sizeof(float);
-  // A decode step of one sequence has only n_head_kv such tasks: then the query heads of a group
-  // are split over several tasks (each re-reading the blocks) so every thread has work.
+  // A decode step of one sequence has only n_head_kv such tasks: when that is fewer than the
+  // threads, the query heads of a group are split over several tasks (each re-reading and
+  // re-converting the blocks) so every thread has work. Split no further than needed: with a
+  // prime group size (Qwen2.5: 7) any split falls to one head per task, which converts each
+  // block 7 times over.
   int32_t hpt = g;  // query heads per task, a divisor of g
-  while (hpt > 1 && static_cast<int64_t>(n) * hp_.n_head / hpt < 2 * static_cast<int64_t>(n_threads_)) {
+  while (hpt > 1 && static_cast<int64_t>(n) * hp_.n_head / hpt < static_cast<int64_t>(n_threads_)) {
     int32_t d = hpt - 1;
     while (g % d != 0) --d;
     hpt = d;
