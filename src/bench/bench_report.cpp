@@ -33,7 +33,7 @@ struct Column {
 };
 
 const std::vector<Column> kColumns = {
-    {"model", false}, {"size", true},  {"params", true}, {"threads", true}, {"n_batch", true}, {"type_kv", false},
+    {"model", false}, {"size", true},  {"params", true}, {"threads", true}, {"n_batch", true}, {"type_kv", false}, {"repack", false},
     {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% bw", true},   {"peak RSS", true},
 };
 
@@ -45,6 +45,7 @@ std::vector<std::string> cells(const BenchRecord& r) {
   c.push_back(std::to_string(r.n_threads));
   c.push_back(std::to_string(r.n_batch));
   c.push_back(r.type_k);
+  c.push_back(r.repacked_bytes > 0 ? fmt("%.0f MiB", static_cast<double>(r.repacked_bytes) / kMiB) : "off");
   c.push_back(r.test_name());
   c.push_back(fmt("%.2f", r.avg_ts) + " ± " + fmt("%.2f", r.stddev_ts));
   c.push_back(r.cpu_ts > 0 ? fmt("%.2f", r.cpu_ts) : "-");
@@ -172,6 +173,8 @@ Json record_to_json(const BenchRecord& r) {
   j.set("avg_cpu_ns", static_cast<uint64_t>(r.avg_cpu_ns + 0.5));
   j.set("cpu_ts", r.cpu_ts);
   j.set("isa", r.isa);
+  j.set("repack", r.repack);
+  j.set("repacked_bytes", r.repacked_bytes);
   return j;
 }
 
@@ -195,7 +198,7 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
       std::ostringstream out;
       out << "model_filename,model_type,model_size,model_n_params,n_batch,n_threads,type_k,type_v,n_prompt,n_gen,"
              "n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,samples_ns,samples_ts,bytes_per_token,"
-             "effective_gbps,bandwidth_gbps,bandwidth_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts\n";
+             "effective_gbps,bandwidth_gbps,bandwidth_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes\n";
       for (const auto& r : records) {
         out << csv_escape(base_name(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
             << r.model_n_params << ',' << r.n_batch << ',' << r.n_threads << ',' << r.type_k << ',' << r.type_v << ','
@@ -210,7 +213,8 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
         } else {
           out << ",,,,";
         }
-        out << r.peak_rss_bytes << ',' << fmt("%.0f", r.avg_cpu_ns) << ',' << fmt("%.4f", r.cpu_ts) << '\n';
+        out << r.peak_rss_bytes << ',' << fmt("%.0f", r.avg_cpu_ns) << ',' << fmt("%.4f", r.cpu_ts) << ',' << r.repack << ','
+            << r.repacked_bytes << '\n';
       }
       return out.str();
     }

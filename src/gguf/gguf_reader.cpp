@@ -408,7 +408,7 @@ void GgufFile::parse(const ReadOptions& options) {
     }
     const uint32_t raw_type = cur.read<uint32_t>("type of " + tq);
     const TensorTypeTraits* traits = find_tensor_type(raw_type);
-    if (traits == nullptr || !traits->is_weight_type) {
+    if (traits == nullptr || !traits->is_weight_type || !traits->in_files) {
       const char* known = ggml_type_name(raw_type);
       cur.fail(ErrorCode::kUnsupported, tq + " has type id " + std::to_string(raw_type) +
                                             (known ? " (" + std::string(known) + ")" : std::string(" (not a ggml type)")) +

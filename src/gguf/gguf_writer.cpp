@@ -293,7 +293,8 @@ WriterTensor& GgufWriter::new_tensor(std::string_view name, TensorType type, con
   require(!ne.empty() && ne.size() <= static_cast<size_t>(kMaxDims), ErrorCode::kInvalidArgument,
           "tensor '" + n + "' has " + std::to_string(ne.size()) + " dimensions (must be 1.." + std::to_string(kMaxDims) + ")");
   const TensorTypeTraits* traits = find_tensor_type(static_cast<uint32_t>(type));
-  require(traits != nullptr, ErrorCode::kInvalidArgument, "tensor '" + n + "' has an unknown type");
+  require(traits != nullptr && traits->in_files, ErrorCode::kInvalidArgument,
+          "tensor '" + n + "' has a type that GGUF files cannot hold");
   WriterTensor t;
   t.name = n;
   t.type = type;

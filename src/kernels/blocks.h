@@ -59,6 +59,16 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 
+// Activation block for the repacked Q4_0_X16 / Q8_0_X16 weights (kernels/repack.h): the Q8_0
+// codes and scale of the same input (d is the F16-rounded Q8_0 scale, kept as float so the kernel
+// need not convert it), plus the integer sum of the codes that cancels the weights' code offset.
+struct BlockQ8_0S {
+  float d;
+  int32_t sum;
+  int8_t qs[kQK8_0];
+};
+static_assert(sizeof(BlockQ8_0S) == 40);
+
 struct BlockQ8_1 {
   uint16_t d;  // F16 scale
   uint16_t s;  // F16 of d * sum(qs)
@@ -97,5 +107,19 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 static_assert(sizeof(BlockQ8_K) == 292);
+
+// Activation block for repacked Q4_K_X16 weights: Q8_K's scale and codes, plus the code sum of
+// each 32-element sub-block (in int16 pairs, the operand layout of vpdpwssd / sdot-free mins).
+struct BlockQ8_KS {
+  float d;
+  int16_t sums[kQK_K / 32];
+  int8_t qs[kQK_K];
+};
+static_assert(sizeof(BlockQ8_KS) == 276);
+
+// Bytes per row per 256 elements of the 16-row interleaved Q4_K layout (kernels/repack.h):
+// 16 rows share 2048 bytes of codes, 128 of 6-bit scales, 128 of 6-bit mins and 64 of F16 d/dmin.
+inline constexpr size_t kQ4KX16RowBlockBytes = (2048 + 128 + 128 + 64) / 16;
+static_assert(kQ4KX16RowBlockBytes == 148);
 
 }  // namespace edgellm

@@ -14,10 +14,20 @@
 
 namespace edgellm::kernels {
 
-// Table slots are indexed by the raw GGUF type id (largest id EdgeLLM knows is BF16 = 30).
-inline constexpr int kTypeSlots = 31;
+// Table slots are indexed by the raw GGUF type id (largest id EdgeLLM knows is BF16 = 30); the
+// internal repacked layouts take the slots after it.
+inline constexpr int kTypeSlots = 36;
 
-inline constexpr int type_slot(TensorType t) { return static_cast<int>(t); }
+inline constexpr int type_slot(TensorType t) {
+  switch (t) {
+    case TensorType::Q4_0_X16: return 31;
+    case TensorType::Q8_0_X16: return 32;
+    case TensorType::Q8_0_S: return 33;
+    case TensorType::Q4_K_X16: return 34;
+    case TensorType::Q8_K_S: return 35;
+    default: return static_cast<int>(t);
+  }
+}
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);

@@ -33,6 +33,10 @@ void require_weight_type(TensorType type, const char* what) {
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
   require_row_length(type, n, "dequantize_row");
+  if (!tensor_type_traits(type).in_files) {
+    // A packed tensor's row is spread over its 16-row group (see dequantize_packed_row).
+    throw Error(ErrorCode::kUnsupported, "dequantize_row: " + type_str(type) + " rows are not contiguous");
+  }
   active_table().dequantize[type_slot(type)](src, dst, n);
 }
 
@@ -53,6 +57,7 @@ void quantize_row(TensorType type, const float* src, void* dst, int64_t n) {
     case TensorType::Q5_K: return scalar::quantize_q5_k(src, dst, n);
     case TensorType::Q6_K: return scalar::quantize_q6_k(src, dst, n);
     case TensorType::Q8_K: return scalar::quantize_q8_k(src, dst, n);
+    default: break;  // the internal layouts are made by repacking or per activation row
   }
   throw Error(ErrorCode::kUnsupported, "quantize_row: unsupported type " + type_str(type));
 }
@@ -71,6 +76,11 @@ TensorType activation_type(TensorType weight_type) {
     case TensorType::Q5_K:
     case TensorType::Q6_K:
       return TensorType::Q8_K;
+    case TensorType::Q4_0_X16:
+    case TensorType::Q8_0_X16:
+      return TensorType::Q8_0_S;
+    case TensorType::Q4_K_X16:
+      return TensorType::Q8_K_S;
     default:
       // F32, F16 and BF16 weights multiply F32 activations (the SIMD kernels widen the weights).
       return TensorType::F32;
@@ -95,6 +105,10 @@ void matmul(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes
   if (r0 < 0 || r1 < r0 || n_tokens < 0) {
     throw Error(ErrorCode::kInvalidArgument, "matmul: bad range rows [" + std::to_string(r0) + ", " +
                                                  std::to_string(r1) + ") x " + std::to_string(n_tokens) + " tokens");
+  }
+  if (!tensor_type_traits(weight_type).in_files && (r0 % 16 != 0 || r1 % 16 != 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "matmul: " + type_str(weight_type) + " rows [" + std::to_string(r0) +
+                                                 ", " + std::to_string(r1) + ") are not whole 16-row groups");
   }
   if (r1 == r0 || n_tokens == 0 || n == 0) {
     for (int64_t t = 0; t < n_tokens; ++t) {

@@ -10,19 +10,25 @@ namespace edgellm {
 namespace {
 
 constexpr TensorTypeTraits kTraits[] = {
-    {TensorType::F32, "f32", 1, 4, false, true},
-    {TensorType::F16, "f16", 1, 2, false, true},
-    {TensorType::Q4_0, "q4_0", kQK4_0, sizeof(BlockQ4_0), true, true},
-    {TensorType::Q4_1, "q4_1", kQK4_1, sizeof(BlockQ4_1), true, true},
-    {TensorType::Q5_0, "q5_0", kQK5_0, sizeof(BlockQ5_0), true, true},
-    {TensorType::Q5_1, "q5_1", kQK5_1, sizeof(BlockQ5_1), true, true},
-    {TensorType::Q8_0, "q8_0", kQK8_0, sizeof(BlockQ8_0), true, true},
-    {TensorType::Q8_1, "q8_1", kQK8_1, sizeof(BlockQ8_1), true, false},
-    {TensorType::Q4_K, "q4_K", kQK_K, sizeof(BlockQ4_K), true, true},
-    {TensorType::Q5_K, "q5_K", kQK_K, sizeof(BlockQ5_K), true, true},
-    {TensorType::Q6_K, "q6_K", kQK_K, sizeof(BlockQ6_K), true, true},
-    {TensorType::Q8_K, "q8_K", kQK_K, sizeof(BlockQ8_K), true, false},
-    {TensorType::BF16, "bf16", 1, 2, false, true},
+    {TensorType::F32, "f32", 1, 4, false, true, true},
+    {TensorType::F16, "f16", 1, 2, false, true, true},
+    {TensorType::Q4_0, "q4_0", kQK4_0, sizeof(BlockQ4_0), true, true, true},
+    {TensorType::Q4_1, "q4_1", kQK4_1, sizeof(BlockQ4_1), true, true, true},
+    {TensorType::Q5_0, "q5_0", kQK5_0, sizeof(BlockQ5_0), true, true, true},
+    {TensorType::Q5_1, "q5_1", kQK5_1, sizeof(BlockQ5_1), true, true, true},
+    {TensorType::Q8_0, "q8_0", kQK8_0, sizeof(BlockQ8_0), true, true, true},
+    {TensorType::Q8_1, "q8_1", kQK8_1, sizeof(BlockQ8_1), true, false, true},
+    {TensorType::Q4_K, "q4_K", kQK_K, sizeof(BlockQ4_K), true, true, true},
+    {TensorType::Q5_K, "q5_K", kQK_K, sizeof(BlockQ5_K), true, true, true},
+    {TensorType::Q6_K, "q6_K", kQK_K, sizeof(BlockQ6_K), true, true, true},
+    {TensorType::Q8_K, "q8_K", kQK_K, sizeof(BlockQ8_K), true, false, true},
+    {TensorType::BF16, "bf16", 1, 2, false, true, true},
+    {TensorType::Q4_0_X16, "q4_0x16", kQK4_0, sizeof(BlockQ4_0), true, true, false},
+    {TensorType::Q8_0_X16, "q8_0x16", kQK8_0, sizeof(BlockQ8_0), true, true, false},
+    {TensorType::Q8_0_S, "q8_0s", kQK8_0, sizeof(BlockQ8_0S), true, false, false},
+    // 16 rows of Q4_K: the file's 16 x 144 bytes plus 4 bytes per row for unpacked scales.
+    {TensorType::Q4_K_X16, "q4_Kx16", kQK_K, kQ4KX16RowBlockBytes, true, true, false},
+    {TensorType::Q8_K_S, "q8_Ks", kQK_K, sizeof(BlockQ8_KS), true, false, false},
 };
 
 }  // namespace

@@ -23,6 +23,15 @@ enum class TensorType : uint32_t {
   Q6_K = 14,
   Q8_K = 15,  // activation format only (K-quant dot products)
   BF16 = 30,
+  // EdgeLLM-internal layouts, never read from or written to a file (ids outside ggml's range).
+  // Weights repacked at load time so 16 rows interleave in 4-byte groups (kernels/repack.h):
+  Q4_0_X16 = 1002,
+  Q8_0_X16 = 1008,
+  Q4_K_X16 = 1012,
+  // Their activation formats: Q8_0 codes with a float scale and the block's integer code sum;
+  // Q8_K codes with the sums of each 32-element sub-block.
+  Q8_0_S = 1009,
+  Q8_K_S = 1015,
 };
 
 struct TensorTypeTraits {
@@ -31,10 +40,12 @@ struct TensorTypeTraits {
   int64_t block_size;    // elements per block (1 for float types)
   size_t block_bytes;    // bytes per block
   bool is_quantized;
-  bool is_weight_type;   // may appear as a model weight (false for Q8_1 / Q8_K)
+  bool is_weight_type;   // may be a matmul weight (false for the activation formats)
+  bool in_files;         // a GGUF type id (false for the internal repacked layouts)
 };
 
-// nullptr for ids EdgeLLM does not support (GGUF files may carry many more ggml types).
+// nullptr for ids EdgeLLM does not support (GGUF files may carry many more ggml types). Also
+// finds the internal layouts: file readers and writers must check `in_files`.
 const TensorTypeTraits* find_tensor_type(uint32_t raw_id);
 const TensorTypeTraits& tensor_type_traits(TensorType type);
 // Case-insensitive name lookup ("q4_k", "Q8_0", "bf16").

@@ -160,6 +160,7 @@ void Model::bind(const ModelLoadParams& params) {
     l.ffn_down = b.matrix(p + "ffn_down.weight", n_ff, n_embd);
   }
   weight_bytes_ = b.bytes();
+  repack_weights(params);
 
   if (params.prefault) {
     for (const auto& t : file_->tensors()) {

@@ -13,6 +13,7 @@
 #include "kernels/tensor_type.h"
 #include "model/architecture.h"
 #include "model/hparams.h"
+#include "runtime/memory_stats.h"
 
 namespace edgellm {
 
@@ -49,10 +50,25 @@ struct LayerWeights {
   WeightView ffn_down;             // [n_embd rows, n_ff]
 };
 
+// Load-time repacking of Q4_0 / Q8_0 matrices into 16-row interleaved groups (kernels/repack.h).
+//   kAuto: repack when the active ISA has a SIMD kernel for the packed layout (AVX-512 VNNI);
+//   kOn:   always (the scalar reference runs it elsewhere: for tests);
+//   kOff:  multiply the mapped file layout directly (no copy at all).
+// Cost: the repacked tensors move from clean, evictable file pages into anonymous memory of the
+// same size (reported by repacked_bytes()); the mapped pages they came from are released, so the
+// resident total stays about the same.
+enum class RepackMode { kAuto, kOn, kOff };
+
 struct ModelLoadParams {
   // Touch every weight page after mapping (predictable first-token latency, costs load time).
   bool prefault = false;
+  RepackMode repack = RepackMode::kAuto;
+  int repack_threads = 0;  // 0 = all hardware threads
 };
+
+const char* repack_mode_name(RepackMode mode);
+// "auto", "on" or "off"; throws Error(kInvalidArgument) naming the value otherwise.
+RepackMode parse_repack_mode(const std::string& text);
 
 class Model {
  public:
@@ -75,10 +91,14 @@ class Model {
 
   // Bytes of every tensor the model uses (the mapped weights).
   size_t weight_bytes() const { return weight_bytes_; }
+  // Anonymous memory holding repacked matrices (0 when nothing was repacked), and their count.
+  size_t repacked_bytes() const { return packed_.size(); }
+  int repacked_tensors() const { return repacked_tensors_; }
 
  private:
   Model() = default;
   void bind(const ModelLoadParams& params);
+  void repack_weights(const ModelLoadParams& params);  // model_repack.cpp
 
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;
@@ -90,6 +110,8 @@ class Model {
   VectorView rope_freqs_;
   std::vector<LayerWeights> layers_;
   size_t weight_bytes_ = 0;
+  AlignedBuffer packed_;
+  int repacked_tensors_ = 0;
 };
 
 // Matmul weight types the engine multiplies directly.

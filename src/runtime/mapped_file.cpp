@@ -114,6 +114,19 @@ MappedFile MappedFile::from_bytes(const void* data, size_t size) {
   return m;
 }
 
+void MappedFile::release_pages(size_t offset, size_t len) const {
+  if (!mapped_ || offset >= size_ || len == 0) return;
+  len = std::min(len, size_ - offset);
+  // Only whole pages: round the start up and the end down, never touching a neighbour's bytes.
+  const size_t page = page_size();
+  const size_t start = (offset + page - 1) / page * page;
+  const size_t end = (offset + len) / page * page;
+  if (end <= start) return;
+#if defined(MADV_DONTNEED)
+  (void)::madvise(const_cast<uint8_t*>(data_) + start, end - start, MADV_DONTNEED);
+#endif
+}
+
 void MappedFile::advise_willneed(size_t offset, size_t len) const {
   if (!mapped_ || offset >= size_ || len == 0) return;
   len = std::min(len, size_ - offset);

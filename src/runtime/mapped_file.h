@@ -28,6 +28,11 @@ class MappedFile {
 
   // Hints to the kernel: we will read [offset, offset+len) soon / sequentially. No-ops on failure.
   void advise_willneed(size_t offset, size_t len) const;
+  // The pages wholly inside [offset, offset+len) are no longer needed (their contents now live
+  // elsewhere, e.g. repacked): drop them from this process's resident set. They are clean file
+  // pages, so a later read faults them in again from the file. No-op for from_bytes() buffers
+  // (dropping those would lose the data) and on failure.
+  void release_pages(size_t offset, size_t len) const;
   // Touch every page (warm-up / measuring load time); returns bytes touched.
   size_t prefault(size_t offset, size_t len) const;
 

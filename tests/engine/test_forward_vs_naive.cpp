@@ -24,12 +24,17 @@ using Mat = std::vector<double>;  // row-major
 
 struct NaiveModel {
   const Model& m;
-  // [rows, n_in] as doubles
+  // [rows, n_in] as doubles, read from the GGUF tensor itself: the engine may have repacked its
+  // view of the weights (kernels/repack.h), the reference must not depend on that.
   Mat dense(const WeightView& w) const {
+    const gguf::TensorInfo* t = m.gguf().find_tensor(std::string(w.name));
+    EXPECT_NE(t, nullptr) << w.name;
+    if (t == nullptr) return {};
+    const size_t row_bytes = t->row_bytes();
     std::vector<float> row(static_cast<size_t>(w.n_in));
     Mat out(static_cast<size_t>(w.n_in * w.n_out));
     for (int64_t r = 0; r < w.n_out; ++r) {
-      kernels::dequantize_row(w.type, w.row(r), row.data(), w.n_in);
+      kernels::dequantize_row(t->type, t->data + static_cast<size_t>(r) * row_bytes, row.data(), w.n_in);
       for (int64_t c = 0; c < w.n_in; ++c) out[static_cast<size_t>(r * w.n_in + c)] = row[static_cast<size_t>(c)];
     }
     return out;

@@ -58,6 +58,12 @@ int bench_command(const std::vector<std::string>& args) {
                 [&](const std::string& v) { p.n_threads = parse_int_list(v, "-t", 1, 4096); });
   ap.add_custom("-b,--batch-size", "N[,N]", "batch sizes (default 512)",
                 [&](const std::string& v) { p.n_batch = parse_int_list(v, "-b", 1, 1 << 20); });
+  ap.add_custom("--repack", "MODE[,MODE]",
+                "repack Q4_0/Q8_0 weights at load: auto (default; when the CPU has a kernel for them), on, off",
+                [&](const std::string& v) {
+                  p.repack.clear();
+                  for (const auto& m : split_commas(v)) p.repack.push_back(parse_repack_mode(m));
+                });
   ap.add_custom("--kv-type,-ctk", "TYPE[,TYPE]", "KV cache types: f16 (default), q8_0, f32", [&](const std::string& v) {
     p.kv_types.clear();
     for (const auto& t : split_commas(v)) p.kv_types.push_back(parse_kv(t));
@@ -70,6 +76,7 @@ int bench_command(const std::vector<std::string>& args) {
   if (!ap.parse(args)) return 0;
 
   require(!p.models.empty(), ErrorCode::kInvalidArgument, "-m/--model is required");
+  require(!p.repack.empty(), ErrorCode::kInvalidArgument, "--repack needs at least one mode");
   require(!p.kv_types.empty(), ErrorCode::kInvalidArgument, "--kv-type needs at least one type");
   const bench::ReportFormat fmt = bench::parse_report_format(format);
   // Fail on a missing model before spending seconds on the bandwidth probe.

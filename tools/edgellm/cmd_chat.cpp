@@ -192,7 +192,7 @@ int chat_command(const std::vector<std::string>& args) {
   const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
   resolve_seed(&o.seed, &s);
 
-  std::unique_ptr<Model> model = Model::load(o.model);
+  std::unique_ptr<Model> model = Model::load(o.model, model_load_params(o.context));
   std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->gguf());
   std::string template_desc;
   std::string warning;

@@ -92,7 +92,8 @@ Json ids_json(const std::vector<int32_t>& ids) {
   return a;
 }
 
-void print_stats(const GenerationResult& r, const ProcessMemory& mem, size_t weight_bytes, size_t ctx_bytes) {
+void print_stats(const GenerationResult& r, const ProcessMemory& mem, size_t weight_bytes, size_t ctx_bytes,
+                 size_t repacked_bytes) {
   const GenerationTimings& t = r.timings;
   std::fprintf(stderr, "\n--- stats ---\n");
   std::fprintf(stderr, "load:          %8.1f ms\n", t.load_seconds * 1e3);
@@ -110,6 +111,10 @@ void print_stats(const GenerationResult& r, const ProcessMemory& mem, size_t wei
   }
   std::fprintf(stderr, "weights:       %8.1f MiB, context buffers %.1f MiB\n",
                static_cast<double>(weight_bytes) / (1024.0 * 1024.0), static_cast<double>(ctx_bytes) / (1024.0 * 1024.0));
+  if (repacked_bytes > 0) {
+    std::fprintf(stderr, "repacked:      %8.1f MiB of weights in anonymous memory (their mapped pages released)\n",
+                 static_cast<double>(repacked_bytes) / (1024.0 * 1024.0));
+  }
 }
 
 int run_command(const std::vector<std::string>& args) {
@@ -150,7 +155,7 @@ int run_command(const std::vector<std::string>& args) {
   if (!o.dump_logits.empty()) dump = std::make_unique<LogitDump>(o.dump_logits);
 
   const auto t_load = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> model = Model::load(o.model);
+  std::unique_ptr<Model> model = Model::load(o.model, model_load_params(o.context));
   const int32_t n_vocab = model->hparams().n_vocab;
   // The tokenizer is only optional when nothing needs text: ids in, ids out, no stop strings.
   std::unique_ptr<Tokenizer> tokenizer;
@@ -218,6 +223,7 @@ int run_command(const std::vector<std::string>& args) {
     memory.set("peak_rss_bytes", mem.valid ? Json(static_cast<uint64_t>(mem.peak_bytes)) : Json(nullptr));
     memory.set("weight_bytes", static_cast<uint64_t>(model->weight_bytes()));
     memory.set("context_bytes", static_cast<uint64_t>(ctx.allocated_bytes()));
+    memory.set("repacked_bytes", static_cast<uint64_t>(model->repacked_bytes()));
     Json rec = Json::object();
     rec.set("model", o.model);
     rec.set("prompt_ids", ids_json(prompt_ids));
@@ -241,7 +247,7 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::fflush(stdout);
 
-  if (o.stats) print_stats(r, mem, model->weight_bytes(), ctx.allocated_bytes());
+  if (o.stats) print_stats(r, mem, model->weight_bytes(), ctx.allocated_bytes(), model->repacked_bytes());
   if (r.prompt_tokens_dropped > 0) {
     std::fprintf(stderr, "edgellm run: note: dropped the oldest %d prompt tokens to fit the context\n",
                  r.prompt_tokens_dropped);

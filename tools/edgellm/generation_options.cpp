@@ -12,6 +12,9 @@ void add_context_options(ArgParser& ap, ContextOptions* o) {
   ap.add_int("--threads-batch", &o->threads_batch, "N", "threads for prompt processing; 0 = --threads (default 0)", 0, 256);
   ap.add_int("-c,--ctx-size", &o->ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
   ap.add_int("-b,--batch-size", &o->batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
+  ap.add_string("--repack", &o->repack, "MODE",
+                "repack Q4_0/Q8_0 weights into 16-row interleaved groups at load: auto (when the CPU has a kernel "
+                "for them), on, off (default auto)");
 }
 
 void add_kv_type_option(ArgParser& ap, std::string* kv_type) {
@@ -33,6 +36,12 @@ ContextParams context_params(const ContextOptions& o) {
   cp.n_threads_batch = o.threads_batch;
   cp.kv_type = parse_kv_type(o.kv_type);
   return cp;
+}
+
+ModelLoadParams model_load_params(const ContextOptions& o) {
+  ModelLoadParams p;
+  p.repack = parse_repack_mode(o.repack);
+  return p;
 }
 
 void add_sampling_options(ArgParser& ap, SamplerParams* s, int64_t* seed) {

@@ -9,6 +9,7 @@
 #include "cli_args.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
+#include "model/model.h"
 #include "kernels/tensor_type.h"
 
 namespace edgellm::cli {
@@ -19,9 +20,10 @@ struct ContextOptions {
   int32_t ctx_size = 0;
   int32_t batch_size = 512;
   std::string kv_type = "f16";
+  std::string repack = "auto";
 };
 
-// -t/--threads, --threads-batch, -c/--ctx-size, -b/--batch-size.
+// -t/--threads, --threads-batch, -c/--ctx-size, -b/--batch-size, --repack.
 void add_context_options(ArgParser& ap, ContextOptions* o);
 // --kv-type (registered separately: the commands list it at different places in their help).
 void add_kv_type_option(ArgParser& ap, std::string* kv_type);
@@ -29,6 +31,8 @@ void add_kv_type_option(ArgParser& ap, std::string* kv_type);
 TensorType parse_kv_type(const std::string& name);
 // Validates the KV type (throws as parse_kv_type) and fills the Context parameters.
 ContextParams context_params(const ContextOptions& o);
+// The model loading parameters (--repack); throws Error(kInvalidArgument) for a bad value.
+ModelLoadParams model_load_params(const ContextOptions& o);
 
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --frequency-penalty,
 // --presence-penalty and --seed (into *seed: -1 = random, see resolve_seed).

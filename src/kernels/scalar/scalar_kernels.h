@@ -6,6 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace edgellm {
+struct BlockQ8_K;
+struct BlockQ8_KS;
+}  // namespace edgellm
+
 namespace edgellm::kernels::scalar {
 
 // ---- dequantize (src: n / block_size blocks) -> n floats
@@ -53,6 +58,18 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k(int64_t n, const void* w, const void* x);
 
 using VecDotFn = float (*)(int64_t n, const void* w, const void* x);
+
+// ---- 16-row interleaved weights (kernels/repack.h) and their BlockQ8_0S activations
+void quantize_q8_0s(const float* src, void* dst, int64_t n);
+void matmul_q4_0_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
+void matmul_q8_0_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
+void quantize_q8_ks(const float* src, void* dst, int64_t n);
+// The Q8_K_S block of a Q8_K block (shared by the SIMD quantizers, which produce Q8_K).
+void q8_k_to_q8_ks(const BlockQ8_K& q, BlockQ8_KS& out);
+void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
 
 // Row-by-token loop over a vec_dot: the matmul reference.
 void matmul_with(VecDotFn dot, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,

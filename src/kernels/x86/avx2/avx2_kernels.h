@@ -20,6 +20,8 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
 // Activation quantizers (bit-identical to the scalar reference).
 void quantize_q8_0(const float* x, void* dst, int64_t n);
+void quantize_q8_0s(const float* x, void* dst, int64_t n);
+void quantize_q8_ks(const float* x, void* dst, int64_t n);
 void quantize_q8_1(const float* x, void* dst, int64_t n);
 void quantize_q8_k(const float* x, void* dst, int64_t n);
 

@@ -9,6 +9,9 @@ void install_avx2(KernelTable& t) {
   t.quantize_activation[type_slot(TT::Q4_0)] = avx2::quantize_q8_0;
   t.quantize_activation[type_slot(TT::Q5_0)] = avx2::quantize_q8_0;
   t.quantize_activation[type_slot(TT::Q8_0)] = avx2::quantize_q8_0;
+  t.quantize_activation[type_slot(TT::Q4_0_X16)] = avx2::quantize_q8_0s;
+  t.quantize_activation[type_slot(TT::Q8_0_X16)] = avx2::quantize_q8_0s;
+  t.quantize_activation[type_slot(TT::Q4_K_X16)] = avx2::quantize_q8_ks;
   t.quantize_activation[type_slot(TT::Q4_1)] = avx2::quantize_q8_1;
   t.quantize_activation[type_slot(TT::Q5_1)] = avx2::quantize_q8_1;
   t.quantize_activation[type_slot(TT::Q4_K)] = avx2::quantize_q8_k;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/blocks.h"
+#include "kernels/scalar/scalar_kernels.h"
 #include "kernels/x86/avx2/avx2_kernels.h"
 #include "kernels/x86/avx2/avx2_util.h"
 
@@ -61,6 +62,17 @@ void quantize_q8_0(const float* x, void* dst, int64_t n) {
   for (int64_t i = 0; i < n / kQK8_0; ++i) quantize_block32(x + i * kQK8_0, &y[i].d, y[i].qs, &d);
 }
 
+// Q8_0 codes with the F16-rounded scale as float and the code sum (repacked weights' input).
+void quantize_q8_0s(const float* x, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ8_0S*>(dst);
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    uint16_t d16;
+    float d;
+    y[i].sum = quantize_block32(x + i * kQK8_0, &d16, y[i].qs, &d);
+    y[i].d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(d16)));
+  }
+}
+
 void quantize_q8_1(const float* x, void* dst, int64_t n) {
   auto* y = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK8_1; ++i) {
@@ -110,6 +122,15 @@ void quantize_q8_k(const float* x, void* dst, int64_t n) {
       y[i].bsums[k / 16 + 1] = static_cast<int16_t>(parts[4] + parts[5] + parts[6] + parts[7]);
     }
     y[i].d = 1.0f / iscale;
+  }
+}
+
+void quantize_q8_ks(const float* x, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ8_KS*>(dst);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    BlockQ8_K q;
+    quantize_q8_k(x + i * kQK_K, &q, kQK_K);
+    scalar::q8_k_to_q8_ks(q, y[i]);
   }
 }
 

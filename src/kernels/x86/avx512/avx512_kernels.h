@@ -25,6 +25,9 @@ EDGELLM_AVX512_MATMUL(matmul_q8_0);
 EDGELLM_AVX512_MATMUL(matmul_q4_k);
 EDGELLM_AVX512_MATMUL(matmul_q5_k);
 EDGELLM_AVX512_MATMUL(matmul_q6_k);
+EDGELLM_AVX512_MATMUL(matmul_q4_0_x16);
+EDGELLM_AVX512_MATMUL(matmul_q8_0_x16);
+EDGELLM_AVX512_MATMUL(matmul_q4_k_x16);
 #undef EDGELLM_AVX512_MATMUL
 
 }  // namespace edgellm::kernels::avx512

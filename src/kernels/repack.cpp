@@ -1,0 +1,210 @@
+#include "kernels/repack.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "kernels/blocks.h"
+#include "kernels/kernels.h"
+#include "kernels/quant_common.h"
+
+namespace edgellm::kernels {
+namespace {
+
+// Bytes of code per block column of a group, and where the scales start.
+struct PackGeometry {
+  int64_t code_bytes_per_block;  // 16 rows x (16 or 32) bytes
+  size_t row_bytes;              // of the source type (== packed row bytes for Q4_0 / Q8_0)
+};
+
+PackGeometry geometry(TensorType packed_or_file, int64_t n_in) {
+  switch (packed_or_file) {
+    case TensorType::Q4_0:
+    case TensorType::Q4_0_X16:
+      return {kPackRows * (kQK4_0 / 2), tensor_row_bytes(TensorType::Q4_0, n_in)};
+    case TensorType::Q8_0:
+    case TensorType::Q8_0_X16:
+      return {kPackRows * kQK8_0, tensor_row_bytes(TensorType::Q8_0, n_in)};
+    case TensorType::Q4_K:
+    case TensorType::Q4_K_X16:
+      return {kPackRows * (kQK_K / 2), tensor_row_bytes(TensorType::Q4_K, n_in)};
+    default:
+      throw Error(ErrorCode::kUnsupported,
+                  std::string("repack: no interleaved layout for ") + tensor_type_name(packed_or_file));
+  }
+}
+
+}  // namespace
+
+std::optional<TensorType> packed_type_for(TensorType file_type) {
+  switch (file_type) {
+    case TensorType::Q4_0: return TensorType::Q4_0_X16;
+    case TensorType::Q8_0: return TensorType::Q8_0_X16;
+    case TensorType::Q4_K: return TensorType::Q4_K_X16;
+    default: return std::nullopt;
+  }
+}
+
+bool is_packed_type(TensorType type) {
+  return type == TensorType::Q4_0_X16 || type == TensorType::Q8_0_X16 || type == TensorType::Q4_K_X16;
+}
+
+bool has_fast_packed_kernel(TensorType packed) {
+  if (!is_packed_type(packed)) return false;
+  // The AVX-512 VNNI table has SIMD kernels for every packed type; the ARM dotprod table (i8mm
+  // inherits it) for Q4_0_X16 and Q8_0_X16 only.
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx512) return true;
+  return (isa == Isa::kDotprod || isa == Isa::kI8mm) && packed != TensorType::Q4_K_X16;
+}
+
+bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out) {
+  const auto p = packed_type_for(file_type);
+  return p.has_value() && n_out > 0 && n_out % kPackRows == 0 && n_in > 0 && n_in % tensor_block_size(file_type) == 0;
+}
+
+namespace {
+
+// Q4_K: 16 rows of super-block column b -> the Q4_K_X16 layout (repack.h).
+void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t nb) {
+  uint8_t* codes = group;
+  uint8_t* scales = codes + nb * 2048;
+  uint8_t* mins = scales + nb * 128;
+  auto* d = reinterpret_cast<uint16_t*>(mins + nb * 128);
+  uint16_t* dmin = d + nb * kPackRows;
+  for (int64_t lane = 0; lane < kPackRows; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ4_K blk;
+      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ4_K),
+                  sizeof blk);
+      uint8_t sc[8], m[8];
+      unpack_scales_mins_k4(blk.scales, sc, m);
+      for (int g = 0; g < 4; ++g) {
+        for (int k = 0; k < 8; ++k) {
+          std::memcpy(codes + b * 2048 + ((g * 8 + k) * kPackRows + lane) * 4, blk.qs + 32 * g + 4 * k, 4);
+        }
+      }
+      for (int j = 0; j < 8; ++j) scales[b * 128 + j * kPackRows + lane] = sc[j];
+      for (int i = 0; i < 4; ++i) {
+        mins[b * 128 + (i * kPackRows + lane) * 2] = m[2 * i];
+        mins[b * 128 + (i * kPackRows + lane) * 2 + 1] = m[2 * i + 1];
+      }
+      std::memcpy(d + b * kPackRows + lane, &blk.d, 2);
+      std::memcpy(dmin + b * kPackRows + lane, &blk.dmin, 2);
+    }
+  }
+}
+
+}  // namespace
+
+void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in, int64_t r0, int64_t r1) {
+  require(packed_type_for(file_type).has_value(), ErrorCode::kUnsupported,
+          std::string("repack: no interleaved layout for ") + tensor_type_name(file_type));
+  require(n_in > 0 && n_in % kQK8_0 == 0 && r0 >= 0 && r0 <= r1 && r0 % kPackRows == 0 && r1 % kPackRows == 0,
+          ErrorCode::kInvalidArgument,
+          "repack: rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") of width " + std::to_string(n_in) +
+              " are not whole groups of 16 rows and 32 columns");
+  const PackGeometry g = geometry(file_type, n_in);
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  if (file_type == TensorType::Q4_K) {
+    require(n_in % kQK_K == 0, ErrorCode::kInvalidArgument, "repack: q4_K rows of " + std::to_string(n_in) + " elements");
+    const size_t dst_row_bytes = tensor_row_bytes(TensorType::Q4_K_X16, n_in);
+    for (int64_t r = r0; r < r1; r += kPackRows) {
+      repack_q4_k_group(s + static_cast<size_t>(r) * g.row_bytes, g.row_bytes, d + static_cast<size_t>(r) * dst_row_bytes,
+                        n_in / kQK_K);
+    }
+    return;
+  }
+  const int64_t nb = n_in / kQK8_0;
+  for (int64_t r = r0; r < r1; r += kPackRows) {
+    uint8_t* group = d + static_cast<size_t>(r) * g.row_bytes;
+    uint8_t* codes = group;
+    auto* scales = reinterpret_cast<uint16_t*>(group + static_cast<size_t>(nb * g.code_bytes_per_block));
+    for (int64_t lane = 0; lane < kPackRows; ++lane) {
+      const uint8_t* row = s + static_cast<size_t>(r + lane) * g.row_bytes;
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* cb = codes + b * g.code_bytes_per_block;
+        if (file_type == TensorType::Q4_0) {
+          BlockQ4_0 blk;
+          std::memcpy(&blk, row + b * static_cast<int64_t>(sizeof(BlockQ4_0)), sizeof blk);
+          for (int j = 0; j < 4; ++j) std::memcpy(cb + (j * kPackRows + lane) * 4, blk.qs + 4 * j, 4);
+          scales[b * kPackRows + lane] = blk.d;
+        } else {
+          BlockQ8_0 blk;
+          std::memcpy(&blk, row + b * static_cast<int64_t>(sizeof(BlockQ8_0)), sizeof blk);
+          for (int j = 0; j < 8; ++j) {
+            for (int i = 0; i < 4; ++i) {
+              cb[(j * kPackRows + lane) * 4 + i] = static_cast<uint8_t>(static_cast<int>(blk.qs[4 * j + i]) + 128);
+            }
+          }
+          scales[b * kPackRows + lane] = blk.d;
+        }
+      }
+    }
+  }
+}
+
+void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, int64_t r, float* dst) {
+  require(is_packed_type(packed), ErrorCode::kInvalidArgument,
+          std::string("dequantize_packed_row: ") + tensor_type_name(packed) + " is not a packed type");
+  const PackGeometry g = geometry(packed, n_in);
+  const int64_t lane = r % kPackRows;
+  if (packed == TensorType::Q4_K_X16) {
+    const int64_t nbk = n_in / kQK_K;
+    const auto* group =
+        static_cast<const uint8_t*>(tensor) + static_cast<size_t>(r - lane) * tensor_row_bytes(packed, n_in);
+    const uint8_t* codes = group;
+    const uint8_t* scales = codes + nbk * 2048;
+    const uint8_t* mins = scales + nbk * 128;
+    const auto* dd = reinterpret_cast<const uint16_t*>(mins + nbk * 128);
+    const uint16_t* dm = dd + nbk * kPackRows;
+    for (int64_t b = 0; b < nbk; ++b) {
+      uint16_t d16, m16;
+      std::memcpy(&d16, dd + b * kPackRows + lane, 2);
+      std::memcpy(&m16, dm + b * kPackRows + lane, 2);
+      const float d = fp16_to_fp32(d16), dmin = fp16_to_fp32(m16);
+      for (int g2 = 0; g2 < 4; ++g2) {
+        for (int half = 0; half < 2; ++half) {
+          const int j = 2 * g2 + half;
+          const float sc = d * scales[b * 128 + j * kPackRows + lane];
+          const float mn = dmin * mins[b * 128 + ((j / 2) * kPackRows + lane) * 2 + j % 2];
+          for (int k = 0; k < 8; ++k) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t byte = codes[b * 2048 + ((g2 * 8 + k) * kPackRows + lane) * 4 + i];
+              const int q = half == 0 ? (byte & 0x0F) : (byte >> 4);
+              dst[b * kQK_K + j * 32 + 4 * k + i] = sc * static_cast<float>(q) - mn;
+            }
+          }
+        }
+      }
+    }
+    return;
+  }
+  const int64_t nb = n_in / kQK8_0;
+  const auto* group = static_cast<const uint8_t*>(tensor) + static_cast<size_t>(r - lane) * g.row_bytes;
+  const auto* scales = reinterpret_cast<const uint16_t*>(group + static_cast<size_t>(nb * g.code_bytes_per_block));
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = group + b * g.code_bytes_per_block;
+    uint16_t d16;
+    std::memcpy(&d16, scales + b * kPackRows + lane, sizeof d16);
+    const float d = fp16_to_fp32(d16);
+    float* out = dst + b * kQK8_0;
+    if (packed == TensorType::Q4_0_X16) {
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t byte = cb[(j * kPackRows + lane) * 4 + i];
+          out[4 * j + i] = d * static_cast<float>((byte & 0x0F) - 8);
+          out[16 + 4 * j + i] = d * static_cast<float>((byte >> 4) - 8);
+        }
+      }
+    } else {
+      for (int j = 0; j < 8; ++j) {
+        for (int i = 0; i < 4; ++i) out[4 * j + i] = d * static_cast<float>(cb[(j * kPackRows + lane) * 4 + i] - 128);
+      }
+    }
+  }
+}
+
+}  // namespace edgellm::kernels

@@ -1,0 +1,71 @@
+// Load-time repacking of Q4_0 / Q8_0 weights into 16-row interleaved groups.
+//
+// Why: in the file layout one row's blocks are contiguous, so an int8 dot product reduces 64
+// products into 16 lanes that all belong to the same (row, token) pair, and every block needs a
+// horizontal convert-scale-accumulate per (row, token). Interleaving 16 rows puts row r of the
+// group in lane r instead: one vpdpbusd (or sdot) with the token's 4 activation bytes broadcast
+// advances all 16 rows by 4 elements, a block of 32 needs 8 of them, and the float work is one
+// convert + one FMA per block for 16 rows. Prefill does ~4x fewer instructions per MAC and decode
+// (a matrix-vector product) stops being instruction-bound.
+//
+// Layout of one group of 16 rows (rows 16g .. 16g+15) with nb = n_in / 32 blocks per row; the
+// group starts at 16 * g * row_bytes (row_bytes of the source type, so a packed tensor has
+// exactly the size of the original and row ranges that are multiples of 16 map to byte ranges;
+// Q4_K_X16 below is the exception):
+//
+//   Q4_0_X16: codes[nb][4][16][4] then scales[nb][16]                (288 bytes per block column)
+//     codes[b][j][r][i] = qs byte 4j+i of block b of row r: its low nibble is element 4j+i,
+//     its high nibble element 16+4j+i (the ggml Q4_0 order); values 0..15, offset 8.
+//   Q8_0_X16: codes[nb][8][16][4] then scales[nb][16]                (544 bytes per block column)
+//     codes[b][j][r][i] = qs[4j+i] of block b of row r, plus 128 as an unsigned byte.
+//   scales[b][r] = the F16 scale d of block b of row r, unchanged.
+//
+//   Q4_K_X16 (256-element super-blocks, nb = n_in / 256), 2368 bytes per super-block column:
+//     codes[nb][4][8][16][4]   codes[b][g][k][r][i] = qs byte 32g+4k+i of super-block b of row r:
+//                              low nibble = element 64g+4k+i (sub-block 2g), high nibble =
+//                              element 64g+32+4k+i (sub-block 2g+1)
+//     scales[nb][8][16]        the 6-bit sub-block scale j of row r, unpacked to a byte
+//     mins[nb][4][16][2]       (min 2i, min 2i+1) of row r, unpacked: int16 pairs after widening
+//     d[nb][16], dmin[nb][16]  F16, unchanged
+//   That is 148 bytes per row per super-block (the file's 144 plus 4 for the unpacked scales),
+//   so a Q4_K_X16 tensor is 2.8% larger than its file copy; group g starts at 16 g row_bytes of
+//   the packed type.
+//
+// With n_in a multiple of 64 every 64-byte vector of codes is 64-byte aligned when the tensor is.
+// Activations are BlockQ8_0S rows (blocks.h): the Q8_0 codes and scale plus the code sum, which
+// removes the weights' offset: sum (c - off) x = sum c x - off * sum x.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "kernels/tensor_type.h"
+
+namespace edgellm::kernels {
+
+inline constexpr int64_t kPackRows = 16;
+
+// The interleaved layout of a file type, if there is one (Q4_0 -> Q4_0_X16, Q8_0 -> Q8_0_X16,
+// Q4_K -> Q4_K_X16).
+std::optional<TensorType> packed_type_for(TensorType file_type);
+bool is_packed_type(TensorType type);
+
+// True when the active ISA has a SIMD kernel for `packed` (otherwise the scalar reference runs
+// it, which is correct but slower than the file layout's SIMD kernel: do not repack then).
+bool has_fast_packed_kernel(TensorType packed);
+
+// Whether a [n_out, n_in] matrix of `file_type` can be repacked: a packed type exists, n_out is
+// a multiple of 16 and n_in of the block size.
+bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out);
+
+// Repacks rows [r0, r1) (multiples of 16) of a [n_out, n_in] matrix of `file_type` from `src`
+// (the whole tensor in file layout) into `dst` (the whole packed tensor: n_out rows of
+// tensor_row_bytes(packed type, n_in)).
+// Disjoint row ranges may be repacked concurrently.
+void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in, int64_t r0, int64_t r1);
+
+// Dequantizes row r of a packed [n_out, n_in] matrix (tests, debugging; not a hot path).
+void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, int64_t r, float* dst);
+
+}  // namespace edgellm::kernels

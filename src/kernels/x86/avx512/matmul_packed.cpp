@@ -1,0 +1,264 @@
+// AVX-512 VNNI matmul for the 16-row interleaved Q4_0_X16 / Q8_0_X16 weights (layout and the
+// reason for it in kernels/repack.h).
+//
+// One ZMM of codes holds 4 consecutive elements of 16 rows (lane r = row r of the group). For a
+// token, vpdpbusd with the token's 4 activation bytes broadcast to every lane adds those 4
+// products to each row's int32 partial; 8 of them cover a 32-element block. The codes are
+// unsigned (Q4_0 nibbles 0..15, Q8_0 bytes + 128) and the activations signed, which is exactly
+// vpdpbusd's operand order; the offset comes off through the seed -off * sum(x), known from the
+// activation block. Then one convert and one FMA with d_w[16] * d_x finish the block for 16 rows.
+//
+// Tiles: 16 rows x kTokens tokens. The 8 code vectors of a block are decoded once and reused for
+// every token of the tile; the result of a tile is kTokens stores of 16 contiguous floats.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/blocks.h"
+#include "kernels/repack.h"
+#include "kernels/tile_driver.h"
+#include "kernels/x86/avx512/avx512_kernels.h"
+
+namespace edgellm::kernels::avx512 {
+namespace {
+
+// Tokens per prefill tile: 8 code vectors + 8 accumulators + 8 partial sums in flight fit the
+// 32 ZMM registers.
+constexpr int kTokens = 8;
+// Decode reads each weight byte once from DRAM. The hardware prefetchers restart at every 4 KiB
+// page and leave one core at ~10 GB/s of the ~15.5 it can stream; software prefetches this far
+// ahead (measured best of 1-16 KiB on a Sapphire Rapids-class core) bring it to ~13-16 GB/s.
+constexpr int kPrefetchBytes = 6144;
+// Rows per L2 chunk: the chunk's weights are re-read from L2 by every token tile.
+constexpr size_t kChunkBytes = 192 * 1024;
+
+template <bool kQ4>
+struct Format {
+  static constexpr int64_t kCodeBytes = kPackRows * (kQ4 ? kQK4_0 / 2 : kQK8_0);  // per block column
+  static constexpr int32_t kOffset = kQ4 ? 8 : 128;
+
+  static EDGELLM_ALWAYS_INLINE void load_codes(const uint8_t* cb, __m512i w[8]) {
+    if constexpr (kQ4) {
+      const __m512i mask = _mm512_set1_epi8(0x0F);
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v = _mm512_loadu_si512(cb + 64 * j);
+        w[j] = _mm512_and_si512(v, mask);                          // elements 4j .. 4j+3
+        w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);  // elements 16+4j ..
+      }
+    } else {
+      for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(cb + 64 * j);
+    }
+  }
+};
+
+EDGELLM_ALWAYS_INLINE __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Code vector j of a block pairs with activation bytes 4j .. 4j+3 in both formats (for Q4_0 the
+// high-nibble vectors j = 4..7 hold elements 16+4(j-4) = 4j).
+template <bool kQ4, int TT>
+EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
+                                int64_t y_stride) {
+  using F = Format<kQ4>;
+  const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * F::kCodeBytes);
+  const BlockQ8_0S* xt[TT];
+  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes);
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i w[8];
+    if constexpr (TT == 1) {
+      const char* cb = reinterpret_cast<const char*>(group + b * F::kCodeBytes);
+      for (int j = 0; j < F::kCodeBytes / 64; ++j) _mm_prefetch(cb + kPrefetchBytes + 64 * j, _MM_HINT_T0);
+      if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPrefetchBytes, _MM_HINT_T0);
+    }
+    F::load_codes(group + b * F::kCodeBytes, w);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+    for (int t = 0; t < TT; ++t) {
+      const BlockQ8_0S& xb = xt[t][b];
+      if constexpr (TT == 1) {
+        // A lone token: two independent chains so consecutive vpdpbusd do not wait on each other.
+        __m512i p0 = _mm512_set1_epi32(-F::kOffset * xb.sum);
+        __m512i p1 = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j += 2) {
+          p0 = _mm512_dpbusd_epi32(p0, w[j], bcast4(xb.qs + 4 * j));
+          p1 = _mm512_dpbusd_epi32(p1, w[j + 1], bcast4(xb.qs + 4 * j + 4));
+        }
+        const __m512i p = _mm512_add_epi32(p0, p1);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
+      } else {
+        __m512i p = _mm512_set1_epi32(-F::kOffset * xb.sum);
+        for (int j = 0; j < 8; ++j) p = _mm512_dpbusd_epi32(p, w[j], bcast4(xb.qs + 4 * j));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+template <bool kQ4, int TT>
+EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
+                                  const uint8_t* x, size_t x_row_bytes, float* y, int64_t y_stride) {
+  for (int64_t r = ra; r < rb; r += kPackRows) {
+    tile<kQ4, TT>(w + static_cast<size_t>(r) * w_row_bytes, nb, x, x_row_bytes, y + r, y_stride);
+  }
+}
+
+template <bool kQ4>
+void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                   size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  const int64_t nb = n / kQK8_0;
+  const auto* w = static_cast<const uint8_t*>(wv);
+  const auto* x = static_cast<const uint8_t*>(xq);
+  if (n_tokens == 1) {
+    groups<kQ4, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
+    return;
+  }
+  const int64_t chunk_rows =
+      std::max<int64_t>(kPackRows, static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows);
+  for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
+    const int64_t re = std::min(r1, rc + chunk_rows);
+    int64_t t = 0;
+    for (; t + kTokens <= n_tokens; t += kTokens) {
+      groups<kQ4, kTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
+                           y + t * y_stride, y_stride);
+    }
+    for (; t + 4 <= n_tokens; t += 4) {
+      groups<kQ4, 4>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
+                     y + t * y_stride, y_stride);
+    }
+    for (; t < n_tokens; ++t) {
+      groups<kQ4, 1>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
+                     y + t * y_stride, y_stride);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q4_K_X16
+// Per super-block column b of a group (layout in repack.h) and sub-block pair g: 8 code vectors
+// give 16 nibble vectors (sub-blocks 2g and 2g+1, lanes = rows), reused for every token of the
+// tile. Per token and sub-block: 8 vpdpbusd, then one FMA with d_r * sc_j * d_x. The mins term
+// -dmin_r * d_x * sum_j m_j * sum_j(x) takes 4 vpdpwssd on (m_2i, m_2i+1) int16 pairs.
+constexpr int kKTokens = 6;
+
+template <int TT>
+EDGELLM_ALWAYS_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
+                                     int64_t y_stride) {
+  const uint8_t* codes = group;
+  const uint8_t* scales = codes + nb * 2048;
+  const uint8_t* mins = scales + nb * 128;
+  const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * 128);
+  const uint16_t* dm = dd + nb * kPackRows;
+  const BlockQ8_KS* xt[TT];
+  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = codes + b * 2048;
+    if constexpr (TT == 1) {
+      for (int j = 0; j < 2048; j += 64) _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + j, _MM_HINT_T0);
+    }
+    const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
+    for (int g = 0; g < 4; ++g) {
+      __m512i lo[8], hi[8];
+      for (int k = 0; k < 8; ++k) {
+        const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
+        lo[k] = _mm512_and_si512(v, mask);
+        hi[k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+      }
+      const auto scale_of = [&](int j) {
+        const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 128 + j * kPackRows));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s8)), dvec);
+      };
+      const __m512 sc_lo = scale_of(2 * g), sc_hi = scale_of(2 * g + 1);
+      for (int t = 0; t < TT; ++t) {
+        const BlockQ8_KS& xb = xt[t][b];
+        __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) {
+          p = _mm512_dpbusd_epi32(p, lo[k], bcast4(xb.qs + 64 * g + 4 * k));
+          q = _mm512_dpbusd_epi32(q, hi[k], bcast4(xb.qs + 64 * g + 32 + 4 * k));
+        }
+        const __m512 dx = _mm512_set1_ps(xb.d);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sc_lo, dx), acc[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(sc_hi, dx), acc[t]);
+      }
+    }
+    // Mins: (m_2i, m_2i+1) of the 16 rows widened to int16 pairs, times the token's sub-block sums.
+    __m512i mp[4];
+    for (int i = 0; i < 4; ++i) {
+      mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * 128 + i * 32)));
+    }
+    const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dm + b * kPackRows)));
+    for (int t = 0; t < TT; ++t) {
+      const BlockQ8_KS& xb = xt[t][b];
+      __m512i m = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, xb.sums + 2 * i, 4);
+        m = _mm512_dpwssd_epi32(m, mp[i], _mm512_set1_epi32(pair));
+      }
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dminv, _mm512_set1_ps(xb.d)), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+template <int TT>
+EDGELLM_ALWAYS_INLINE void groups_q4_k(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
+                                       const uint8_t* x, size_t x_row_bytes, float* y, int64_t y_stride) {
+  for (int64_t r = ra; r < rb; r += kPackRows) {
+    tile_q4_k<TT>(w + static_cast<size_t>(r) * w_row_bytes, nb, x, x_row_bytes, y + r, y_stride);
+  }
+}
+
+}  // namespace
+
+void matmul_q4_k_x16(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  const int64_t nb = n / kQK_K;
+  const auto* w = static_cast<const uint8_t*>(wv);
+  const auto* x = static_cast<const uint8_t*>(xq);
+  if (n_tokens == 1) {
+    groups_q4_k<1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
+    return;
+  }
+  const int64_t chunk_rows =
+      std::max<int64_t>(kPackRows, static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows);
+  for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
+    const int64_t re = std::min(r1, rc + chunk_rows);
+    int64_t t = 0;
+    for (; t + kKTokens <= n_tokens; t += kKTokens) {
+      groups_q4_k<kKTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
+                            y + t * y_stride, y_stride);
+    }
+    for (; t + 2 <= n_tokens; t += 2) {
+      groups_q4_k<2>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
+                     y + t * y_stride, y_stride);
+    }
+    for (; t < n_tokens; ++t) {
+      groups_q4_k<1>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
+                     y + t * y_stride, y_stride);
+    }
+  }
+}
+
+void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  matmul_packed<true>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  matmul_packed<false>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+}  // namespace edgellm::kernels::avx512

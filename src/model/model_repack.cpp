@@ -1,0 +1,114 @@
+// Model::repack_weights: copies eligible Q4_0 / Q8_0 matrices into the 16-row interleaved layout
+// (kernels/repack.h) once, at load, and points their WeightViews at the copy.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/repack.h"
+#include "model/model.h"
+
+namespace edgellm {
+
+const char* repack_mode_name(RepackMode mode) {
+  switch (mode) {
+    case RepackMode::kAuto: return "auto";
+    case RepackMode::kOn: return "on";
+    case RepackMode::kOff: return "off";
+  }
+  return "?";
+}
+
+RepackMode parse_repack_mode(const std::string& text) {
+  if (text == "auto") return RepackMode::kAuto;
+  if (text == "on" || text == "1") return RepackMode::kOn;
+  if (text == "off" || text == "0") return RepackMode::kOff;
+  throw Error(ErrorCode::kInvalidArgument, "repack mode '" + text + "' is not one of auto, on, off");
+}
+
+void Model::repack_weights(const ModelLoadParams& params) {
+  if (params.repack == RepackMode::kOff) return;
+  // The matrices the forward pass multiplies. A tied output head is repacked as `output_` while
+  // `token_embd_` keeps reading embedding rows from the mapping.
+  std::vector<WeightView*> candidates = {&output_};
+  for (LayerWeights& l : layers_) {
+    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) candidates.push_back(w);
+  }
+  struct Job {
+    WeightView* w;
+    TensorType packed;
+    size_t offset;           // in packed_
+    size_t packed_row_bytes;  // Q4_K_X16 rows are 148/144 of the file's
+  };
+  std::vector<Job> jobs;
+  size_t total = 0;
+  for (WeightView* w : candidates) {
+    if (!w->present() || !kernels::can_repack(w->type, w->n_in, w->n_out)) continue;
+    const TensorType packed = *kernels::packed_type_for(w->type);
+    if (params.repack == RepackMode::kAuto && !kernels::has_fast_packed_kernel(packed)) continue;
+    const size_t packed_row_bytes = tensor_row_bytes(packed, w->n_in);
+    jobs.push_back({w, packed, total, packed_row_bytes});
+    // 64-byte aligned starts: with n_in a multiple of 64 every code vector is then aligned.
+    total += (packed_row_bytes * static_cast<size_t>(w->n_out) + 63) / 64 * 64;
+  }
+  if (jobs.empty()) return;
+  packed_ = AlignedBuffer(total, "repacked weights");
+
+  // Work items of up to 256 rows, taken from a shared counter by every thread.
+  constexpr int64_t kRowsPerItem = 256;
+  struct Item {
+    size_t job;
+    int64_t r0, r1;
+  };
+  std::vector<Item> items;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    for (int64_t r = 0; r < jobs[j].w->n_out; r += kRowsPerItem) {
+      items.push_back({j, r, std::min(jobs[j].w->n_out, r + kRowsPerItem)});
+    }
+  }
+  const MappedFile& map = file_->mapping();
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    // No exception may leave a std::thread: the first one is kept and rethrown below.
+    try {
+      for (size_t i = next.fetch_add(1); i < items.size() && !failed.load(); i = next.fetch_add(1)) {
+        const Item& it = items[i];
+        const Job& job = jobs[it.job];
+        kernels::repack_rows(job.w->type, job.w->data, packed_.data() + job.offset, job.w->n_in, it.r0, it.r1);
+        // Matmuls never read these file rows again: drop their pages now, so the peak resident
+        // size stays near one copy of the weights instead of two (embedding lookups of a tied
+        // head fault the few rows they need back in from the file).
+        const size_t first = static_cast<size_t>(job.w->data - map.data()) + static_cast<size_t>(it.r0) * job.w->row_bytes;
+        map.release_pages(first, static_cast<size_t>(it.r1 - it.r0) * job.w->row_bytes);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      failed.store(true);
+    }
+  };
+  int n_threads = params.repack_threads > 0 ? params.repack_threads
+                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n_threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_threads), items.size()));
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n_threads - 1));
+  for (int t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+
+  for (const Job& job : jobs) {
+    job.w->data = packed_.data() + job.offset;
+    job.w->type = job.packed;
+    job.w->row_bytes = job.packed_row_bytes;
+    ++repacked_tensors_;
+  }
+}
+
+}  // namespace edgellm

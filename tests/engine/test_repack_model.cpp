@@ -1,0 +1,131 @@
+// Load-time repacking at the model level: which matrices get repacked, that the forward pass
+// gives the same logits with and without it (the file-layout kernels are the reference), and
+// that a file-backed model whose mapped pages were released still reads its tied embedding rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/context.h"
+#include "kernels/kernels.h"
+#include "kernels/repack.h"
+#include "model/model.h"
+#include "support/synthetic_model.h"
+#include "support/test_env.h"
+
+namespace edgellm {
+namespace {
+
+// Same integer block sums, different F32 summation order (16-row tiles vs per-row blocks):
+// observed ~1e-6 of the largest logit; a wrong block or lane would be off by >1e-2.
+constexpr double kLogitRelTol = 1e-4;
+
+test::SyntheticModelSpec spec_for(TensorType type, bool tied, int32_t n_vocab) {
+  test::SyntheticModelSpec s;
+  s.arch = "qwen2";
+  s.weight_type = type;
+  s.tied = tied;
+  s.n_vocab = n_vocab;
+  s.n_embd = 256;
+  s.n_ff = 512;
+  s.n_layer = 2;
+  s.n_head = 4;
+  s.n_head_kv = 2;
+  s.seed = 7;
+  return s;
+}
+
+// Logits of a 21-token prompt (last entry) and of 4 more single-token steps, concatenated.
+std::vector<float> run(const Model& model) {
+  ContextParams p;
+  p.n_ctx = 64;
+  p.n_batch = 16;  // the prompt runs as two chunks: 16-token tiles and a 5-token remainder
+  p.n_threads = 2;
+  p.kv_type = TensorType::F32;
+  Context ctx(model, p);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 21; ++i) prompt.push_back((i * 37 + 5) % model.hparams().n_vocab);
+  Batch b;
+  b.add_sequence(0, prompt, 0);
+  ctx.decode(b);
+  const int32_t nv = model.hparams().n_vocab;
+  std::vector<float> out(ctx.logits(0), ctx.logits(0) + nv);
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  for (int step = 0; step < 4; ++step) {
+    Batch one;
+    one.add(0, (step * 11 + 3) % nv, pos++, true);
+    ctx.decode(one);
+    out.insert(out.end(), ctx.logits(0), ctx.logits(0) + nv);
+  }
+  return out;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size());
+  double scale = 0;
+  for (const float v : ref) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_NEAR(got[i], ref[i], kLogitRelTol * scale) << what << " logit " << i;
+  }
+}
+
+std::unique_ptr<Model> load(const test::SyntheticModelSpec& s, RepackMode mode) {
+  ModelLoadParams lp;
+  lp.repack = mode;
+  return Model::from_gguf(test::synthetic_model(s), lp);
+}
+
+TEST(RepackModel, RepacksEveryEligibleMatrixAndKeepsTheLogits) {
+  for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+    for (const bool tied : {false, true}) {
+      const auto s = spec_for(type, tied, 320);
+      const auto off = load(s, RepackMode::kOff);
+      const auto on = load(s, RepackMode::kOn);
+      EXPECT_EQ(off->repacked_tensors(), 0);
+      EXPECT_EQ(off->repacked_bytes(), 0u);
+      // 7 matrices per layer plus the output head (the tied head too: it is token_embd).
+      EXPECT_EQ(on->repacked_tensors(), 2 * 7 + 1) << tensor_type_name(type);
+      EXPECT_EQ(on->layer(0).wq.type, *kernels::packed_type_for(type));
+      EXPECT_EQ(on->token_embd().type, type) << "embedding lookups keep the file layout";
+      expect_close(run(*on), run(*off), std::string(tensor_type_name(type)) + (tied ? " tied" : ""));
+    }
+  }
+}
+
+TEST(RepackModel, SkipsMatricesThatAreNotWholeGroups) {
+  // 300 output rows are not a multiple of 16: the head stays in the file layout.
+  const auto on = load(spec_for(TensorType::Q8_0, false, 300), RepackMode::kOn);
+  EXPECT_EQ(on->repacked_tensors(), 2 * 7);
+  EXPECT_EQ(on->output().type, TensorType::Q8_0);
+}
+
+TEST(RepackModel, AutoFollowsTheKernelAvailability) {
+  const auto s = spec_for(TensorType::Q4_0, false, 320);
+  const auto autom = load(s, RepackMode::kAuto);
+  const bool fast = kernels::has_fast_packed_kernel(TensorType::Q4_0_X16);
+  EXPECT_EQ(autom->repacked_tensors() > 0, fast) << "active ISA " << kernels::isa_name(kernels::active_isa());
+  // Q6_K has no packed layout: nothing to repack.
+  const auto kq = load(spec_for(TensorType::Q6_K, false, 320), RepackMode::kOn);
+  EXPECT_EQ(kq->repacked_tensors(), 0);
+  EXPECT_THROW(parse_repack_mode("sometimes"), Error);
+  EXPECT_EQ(parse_repack_mode("off"), RepackMode::kOff);
+}
+
+TEST(RepackModel, FileBackedTiedModelStillReadsEmbeddingsAfterPagesAreReleased) {
+  // A file large enough that the tied head spans many pages which repacking releases.
+  auto s = spec_for(TensorType::Q8_0, true, 4096);
+  const std::string path = test::temp_dir() + "/repack_tied.gguf";
+  test::write_synthetic_model(s, path);
+  ModelLoadParams off_p, on_p;
+  off_p.repack = RepackMode::kOff;
+  on_p.repack = RepackMode::kOn;
+  const auto off = Model::load(path, off_p);
+  const auto on = Model::load(path, on_p);
+  ASSERT_GT(on->repacked_tensors(), 0);
+  expect_close(run(*on), run(*off), "file-backed tied Q8_0");
+}
+
+}  // namespace
+}  // namespace edgellm

@@ -1,0 +1,252 @@
+// Load-time repacking (kernels/repack.h): the packed layout round-trips to the file layout's
+// values exactly, and the packed matmul on every ISA matches a double-precision reference built
+// from the dequantized file-layout weights and the Q8_0-quantized activations, as well as the
+// file-layout matmul. Shapes: n_in 64 / 96 (odd block count) / 4096, 48 rows, row sub-ranges,
+// token counts that exercise the 8-, 4- and 1-token tiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/blocks.h"
+#include "kernels/kernels.h"
+#include "kernels/repack.h"
+
+namespace edgellm::kernels {
+namespace {
+
+// The integer block sums are exact; what differs from the double reference is F32 rounding of
+// the scale products and the accumulation over <= 128 blocks, ~1e-6 of sum |w x| observed.
+constexpr double kRefRelTol = 5e-5;
+
+struct Case {
+  TensorType file_type;
+  int64_t n_in, rows;
+};
+
+class IsaGuard {
+ public:
+  IsaGuard() : saved_(active_isa()) {}
+  ~IsaGuard() { set_active_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+std::vector<float> gaussian(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+TEST(Repack, PackedTypesAreInternal) {
+  EXPECT_EQ(packed_type_for(TensorType::Q4_0), TensorType::Q4_0_X16);
+  EXPECT_EQ(packed_type_for(TensorType::Q8_0), TensorType::Q8_0_X16);
+  EXPECT_EQ(packed_type_for(TensorType::Q4_K), TensorType::Q4_K_X16);
+  EXPECT_FALSE(packed_type_for(TensorType::Q6_K).has_value());
+  // Q4_K_X16 keeps 4 more bytes per row per super-block (unpacked 6-bit scales).
+  EXPECT_EQ(tensor_row_bytes(TensorType::Q4_K_X16, 512), 2 * 148u);
+  EXPECT_FALSE(tensor_type_traits(TensorType::Q4_0_X16).in_files);
+  EXPECT_TRUE(tensor_type_traits(TensorType::Q4_0).in_files);
+  EXPECT_TRUE(can_repack(TensorType::Q4_0, 896, 4864));
+  EXPECT_FALSE(can_repack(TensorType::Q4_0, 896, 4865));  // not whole 16-row groups
+  EXPECT_FALSE(can_repack(TensorType::Q6_K, 256, 16));
+}
+
+TEST(Repack, RoundTripsExactly) {
+  for (const Case c : {Case{TensorType::Q4_0, 96, 32}, Case{TensorType::Q8_0, 96, 32}, Case{TensorType::Q4_0, 4096, 16},
+                       Case{TensorType::Q4_K, 512, 32}}) {
+    const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
+    const auto src = gaussian(static_cast<size_t>(c.rows * c.n_in), 7, 1.0f);
+    std::vector<uint8_t> file(rb * static_cast<size_t>(c.rows));
+    std::vector<uint8_t> packed(tensor_row_bytes(*packed_type_for(c.file_type), c.n_in) * static_cast<size_t>(c.rows));
+    for (int64_t r = 0; r < c.rows; ++r) quantize_row(c.file_type, src.data() + r * c.n_in, file.data() + r * rb, c.n_in);
+    // Two halves, as two threads would do it.
+    repack_rows(c.file_type, file.data(), packed.data(), c.n_in, 0, 16);
+    repack_rows(c.file_type, file.data(), packed.data(), c.n_in, 16, c.rows);
+    const TensorType pt = *packed_type_for(c.file_type);
+    std::vector<float> a(static_cast<size_t>(c.n_in)), b(a.size());
+    for (int64_t r = 0; r < c.rows; ++r) {
+      dequantize_row(c.file_type, file.data() + r * rb, a.data(), c.n_in);
+      dequantize_packed_row(pt, packed.data(), c.n_in, r, b.data());
+      for (int64_t i = 0; i < c.n_in; ++i) ASSERT_EQ(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)]) << r << "," << i;
+    }
+  }
+}
+
+TEST(Repack, RejectsBadInput) {
+  std::vector<uint8_t> buf(34 * 16 * 2);
+  EXPECT_THROW(repack_rows(TensorType::Q6_K, buf.data(), buf.data(), 256, 0, 16), Error);
+  EXPECT_THROW(repack_rows(TensorType::Q8_0, buf.data(), buf.data(), 64, 0, 8), Error);   // half a group
+  EXPECT_THROW(repack_rows(TensorType::Q8_0, buf.data(), buf.data(), 48, 0, 16), Error);  // not whole blocks
+  std::vector<float> out(64);
+  EXPECT_THROW(dequantize_row(TensorType::Q8_0_X16, buf.data(), out.data(), 64), Error);
+  std::vector<uint8_t> xq(activation_row_bytes(TensorType::Q8_0_X16, 64));
+  std::vector<float> y(32);
+  EXPECT_THROW(matmul(TensorType::Q8_0_X16, 64, buf.data(), 68, 8, 24, xq.data(), xq.size(), 1, y.data(), 32), Error);
+}
+
+TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
+  IsaGuard guard;
+  const int64_t token_counts[] = {1, 3, 4, 8, 13, 17};
+  for (const Case c : {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
+                       Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
+                       Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}}) {
+    const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
+    const TensorType packed_type = *packed_type_for(c.file_type);
+    const size_t packed_rb = tensor_row_bytes(packed_type, c.n_in);
+    const auto src = gaussian(static_cast<size_t>(c.rows * c.n_in), 11, 0.5f);
+    std::vector<uint8_t> file(rb * static_cast<size_t>(c.rows)), packed(packed_rb * static_cast<size_t>(c.rows));
+    for (int64_t r = 0; r < c.rows; ++r) quantize_row(c.file_type, src.data() + r * c.n_in, file.data() + r * rb, c.n_in);
+    repack_rows(c.file_type, file.data(), packed.data(), c.n_in, 0, c.rows);
+    const TensorType pt = *packed_type_for(c.file_type);
+    std::vector<float> wf(static_cast<size_t>(c.rows * c.n_in));
+    for (int64_t r = 0; r < c.rows; ++r) dequantize_row(c.file_type, file.data() + r * rb, wf.data() + r * c.n_in, c.n_in);
+
+    for (const int64_t nt : token_counts) {
+      const auto x = gaussian(static_cast<size_t>(nt * c.n_in), static_cast<uint32_t>(100 + nt), 1.0f);
+      // Reference activations: the Q8_0 (Q8_K for Q4_K) quantization of x, dequantized (what
+      // both kernels multiply).
+      const TensorType act = activation_type(c.file_type);
+      std::vector<float> xf(x.size());
+      std::vector<uint8_t> q8(tensor_row_bytes(act, c.n_in));
+      for (int64_t t = 0; t < nt; ++t) {
+        quantize_row(act, x.data() + t * c.n_in, q8.data(), c.n_in);
+        dequantize_row(act, q8.data(), xf.data() + t * c.n_in, c.n_in);
+      }
+      for (const Isa isa : supported_isas()) {
+        set_active_isa(isa);
+        const size_t prb = activation_row_bytes(pt, c.n_in), frb = activation_row_bytes(c.file_type, c.n_in);
+        std::vector<uint8_t> xp(prb * static_cast<size_t>(nt)), xfile(frb * static_cast<size_t>(nt));
+        for (int64_t t = 0; t < nt; ++t) {
+          quantize_activation_row(pt, x.data() + t * c.n_in, xp.data() + t * prb, c.n_in);
+          quantize_activation_row(c.file_type, x.data() + t * c.n_in, xfile.data() + t * frb, c.n_in);
+        }
+        // Rows [16, rows): a sub-range that does not start at 0.
+        const int64_t r0 = 16, r1 = c.rows;
+        std::vector<float> yp(static_cast<size_t>(nt * c.rows), NAN), yf(yp.size(), NAN);
+        matmul(pt, c.n_in, packed.data(), packed_rb, r0, r1, xp.data(), prb, nt, yp.data(), c.rows);
+        matmul(c.file_type, c.n_in, file.data(), rb, r0, r1, xfile.data(), frb, nt, yf.data(), c.rows);
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t r = 0; r < c.rows; ++r) {
+            const size_t i = static_cast<size_t>(t * c.rows + r);
+            if (r < r0) {
+              ASSERT_TRUE(std::isnan(yp[i])) << "wrote outside the row range";
+              continue;
+            }
+            double ref = 0, scale = 0;
+            for (int64_t k = 0; k < c.n_in; ++k) {
+              const double p = static_cast<double>(wf[static_cast<size_t>(r * c.n_in + k)]) * xf[static_cast<size_t>(t * c.n_in + k)];
+              ref += p;
+              scale += std::fabs(p);
+            }
+            ASSERT_NEAR(yp[i], ref, kRefRelTol * scale)
+                << isa_name(isa) << " " << tensor_type_name(pt) << " n_in " << c.n_in << " token " << t << " row " << r;
+            ASSERT_NEAR(yp[i], yf[i], 2 * kRefRelTol * scale) << isa_name(isa) << " packed vs file layout";
+          }
+        }
+      }
+    }
+  }
+}
+
+
+// The BlockQ8_0S activation quantizer of every ISA writes exactly the scalar reference's bytes
+// (so packed and file-layout matmuls see the same codes). Row lengths: 1 block, 33 blocks (one
+// past a 32-block chunk) and 128; the row mixes Gaussian values with an all-zero block (d = 0),
+// values on rounding ties (k + 0.5 times the block's step) and a huge-magnitude block.
+TEST(Repack, ActivationQuantizerMatchesScalarBytes) {
+  IsaGuard guard;
+  for (const int64_t n : {int64_t{32}, int64_t{33 * 32}, int64_t{4096}}) {
+    auto x = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n), 2.0f);
+    if (n >= 3 * 32) {
+      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = 0.0f;
+      // amax 127 -> step exactly 1: every other element sits on a .5 tie.
+      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = (i == 0) ? 127.0f : static_cast<float>(i) - 15.5f;
+    }
+    if (n >= 4 * 32) {
+      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] *= 1e30f;
+    }
+    for (const TensorType pt : {TensorType::Q4_0_X16, TensorType::Q8_0_X16}) {
+      const size_t bytes = activation_row_bytes(pt, n);
+      set_active_isa(Isa::kScalar);
+      std::vector<uint8_t> want(bytes, 0xAB);
+      quantize_activation_row(pt, x.data(), want.data(), n);
+      for (const Isa isa : supported_isas()) {
+        set_active_isa(isa);
+        std::vector<uint8_t> got(bytes, 0xCD);
+        quantize_activation_row(pt, x.data(), got.data(), n);
+        for (size_t i = 0; i < bytes; ++i) {
+          ASSERT_EQ(got[i], want[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " n " << n << " byte " << i
+                                     << " (block " << i / sizeof(BlockQ8_0S) << ")";
+        }
+      }
+    }
+  }
+}
+
+// Tile remainders and L2 row chunks: 2 and 6 tokens (4-token tiles plus a 2-token remainder on
+// ARM), all 64 rows of 4096-wide matrices (several row chunks of the prefill loops). Every ISA
+// must match the double reference; on ARM dotprod / i8mm the packed kernel must equal the
+// file-layout kernel bit for bit (both do fma(float(block dot), d_w * d_x, acc) in block order,
+// which keeps perplexity identical across neon / dotprod / i8mm when a model is repacked).
+TEST(Repack, MatmulTileRemaindersAndRowChunks) {
+  IsaGuard guard;
+  constexpr int64_t kRows = 64, kN = 4096;
+  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0}) {
+    const size_t rb = tensor_row_bytes(ft, kN);
+    const auto src = gaussian(static_cast<size_t>(kRows * kN), 23, 0.5f);
+    std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(file.size());
+    for (int64_t r = 0; r < kRows; ++r) quantize_row(ft, src.data() + r * kN, file.data() + r * rb, kN);
+    repack_rows(ft, file.data(), packed.data(), kN, 0, kRows);
+    const TensorType pt = *packed_type_for(ft);
+    std::vector<float> wf(static_cast<size_t>(kRows * kN));
+    for (int64_t r = 0; r < kRows; ++r) dequantize_row(ft, file.data() + r * rb, wf.data() + r * kN, kN);
+    for (const int64_t nt : {int64_t{2}, int64_t{6}}) {
+      const auto x = gaussian(static_cast<size_t>(nt * kN), static_cast<uint32_t>(200 + nt), 1.0f);
+      std::vector<float> xf(x.size());
+      std::vector<uint8_t> q8(tensor_row_bytes(TensorType::Q8_0, kN));
+      for (int64_t t = 0; t < nt; ++t) {
+        quantize_row(TensorType::Q8_0, x.data() + t * kN, q8.data(), kN);
+        dequantize_row(TensorType::Q8_0, q8.data(), xf.data() + t * kN, kN);
+      }
+      for (const Isa isa : supported_isas()) {
+        set_active_isa(isa);
+        const size_t prb = activation_row_bytes(pt, kN), frb = activation_row_bytes(ft, kN);
+        std::vector<uint8_t> xp(prb * static_cast<size_t>(nt)), xfile(frb * static_cast<size_t>(nt));
+        for (int64_t t = 0; t < nt; ++t) {
+          quantize_activation_row(pt, x.data() + t * kN, xp.data() + t * prb, kN);
+          quantize_activation_row(ft, x.data() + t * kN, xfile.data() + t * frb, kN);
+        }
+        std::vector<float> yp(static_cast<size_t>(nt * kRows), NAN), yf(yp.size(), NAN);
+        matmul(pt, kN, packed.data(), rb, 0, kRows, xp.data(), prb, nt, yp.data(), kRows);
+        matmul(ft, kN, file.data(), rb, 0, kRows, xfile.data(), frb, nt, yf.data(), kRows);
+        const bool arm_sdot = isa == Isa::kDotprod || isa == Isa::kI8mm;
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t r = 0; r < kRows; ++r) {
+            const size_t i = static_cast<size_t>(t * kRows + r);
+            double ref = 0, scale = 0;
+            for (int64_t k = 0; k < kN; ++k) {
+              const double p = static_cast<double>(wf[static_cast<size_t>(r * kN + k)]) * xf[static_cast<size_t>(t * kN + k)];
+              ref += p;
+              scale += std::fabs(p);
+            }
+            ASSERT_NEAR(yp[i], ref, kRefRelTol * scale)
+                << isa_name(isa) << " " << tensor_type_name(pt) << " tokens " << nt << " token " << t << " row " << r;
+            if (arm_sdot) {
+              ASSERT_EQ(yp[i], yf[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " packed vs file layout, tokens "
+                                      << nt << " token " << t << " row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace edgellm::kernels
