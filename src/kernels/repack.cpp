@@ -52,11 +52,15 @@ bool is_packed_type(TensorType type) {
 
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
-  // The AVX-512 VNNI table has SIMD kernels for every packed type; the ARM dotprod table (i8mm
-  // inherits it) for Q4_0_X16 and Q8_0_X16 only.
-  const Isa isa = active_isa();
-  if (isa == Isa::kAvx512) return true;
-  return (isa == Isa::kDotprod || isa == Isa::kI8mm) && packed != TensorType::Q4_K_X16;
+  // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for the nibble layouts (Q8_0's
+  // offset codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for Q4_0 and Q8_0.
+  switch (active_isa()) {
+    case Isa::kAvx512: return true;
+    case Isa::kAvx2: return packed != TensorType::Q8_0_X16;
+    case Isa::kDotprod:
+    case Isa::kI8mm: return packed != TensorType::Q4_K_X16;
+    default: return false;
+  }
 }
 
 bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out) {

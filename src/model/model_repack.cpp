@@ -55,7 +55,10 @@ void Model::repack_weights(const ModelLoadParams& params) {
     total += (packed_row_bytes * static_cast<size_t>(w->n_out) + 63) / 64 * 64;
   }
   if (jobs.empty()) return;
-  packed_ = AlignedBuffer(total, "repacked weights");
+  // Not zeroed: every byte but the alignment padding is written below, and untouched pages stay
+  // out of the resident set until their rows are repacked (while the file pages are released).
+  packed_ = AlignedBuffer(total, "repacked weights", AlignedBuffer::Uninitialized{});
+  packed_.advise_huge_pages();
 
   // Work items of up to 256 rows, taken from a shared counter by every thread.
   constexpr int64_t kRowsPerItem = 256;

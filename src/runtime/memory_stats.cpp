@@ -1,5 +1,10 @@
 #include "runtime/memory_stats.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+#include <cstdlib>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,17 +50,32 @@ MemoryAccount& engine_memory() {
   return account;
 }
 
-AlignedBuffer::AlignedBuffer(size_t bytes, const char* what) {
+AlignedBuffer::AlignedBuffer(size_t bytes, const char* what) : AlignedBuffer(bytes, what, Uninitialized{}) {
+  if (data_) std::memset(data_, 0, (size_ + kAlignment - 1) / kAlignment * kAlignment);
+}
+
+AlignedBuffer::AlignedBuffer(size_t bytes, const char* what, Uninitialized) {
   if (bytes == 0) return;
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = ::operator new(rounded, std::align_val_t(kAlignment), std::nothrow);
   if (!p) {
     throw Error(ErrorCode::kOutOfMemory, std::string("cannot allocate ") + std::to_string(bytes) + " bytes for " + what);
   }
-  std::memset(p, 0, rounded);
   data_ = static_cast<uint8_t*>(p);
   size_ = bytes;
   engine_memory().add(size_);
+}
+
+void AlignedBuffer::advise_huge_pages() const {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t first = (begin + kHuge - 1) / kHuge * kHuge;
+  const uintptr_t last = (begin + size_) / kHuge * kHuge;
+  if (data_ == nullptr || last <= first) return;
+  if (std::getenv("EDGELLM_NO_THP") == nullptr)
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#endif
 }
 
 AlignedBuffer::~AlignedBuffer() { release(); }

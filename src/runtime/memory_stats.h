@@ -41,6 +41,10 @@ class AlignedBuffer {
 
   AlignedBuffer() = default;
   AlignedBuffer(size_t bytes, const char* what = "buffer");
+  // Uninitialised contents, for a buffer the caller overwrites entirely: its pages become
+  // resident only as they are written (no up-front pass over all of them).
+  struct Uninitialized {};
+  AlignedBuffer(size_t bytes, const char* what, Uninitialized);
   ~AlignedBuffer();
   AlignedBuffer(AlignedBuffer&& other) noexcept;
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;
@@ -58,6 +62,11 @@ class AlignedBuffer {
     return reinterpret_cast<const T*>(data_);
   }
   size_t size() const { return size_; }
+  // Asks the kernel to back the 2 MiB-aligned part of the buffer with transparent huge pages
+  // (Linux THP, in "madvise" mode on most systems): a large buffer streamed every token (the
+  // repacked weights) then costs ~500x fewer TLB misses and page faults. Call it before the
+  // pages are first written (Uninitialized buffers); a hint only: no-op where unsupported.
+  void advise_huge_pages() const;
 
  private:
   void release() noexcept;

@@ -3,6 +3,7 @@
 // that a file-backed model whose mapped pages were released still reads its tied embedding rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -111,6 +112,25 @@ TEST(RepackModel, AutoFollowsTheKernelAvailability) {
   EXPECT_EQ(kq->repacked_tensors(), 0);
   EXPECT_THROW(parse_repack_mode("sometimes"), Error);
   EXPECT_EQ(parse_repack_mode("off"), RepackMode::kOff);
+}
+
+TEST(RepackModel, AutoOnAvx2RepacksOnlyTheNibbleLayouts) {
+  const auto isas = kernels::supported_isas();
+  if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx2) == isas.end()) GTEST_SKIP() << "no AVX2";
+  const kernels::Isa saved = kernels::active_isa();
+  kernels::set_active_isa(kernels::Isa::kAvx2);
+  const auto q4 = load(spec_for(TensorType::Q4_0, false, 320), RepackMode::kAuto);
+  const auto q8 = load(spec_for(TensorType::Q8_0, false, 320), RepackMode::kAuto);
+  const auto q4k = load(spec_for(TensorType::Q4_K, false, 320), RepackMode::kAuto);
+  EXPECT_EQ(q4->repacked_tensors(), 2 * 7 + 1);
+  EXPECT_EQ(q8->repacked_tensors(), 0) << "Q8_0_X16 has no AVX2 kernel";
+  EXPECT_EQ(q4k->repacked_tensors(), 2 * 7 + 1);
+  // The AVX2 packed kernels against the file layout on the same ISA.
+  const auto q4_off = load(spec_for(TensorType::Q4_0, false, 320), RepackMode::kOff);
+  const auto q4k_off = load(spec_for(TensorType::Q4_K, false, 320), RepackMode::kOff);
+  expect_close(run(*q4), run(*q4_off), "avx2 q4_0");
+  expect_close(run(*q4k), run(*q4k_off), "avx2 q4_K");
+  kernels::set_active_isa(saved);
 }
 
 TEST(RepackModel, FileBackedTiedModelStillReadsEmbeddingsAfterPagesAreReleased) {

@@ -154,7 +154,6 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   }
 }
 
-
 // The BlockQ8_0S activation quantizer of every ISA writes exactly the scalar reference's bytes
 // (so packed and file-layout matmuls see the same codes). Row lengths: 1 block, 33 blocks (one
 // past a 32-block chunk) and 128; the row mixes Gaussian values with an all-zero block (d = 0),
@@ -231,15 +230,16 @@ TEST(Repack, MatmulTileRemaindersAndRowChunks) {
             const size_t i = static_cast<size_t>(t * kRows + r);
             double ref = 0, scale = 0;
             for (int64_t k = 0; k < kN; ++k) {
-              const double p = static_cast<double>(wf[static_cast<size_t>(r * kN + k)]) * xf[static_cast<size_t>(t * kN + k)];
+              const double p =
+                  static_cast<double>(wf[static_cast<size_t>(r * kN + k)]) * xf[static_cast<size_t>(t * kN + k)];
               ref += p;
               scale += std::fabs(p);
             }
             ASSERT_NEAR(yp[i], ref, kRefRelTol * scale)
                 << isa_name(isa) << " " << tensor_type_name(pt) << " tokens " << nt << " token " << t << " row " << r;
             if (arm_sdot) {
-              ASSERT_EQ(yp[i], yf[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " packed vs file layout, tokens "
-                                      << nt << " token " << t << " row " << r;
+              ASSERT_EQ(yp[i], yf[i]) << isa_name(isa) << " " << tensor_type_name(pt)
+                                      << " packed vs file layout, tokens " << nt << " token " << t << " row " << r;
             }
           }
         }

@@ -40,7 +40,7 @@ TensorType parse_kv(const std::string& name) {
 
 int bench_command(const std::vector<std::string>& args) {
   bench::BenchParams p;
-  std::string format = "md";
+  std::string format = "md", json_path;
   bool no_bandwidth = false;
   int32_t bandwidth_mib = 1024;
   int64_t seed = 1234;
@@ -59,7 +59,7 @@ int bench_command(const std::vector<std::string>& args) {
   ap.add_custom("-b,--batch-size", "N[,N]", "batch sizes (default 512)",
                 [&](const std::string& v) { p.n_batch = parse_int_list(v, "-b", 1, 1 << 20); });
   ap.add_custom("--repack", "MODE[,MODE]",
-                "repack Q4_0/Q8_0 weights at load: auto (default; when the CPU has a kernel for them), on, off",
+                "repack Q4_0/Q8_0/Q4_K weights at load: auto (default; when the CPU has a kernel for them), on, off",
                 [&](const std::string& v) {
                   p.repack.clear();
                   for (const auto& m : split_commas(v)) p.repack.push_back(parse_repack_mode(m));
@@ -70,6 +70,7 @@ int bench_command(const std::vector<std::string>& args) {
   });
   ap.add_int("-r,--repetitions", &p.repetitions, "N", "measured repetitions per test (default 3)", 1, 1000);
   ap.add_string("-o,--output", &format, "FORMAT", "table, md (default), csv or json");
+  ap.add_string("--json-out", &json_path, "FILE", "also write the JSON records to FILE");
   ap.add_flag("--no-bandwidth", &no_bandwidth, "skip the memory bandwidth measurement");
   ap.add_int("--bandwidth-mib", &bandwidth_mib, "N", "bandwidth buffer size in MiB (default 1024)", 1, 1 << 20);
   ap.add_int64("--seed", &seed, "N", "seed of the random token ids (default 1234)", 0);
@@ -99,6 +100,12 @@ int bench_command(const std::vector<std::string>& args) {
   const std::string text = bench::format_report(fmt, records, machine);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path, std::ios::binary);
+    const std::string json = bench::format_report(bench::ReportFormat::kJson, records, machine);
+    out << json;
+    require(static_cast<bool>(out), ErrorCode::kIo, "cannot write '" + json_path + "'");
+  }
   return 0;
 }
 

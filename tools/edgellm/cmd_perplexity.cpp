@@ -51,7 +51,7 @@ void print_percentiles(const char* what, const eval::Percentiles& p, double scal
 }
 
 int perplexity_command(const std::vector<std::string>& args) {
-  std::string model_path, text_path, base_path, kv = "f16";
+  std::string model_path, text_path, base_path, kv = "f16", repack = "auto";
   int32_t n_ctx = 512, n_batch = 0, threads = 0, chunks = -1;
   bool kl = false, json = false;
   ArgParser ap("perplexity", "-m MODEL (-f TEXT | --kl-divergence --kl-divergence-base FILE) [options]");
@@ -61,6 +61,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   ap.add_int("-b,--batch-size", &n_batch, "N", "max tokens per forward call (0 = the context size)", 0, 1 << 20);
   ap.add_int("-t,--threads", &threads, "N", "threads (0 = default)", 0, 1024);
   ap.add_string("--kv-type", &kv, "TYPE", "KV cache type: f16 (default), f32, q8_0");
+  ap.add_string("--repack", &repack, "MODE", "repack Q4_0/Q8_0/Q4_K weights at load: auto (default), on, off");
   ap.add_int("--chunks", &chunks, "N", "evaluate at most N chunks (-1 = all)", -1, 1 << 30);
   ap.add_string("--kl-divergence-base", &base_path, "FILE",
                 "save the scored log-probs here (or, with --kl-divergence, read them)");
@@ -79,7 +80,9 @@ int perplexity_command(const std::vector<std::string>& args) {
   params.max_chunks = chunks;
   params.cancel = interrupt_flag();
 
-  auto model = Model::load(model_path);
+  ModelLoadParams load_params;
+  load_params.repack = parse_repack_mode(repack);
+  auto model = Model::load(model_path, load_params);
   const SigintScope sigint;  // restores the previous SIGINT disposition however this returns
 
   Json out = Json::object();

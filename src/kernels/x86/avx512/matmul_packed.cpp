@@ -16,7 +16,6 @@
 #endif
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "kernels/blocks.h"
@@ -36,6 +35,13 @@ constexpr int kTokens = 8;
 constexpr int kPrefetchBytes = 6144;
 // Rows per L2 chunk: the chunk's weights are re-read from L2 by every token tile.
 constexpr size_t kChunkBytes = 192 * 1024;
+
+// Rows of a prefill chunk: whole 16-row groups, about kChunkBytes of weights. (No std::min/max
+// here: see "Rule for SIMD files" in kernels/README.md.)
+EDGELLM_ALWAYS_INLINE int64_t chunk_rows_for(size_t w_row_bytes) {
+  const int64_t rows = static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows;
+  return rows > kPackRows ? rows : kPackRows;
+}
 
 template <bool kQ4>
 struct Format {
@@ -122,10 +128,9 @@ void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, in
     groups<kQ4, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
     return;
   }
-  const int64_t chunk_rows =
-      std::max<int64_t>(kPackRows, static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows);
+  const int64_t chunk_rows = chunk_rows_for(w_row_bytes);
   for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
-    const int64_t re = std::min(r1, rc + chunk_rows);
+    const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
     int64_t t = 0;
     for (; t + kTokens <= n_tokens; t += kTokens) {
       groups<kQ4, kTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
@@ -231,10 +236,9 @@ void matmul_q4_k_x16(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, 
     groups_q4_k<1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
     return;
   }
-  const int64_t chunk_rows =
-      std::max<int64_t>(kPackRows, static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows);
+  const int64_t chunk_rows = chunk_rows_for(w_row_bytes);
   for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
-    const int64_t re = std::min(r1, rc + chunk_rows);
+    const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
     int64_t t = 0;
     for (; t + kKTokens <= n_tokens; t += kKTokens) {
       groups_q4_k<kKTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
