@@ -77,7 +77,11 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   if (p.pin_threads) pool_options.cpus = detect_cpu_topology().big_cores;
   impl_->pool = std::make_unique<ThreadPool>(max_threads, pool_options);
   impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
-  impl_->logits.reserve(static_cast<size_t>(p.n_batch) * static_cast<size_t>(hp.n_vocab));
+  // One row per sequence: a decode step of every sequence never allocates. A prompt that asks for
+  // more rows (perplexity: every position) grows it once. Reserving n_batch rows up front would
+  // be 311 MB of address space for a 151936-token vocabulary at n_batch 512.
+  impl_->logits.reserve(static_cast<size_t>(std::max(1, std::min(p.n_batch, p.n_seq_max))) *
+                        static_cast<size_t>(hp.n_vocab));
   impl_->next_pos.resize(static_cast<size_t>(p.n_seq_max));
   impl_->grown.reserve(static_cast<size_t>(std::min(p.n_batch, p.n_seq_max)));
 }
@@ -131,8 +135,8 @@ void Context::decode(const Batch& batch) {
     if (e.want_logits) ++n_outputs;
   }
 
-  // Grows only when a caller asks for more logit rows than n_batch (e.g. perplexity over a
-  // batch longer than one chunk); decode steps never allocate.
+  // Grows only when a caller asks for more logit rows than ever before (e.g. every position for
+  // perplexity); decode steps of up to n_seq_max sequences never allocate.
   impl_->logits.resize(static_cast<size_t>(n_outputs) * static_cast<size_t>(hp.n_vocab));
   impl_->n_outputs = 0;
 

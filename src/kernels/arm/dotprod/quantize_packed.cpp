@@ -1,0 +1,41 @@
+// Activation quantizer for the repacked Q4_0_X16 / Q8_0_X16 weights: BlockQ8_0S rows (the Q8_0
+// codes, the F16-rounded scale as F32 and the code sum; blocks.h). It reuses the NEON Q8_0
+// quantizer, which is bit-identical to the scalar reference, and adds the two derived fields,
+// so its bytes equal scalar::quantize_q8_0s. Installed in the dotprod table only: the packed
+// layouts are used only where has_fast_packed_kernel() is true (dotprod and i8mm on ARM).
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "kernels/arm/arm_kernels.h"
+#include "kernels/arm/arm_util.h"
+#include "kernels/blocks.h"
+
+namespace edgellm::kernels::dotprod {
+namespace {
+
+// Blocks quantized per call of the NEON Q8_0 quantizer (34 bytes each on the stack).
+constexpr int64_t kChunkBlocks = 32;
+
+}  // namespace
+
+void quantize_q8_0s(const float* x, void* dst, int64_t n) {
+  auto* out = static_cast<BlockQ8_0S*>(dst);
+  const int64_t nb = n / kQK8_0;
+  BlockQ8_0 tmp[kChunkBlocks];
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+    const int64_t count = nb - b0 < kChunkBlocks ? nb - b0 : kChunkBlocks;
+    // Out-of-line call into the baseline NEON file (arm_util.h: no shared inline code).
+    neon::quantize_q8_0(x + b0 * kQK8_0, tmp, count * kQK8_0);
+    for (int64_t i = 0; i < count; ++i) {
+      const BlockQ8_0& q = tmp[i];
+      BlockQ8_0S& o = out[b0 + i];
+      o.d = arm::half_to_float(q.d);  // exact, like fp16_to_fp32
+      const int8x16_t lo = vld1q_s8(q.qs), hi = vld1q_s8(q.qs + 16);
+      o.sum = vaddlvq_s8(lo) + vaddlvq_s8(hi);  // each half's sum is <= 16 * 128 in magnitude: fits vaddlvq's int16
+      std::memcpy(o.qs, q.qs, sizeof o.qs);
+    }
+  }
+}
+
+}  // namespace edgellm::kernels::dotprod
