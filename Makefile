@@ -8,7 +8,7 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build demo test test-unit fuzz test-arm64 clean
+.PHONY: all deps build demo test test-unit test-musl fuzz test-arm64 clean
 
 all: build
 
@@ -35,6 +35,13 @@ test-unit: build
 	  done; \
 	fi
 
+# HarmonyOS / musl: every library source compiled (not linked) by clang against musl's C headers
+# and libc++ for x86_64 and aarch64, so a glibc-only call fails (scripts/check-musl.sh,
+# docs/arm64.md). --arm64 brings the aarch64 musl headers.
+test-musl:
+	scripts/install-deps.sh --arm64
+	JOBS=$(JOBS) scripts/check-musl.sh
+
 # Short coverage-guided run of every fuzzer over the checked-in corpus (clang + libFuzzer).
 fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_C_COMPILER=clang \
@@ -48,7 +55,7 @@ test-arm64:
 	scripts/test-arm64.sh $(BUILD)-arm64
 
 # The ARM64 step runs last (after everything native has passed).
-test: test-unit fuzz
+test: test-unit test-musl fuzz
 	$(MAKE) test-arm64
 
 clean:

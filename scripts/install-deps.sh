@@ -3,9 +3,12 @@
 # only when something is missing. Usage: scripts/install-deps.sh [--arm64]
 set -euo pipefail
 
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates)
+# musl-dev, libc++-14-dev, libc++abi-14-dev: scripts/check-musl.sh (HarmonyOS / musl check).
+packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates
+  musl-dev libc++-14-dev libc++abi-14-dev)
 if [[ "${1:-}" == "--arm64" || "${EDGELLM_ARM64:-0}" == "1" ]]; then
-  packages+=(g++-aarch64-linux-gnu qemu-user-static)
+  # musl-dev:arm64 gives check-musl.sh the aarch64 musl headers (needs the arm64 dpkg architecture).
+  packages+=(g++-aarch64-linux-gnu qemu-user-static musl-dev:arm64)
 fi
 
 missing=()
@@ -17,6 +20,9 @@ if ((${#missing[@]})); then
   SUDO=""
   [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
+  if [[ " ${missing[*]} " == *:arm64\ * ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+  fi
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# HarmonyOS / musl check (issue 4): the OpenHarmony NDK builds with clang, LLVM's libc++ and musl,
+# so the core library must not use glibc-only functions, macros or headers. The NDK is not a
+# Debian package, so this compiles every source of the `edgellm` library (src/**/*.cpp) with
+# clang against musl's C headers and libc++'s headers instead of glibc + libstdc++: a glibc-only
+# call becomes a compile error here. It compiles (-c -O0 to /dev/null, so target-feature errors
+# of the SIMD intrinsics are reported too) but does not link: no musl libc++ runtime exists here.
+#
+#   generic sources        x86_64-linux-musl, and aarch64-linux-musl when its headers exist
+#   src/kernels/x86/...    x86_64-linux-musl with the per-ISA flags CMakeLists.txt uses
+#   src/kernels/arm/...    aarch64-linux-musl with the per-ISA flags, when its headers exist
+#
+# Installs nothing: scripts/install-deps.sh brings musl-dev, libc++-14-dev and libc++abi-14-dev.
+# aarch64 musl headers come from the `musl-dev:arm64` package (multiarch: installed by
+# `install-deps.sh --arm64`, which `make test-musl` runs first); point MUSL_AARCH64_INCLUDE at any aarch64 musl include dir to use another copy.
+# Without them the aarch64 compiles are skipped and the summary says so.
+#
+# Usage: scripts/check-musl.sh          (CXX=clang++-14, JOBS=2, MUSL_X86_64_INCLUDE,
+#                                        MUSL_AARCH64_INCLUDE, LIBCXX_INCLUDE override defaults)
+# Prints one line per failing compile (file, target, first error), then a summary; exits non-zero
+# if any compile failed, 2 if the toolchain pieces are missing.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Must match CMakeLists.txt (EDGELLM_WARNINGS and the per-ISA COMPILE_OPTIONS).
+warnings=(-Wall -Wextra -Wpedantic -Wno-missing-field-initializers -Werror)
+avx2_flags=(-mavx2 -mfma -mf16c -mbmi2)
+avx512_flags=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c -mbmi2)
+dotprod_flags=(-march=armv8.2-a+dotprod+fp16)
+i8mm_flags=(-march=armv8.6-a+dotprod+i8mm+fp16)
+
+cxx=${CXX:-}
+if [[ -z $cxx ]]; then
+  for c in clang++-14 clang++; do
+    if command -v "$c" >/dev/null; then cxx=$c; break; fi
+  done
+fi
+if [[ -z $cxx || $("$cxx" --version 2>/dev/null) != *clang* ]]; then
+  echo "check-musl: needs clang++ (set CXX); run scripts/install-deps.sh" >&2
+  exit 2
+fi
+# libc++ headers of the same LLVM as the compiler (/usr/lib/llvm-14/bin/clang++ -> include/c++/v1).
+llvm_root=$(dirname "$(dirname "$(readlink -f "$(command -v "$cxx")")")")
+libcxx=${LIBCXX_INCLUDE:-$llvm_root/include/c++/v1}
+resource=$("$cxx" -print-resource-dir)
+musl_x86=${MUSL_X86_64_INCLUDE:-/usr/include/x86_64-linux-musl}
+musl_arm=${MUSL_AARCH64_INCLUDE:-/usr/include/aarch64-linux-musl}
+
+# One compile (run by xargs below): prints "ok" or "FAIL <file> [<target>]: <first error>".
+if [[ ${1:-} == --one ]]; then
+  target=$2 isa=$3 file=$4
+  [[ $isa == - ]] && isa=""
+  case $target in
+    x86_64) musl=$musl_x86 arch=(-DEDGELLM_ARCH_X86=1) ;;
+    aarch64) musl=$musl_arm arch=(-DEDGELLM_ARCH_ARM64=1) ;;
+  esac
+  case $isa in
+    avx2) isa_flags=("${avx2_flags[@]}") ;;
+    avx512) isa_flags=("${avx512_flags[@]}") ;;
+    dotprod) isa_flags=("${dotprod_flags[@]}") ;;
+    i8mm) isa_flags=("${i8mm_flags[@]}") ;;
+    *) isa_flags=() ;;  # generic files and neon (the armv8-a baseline)
+  esac
+  # -nostdinc/-nostdinc++ drop glibc's /usr/include and libstdc++; the search path is exactly
+  # libc++, clang's own headers (intrinsics, stddef.h), musl. _LIBCPP_HAS_MUSL_LIBC is what a
+  # musl build of libc++ records in its __config_site (Debian's is configured for glibc).
+  if out=$(cd "$root" && "$cxx" --target="$target-linux-musl" -std=c++20 -O0 -c -o /dev/null \
+      -nostdinc -nostdinc++ -isystem "$libcxx" -isystem "$resource/include" -isystem "$musl" \
+      -D_LIBCPP_HAS_MUSL_LIBC -Iinclude -Isrc "${arch[@]}" "${warnings[@]}" "${isa_flags[@]}" \
+      "$file" 2>&1); then
+    echo "ok $file [$target]"
+  else
+    first=$(grep -m1 -E 'error:' <<<"$out" || true)
+    echo "FAIL $file [$target${isa:+ $isa}]: ${first:-$(head -n1 <<<"$out")}"
+  fi
+  exit 0
+fi
+
+missing=()
+[[ -f $libcxx/__config ]] || missing+=("libc++ headers ($libcxx: libc++-14-dev)")
+[[ -f $musl_x86/stdio.h ]] || missing+=("musl headers ($musl_x86: musl-dev)")
+if ((${#missing[@]})); then
+  printf 'check-musl: missing %s\n' "${missing[@]}" >&2
+  echo "check-musl: run scripts/install-deps.sh" >&2
+  exit 2
+fi
+have_arm=0
+[[ -f $musl_arm/stdio.h && -f $musl_arm/bits/alltypes.h ]] && have_arm=1
+
+# The library's sources, as CMakeLists.txt globs them; the ISA folders get their flags.
+jobs_list=()
+n_arm_sources=0
+while IFS= read -r f; do
+  case $f in
+    src/kernels/x86/avx2/*) jobs_list+=("x86_64 avx2 $f") ;;
+    src/kernels/x86/avx512/*) jobs_list+=("x86_64 avx512 $f") ;;
+    src/kernels/x86/*) echo "check-musl: $f is in no ISA folder CMakeLists.txt compiles" >&2; exit 2 ;;
+    src/kernels/arm/neon/* | src/kernels/arm/dotprod/* | src/kernels/arm/i8mm/*)
+      n_arm_sources=$((n_arm_sources + 1))
+      if ((have_arm)); then
+        isa=${f#src/kernels/arm/}
+        jobs_list+=("aarch64 ${isa%%/*} $f")
+      fi
+      ;;
+    src/kernels/arm/*) echo "check-musl: $f is in no ISA folder CMakeLists.txt compiles" >&2; exit 2 ;;
+    *)
+      jobs_list+=("x86_64 - $f")
+      if ((have_arm)); then jobs_list+=("aarch64 - $f"); fi
+      ;;
+  esac
+done < <(cd "$root" && find src -name '*.cpp' | LC_ALL=C sort)
+
+start=$(date +%s)
+results=$(printf '%s\n' "${jobs_list[@]}" | xargs -P "${JOBS:-2}" -L1 "${BASH_SOURCE[0]}" --one) || true
+secs=$(($(date +%s) - start))
+
+failed=$(grep -c '^FAIL' <<<"$results" || true)
+passed=$(grep -c '^ok' <<<"$results" || true)
+# A compile that reported nothing (the --one step itself died) is a failure too.
+lost=$((${#jobs_list[@]} - passed - failed))
+if ((lost > 0)); then
+  echo "check-musl: FAIL $lost compiles reported no result" >&2
+  failed=$((failed + lost))
+fi
+# A file counts as compiling only if every target it was compiled for passed.
+total_files=$(printf '%s\n' "${jobs_list[@]}" | awk '{print $3}' | sort -u | wc -l)
+failed_files=$(awk '/^FAIL/ {print $2}' <<<"$results" | sort -u | wc -l)
+files=$((total_files - failed_files))
+grep '^FAIL' <<<"$results" | sed 's/^FAIL /check-musl: FAIL /' || true
+echo "check-musl: $files of $total_files files compile against musl + libc++ ($passed compiles: x86_64$( \
+  ((have_arm)) && echo ' + aarch64'), $failed failed, ${secs}s, $cxx)"
+if ((!have_arm)); then
+  echo "check-musl: aarch64 not checked ($n_arm_sources src/kernels/arm files and the ARM64 branches" \
+    "of generic files): no aarch64 musl headers at $musl_arm (MUSL_AARCH64_INCLUDE)"
+fi
+echo "check-musl: $passed passed, $failed failed"
+((failed == 0))
