@@ -53,12 +53,12 @@ bool is_packed_type(TensorType type) {
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
   // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for the nibble layouts (Q8_0's
-  // offset codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for Q4_0 and Q8_0.
+  // offset codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for every packed type.
   switch (active_isa()) {
     case Isa::kAvx512: return true;
     case Isa::kAvx2: return packed != TensorType::Q8_0_X16;
     case Isa::kDotprod:
-    case Isa::kI8mm: return packed != TensorType::Q4_K_X16;
+    case Isa::kI8mm: return true;
     default: return false;
   }
 }
@@ -113,7 +113,8 @@ void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in,
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   if (file_type == TensorType::Q4_K) {
-    require(n_in % kQK_K == 0, ErrorCode::kInvalidArgument, "repack: q4_K rows of " + std::to_string(n_in) + " elements");
+    require(n_in % kQK_K == 0, ErrorCode::kInvalidArgument,
+            "repack: q4_K rows of " + std::to_string(n_in) + " elements are not whole 256-element super-blocks");
     const size_t dst_row_bytes = tensor_row_bytes(TensorType::Q4_K_X16, n_in);
     for (int64_t r = r0; r < r1; r += kPackRows) {
       repack_q4_k_group(s + static_cast<size_t>(r) * g.row_bytes, g.row_bytes, d + static_cast<size_t>(r) * dst_row_bytes,

@@ -50,9 +50,9 @@ struct LayerWeights {
   WeightView ffn_down;             // [n_embd rows, n_ff]
 };
 
-// Load-time repacking of Q4_0 / Q8_0 matrices into 16-row interleaved groups (kernels/repack.h).
+// Load-time repacking of Q4_0 / Q8_0 / Q4_K matrices into 16-row interleaved groups (kernels/repack.h).
 //   kAuto: repack when the active ISA has a SIMD kernel for the packed layout (AVX-512 VNNI: all;
-//          AVX2: Q4_0, Q4_K; ARM dotprod: Q4_0, Q8_0);
+//          AVX2: Q4_0, Q4_K; ARM dotprod: all three);
 //   kOn:   always (the scalar reference runs it elsewhere: for tests);
 //   kOff:  multiply the mapped file layout directly (no copy at all).
 // Cost: the repacked tensors move from clean, evictable file pages into anonymous memory of the

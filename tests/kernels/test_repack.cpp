@@ -248,5 +248,104 @@ TEST(Repack, MatmulTileRemaindersAndRowChunks) {
   }
 }
 
+// The BlockQ8_KS activation quantizer (Q4_K_X16) of every ISA writes exactly the scalar
+// reference's bytes. Row lengths: 1 super-block, 9 (one past the ARM quantizer's 8-super-block
+// chunk) and 16; the row mixes Gaussian values with an all-zero super-block (d = 0), one whose
+// largest magnitude is negative and shared by a positive value (the sign tie-break), and a
+// huge-magnitude one.
+TEST(Repack, Q8KSActivationQuantizerMatchesScalarBytes) {
+  IsaGuard guard;
+  constexpr int64_t kSuper = 256;
+  for (const int64_t n : {kSuper, 9 * kSuper, 16 * kSuper}) {
+    auto x = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n + 1), 2.0f);
+    if (n >= 3 * kSuper) {
+      for (int64_t i = 0; i < kSuper; ++i) x[static_cast<size_t>(kSuper + i)] = 0.0f;
+      x[static_cast<size_t>(2 * kSuper + 5)] = -9.0f;
+      x[static_cast<size_t>(2 * kSuper + 77)] = 9.0f;
+    }
+    if (n >= 4 * kSuper) {
+      for (int64_t i = 0; i < kSuper; ++i) x[static_cast<size_t>(3 * kSuper + i)] *= 1e30f;
+    }
+    const size_t bytes = activation_row_bytes(TensorType::Q4_K_X16, n);
+    set_active_isa(Isa::kScalar);
+    std::vector<uint8_t> want(bytes, 0xAB);
+    quantize_activation_row(TensorType::Q4_K_X16, x.data(), want.data(), n);
+    for (const Isa isa : supported_isas()) {
+      set_active_isa(isa);
+      std::vector<uint8_t> got(bytes, 0xCD);
+      quantize_activation_row(TensorType::Q4_K_X16, x.data(), got.data(), n);
+      for (size_t i = 0; i < bytes; ++i) {
+        ASSERT_EQ(got[i], want[i]) << isa_name(isa) << " n " << n << " byte " << i << " (super-block "
+                                   << i / sizeof(BlockQ8_KS) << ")";
+      }
+    }
+  }
+}
+
+// Q4_K_X16 tile remainders and L2 row chunks: 1 token (decode tiles), 2, 5 and 6 tokens (4-token
+// tiles plus 1- / 2-token remainders on ARM, 6- and 2-token tiles on AVX-512), all 64 rows of a
+// 4096-wide matrix (2368 packed bytes per row: two prefill row chunks on ARM). Every ISA must
+// match the double reference; on ARM dotprod / i8mm the packed kernel must equal the file-layout
+// kernel bit for bit (both compute fma(-dmin, msum, d * isum) and fma(d_x, ., acc) per
+// super-block in order), which keeps perplexity identical across neon / dotprod / i8mm.
+TEST(Repack, Q4KTileRemaindersMatchFileLayout) {
+  IsaGuard guard;
+  constexpr int64_t kRows = 64, kN = 4096;
+  const TensorType ft = TensorType::Q4_K, pt = TensorType::Q4_K_X16;
+  const size_t rb = tensor_row_bytes(ft, kN), packed_rb = tensor_row_bytes(pt, kN);
+  const auto src = gaussian(static_cast<size_t>(kRows * kN), 29, 0.5f);
+  std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(packed_rb * static_cast<size_t>(kRows));
+  for (int64_t r = 0; r < kRows; ++r) quantize_row(ft, src.data() + r * kN, file.data() + r * rb, kN);
+  repack_rows(ft, file.data(), packed.data(), kN, 0, kRows);
+  std::vector<float> wf(static_cast<size_t>(kRows * kN));
+  for (int64_t r = 0; r < kRows; ++r) dequantize_row(ft, file.data() + r * rb, wf.data() + r * kN, kN);
+  for (const int64_t nt : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}}) {
+    const auto x = gaussian(static_cast<size_t>(nt * kN), static_cast<uint32_t>(300 + nt), 1.0f);
+    std::vector<float> xf(x.size());
+    std::vector<uint8_t> q8(tensor_row_bytes(TensorType::Q8_K, kN));
+    for (int64_t t = 0; t < nt; ++t) {
+      quantize_row(TensorType::Q8_K, x.data() + t * kN, q8.data(), kN);
+      dequantize_row(TensorType::Q8_K, q8.data(), xf.data() + t * kN, kN);
+    }
+    std::vector<double> ref(static_cast<size_t>(nt * kRows)), scale(ref.size());
+    for (int64_t t = 0; t < nt; ++t) {
+      for (int64_t r = 0; r < kRows; ++r) {
+        double sum = 0, mag = 0;
+        for (int64_t k = 0; k < kN; ++k) {
+          const double p = static_cast<double>(wf[static_cast<size_t>(r * kN + k)]) * xf[static_cast<size_t>(t * kN + k)];
+          sum += p;
+          mag += std::fabs(p);
+        }
+        ref[static_cast<size_t>(t * kRows + r)] = sum;
+        scale[static_cast<size_t>(t * kRows + r)] = mag;
+      }
+    }
+    for (const Isa isa : supported_isas()) {
+      set_active_isa(isa);
+      const size_t prb = activation_row_bytes(pt, kN), frb = activation_row_bytes(ft, kN);
+      std::vector<uint8_t> xp(prb * static_cast<size_t>(nt)), xfile(frb * static_cast<size_t>(nt));
+      for (int64_t t = 0; t < nt; ++t) {
+        quantize_activation_row(pt, x.data() + t * kN, xp.data() + t * prb, kN);
+        quantize_activation_row(ft, x.data() + t * kN, xfile.data() + t * frb, kN);
+      }
+      std::vector<float> yp(static_cast<size_t>(nt * kRows), NAN), yf(yp.size(), NAN);
+      matmul(pt, kN, packed.data(), packed_rb, 0, kRows, xp.data(), prb, nt, yp.data(), kRows);
+      matmul(ft, kN, file.data(), rb, 0, kRows, xfile.data(), frb, nt, yf.data(), kRows);
+      const bool arm_sdot = isa == Isa::kDotprod || isa == Isa::kI8mm;
+      for (int64_t t = 0; t < nt; ++t) {
+        for (int64_t r = 0; r < kRows; ++r) {
+          const size_t i = static_cast<size_t>(t * kRows + r);
+          ASSERT_NEAR(yp[i], ref[i], kRefRelTol * scale[i])
+              << isa_name(isa) << " q4_K_x16 tokens " << nt << " token " << t << " row " << r;
+          if (arm_sdot) {
+            ASSERT_EQ(yp[i], yf[i]) << isa_name(isa) << " q4_K_x16 packed vs file layout, tokens " << nt << " token "
+                                    << t << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace edgellm::kernels

@@ -13,7 +13,7 @@ void add_context_options(ArgParser& ap, ContextOptions* o) {
   ap.add_int("-c,--ctx-size", &o->ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
   ap.add_int("-b,--batch-size", &o->batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
   ap.add_string("--repack", &o->repack, "MODE",
-                "repack Q4_0/Q8_0 weights into 16-row interleaved groups at load: auto (when the CPU has a kernel "
+                "repack Q4_0/Q8_0/Q4_K weights into 16-row interleaved groups at load: auto (when the CPU has a kernel "
                 "for them), on, off (default auto)");
 }
 

@@ -64,8 +64,11 @@ EDGELLM_ARM_MATMUL(matmul_q6_k);
 // Repacked 16-row interleaved weights (kernels/repack.h): SDOT by lane, 4 rows per instruction.
 EDGELLM_ARM_MATMUL(matmul_q4_0_x16);
 EDGELLM_ARM_MATMUL(matmul_q8_0_x16);
-// BlockQ8_0S activations of the repacked weights (bit-identical to the scalar reference).
+EDGELLM_ARM_MATMUL(matmul_q4_k_x16);
+// BlockQ8_0S / BlockQ8_KS activations of the repacked weights (bit-identical to the scalar
+// reference).
 void quantize_q8_0s(const float* x, void* dst, int64_t n);
+void quantize_q8_ks(const float* x, void* dst, int64_t n);
 }  // namespace dotprod
 
 // SMMLA computes a 2x2 block of (row, token) int8 dot products per instruction: prefill tiles

@@ -1,5 +1,5 @@
-// dotprod (armv8.2-a+dotprod) matmul for the 16-row interleaved Q4_0_X16 / Q8_0_X16 weights
-// (layout and the reason for it in kernels/repack.h); the i8mm table inherits it.
+// dotprod (armv8.2-a+dotprod) matmul for the 16-row interleaved Q4_0_X16 / Q8_0_X16 / Q4_K_X16
+// weights (layout and the reason for it in kernels/repack.h); the i8mm table inherits it.
 //
 // One 16-byte load at codes[b][j] + 16q holds 4 consecutive elements (4j .. 4j+3) of the 4 rows
 // 4q .. 4q+3 of the group. SDOT by lane, vdotq_laneq_s32(p, codes, x16, l), multiplies each row's
@@ -23,6 +23,21 @@
 // runs 8 rows per pass: 16 code vectors in flight for the loads; the whole 16-row group per pass
 // spilled accumulators under GCC 12 and clang 14. The first pass over a group pulls its lines
 // from DRAM (with software prefetch), the later passes re-read them from cache.
+//
+// Q4_K_X16 (256-element super-blocks): sub-block j (32 elements, j = 2g + half) of a row quad is
+// the 8 code vectors codes[b][g][0..7] + 16q, low nibbles for half 0, high nibbles for half 1,
+// so it is a 32-element block exactly like Q4_0 above (same SDOT-by-lane pairing with
+// x.qs[32j .. 32j+31], no offset: the codes are the unsigned 0..15). Per (row, token) the
+// super-block's integer sums are exact in int32 and built in vector lanes (lane = row):
+//   isum = sum_j sc_j * dot_j      (one MLA by the 4 rows' widened scales per sub-block;
+//                                   |isum| <= 8 * 63 * 32 * 15 * 128 < 2^31)
+//   msum = sum_j m_j * sum_j(x)    (8 widening MLAs by lane of the token's int16 sub-block sums)
+// and then the same float operations, in the same order, as the file-layout Q4_K kernels of
+// neon / dotprod / i8mm (quant_policies.h K4Base::madd):
+//   v = fma(-dmin, float(msum), d * float(isum)),  acc = fma(d_x, v, acc)   per super-block,
+// so a repacked Q4_K matrix also gives bit-identical outputs to the file layout on ARM. Tiles
+// are the Q4_0 ones (4 rows x 4 tokens, 8 rows for decode): per sub-block the 8 decoded code
+// vectors + 4 int32 and 4 F32 accumulators + one token's 2 activation vectors fit the registers.
 #include <arm_neon.h>
 
 #include "kernels/arm/arm_kernels.h"
@@ -148,26 +163,169 @@ EDGELLM_ARM_INLINE void tile(const uint8_t* group, int64_t nb, int q0, const uin
   }
 }
 
+// ---------------------------------------------------------------- Q4_K_X16
+// Byte sizes of one super-block column of a group (repack.h): codes [4][8][16][4], scales
+// [8][16], mins [4][16][2]; then d[16] and dmin[16] F16 per column in their own arrays.
+constexpr int64_t kK4CodeBytes = 2048;
+constexpr int64_t kK4ScaleBytes = 128;
+constexpr int64_t kK4MinBytes = 128;
+// Decode prefetch distance for Q4_K_X16: one super-block column of codes ahead (2 KiB, about
+// the byte distance the Q4_0 kernel uses in 2-4 of its smaller columns).
+constexpr int kK4PrefetchBytes = 2048;
+
+// 4 bytes (the 6-bit scales of 4 consecutive rows) -> 4 int32 lanes.
+EDGELLM_ARM_INLINE int32x4_t widen4(const uint8_t* p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vcreate_u8(v)))));
+}
+
+// Sub-block j = 2g + kHigh of super-block column b: for RQ row quads from q0 and TT tokens,
+// isum[q][t] += sc_j(rows) * dot_j(rows, token t). `cg` = codes of pair g (8 x 64 bytes),
+// `sc` = the 16 scales of sub-block j, x[t] = the token's 32 activation codes of sub-block j.
+template <int RQ, int TT, bool kHigh>
+EDGELLM_ARM_INLINE void k4_sub_block(const uint8_t* cg, const uint8_t* sc, int q0, const int8_t* const x[TT],
+                                     int32x4_t isum[RQ][TT]) {
+  int8x16_t xlo[TT], xhi[TT];
+  EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
+    xlo[t] = vld1q_s8(x[t]);
+    xhi[t] = vld1q_s8(x[t] + 16);
+  }
+  const uint8x16_t mask = vdupq_n_u8(0x0F);
+  EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+    int8x16_t w[8];  // w[k]: elements 4k .. 4k+3 of the sub-block, rows 4(q0+q) .. +3
+    EDGELLM_UNROLL for (int k = 0; k < 8; ++k) {
+      const uint8x16_t v = vld1q_u8(cg + 64 * k + 16 * (q0 + q));
+      w[k] = vreinterpretq_s8_u8(kHigh ? vshrq_n_u8(v, 4) : vandq_u8(v, mask));
+    }
+    const int32x4_t s = widen4(sc + 4 * (q0 + q));
+    EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
+      isum[q][t] = vmlaq_s32(isum[q][t], block_dot<TT == 1>(vdupq_n_s32(0), w, xlo[t], xhi[t]), s);
+    }
+  }
+}
+
+// The Q4_K_X16 counterpart of tile() above (same arguments; nb = super-blocks per row).
+template <int RQ, int TT>
+EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
+                                  float* y, int64_t y_stride) {
+  const uint8_t* codes = group;
+  const uint8_t* scales = codes + nb * kK4CodeBytes;
+  const uint8_t* mins = scales + nb * kK4ScaleBytes;
+  const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * kK4MinBytes);
+  const uint16_t* dm = dd + nb * kPackRows;
+  const BlockQ8_KS* xt[TT];
+  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
+  float32x4_t acc[RQ][TT];
+  EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+    EDGELLM_UNROLL for (int t = 0; t < TT; ++t) acc[q][t] = vdupq_n_f32(0.0f);
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = codes + b * kK4CodeBytes;
+    if (TT == 1 && q0 == 0) {  // later passes over the group find its lines in cache
+      for (int64_t o = 0; o < kK4CodeBytes; o += 64) arm::prefetch(cb + kK4PrefetchBytes + o);
+      // The next column's scales and mins (2 lines each); its d and dmin (32 bytes each: a line
+      // every second column).
+      const uint8_t* sn = scales + (b + 1) * kK4ScaleBytes;
+      const uint8_t* mn = mins + (b + 1) * kK4MinBytes;
+      arm::prefetch(sn);
+      arm::prefetch(sn + 64);
+      arm::prefetch(mn);
+      arm::prefetch(mn + 64);
+      if ((b & 1) == 0) {
+        arm::prefetch(dd + (b + 2) * kPackRows);
+        arm::prefetch(dm + (b + 2) * kPackRows);
+      }
+    }
+    int32x4_t isum[RQ][TT];
+    EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) isum[q][t] = vdupq_n_s32(0);
+    }
+    // Not unrolled: the 4 pair iterations are long enough, and unrolling them would only grow
+    // the code (the nibble half is a template argument of the two sub-block calls instead).
+    for (int g = 0; g < 4; ++g) {
+      const uint8_t* cg = cb + g * 8 * 64;
+      const int8_t* xs[TT];
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) xs[t] = xt[t][b].qs + 64 * g;
+      k4_sub_block<RQ, TT, false>(cg, scales + b * kK4ScaleBytes + (2 * g) * kPackRows, q0, xs, isum);
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) xs[t] += 32;
+      k4_sub_block<RQ, TT, true>(cg, scales + b * kK4ScaleBytes + (2 * g + 1) * kPackRows, q0, xs, isum);
+    }
+    EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+      // Mins of rows 4(q0+q) .. +3: pair i holds (m_2i, m_2i+1) per row; de-interleave into
+      // even[i/2] = (m_2i rows 0..3 | m_2i+2 rows 0..3) and odd = the same for m_2i+1, m_2i+3.
+      const uint8_t* mq = mins + b * kK4MinBytes + 8 * (q0 + q);
+      int16x8_t pr[4];
+      EDGELLM_UNROLL for (int i = 0; i < 4; ++i) pr[i] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mq + 32 * i)));
+      const int16x8_t e01 = vuzp1q_s16(pr[0], pr[1]), o01 = vuzp2q_s16(pr[0], pr[1]);  // m0|m2, m1|m3
+      const int16x8_t e23 = vuzp1q_s16(pr[2], pr[3]), o23 = vuzp2q_s16(pr[2], pr[3]);  // m4|m6, m5|m7
+      const float32x4_t dw = arm::load_f16x4(dd + b * kPackRows + 4 * (q0 + q));
+      const float32x4_t dmw = arm::load_f16x4(dm + b * kPackRows + 4 * (q0 + q));
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
+        // |m_j * sum_j(x)| <= 63 * 32 * 127: the 8-term sum is exact in int32.
+        const int16x8_t sums = vld1q_s16(xt[t][b].sums);
+        int32x4_t m = vmull_laneq_s16(vget_low_s16(e01), sums, 0);
+        m = vmlal_laneq_s16(m, vget_low_s16(o01), sums, 1);
+        m = vmlal_high_laneq_s16(m, e01, sums, 2);
+        m = vmlal_high_laneq_s16(m, o01, sums, 3);
+        m = vmlal_laneq_s16(m, vget_low_s16(e23), sums, 4);
+        m = vmlal_laneq_s16(m, vget_low_s16(o23), sums, 5);
+        m = vmlal_high_laneq_s16(m, e23, sums, 6);
+        m = vmlal_high_laneq_s16(m, o23, sums, 7);
+        // The file-layout order (quant_policies.h): d * isum, then fma with -dmin * msum, then
+        // fma with d_x into the accumulator.
+        const float32x4_t scaled = vmulq_f32(dw, vcvtq_f32_s32(isum[q][t]));
+        const float32x4_t v = vfmsq_f32(scaled, dmw, vcvtq_f32_s32(m));
+        acc[q][t] = vfmaq_n_f32(acc[q][t], v, xt[t][b].d);
+      }
+    }
+  }
+  EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+    EDGELLM_UNROLL for (int t = 0; t < TT; ++t) vst1q_f32(y + t * y_stride + 4 * q, acc[q][t]);
+  }
+}
+
+// ---------------------------------------------------------------- drivers
+// The three packed formats as tile policies for the shared driver below.
+template <bool kQ4>
+struct Legacy {
+  static constexpr int64_t kBlockElems = kQK8_0;
+  template <int RQ, int TT>
+  static EDGELLM_ARM_INLINE void run(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
+                                     float* y, int64_t y_stride) {
+    tile<kQ4, RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
+  }
+};
+
+struct KQuant4 {
+  static constexpr int64_t kBlockElems = kQK_K;
+  template <int RQ, int TT>
+  static EDGELLM_ARM_INLINE void run(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
+                                     float* y, int64_t y_stride) {
+    tile_q4_k<RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
+  }
+};
+
 // Every group of rows [ra, rb) (multiples of 16) for TT tokens, RQ row quads per tile.
-template <bool kQ4, int RQ, int TT>
+template <class K, int RQ, int TT>
 void groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb, const uint8_t* x,
             size_t x_row_bytes, float* y, int64_t y_stride) {
   for (int64_t r = ra; r < rb; r += kPackRows) {
     const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
     for (int q0 = 0; q0 < kPackRows / 4; q0 += RQ) {
-      tile<kQ4, RQ, TT>(group, nb, q0, x, x_row_bytes, y + r + 4 * q0, y_stride);
+      K::template run<RQ, TT>(group, nb, q0, x, x_row_bytes, y + r + 4 * q0, y_stride);
     }
   }
 }
 
-template <bool kQ4>
+template <class K>
 void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
                    size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
-  const int64_t nb = n / kQK8_0;
+  const int64_t nb = n / K::kBlockElems;
   const auto* w = static_cast<const uint8_t*>(wv);
   const auto* x = static_cast<const uint8_t*>(xq);
   if (n_tokens == 1) {
-    groups<kQ4, kDecodeQuads, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
+    groups<K, kDecodeQuads, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
     return;
   }
   int64_t chunk_rows = static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows;
@@ -176,16 +334,16 @@ void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, in
     const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
     int64_t t = 0;
     for (; t + kTokens <= n_tokens; t += kTokens) {
-      groups<kQ4, kPrefillQuads, kTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes,
-                                          x_row_bytes, y + t * y_stride, y_stride);
+      groups<K, kPrefillQuads, kTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes,
+                                        x_row_bytes, y + t * y_stride, y_stride);
     }
     // 1 .. 3 leftover tokens in one tile, so each code vector is still decoded once for them.
     const uint8_t* xr = x + static_cast<size_t>(t) * x_row_bytes;
     float* yr = y + t * y_stride;
     switch (n_tokens - t) {
-      case 3: groups<kQ4, kPrefillQuads, 3>(w, w_row_bytes, nb, rc, re, xr, x_row_bytes, yr, y_stride); break;
-      case 2: groups<kQ4, kPrefillQuads, 2>(w, w_row_bytes, nb, rc, re, xr, x_row_bytes, yr, y_stride); break;
-      case 1: groups<kQ4, kDecodeQuads, 1>(w, w_row_bytes, nb, rc, re, xr, x_row_bytes, yr, y_stride); break;
+      case 3: groups<K, kPrefillQuads, 3>(w, w_row_bytes, nb, rc, re, xr, x_row_bytes, yr, y_stride); break;
+      case 2: groups<K, kPrefillQuads, 2>(w, w_row_bytes, nb, rc, re, xr, x_row_bytes, yr, y_stride); break;
+      case 1: groups<K, kDecodeQuads, 1>(w, w_row_bytes, nb, rc, re, xr, x_row_bytes, yr, y_stride); break;
       default: break;
     }
   }
@@ -195,12 +353,17 @@ void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, in
 
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<true>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  matmul_packed<Legacy<true>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<false>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  matmul_packed<Legacy<false>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  matmul_packed<KQuant4>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 }  // namespace edgellm::kernels::dotprod
