@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kv/kv_cache.h"
 #include "runtime/thread_pool.h"
@@ -27,6 +28,12 @@ size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 size_t act_row(const WeightView& w) { return round64(kernels::activation_row_bytes(w.type, w.n_in)); }
 
+// Asks for the cache lines of [p, p + bytes) ahead of use (one KV block of one head: T rows).
+void prefetch_rows(const uint8_t* p, size_t bytes) {
+  constexpr size_t kLine = 64;
+  for (size_t off = 0; off < bytes; off += kLine) __builtin_prefetch(p + off, 0, 3);
+}
+
 // Bytes of quantized input one token needs in the largest matmul group: Q/K/V share the input
 // but may need up to three formats, gate/up two, the others one.
 size_t quantized_input_bytes_per_token(const Model& model) {
@@ -46,7 +53,7 @@ size_t quantized_input_bytes_per_token(const Model& model) {
 struct ForwardPass::Sizes {
   size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows;
   size_t attn_per_thread;  // floats
-  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t block_tokens, int max_threads) {
+  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t /*block_tokens*/, int max_threads) {
     const HParams& hp = model.hparams();
     const int64_t B = n_batch;
     x = floats(B * hp.n_embd);
@@ -56,10 +63,12 @@ struct ForwardPass::Sizes {
     gate = up = floats(B * hp.n_ff);
     xq = static_cast<size_t>(B) * quantized_input_bytes_per_token(model);
     rope = floats(B * hp.n_rot / 2);
-    // Attention scratch of one thread: scores [g, n_ctx], acc [g, hd], one block of keys or
-    // values [block_tokens, hd] in F32; rounded to 16 floats (64 bytes) so each area is aligned.
-    const int64_t g = hp.n_gqa(), hd = hp.head_dim;
-    attn_per_thread = static_cast<size_t>((g * n_ctx + g * hd + static_cast<int64_t>(block_tokens) * hd + 15) / 16 * 16);
+    // Attention scratch of one thread: the scores [g, n_ctx] of its query heads, rounded to 16
+    // floats (64 bytes) so each thread's area is aligned. K/V blocks are read in place in their
+    // cache type (kernels/attention.h) and the output accumulates in attn, so the KV block size
+    // no longer matters here.
+    const int64_t g = hp.n_gqa();
+    attn_per_thread = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
     scores = static_cast<size_t>(std::max(1, max_threads)) * attn_per_thread * sizeof(float);
     out_rows = static_cast<size_t>(B) * sizeof(int32_t);
   }
@@ -76,7 +85,6 @@ ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int
       hp_(model.hparams()),
       n_batch_(n_batch),
       n_ctx_(n_ctx),
-      kv_block_tokens_(kv_block_tokens),
       max_threads_(std::max(1, max_threads)) {
   const Sizes sz(model, n_batch, n_ctx, kv_block_tokens, max_threads_);
   attn_scratch_floats_ = sz.attn_per_thread;
@@ -216,20 +224,17 @@ void ForwardPass::apply_rope(float* h, int32_t entry) const {
 void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv) {
   const int32_t hd = hp_.head_dim, n_q = hp_.n_embd_q(), g = hp_.n_gqa();
   const int32_t T = kv.params().block_tokens;
-  if (T > kv_block_tokens_) throw Error(ErrorCode::kInternal, "forward: KV block larger than the scratch");
-  const TensorType kv_type = kv.params().type;
+  const size_t row_bytes = kv.row_bytes();
+  // Kernels that read the K/V rows in the cache type (F16/F32/Q8_0) in place, resolved once.
+  const kernels::AttentionKernels kern = kernels::attention_kernels(kv.params().type, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
-  // so each block of keys and values is read and converted once for all of them (GQA).
-  // Scores of one block are a small F32 matmul: the block's key rows [cnt, hd] (converted to F32
-  // unless stored so) times the g query rows, which are F32 activation rows as they are.
-  const size_t f32_row = static_cast<size_t>(hd) * sizeof(float);
+  // so each K/V row is read and widened once for all of them (GQA, kernels/attention.h).
   // A decode step of one sequence has only n_head_kv such tasks: when that is fewer than the
-  // threads, the query heads of a group are split over several tasks (each re-reading and
-  // re-converting the blocks) so every thread has work. Split no further than needed: with a
-  // prime group size (Qwen2.5: 7) any split falls to one head per task, which converts each
-  // block 7 times over.
+  // threads, the query heads of a group are split over several tasks (each re-reading the
+  // blocks) so every thread has work. Split no further than needed: with a prime group size
+  // (Qwen2.5: 7) any split falls to one head per task, which reads each block 7 times over.
   int32_t hpt = g;  // query heads per task, a divisor of g
   while (hpt > 1 && static_cast<int64_t>(n) * hp_.n_head / hpt < static_cast<int64_t>(n_threads_)) {
     int32_t d = hpt - 1;
@@ -244,49 +249,32 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
     const int32_t h0 = hkv * g + (rem % subgroups) * hpt;  // first query head of this task
     const int32_t n_pos = entries[e].pos + 1;
     const std::vector<int32_t>& table = kv.block_table(entries[e].seq_id);
-    const float* q = q_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd;  // [hpt, hd]
-    float* scores = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;  // [g, n_ctx]
-    float* acc = scores + static_cast<int64_t>(g) * n_ctx_;                                       // [g, hd]
-    float* vbuf = acc + static_cast<int64_t>(g) * hd;                                             // [T, hd]
+    const int64_t head_off = static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd;
+    const float* q = q_.as<float>() + head_off;                                                // [hpt, hd]
+    float* scores = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;  // [hpt, n_ctx]
+    float* out = attn_.as<float>() + head_off;                                                  // [hpt, hd]
 
-    for (int32_t p0 = 0; p0 < n_pos; p0 += T) {
-      const int32_t cnt = std::min(T, n_pos - p0);
-      const uint8_t* rows = kv.k_rows(table[static_cast<size_t>(p0 / T)], layer, hkv);
-      const float* k = reinterpret_cast<const float*>(rows);
-      if (kv_type != TensorType::F32) {
-        kv.load_rows(rows, vbuf, cnt);
-        k = vbuf;
-      }
-      kernels::matmul(TensorType::F32, hd, k, f32_row, 0, cnt, q, f32_row, hpt, scores + p0, n_ctx_);
+    const int32_t n_blk = (n_pos + T - 1) / T;
+    auto blk_rows = [&](int32_t b) { return std::min(T, n_pos - b * T); };
+    auto k_rows = [&](int32_t b) { return kv.k_rows(table[static_cast<size_t>(b)], layer, hkv); };
+    auto v_rows = [&](int32_t b) { return kv.v_rows(table[static_cast<size_t>(b)], layer, hkv); };
+
+    // scores[h][p] = scale * q_h . k_p, one KV block (T rows of this head) per call. Blocks are
+    // scattered over the pool, so the hardware prefetcher stops at each block's end: fetch the
+    // next block while this one is computed.
+    prefetch_rows(k_rows(0), static_cast<size_t>(blk_rows(0)) * row_bytes);
+    for (int32_t b = 0; b < n_blk; ++b) {
+      if (b + 1 < n_blk) prefetch_rows(k_rows(b + 1), static_cast<size_t>(blk_rows(b + 1)) * row_bytes);
+      kern.scores(k_rows(b), row_bytes, blk_rows(b), hd, q, hd, hpt, scale, scores + b * T, n_ctx_);
     }
-    for (int32_t h = 0; h < hpt; ++h) {
-      float* s = scores + static_cast<int64_t>(h) * n_ctx_;
-      kernels::scale_f32(s, scale, n_pos);
-      kernels::softmax(s, n_pos);
+    prefetch_rows(v_rows(0), static_cast<size_t>(blk_rows(0)) * row_bytes);
+    for (int32_t h = 0; h < hpt; ++h) kernels::softmax(scores + static_cast<int64_t>(h) * n_ctx_, n_pos);
+    // out[h] = sum_p softmax[h][p] * v_p, accumulated block by block.
+    std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));
+    for (int32_t b = 0; b < n_blk; ++b) {
+      if (b + 1 < n_blk) prefetch_rows(v_rows(b + 1), static_cast<size_t>(blk_rows(b + 1)) * row_bytes);
+      kern.accumulate(v_rows(b), row_bytes, blk_rows(b), hd, scores + b * T, n_ctx_, hpt, out, hd);
     }
-    std::memset(acc, 0, floats(static_cast<int64_t>(hpt) * hd));
-    for (int32_t p0 = 0; p0 < n_pos; p0 += T) {
-      const int32_t cnt = std::min(T, n_pos - p0);
-      const uint8_t* rows = kv.v_rows(table[static_cast<size_t>(p0 / T)], layer, hkv);
-      const float* v = reinterpret_cast<const float*>(rows);
-      if (kv_type != TensorType::F32) {
-        kv.load_rows(rows, vbuf, cnt);
-        v = vbuf;
-      }
-      // acc[h] += sum_s p[h][p0 + s] * v[s]: a short F32 loop (head_dim may be 8) that the
-      // compiler vectorises; a kernel call per row would cost more than the arithmetic.
-      for (int32_t h = 0; h < hpt; ++h) {
-        const float* p = scores + static_cast<int64_t>(h) * n_ctx_ + p0;
-        float* out = acc + static_cast<int64_t>(h) * hd;
-        for (int32_t s = 0; s < cnt; ++s) {
-          const float w = p[s];
-          const float* vs = v + static_cast<int64_t>(s) * hd;
-          for (int32_t i = 0; i < hd; ++i) out[i] += w * vs[i];
-        }
-      }
-    }
-    std::memcpy(attn_.as<float>() + static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd, acc,
-                floats(static_cast<int64_t>(hpt) * hd));
   };
   pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv * subgroups, task, n_threads_);
 }

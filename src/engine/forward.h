@@ -31,7 +31,8 @@ class ThreadPool;
 class ForwardPass {
  public:
   // n_batch: most entries per chunk; n_ctx: longest sequence (attention score buffer);
-  // kv_block_tokens: KV block size (attention converts one block of values at a time);
+  // kv_block_tokens: KV block size (attention reads blocks in place, so it does not change the
+  // scratch; kept so memory planning takes the same parameters as the cache);
   // max_threads: threads that may run attention at once (one scratch area each).
   ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens, int max_threads);
 
@@ -66,7 +67,6 @@ class ForwardPass {
   const HParams& hp_;
   int32_t n_batch_;
   int32_t n_ctx_;
-  int32_t kv_block_tokens_;
   int max_threads_;
   size_t attn_scratch_floats_ = 0;  // per thread
 
@@ -84,7 +84,7 @@ class ForwardPass {
   AlignedBuffer xq_;      // [n_batch, widest group of quantized inputs] matmul inputs
   AlignedBuffer cos_;     // [n_batch, n_rot/2]
   AlignedBuffer sin_;     // [n_batch, n_rot/2]
-  AlignedBuffer scores_;  // per thread: scores [n_gqa, n_ctx], acc [n_gqa, hd], one K/V block [block, hd]
+  AlignedBuffer scores_;  // per thread: attention scores [n_gqa, n_ctx]
   std::vector<int32_t> out_rows_;  // entries wanting logits, in order (reserved n_batch)
 };
 

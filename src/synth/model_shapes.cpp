@@ -12,9 +12,6 @@ namespace {
 constexpr Llama3RopeScaling kNoScaling{};
 // Llama 3.1 / 3.2 config.json: factor 32, low 1, high 4, original context 8192.
 constexpr Llama3RopeScaling kLlama32Scaling{32.0f, 1.0f, 4.0f, 8192};
-// The CI shape uses the same formula with a small original context so every branch of it
-// (kept, scaled, interpolated dimensions) occurs with head_dim 64.
-constexpr Llama3RopeScaling kTinyScaling{8.0f, 1.0f, 4.0f, 64};
 
 // Values from each model's config.json (hidden_size, num_hidden_layers, intermediate_size,
 // num_attention_heads, num_key_value_heads, head_dim, vocab_size, max_position_embeddings,
@@ -32,7 +29,7 @@ const std::vector<ModelShape> kShapes = {
     // CI shapes: every width a multiple of 256 so every K-quant applies; a few MB at F32.
     // tiny-llama: untied head + llama3 rope factors; tiny-qwen2: tied + QKV bias;
     // tiny-qwen3: Q/K norm and n_head * head_dim (512) != n_embd (256), like the real qwen3.
-    {"tiny-llama", "Tiny-Llama", "llama", "2M", 1024, 256, 2, 512, 4, 2, 64, 512, 1e4f, 1e-5f, false, kTinyScaling},
+    {"tiny-llama", "Tiny-Llama", "llama", "2M", 1024, 256, 2, 512, 4, 2, 64, 512, 1e4f, 1e-5f, false, kTinyLlama3Scaling},
     {"tiny-qwen2", "Tiny-Qwen2", "qwen2", "2M", 1024, 256, 2, 512, 4, 2, 64, 512, 1e6f, 1e-6f, true, kNoScaling},
     {"tiny-qwen3", "Tiny-Qwen3", "qwen3", "2M", 1024, 256, 2, 512, 8, 4, 64, 512, 1e6f, 1e-6f, true, kNoScaling},
 };
@@ -69,10 +66,12 @@ std::vector<float> llama3_rope_factors(const ModelShape& shape) {
   // are kept; in between the divisor is interpolated smoothly (the llama3 scaling rule).
   const double low_freq_wavelen = s.original_context / s.low_freq_factor;
   const double high_freq_wavelen = s.original_context / s.high_freq_factor;
-  const int32_t half = shape.head_dim / 2;
+  // Frequencies run over the rotated dimensions only (all of head_dim in every catalogue shape).
+  const int32_t n_rot = shape.rot_dims();
+  const int32_t half = n_rot / 2;
   out.reserve(static_cast<size_t>(half));
   for (int32_t i = 0; i < half; ++i) {
-    const double freq = 1.0 / std::pow(static_cast<double>(shape.rope_freq_base), 2.0 * i / shape.head_dim);
+    const double freq = 1.0 / std::pow(static_cast<double>(shape.rope_freq_base), 2.0 * i / n_rot);
     const double wavelen = 2.0 * std::numbers::pi / freq;
     double divisor = 1.0;
     if (wavelen < high_freq_wavelen) {

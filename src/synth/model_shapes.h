@@ -20,6 +20,11 @@ struct Llama3RopeScaling {
   int32_t original_context = 8192;
 };
 
+// The llama3 scaling of the tiny CI shapes (and of the test fixture's rope_freqs models): a
+// small original context, so that with head_dim 64 every branch of the rule occurs (kept,
+// slowed down by `factor`, interpolated dimensions).
+inline constexpr Llama3RopeScaling kTinyLlama3Scaling{8.0f, 1.0f, 4.0f, 64};
+
 struct ModelShape {
   const char* name;          // CLI name: "qwen2.5-0.5b"
   const char* display_name;  // general.name: "Qwen2.5-0.5B"
@@ -37,7 +42,11 @@ struct ModelShape {
   float rms_eps;
   bool tied_embeddings;      // no output.weight: the head reuses token_embd
   Llama3RopeScaling rope_scaling;
+  // Rotary dimensions per head; 0 = all of head_dim (every catalogue shape). Only free-form
+  // shapes (the test fixture) use partial rotation.
+  int32_t n_rot = 0;
 
+  int32_t rot_dims() const { return n_rot > 0 ? n_rot : head_dim; }
   bool has_rope_freqs() const { return rope_scaling.factor > 0; }
   bool qkv_bias() const;     // qwen2
   bool qk_norm() const;      // qwen3
@@ -49,7 +58,7 @@ const std::vector<ModelShape>& model_shapes();
 std::string model_shape_names();  // "qwen2.5-0.5b, qwen2.5-1.5b, ..."
 
 // The per-dimension RoPE frequency divisors llama.cpp's converter writes to rope_freqs.weight
-// for llama3 scaling: [head_dim / 2] values in [1, factor]. Empty when the shape has none.
+// for llama3 scaling: [rot_dims() / 2] values in [1, factor]. Empty when the shape has none.
 std::vector<float> llama3_rope_factors(const ModelShape& shape);
 
 }  // namespace edgellm::synth

@@ -1,108 +1,15 @@
 #include "synth/synth_model.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <map>
-#include <thread>
 
 #include "core/error.h"
-#include "core/fp16.h"
 #include "gguf/gguf_writer.h"
-#include "kernels/kernels.h"
-#include "runtime/thread_pool.h"
 #include "synth/synth_vocab.h"
-#include "synth/weight_generator.h"
 
 namespace edgellm::synth {
-namespace {
 
-// Standard deviation of random matrices and biases: the common N(0, 0.02) initialiser scale;
-// norm gains are 1 + N(0, 0.02) so activations keep a realistic magnitude through the layers.
-constexpr float kWeightStd = 0.02f;
-constexpr float kNormStd = 0.02f;
-// Elements one task makes and quantizes (256 KiB of F32 scratch): large enough to amortise
-// the task hand-out, small enough that a slab of 16 tasks per thread stays a few MB.
-constexpr int64_t kElementsPerTask = 64 * 1024;
-constexpr int64_t kTasksPerThreadPerSlab = 16;
-
-int64_t n_rows_of(const SynthTensor& t) {
-  int64_t r = 1;
-  for (size_t i = 1; i < t.ne.size(); ++i) r *= t.ne[i];
-  return r;
-}
-
-// Converts one F32 row to `type` (floats converted, quantized types through the kernels).
-void encode_row(TensorType type, const float* src, uint8_t* dst, int64_t n) {
-  switch (type) {
-    case TensorType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case TensorType::F16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = fp32_to_fp16(src[i]);
-        std::memcpy(dst + 2 * i, &h, sizeof h);
-      }
-      return;
-    case TensorType::BF16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = fp32_to_bf16(src[i]);
-        std::memcpy(dst + 2 * i, &h, sizeof h);
-      }
-      return;
-    default:
-      kernels::quantize_row(type, src, dst, n);
-  }
-}
-
-class SlabWriter {
- public:
-  explicit SlabWriter(int n_threads) : pool_(n_threads), scratch_(static_cast<size_t>(n_threads)) {}
-
-  void write(const SynthTensor& t, uint64_t seed, const std::vector<float>& rope_factors, gguf::TensorSink& sink) {
-    const int64_t n_in = t.ne.at(0);
-    const int64_t n_rows = n_rows_of(t);
-    const size_t row_bytes = tensor_row_bytes(t.type, n_in);
-    if (t.init == TensorInit::kRopeFactors) {
-      require(static_cast<int64_t>(rope_factors.size()) == n_in && n_rows == 1, ErrorCode::kInternal,
-              t.name + ": rope factor count does not match its shape");
-      sink.write(rope_factors.data(), rope_factors.size() * sizeof(float));
-      return;
-    }
-    const float mean = t.init == TensorInit::kNorm ? 1.0f : 0.0f;
-    const float stddev = t.init == TensorInit::kNorm ? kNormStd : kWeightStd;
-    const uint64_t stream = tensor_stream_id(t.name);
-
-    const int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / n_in);
-    const int64_t slab_rows = rows_per_task * kTasksPerThreadPerSlab * pool_.max_threads();
-    out_.resize(static_cast<size_t>(std::min(slab_rows, n_rows)) * row_bytes);
-    for (auto& s : scratch_) s.resize(static_cast<size_t>(n_in));
-
-    for (int64_t r0 = 0; r0 < n_rows; r0 += slab_rows) {
-      const int64_t r1 = std::min(n_rows, r0 + slab_rows);
-      const int64_t n_tasks = (r1 - r0 + rows_per_task - 1) / rows_per_task;
-      pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
-        float* row = scratch_[static_cast<size_t>(thread)].data();
-        const int64_t a = r0 + task * rows_per_task;
-        const int64_t b = std::min(r1, a + rows_per_task);
-        for (int64_t r = a; r < b; ++r) {
-          fill_gaussian(seed, stream, static_cast<uint64_t>(r) * static_cast<uint64_t>(n_in), mean, stddev, row, n_in);
-          encode_row(t.type, row, out_.data() + static_cast<size_t>(r - r0) * row_bytes, n_in);
-        }
-      });
-      sink.write(out_.data(), static_cast<size_t>(r1 - r0) * row_bytes);
-    }
-  }
-
- private:
-  ThreadPool pool_;
-  std::vector<std::vector<float>> scratch_;
-  std::vector<uint8_t> out_;
-};
-
-}  // namespace
-
-std::vector<SynthTensor> plan_synth_tensors(const ModelShape& s, quant::FileType ftype, int32_t n_layer) {
+std::vector<SynthTensor> synth_tensor_list(const ModelShape& s, int32_t n_layer) {
   require(n_layer >= 1, ErrorCode::kInvalidArgument, "layer count must be >= 1, got " + std::to_string(n_layer));
   std::vector<SynthTensor> out;
   const int64_t n_embd = s.n_embd;
@@ -111,8 +18,8 @@ std::vector<SynthTensor> plan_synth_tensors(const ModelShape& s, quant::FileType
   const int64_t n_ff = s.n_ff;
   const int64_t n_vocab = s.n_vocab;
 
-  // Shapes first (as an F32 source model), then the quantizer's planner assigns types in file
-  // order, exactly as it would when quantizing a real F32 checkpoint of this shape.
+  // Matrices [n_in, n_out] and vectors [n], all F32 as in the source checkpoint; the file types
+  // are the caller's (assign_quantizer_types, or the test fixture's single weight type).
   auto matrix = [&](std::string name, int64_t n_in, int64_t n_out) {
     out.push_back({std::move(name), TensorType::F32, {n_in, n_out}, TensorInit::kWeight});
   };
@@ -121,7 +28,7 @@ std::vector<SynthTensor> plan_synth_tensors(const ModelShape& s, quant::FileType
   };
 
   matrix("token_embd.weight", n_embd, n_vocab);
-  if (s.has_rope_freqs()) vector("rope_freqs.weight", s.head_dim / 2, TensorInit::kRopeFactors);
+  if (s.has_rope_freqs()) vector("rope_freqs.weight", s.rot_dims() / 2, TensorInit::kRopeFactors);
   for (int32_t i = 0; i < n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     vector(p + "attn_norm.weight", n_embd, TensorInit::kNorm);
@@ -145,10 +52,15 @@ std::vector<SynthTensor> plan_synth_tensors(const ModelShape& s, quant::FileType
   }
   vector("output_norm.weight", n_embd, TensorInit::kNorm);
   if (!s.tied_embeddings) matrix("output.weight", n_embd, n_vocab);
+  return out;
+}
 
+void assign_quantizer_types(std::vector<SynthTensor>& tensors, quant::FileType ftype) {
+  // The planner sees the list as an F32 source model, in file order, exactly as it would when
+  // quantizing a real F32 checkpoint of this shape (some rules count layers as they go).
   std::vector<quant::TensorDesc> descs;
-  descs.reserve(out.size());
-  for (const auto& t : out) {
+  descs.reserve(tensors.size());
+  for (const auto& t : tensors) {
     quant::TensorDesc d;
     d.name = t.name;
     d.type = TensorType::F32;
@@ -159,11 +71,32 @@ std::vector<SynthTensor> plan_synth_tensors(const ModelShape& s, quant::FileType
   quant::PlannerOptions popts;
   popts.ftype = ftype;
   quant::TypePlanner planner(popts, descs);
-  for (size_t k = 0; k < out.size(); ++k) {
+  for (size_t k = 0; k < tensors.size(); ++k) {
     const quant::TypeDecision d = planner.decide(descs[k]);
-    if (d.quantizable) out[k].type = d.type;
+    tensors[k].type = d.quantizable ? d.type : TensorType::F32;
   }
-  return out;
+}
+
+std::vector<SynthTensor> plan_synth_tensors(const ModelShape& shape, quant::FileType ftype, int32_t n_layer) {
+  std::vector<SynthTensor> tensors = synth_tensor_list(shape, n_layer);
+  assign_quantizer_types(tensors, ftype);
+  return tensors;
+}
+
+void write_synth_hparams(gguf::GgufWriter& w, const ModelShape& shape, int32_t n_layer) {
+  const std::string p = std::string(shape.arch) + ".";
+  w.set_u32(p + "vocab_size", static_cast<uint32_t>(shape.n_vocab));
+  w.set_u32(p + "context_length", static_cast<uint32_t>(shape.n_ctx_train));
+  w.set_u32(p + "embedding_length", static_cast<uint32_t>(shape.n_embd));
+  w.set_u32(p + "block_count", static_cast<uint32_t>(n_layer));
+  w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(shape.n_ff));
+  w.set_u32(p + "attention.head_count", static_cast<uint32_t>(shape.n_head));
+  w.set_u32(p + "attention.head_count_kv", static_cast<uint32_t>(shape.n_head_kv));
+  w.set_u32(p + "attention.key_length", static_cast<uint32_t>(shape.head_dim));
+  w.set_u32(p + "attention.value_length", static_cast<uint32_t>(shape.head_dim));
+  w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(shape.rot_dims()));
+  w.set_f32(p + "rope.freq_base", shape.rope_freq_base);
+  w.set_f32(p + "attention.layer_norm_rms_epsilon", shape.rms_eps);
 }
 
 SynthReport write_synth_model(const SynthOptions& options, const std::string& path,
@@ -174,16 +107,13 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   require(options.n_layer >= 0, ErrorCode::kInvalidArgument,
           "--layers must be >= 0, got " + std::to_string(options.n_layer));
   const int32_t n_layer = options.n_layer > 0 ? options.n_layer : shape.n_layer;
-  int n_threads = options.n_threads;
-  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  const std::vector<SynthTensor> plan = plan_synth_tensors(shape, ftype, n_layer);
-  const std::vector<float> rope_factors = llama3_rope_factors(shape);
+  SynthTensorWriter data(plan_synth_tensors(shape, ftype, n_layer), llama3_rope_factors(shape), options.seed,
+                         options.n_threads);
+  const std::vector<SynthTensor>& plan = data.tensors();
 
   gguf::GgufWriter w;
-  const std::string arch = shape.arch;
-  const std::string p = arch + ".";
-  w.set_string("general.architecture", arch);
+  w.set_string("general.architecture", shape.arch);
   w.set_string("general.type", "model");
   w.set_string("general.name", std::string(shape.display_name) + " (synthetic)");
   w.set_string("general.size_label", shape.size_label);
@@ -193,18 +123,7 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   w.set_string("edgellm.synth.shape", shape.name);
   w.set_string("edgellm.synth.type", quant::file_type_name(ftype));
   w.set_u64("edgellm.synth.seed", options.seed);
-  w.set_u32(p + "vocab_size", static_cast<uint32_t>(shape.n_vocab));
-  w.set_u32(p + "context_length", static_cast<uint32_t>(shape.n_ctx_train));
-  w.set_u32(p + "embedding_length", static_cast<uint32_t>(shape.n_embd));
-  w.set_u32(p + "block_count", static_cast<uint32_t>(n_layer));
-  w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(shape.n_ff));
-  w.set_u32(p + "attention.head_count", static_cast<uint32_t>(shape.n_head));
-  w.set_u32(p + "attention.head_count_kv", static_cast<uint32_t>(shape.n_head_kv));
-  w.set_u32(p + "attention.key_length", static_cast<uint32_t>(shape.head_dim));
-  w.set_u32(p + "attention.value_length", static_cast<uint32_t>(shape.head_dim));
-  w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(shape.head_dim));
-  w.set_f32(p + "rope.freq_base", shape.rope_freq_base);
-  w.set_f32(p + "attention.layer_norm_rms_epsilon", shape.rms_eps);
+  write_synth_hparams(w, shape, n_layer);
   if (options.tokenizer.empty()) {
     write_placeholder_vocab(w, shape.n_vocab);
   } else {
@@ -213,8 +132,8 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
 
   SynthReport report;
   std::map<uint32_t, size_t> type_counts;
+  data.add_infos(w);
   for (const auto& t : plan) {
-    w.add_tensor_info(t.name, t.type, t.ne);
     int64_t n = 1;
     for (const int64_t d : t.ne) n *= d;
     report.n_params += static_cast<uint64_t>(n);
@@ -224,12 +143,11 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   report.n_tensors = plan.size();
   for (const auto& [id, count] : type_counts) report.type_counts.emplace_back(static_cast<TensorType>(id), count);
 
-  SlabWriter slab(n_threads);
   SynthProgress prog;
   prog.n_tensors = plan.size();
   prog.bytes_total = report.tensor_bytes;
   w.write(path, [&](size_t index, const gguf::WriterTensor& wt, gguf::TensorSink& sink) {
-    slab.write(plan.at(index), options.seed, rope_factors, sink);
+    data.fill(index, sink);
     prog.tensor_index = index;
     prog.bytes_done += wt.n_bytes;
     if (progress) progress(prog);

@@ -1,9 +1,9 @@
 // `edgellm synth`: a GGUF file with the exact tensor shapes, types and metadata of a real model
 // (model_shapes.h) and deterministic random weights. Tensor types come from the quantizer's
 // recipe (quant/quant_rules.h: llama.cpp's rules, e.g. the output head in Q8_0/Q6_K for a Q4_0
-// file), so a synthetic file has the size and bytes per token of the file users download. Tensors are made
-// and quantized on all threads, a slab of rows at a time, and streamed to disk by GgufWriter, so
-// memory stays at a few MB per thread whatever the model size.
+// file), so a synthetic file has the size and bytes per token of the file users download.
+// Tensors are made and quantized on all threads, a slab of rows at a time, and streamed to disk
+// (synth_tensor_writer.h), so memory stays at a few MB per thread whatever the model size.
 #pragma once
 
 #include <cstdint>
@@ -14,23 +14,9 @@
 #include "kernels/tensor_type.h"
 #include "quant/quant_rules.h"
 #include "synth/model_shapes.h"
+#include "synth/synth_tensor_writer.h"
 
 namespace edgellm::synth {
-
-// How a tensor's values are made.
-enum class TensorInit {
-  kWeight,       // N(0, 0.02): matrices (the usual initialiser scale)
-  kNorm,         // 1 + N(0, 0.02): RMSNorm gains
-  kBias,         // N(0, 0.02)
-  kRopeFactors,  // llama3 rope divisors (deterministic, not random)
-};
-
-struct SynthTensor {
-  std::string name;
-  TensorType type = TensorType::F32;
-  std::vector<int64_t> ne;  // ggml order
-  TensorInit init = TensorInit::kWeight;
-};
 
 struct SynthOptions {
   std::string shape;            // model_shapes.h name
@@ -57,8 +43,21 @@ struct SynthReport {
   std::vector<std::pair<TensorType, size_t>> type_counts;  // tensors per type, by type id
 };
 
-// The tensor list (names, shapes, types) of a shape and file type, in file order.
+// The tensor list of a shape with n_layer blocks, in file order, every tensor F32 (as in the
+// F32 source checkpoint a quantizer reads). Works for catalogue and free-form shapes alike.
+std::vector<SynthTensor> synth_tensor_list(const ModelShape& shape, int32_t n_layer);
+
+// Gives every tensor the type llama.cpp's quantizer (quant/quant_rules.h) gives it when it
+// quantizes that F32 checkpoint to `ftype`; tensors it does not quantize stay F32.
+void assign_quantizer_types(std::vector<SynthTensor>& tensors, quant::FileType ftype);
+
+// synth_tensor_list + assign_quantizer_types: the tensors of a published `ftype` file.
 std::vector<SynthTensor> plan_synth_tensors(const ModelShape& shape, quant::FileType ftype, int32_t n_layer);
+
+// The "<arch>.*" hyper-parameter keys of `shape` with n_layer blocks (vocab_size, context_length,
+// embedding_length, ..., rope.freq_base, attention.layer_norm_rms_epsilon): what the loader
+// reads. general.* and tokenizer keys are the caller's.
+void write_synth_hparams(gguf::GgufWriter& w, const ModelShape& shape, int32_t n_layer);
 
 // Writes the model to `path` (atomically: <path>.tmp then rename). `progress` (optional) is
 // called after every tensor.

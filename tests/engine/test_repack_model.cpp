@@ -1,6 +1,15 @@
 // Load-time repacking at the model level: which matrices get repacked, that the forward pass
 // gives the same logits with and without it (the file-layout kernels are the reference), and
 // that a file-backed model whose mapped pages were released still reads its tied embedding rows.
+//
+// Logits are compared on the scalar ISA, where the packed and file-layout reference kernels
+// compute the same integer block sums and combine them in the same order: the model-level
+// plumbing (which tensors, row strides, thread splits, tied head) must then change nothing. On a
+// SIMD ISA the two layouts sum in different F32 orders; a 1e-7 difference can flip the rounding
+// of one int8 activation code in the next layer and move a logit by ~1e-2 in these small random
+// models, so an end-to-end comparison there can only be loose (engine_test_forward_vs_naive does
+// it, against a naive reference). The SIMD packed kernels are compared exactly, matmul by matmul,
+// in kernels_test_repack.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,10 +28,22 @@
 namespace edgellm {
 namespace {
 
-// Same integer block sums, different F32 summation order (16-row tiles vs per-row blocks):
-// observed ~1e-6 of the largest logit; a wrong block or lane would be off by >1e-2.
-constexpr double kLogitRelTol = 1e-4;
+// Scalar packed vs scalar file layout: bit-identical logits were observed for Q4_0, Q8_0 and
+// Q4_K; the margin only allows a future reference kernel to group its F32 operations otherwise.
+// A wrong lane, block or stride moves logits by >1e-2 of the largest.
+constexpr double kLogitRelTol = 2e-6;
 
+// Pins an ISA for the scope (restores the previous one).
+class IsaScope {
+ public:
+  explicit IsaScope(kernels::Isa isa) : saved_(kernels::active_isa()) { kernels::set_active_isa(isa); }
+  ~IsaScope() { kernels::set_active_isa(saved_); }
+  IsaScope(const IsaScope&) = delete;
+  IsaScope& operator=(const IsaScope&) = delete;
+
+ private:
+  kernels::Isa saved_;
+};
 test::SyntheticModelSpec spec_for(TensorType type, bool tied, int32_t n_vocab) {
   test::SyntheticModelSpec s;
   s.arch = "qwen2";
@@ -79,6 +100,7 @@ std::unique_ptr<Model> load(const test::SyntheticModelSpec& s, RepackMode mode) 
 }
 
 TEST(RepackModel, RepacksEveryEligibleMatrixAndKeepsTheLogits) {
+  const IsaScope scalar(kernels::Isa::kScalar);
   for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
     for (const bool tied : {false, true}) {
       const auto s = spec_for(type, tied, 320);
@@ -117,24 +139,18 @@ TEST(RepackModel, AutoFollowsTheKernelAvailability) {
 TEST(RepackModel, AutoOnAvx2RepacksOnlyTheNibbleLayouts) {
   const auto isas = kernels::supported_isas();
   if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx2) == isas.end()) GTEST_SKIP() << "no AVX2";
-  const kernels::Isa saved = kernels::active_isa();
-  kernels::set_active_isa(kernels::Isa::kAvx2);
+  const IsaScope avx2(kernels::Isa::kAvx2);
   const auto q4 = load(spec_for(TensorType::Q4_0, false, 320), RepackMode::kAuto);
   const auto q8 = load(spec_for(TensorType::Q8_0, false, 320), RepackMode::kAuto);
   const auto q4k = load(spec_for(TensorType::Q4_K, false, 320), RepackMode::kAuto);
   EXPECT_EQ(q4->repacked_tensors(), 2 * 7 + 1);
   EXPECT_EQ(q8->repacked_tensors(), 0) << "Q8_0_X16 has no AVX2 kernel";
   EXPECT_EQ(q4k->repacked_tensors(), 2 * 7 + 1);
-  // The AVX2 packed kernels against the file layout on the same ISA.
-  const auto q4_off = load(spec_for(TensorType::Q4_0, false, 320), RepackMode::kOff);
-  const auto q4k_off = load(spec_for(TensorType::Q4_K, false, 320), RepackMode::kOff);
-  expect_close(run(*q4), run(*q4_off), "avx2 q4_0");
-  expect_close(run(*q4k), run(*q4k_off), "avx2 q4_K");
-  kernels::set_active_isa(saved);
 }
 
 TEST(RepackModel, FileBackedTiedModelStillReadsEmbeddingsAfterPagesAreReleased) {
   // A file large enough that the tied head spans many pages which repacking releases.
+  const IsaScope scalar(kernels::Isa::kScalar);
   auto s = spec_for(TensorType::Q8_0, true, 4096);
   const std::string path = test::temp_dir() + "/repack_tied.gguf";
   test::write_synthetic_model(s, path);

@@ -1,6 +1,8 @@
-// Small random models of the llama family, written as GGUF by the project's writer, for tests
-// that need a model of a given architecture / weight type without a real checkpoint.
-// Weights are seeded: the same spec always gives the same file.
+// Small random models of the llama family for tests that need a model of a given architecture /
+// weight type without a real checkpoint. Built on src/synth (the code behind `edgellm synth`):
+// the spec becomes a free-form synth::ModelShape, which gives the tensor list, hyper-parameter
+// keys, rope factors and weight values; the fixture adds one weight type for every matrix, the
+// error-test edits below and optional keys. Weights are seeded: the same spec, the same file.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +30,10 @@ struct SyntheticModelSpec {
   int32_t n_rot = 0;                 // 0: head_dim (no rope.dimension_count key written)
   std::string rope_scaling;          // "" (no keys) or the rope.scaling.type value ("linear", "yarn")
   float rope_scaling_factor = 1.0f;  // written with rope_scaling
-  bool rope_freqs = false;           // write rope_freqs.weight ([n_rot/2] factors in [1, 8])
+  bool rope_freqs = false;           // write rope_freqs.weight ([n_rot/2] llama3 factors in [1, 8])
   bool tied = false;                 // no output.weight: the head reuses token_embd
   TensorType weight_type = TensorType::F32;  // every matrix; Q8_0 where a row does not fit its blocks
-  bool write_vocab = false;          // tokenizer.ggml.tokens ("t0", "t1", ...)
+  bool write_vocab = false;          // synth's placeholder vocabulary ("<unk>", "<s>", "</s>", "<t3>", ...)
   uint64_t seed = 1;
   // Overrides for error tests: tensor name -> ggml shape written instead of the right one.
   std::vector<std::pair<std::string, std::vector<int64_t>>> shape_overrides;
@@ -42,8 +44,8 @@ struct SyntheticModelSpec {
 // size, else Q8_0 (as llama.cpp's quantizer falls back for odd widths).
 TensorType synthetic_matrix_type(const SyntheticModelSpec& spec, int64_t n_in);
 
-// Writes the model to `path` (tensor data streamed row by row: the writer never holds a whole
-// tensor, so RSS measurements after writing a large model stay clean).
+// Writes the model to `path` (tensor data streamed a slab of rows at a time: the writer never
+// holds a whole tensor, so RSS measurements after writing a large model stay clean).
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
 // The same file image in memory, opened.
 std::unique_ptr<gguf::GgufFile> synthetic_model(const SyntheticModelSpec& spec);

@@ -1,0 +1,105 @@
+// Validation and run-time dispatch of the attention kernels (kernels/attention.h). The ISA is
+// the one the rest of the kernels use (kernels::active_isa(), EDGELLM_ISA pins included).
+#include "kernels/attention.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "kernels/attention_impl.h"
+#include "kernels/kernels.h"
+
+namespace edgellm::kernels {
+namespace {
+
+enum class RowKind { kF32, kF16, kQ8_0 };
+
+RowKind row_kind(TensorType type) {
+  switch (type) {
+    case TensorType::F32: return RowKind::kF32;
+    case TensorType::F16: return RowKind::kF16;
+    case TensorType::Q8_0: return RowKind::kQ8_0;
+    default:
+      throw Error(ErrorCode::kUnsupported, std::string("attention: KV rows of type ") + tensor_type_name(type) +
+                                               " are not supported (f32, f16 or q8_0)");
+  }
+}
+
+// The six kernels of one ISA namespace, picked by row kind.
+#define EDGELLM_PICK(ns, kind)                                                      \
+  ((kind) == RowKind::kF32   ? AttentionKernels{ns::scores_f32, ns::accumulate_f32} \
+   : (kind) == RowKind::kF16 ? AttentionKernels{ns::scores_f16, ns::accumulate_f16} \
+                             : AttentionKernels{ns::scores_q8_0, ns::accumulate_q8_0})
+
+AttentionKernels pick(RowKind kind, Isa isa) {
+  switch (isa) {
+#if defined(EDGELLM_ARCH_X86)
+    case Isa::kAvx512: return EDGELLM_PICK(attention_avx512, kind);
+    case Isa::kAvx2: return EDGELLM_PICK(attention_avx2, kind);
+#endif
+#if defined(EDGELLM_ARCH_ARM64)
+    // dotprod / i8mm add integer dot products only; the F32 attention loops are plain NEON.
+    case Isa::kNeon:
+    case Isa::kDotprod:
+    case Isa::kI8mm: return EDGELLM_PICK(attention_neon, kind);
+#endif
+    default: return EDGELLM_PICK(attention_scalar, kind);
+  }
+}
+#undef EDGELLM_PICK
+
+// Messages are built only on failure: attention_kernels runs every layer of every decode step,
+// which must not touch the heap.
+[[noreturn]] void fail(const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, "attention: " + what);
+}
+
+void check_common(TensorType type, const void* rows, size_t row_bytes, int64_t cnt, int64_t hd, int64_t g,
+                  const float* vec, int64_t vec_stride, int64_t vec_len, const char* vec_name) {
+  if (cnt < 0) fail("row count " + std::to_string(cnt) + " is negative");
+  if (g < 1) fail("query head count " + std::to_string(g) + " must be >= 1");
+  if (cnt == 0) return;
+  const size_t need = tensor_row_bytes(type, hd);
+  if (row_bytes < need)
+    fail("row_bytes " + std::to_string(row_bytes) + " is smaller than one row of " + std::to_string(hd) + " " +
+         tensor_type_name(type) + " (" + std::to_string(need) + ")");
+  if (rows == nullptr || vec == nullptr) fail(std::string("null rows or ") + vec_name);
+  if (g > 1 && vec_stride < vec_len)
+    fail(std::string(vec_name) + " stride " + std::to_string(vec_stride) + " is smaller than " +
+         std::to_string(vec_len));
+}
+
+}  // namespace
+
+AttentionKernels attention_kernels(TensorType type, int64_t hd) {
+  const RowKind kind = row_kind(type);
+  if (hd < 1) fail("head_dim " + std::to_string(hd) + " must be >= 1");
+  const int64_t block = tensor_block_size(type);
+  if (hd % block != 0)
+    fail("head_dim " + std::to_string(hd) + " is not a multiple of the " + tensor_type_name(type) + " block size " +
+         std::to_string(block));
+  return pick(kind, active_isa());
+}
+
+void attention_scores(TensorType type, const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q,
+                      int64_t q_stride, int64_t g, float scale, float* scores, int64_t scores_stride) {
+  const AttentionKernels k = attention_kernels(type, hd);
+  check_common(type, k_rows, row_bytes, cnt, hd, g, q, q_stride, hd, "q");
+  if (cnt == 0) return;
+  if (scores == nullptr) fail("null scores");
+  if (g > 1 && scores_stride < cnt)
+    fail("scores stride " + std::to_string(scores_stride) + " is smaller than " + std::to_string(cnt) + " rows");
+  k.scores(k_rows, row_bytes, cnt, hd, q, q_stride, g, scale, scores, scores_stride);
+}
+
+void attention_accumulate(TensorType type, const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd,
+                          const float* p, int64_t p_stride, int64_t g, float* out, int64_t out_stride) {
+  const AttentionKernels k = attention_kernels(type, hd);
+  check_common(type, v_rows, row_bytes, cnt, hd, g, p, p_stride, cnt, "p");
+  if (cnt == 0) return;
+  if (out == nullptr) fail("null out");
+  if (g > 1 && out_stride < hd)
+    fail("out stride " + std::to_string(out_stride) + " is smaller than head_dim " + std::to_string(hd));
+  k.accumulate(v_rows, row_bytes, cnt, hd, p, p_stride, g, out, out_stride);
+}
+
+}  // namespace edgellm::kernels

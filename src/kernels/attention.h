@@ -1,0 +1,50 @@
+// Attention inner loops over the rows of a paged KV cache block, read in their stored type
+// (F32, F16 or Q8_0) without converting the block to F32 first.
+//
+// One call covers `cnt` consecutive rows of one KV head (row s at rows + s * row_bytes, each
+// row hd elements of the cache type) and the g query heads of one GQA group that share that KV
+// head. Every row is loaded and widened once per call and then used for all g heads, so the
+// cost of reading the cache does not grow with the group size.
+//
+//   scores:     scores[h * scores_stride + s] = scale * dot(q[h * q_stride + 0 .. hd), k_s)
+//   accumulate: out[h * out_stride + i] += sum_s p[h * p_stride + s] * v_s[i]
+//               for h < g, s < cnt, i < hd.
+//
+// Q8_0 rows are dequantized in registers (d * q per element, as dequantize_row does) and then
+// multiplied in F32, so every type gives the F32 result of its dequantized rows up to summation
+// order. The per-ISA versions live in kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/tensor_type.h"
+
+namespace edgellm::kernels {
+
+using AttentionScoresFn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q,
+                                   int64_t q_stride, int64_t g, float scale, float* scores, int64_t scores_stride);
+using AttentionAccumulateFn = void (*)(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,
+                                       int64_t p_stride, int64_t g, float* out, int64_t out_stride);
+
+// The active ISA's kernels for rows of one cache type, resolved once so a loop over many KV
+// blocks pays no dispatch or argument checks per block. Preconditions of the returned functions
+// (checked by the wrappers below, not by the functions): cnt >= 0, g >= 1, row_bytes at least
+// tensor_row_bytes(type, hd), q/p/scores/out strides large enough that the g head rows do not
+// overlap, `out` not aliasing the other arguments.
+struct AttentionKernels {
+  AttentionScoresFn scores = nullptr;
+  AttentionAccumulateFn accumulate = nullptr;
+};
+
+// Throws Error(kUnsupported) for a type other than F32/F16/Q8_0 and Error(kInvalidArgument) when
+// hd < 1 or hd is not a multiple of the type's block size (32 for Q8_0).
+AttentionKernels attention_kernels(TensorType type, int64_t hd);
+
+// Checked one-off forms (tests, tools): validate every argument, then dispatch.
+void attention_scores(TensorType type, const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q,
+                      int64_t q_stride, int64_t g, float scale, float* scores, int64_t scores_stride);
+void attention_accumulate(TensorType type, const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd,
+                          const float* p, int64_t p_stride, int64_t g, float* out, int64_t out_stride);
+
+}  // namespace edgellm::kernels

@@ -1,0 +1,42 @@
+// Internal: the per-ISA attention kernels behind kernels/attention.h. Plain out-of-line
+// functions with the AttentionScoresFn / AttentionAccumulateFn signatures, one per stored row
+// type, so the SIMD files need no shared inline code (see kernels/README.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define EDGELLM_ATTENTION_KERNELS                                                                                      \
+  void scores_f32(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,     \
+                  int64_t g, float scale, float* scores, int64_t scores_stride);                                       \
+  void scores_f16(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,     \
+                  int64_t g, float scale, float* scores, int64_t scores_stride);                                       \
+  void scores_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,    \
+                   int64_t g, float scale, float* scores, int64_t scores_stride);                                      \
+  void accumulate_f32(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride, \
+                      int64_t g, float* out, int64_t out_stride);                                                      \
+  void accumulate_f16(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride, \
+                      int64_t g, float* out, int64_t out_stride);                                                      \
+  void accumulate_q8_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,                  \
+                       int64_t p_stride, int64_t g, float* out, int64_t out_stride);
+
+namespace edgellm::kernels::attention_scalar {
+EDGELLM_ATTENTION_KERNELS
+}  // namespace edgellm::kernels::attention_scalar
+
+#if defined(EDGELLM_ARCH_X86)
+namespace edgellm::kernels::attention_avx2 {
+EDGELLM_ATTENTION_KERNELS
+}  // namespace edgellm::kernels::attention_avx2
+namespace edgellm::kernels::attention_avx512 {
+EDGELLM_ATTENTION_KERNELS
+}  // namespace edgellm::kernels::attention_avx512
+#endif
+
+#if defined(EDGELLM_ARCH_ARM64)
+namespace edgellm::kernels::attention_neon {
+EDGELLM_ATTENTION_KERNELS
+}  // namespace edgellm::kernels::attention_neon
+#endif
+
+#undef EDGELLM_ATTENTION_KERNELS

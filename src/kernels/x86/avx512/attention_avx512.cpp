@@ -1,0 +1,393 @@
+// AVX-512 attention kernels (kernels/attention.h) over KV rows in their stored type.
+//
+// Scores: 16 rows at a time. For each 16-element chunk of the head dimension the 16 row chunks
+// [16 rows, 16 dims] are widened to F32 (F16: vcvtph2ps; Q8_0: int8 -> int32 -> float times the
+// block scale) and transposed in registers, so register i holds element i of all 16 rows. Each
+// query element is then broadcast and multiply-added into one accumulator per head whose lanes
+// are the 16 rows: no horizontal sums, and each row chunk is loaded and widened once for all the
+// heads of the group (up to 8 accumulators; more heads run as further groups). With one or two
+// heads the transpose costs more than it saves: those keep one accumulator per (row, head) and
+// fold 8 of them at a time into scores (sum8).
+//
+// Accumulate: for a few 16-element chunks of the head dimension at a time the accumulators of
+// every head [heads, chunks] stay in registers over all rows; each row chunk is widened once
+// and multiply-added with the broadcast probability of every head.
+//
+// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsic headers (the
+// _mm512_undefined_* pass-through operands, GCC PR105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention_impl.h"
+#include "kernels/blocks.h"
+
+namespace edgellm::kernels::attention_avx512 {
+namespace {
+
+// Fully unroll the loops over heads, chunks and transpose rows (compile-time bounds) so the
+// accumulator arrays become registers; GCC otherwise keeps a stack copy updated every row.
+#define EDGELLM_UNROLL _Pragma("GCC unroll 16")
+
+constexpr int64_t kLanes = 16;
+constexpr int kMaxHeads = 8;  // accumulator groups per pass (scores: 16 row registers + 8-16 accumulators)
+
+inline __mmask16 lane_mask(int64_t n) {
+  return n >= kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// Chunk c (elements [16c, 16c + 16), lanes beyond the row masked to 0) of a row, as 16 floats.
+struct F32Rows {
+  static __m512 load(const uint8_t* row, int64_t c, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + c * kLanes);
+  }
+};
+struct F16Rows {
+  static __m512 load(const uint8_t* row, int64_t c, __mmask16 m) {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + c * kLanes);
+    return _mm512_maskz_cvtph_ps(0xFFFF, h);
+  }
+};
+// Q8_0 rows are whole blocks (head_dim a multiple of 32): chunk c is half c % 2 of block c / 2.
+// d * q in F32, exactly as dequantize_row computes it.
+struct Q8_0Rows {
+  static __m512 load(const uint8_t* row, int64_t c, __mmask16) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + (c >> 1);
+    const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + kLanes * (c & 1)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), _mm512_set1_ps(_cvtsh_ss(b->d)));
+  }
+};
+
+// In-place 16x16 transpose: r[j] lane i -> r[i] lane j. Stages: 2x2 blocks of floats (unpack ps),
+// then of float pairs (unpack pd) inside each 128-bit lane, then the 4x4 grid of 128-bit lanes
+// (two rounds of shuffle_f32x4).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  EDGELLM_UNROLL
+  for (int j = 0; j < 16; j += 2) {
+    t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);      // lane-local rows j, j+1: elements 0, 1
+    t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);  // elements 2, 3
+  }
+  // u[4G + e]: rows 4G..4G+3 of element e of each 128-bit lane.
+  __m512 u[16];
+  EDGELLM_UNROLL
+  for (int G = 0; G < 4; ++G) {
+    const __m512d lo01 = _mm512_castps_pd(t[4 * G]), hi01 = _mm512_castps_pd(t[4 * G + 1]);
+    const __m512d lo23 = _mm512_castps_pd(t[4 * G + 2]), hi23 = _mm512_castps_pd(t[4 * G + 3]);
+    u[4 * G + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo01, lo23));
+    u[4 * G + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo01, lo23));
+    u[4 * G + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi01, hi23));
+    u[4 * G + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi01, hi23));
+  }
+  EDGELLM_UNROLL
+  for (int e = 0; e < 4; ++e) {
+    // a/b: row groups 0,1; c/d: row groups 2,3 (128-bit lanes 0,2 / 1,3 of each).
+    const __m512 a = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 b = _mm512_shuffle_f32x4(u[e], u[4 + e], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 c = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 d = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(3, 1, 3, 1));
+    r[e] = _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0));
+    r[8 + e] = _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1));
+    r[4 + e] = _mm512_shuffle_f32x4(b, d, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + e] = _mm512_shuffle_f32x4(b, d, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Independent accumulators per head so at least ~8 FMA chains are in flight (FMA latency 4,
+// two per cycle) without exceeding the 32 registers (16 hold the transposed rows).
+constexpr int partials_for(int nh) {
+  return nh == 1 ? 8 : nh == 2 ? 4 : nh == 3 ? 3 : nh <= 6 ? 2 : 1;
+}
+
+// Query rows are repacked per call as [chunk][head][16] floats so that every broadcast in the
+// inner loop is a constant offset from one base register (NH strided row pointers would spill
+// general registers). Head dims above this use the rows in place.
+constexpr int64_t kMaxPackedHd = 256;
+
+// Element (h, c, i) of the query rows, i.e. q_h[16c + i]: packed (constant strides) or in place.
+template <int NH, bool Packed>
+struct QueryView {
+  const float* base;
+  int64_t q_stride;  // in-place only
+  const float* at(int64_t c, int h) const {
+    return Packed ? base + (c * NH + h) * kLanes : base + h * q_stride + c * kLanes;
+  }
+};
+
+// Scores of nr <= 16 rows (Full: nr == 16) for NH heads.
+template <class Rows, int NH, bool Full, bool Packed>
+void scores_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t hd, QueryView<NH, Packed> q, float scale,
+                  float* out, int64_t out_stride) {
+  constexpr int P = partials_for(NH);
+  __m512 acc[NH][P];
+  EDGELLM_UNROLL
+  for (int h = 0; h < NH; ++h) {
+    EDGELLM_UNROLL
+    for (int k = 0; k < P; ++k) acc[h][k] = _mm512_setzero_ps();
+  }
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
+    const __mmask16 m = lane_mask(width);
+    __m512 r[16];
+    EDGELLM_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      if (Full || j < nr) {
+        r[j] = Rows::load(base + static_cast<size_t>(j) * row_bytes, c, m);
+      } else {
+        r[j] = _mm512_setzero_ps();
+      }
+    }
+    transpose16(r);
+    if (width == kLanes) {
+      EDGELLM_UNROLL
+      for (int i = 0; i < 16; ++i) {
+        EDGELLM_UNROLL
+        for (int h = 0; h < NH; ++h) {
+          acc[h][i % P] = _mm512_fmadd_ps(r[i], _mm512_set1_ps(q.at(c, h)[i]), acc[h][i % P]);
+        }
+      }
+    } else {
+      for (int i = 0; i < width; ++i) {
+        EDGELLM_UNROLL
+        for (int h = 0; h < NH; ++h) acc[h][0] = _mm512_fmadd_ps(r[i], _mm512_set1_ps(q.at(c, h)[i]), acc[h][0]);
+      }
+    }
+  }
+  const __mmask16 store = lane_mask(nr);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  EDGELLM_UNROLL
+  for (int h = 0; h < NH; ++h) {
+    __m512 s = acc[h][0];
+    EDGELLM_UNROLL
+    for (int k = 1; k < P; ++k) s = _mm512_add_ps(s, acc[h][k]);
+    _mm512_mask_storeu_ps(out + h * out_stride, store, _mm512_mul_ps(s, vscale));
+  }
+}
+
+template <class Rows, int NH, bool Packed>
+void scores_rows(const uint8_t* base, size_t row_bytes, int64_t cnt, int64_t hd, QueryView<NH, Packed> q, float scale,
+                 float* out, int64_t out_stride) {
+  int64_t s0 = 0;
+  for (; s0 + 16 <= cnt; s0 += 16) {
+    scores_block<Rows, NH, true>(base + static_cast<size_t>(s0) * row_bytes, row_bytes, 16, hd, q, scale, out + s0,
+                                 out_stride);
+  }
+  if (s0 < cnt) {
+    scores_block<Rows, NH, false>(base + static_cast<size_t>(s0) * row_bytes, row_bytes, cnt - s0, hd, q, scale,
+                                  out + s0, out_stride);
+  }
+}
+
+// Sums of 8 vectors: lane j of the result (j < 8) is the sum of the 16 lanes of a[j]. Halves,
+// then quarters are folded with 128-bit lane shuffles, the last 4 floats in-lane; 24 operations.
+inline __m512 sum8(const __m512 a[8]) {
+  __m512 s[4];  // s[k]: 256-bit halves hold partial sums of rows 2k, 2k+1
+  EDGELLM_UNROLL
+  for (int k = 0; k < 4; ++k) {
+    s[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // t0: 128-bit lane L holds 4 partial sums of row L; t1 of row 4 + L.
+  const __m512 t0 = _mm512_add_ps(_mm512_shuffle_f32x4(s[0], s[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(s[0], s[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(s[2], s[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(s[2], s[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 u = _mm512_add_ps(_mm512_unpacklo_ps(t0, t1), _mm512_unpackhi_ps(t0, t1));
+  const __m512 w = _mm512_add_ps(u, _mm512_shuffle_ps(u, u, _MM_SHUFFLE(1, 0, 3, 2)));
+  // w: lane 4L = row L, lane 4L + 1 = row 4 + L.
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), w);
+}
+
+// Few heads (NH <= 2): a transpose would cost more shuffles than it saves, so each of 8 rows
+// gets one accumulator per head over the chunks (row chunk widened once, used by both heads)
+// and sum8 folds them into scores.
+template <class Rows, int NH>
+void scores_rowdot(const uint8_t* base, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,
+                   float scale, float* out, int64_t out_stride) {
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t s0 = 0; s0 < cnt; s0 += 8) {
+    const int64_t nr = cnt - s0 < 8 ? cnt - s0 : 8;
+    const uint8_t* rows = base + static_cast<size_t>(s0) * row_bytes;
+    __m512 acc[NH][8];
+    EDGELLM_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      EDGELLM_UNROLL
+      for (int j = 0; j < 8; ++j) acc[h][j] = _mm512_setzero_ps();
+    }
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const __mmask16 m = lane_mask(hd - c * kLanes);
+      __m512 qc[NH];
+      EDGELLM_UNROLL
+      for (int h = 0; h < NH; ++h) qc[h] = _mm512_maskz_loadu_ps(m, q + h * q_stride + c * kLanes);
+      EDGELLM_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        if (j < nr) {
+          const __m512 k = Rows::load(rows + static_cast<size_t>(j) * row_bytes, c, m);
+          EDGELLM_UNROLL
+          for (int h = 0; h < NH; ++h) acc[h][j] = _mm512_fmadd_ps(k, qc[h], acc[h][j]);
+        }
+      }
+    }
+    EDGELLM_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      _mm512_mask_storeu_ps(out + h * out_stride + s0, lane_mask(nr), _mm512_mul_ps(sum8(acc[h]), vscale));
+    }
+  }
+}
+
+template <class Rows, int NH>
+void scores_heads(const uint8_t* base, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,
+                  float scale, float* out, int64_t out_stride) {
+  if constexpr (NH <= 2) {
+    scores_rowdot<Rows, NH>(base, row_bytes, cnt, hd, q, q_stride, scale, out, out_stride);
+    return;
+  }
+  if (hd > kMaxPackedHd) {
+    scores_rows<Rows, NH, false>(base, row_bytes, cnt, hd, QueryView<NH, false>{q, q_stride}, scale, out, out_stride);
+    return;
+  }
+  alignas(64) float packed[NH * kMaxPackedHd];
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    const __mmask16 m = lane_mask(hd - c * kLanes);
+    EDGELLM_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      _mm512_store_ps(packed + (c * NH + h) * kLanes, _mm512_maskz_loadu_ps(m, q + h * q_stride + c * kLanes));
+    }
+  }
+  scores_rows<Rows, NH, true>(base, row_bytes, cnt, hd, QueryView<NH, true>{packed, 0}, scale, out, out_stride);
+}
+
+template <class Rows>
+void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride, int64_t g,
+            float scale, float* out, int64_t out_stride) {
+  const auto* base = static_cast<const uint8_t*>(k_rows);
+  for (int64_t h0 = 0; h0 < g; h0 += kMaxHeads) {
+    const int64_t nh = g - h0 < kMaxHeads ? g - h0 : kMaxHeads;
+    const float* qh = q + h0 * q_stride;
+    float* oh = out + h0 * out_stride;
+    switch (nh) {
+      case 1: scores_heads<Rows, 1>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      case 2: scores_heads<Rows, 2>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      case 3: scores_heads<Rows, 3>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      case 4: scores_heads<Rows, 4>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      case 5: scores_heads<Rows, 5>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      case 6: scores_heads<Rows, 6>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      case 7: scores_heads<Rows, 7>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+      default: scores_heads<Rows, 8>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
+    }
+  }
+}
+
+// out[h][chunks c0 .. c0+CH) += sum_s p[h][s] * v_s[those chunks], NH heads; the NH x CH
+// accumulators stay in registers over all cnt rows.
+template <class Rows, int NH, int CH>
+void accumulate_chunks(const uint8_t* base, size_t row_bytes, int64_t cnt, int64_t c0, int64_t hd, const float* p,
+                       int64_t p_stride, float* out, int64_t out_stride) {
+  __mmask16 m[CH];
+  __m512 acc[NH][CH];
+  EDGELLM_UNROLL
+  for (int k = 0; k < CH; ++k) m[k] = lane_mask(hd - (c0 + k) * kLanes);
+  EDGELLM_UNROLL
+  for (int h = 0; h < NH; ++h) {
+    EDGELLM_UNROLL
+    for (int k = 0; k < CH; ++k) acc[h][k] = _mm512_maskz_loadu_ps(m[k], out + h * out_stride + (c0 + k) * kLanes);
+  }
+  for (int64_t s = 0; s < cnt; ++s) {
+    const uint8_t* row = base + static_cast<size_t>(s) * row_bytes;
+    __m512 v[CH];
+    EDGELLM_UNROLL
+    for (int k = 0; k < CH; ++k) v[k] = Rows::load(row, c0 + k, m[k]);
+    EDGELLM_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      const __m512 w = _mm512_set1_ps(p[h * p_stride + s]);
+      EDGELLM_UNROLL
+      for (int k = 0; k < CH; ++k) acc[h][k] = _mm512_fmadd_ps(w, v[k], acc[h][k]);
+    }
+  }
+  EDGELLM_UNROLL
+  for (int h = 0; h < NH; ++h) {
+    EDGELLM_UNROLL
+    for (int k = 0; k < CH; ++k) _mm512_mask_storeu_ps(out + h * out_stride + (c0 + k) * kLanes, m[k], acc[h][k]);
+  }
+}
+
+// Chunks per pass: NH * CH accumulators + CH widened rows within the 32 registers, and enough
+// independent chains for the FMA latency when there are few heads.
+constexpr int chunks_for(int nh) {
+  return nh <= 5 ? 4 : 2;
+}
+
+template <class Rows, int NH>
+void accumulate_heads(const uint8_t* base, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride,
+                      float* out, int64_t out_stride) {
+  constexpr int CH = chunks_for(NH);
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  int64_t c0 = 0;
+  for (; c0 + CH <= n_chunks; c0 += CH) {
+    accumulate_chunks<Rows, NH, CH>(base, row_bytes, cnt, c0, hd, p, p_stride, out, out_stride);
+  }
+  switch (n_chunks - c0) {
+    case 0: break;
+    case 1: accumulate_chunks<Rows, NH, 1>(base, row_bytes, cnt, c0, hd, p, p_stride, out, out_stride); break;
+    case 2: accumulate_chunks<Rows, NH, 2>(base, row_bytes, cnt, c0, hd, p, p_stride, out, out_stride); break;
+    default: accumulate_chunks<Rows, NH, 3>(base, row_bytes, cnt, c0, hd, p, p_stride, out, out_stride); break;
+  }
+}
+
+template <class Rows>
+void accumulate(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride,
+                int64_t g, float* out, int64_t out_stride) {
+  const auto* base = static_cast<const uint8_t*>(v_rows);
+  for (int64_t h0 = 0; h0 < g; h0 += kMaxHeads) {
+    const int64_t nh = g - h0 < kMaxHeads ? g - h0 : kMaxHeads;
+    const float* ph = p + h0 * p_stride;
+    float* oh = out + h0 * out_stride;
+    switch (nh) {
+      case 1: accumulate_heads<Rows, 1>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      case 2: accumulate_heads<Rows, 2>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      case 3: accumulate_heads<Rows, 3>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      case 4: accumulate_heads<Rows, 4>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      case 5: accumulate_heads<Rows, 5>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      case 6: accumulate_heads<Rows, 6>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      case 7: accumulate_heads<Rows, 7>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+      default: accumulate_heads<Rows, 8>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
+    }
+  }
+}
+
+}  // namespace
+
+void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                float* s, int64_t ss) {
+  scores<F32Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
+void scores_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                float* s, int64_t ss) {
+  scores<F16Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
+void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                 float* s, int64_t ss) {
+  scores<Q8_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
+void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                    float* out, int64_t os) {
+  accumulate<F32Rows>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+void accumulate_f16(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                    float* out, int64_t os) {
+  accumulate<F16Rows>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+void accumulate_q8_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                     float* out, int64_t os) {
+  accumulate<Q8_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+
+}  // namespace edgellm::kernels::attention_avx512

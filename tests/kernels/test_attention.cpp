@@ -1,0 +1,245 @@
+// Attention kernels (kernels/attention.h) of every ISA and stored row type against naive
+// double-precision loops written here over rows decoded by the test itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "kernels/attention.h"
+#include "kernels/blocks.h"
+#include "kernels/kernels.h"
+
+namespace edgellm::kernels {
+namespace {
+
+// A score or an output element is an F32 sum of at most a few hundred products (hd <= 128 for
+// scores, cnt <= 40 rows plus the initial value for accumulate) in some summation order:
+// relative to the sum of |terms| the error stays below ~n * 2^-24 ~ 1e-5.
+constexpr double kSumRelTol = 1e-5;
+// Guard value written around every output area; the kernels must not touch it.
+constexpr float kGuard = -12345.0f;
+
+std::vector<float> randn(size_t n, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+// cnt rows of hd elements, encoded in `type` with row stride row_bytes (>= one row: padding is
+// filled with garbage the kernels must skip), plus the rows as the test decodes them.
+struct Rows {
+  std::vector<uint8_t> bytes;
+  std::vector<double> value;  // [cnt, hd]
+};
+
+Rows make_rows(TensorType type, int64_t cnt, int64_t hd, size_t row_bytes, uint32_t seed) {
+  const auto x = randn(static_cast<size_t>(cnt * hd), seed, 2.0f);
+  Rows r;
+  r.bytes.assign(static_cast<size_t>(cnt) * row_bytes, 0xA5);
+  r.value.resize(static_cast<size_t>(cnt * hd));
+  for (int64_t s = 0; s < cnt; ++s) {
+    uint8_t* row = r.bytes.data() + static_cast<size_t>(s) * row_bytes;
+    const float* src = x.data() + s * hd;
+    double* dec = r.value.data() + s * hd;
+    switch (type) {
+      case TensorType::F32:
+        std::memcpy(row, src, static_cast<size_t>(hd) * sizeof(float));
+        for (int64_t i = 0; i < hd; ++i) dec[i] = src[i];
+        break;
+      case TensorType::F16:
+        for (int64_t i = 0; i < hd; ++i) {
+          const uint16_t h = fp32_to_fp16(src[i]);
+          std::memcpy(row + 2 * i, &h, sizeof(h));
+          dec[i] = fp16_to_fp32(h);
+        }
+        break;
+      default: {  // Q8_0: the library quantizes, the test decodes the blocks itself
+        quantize_row(TensorType::Q8_0, src, row, hd);
+        for (int64_t b = 0; b < hd / kQK8_0; ++b) {
+          BlockQ8_0 blk;
+          std::memcpy(&blk, row + static_cast<size_t>(b) * sizeof(BlockQ8_0), sizeof(blk));
+          for (int j = 0; j < kQK8_0; ++j) dec[b * kQK8_0 + j] = static_cast<double>(fp16_to_fp32(blk.d)) * blk.qs[j];
+        }
+        break;
+      }
+    }
+  }
+  return r;
+}
+
+class Attention : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    saved_ = active_isa();
+    set_active_isa(GetParam());
+  }
+  void TearDown() override { set_active_isa(saved_); }
+  Isa saved_ = Isa::kScalar;
+};
+
+struct Shape {
+  TensorType type;
+  int64_t hd;
+};
+// Every stored type; head dims below, at and above the vector widths (Q8_0 needs whole blocks).
+const Shape kShapes[] = {{TensorType::F32, 8},   {TensorType::F32, 20},  {TensorType::F32, 64},  {TensorType::F32, 128},
+                         {TensorType::F16, 8},   {TensorType::F16, 20},  {TensorType::F16, 64},  {TensorType::F16, 128},
+                         {TensorType::Q8_0, 32}, {TensorType::Q8_0, 64}, {TensorType::Q8_0, 128}};
+// Row counts around 4 / 8 / 16 lanes and a typical KV block of 16; head counts 1, 2, the
+// Qwen2.5 group of 7 and more than the 8 a kernel pass holds.
+const int64_t kCounts[] = {1, 3, 8, 15, 16, 17, 40};
+const int64_t kGroups[] = {1, 2, 7, 11};
+
+std::string where(const Shape& sh, int64_t cnt, int64_t g, int64_t pad) {
+  return std::string(tensor_type_name(sh.type)) + " hd=" + std::to_string(sh.hd) + " cnt=" + std::to_string(cnt) +
+         " g=" + std::to_string(g) + " row pad=" + std::to_string(pad);
+}
+
+TEST_P(Attention, ScoresMatchReference) {
+  uint32_t seed = 100;
+  for (const Shape& sh : kShapes) {
+    for (int64_t pad : {0, 6}) {
+      const size_t row_bytes = tensor_row_bytes(sh.type, sh.hd) + static_cast<size_t>(pad);
+      for (int64_t cnt : kCounts) {
+        for (int64_t g : kGroups) {
+          const Rows k = make_rows(sh.type, cnt, sh.hd, row_bytes, ++seed);
+          const int64_t q_stride = sh.hd + 3, s_stride = cnt + 5;  // strided, not packed
+          const auto q = randn(static_cast<size_t>(g * q_stride), ++seed);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(sh.hd));
+          std::vector<float> out(static_cast<size_t>(g * s_stride), kGuard);
+          attention_scores(sh.type, k.bytes.data(), row_bytes, cnt, sh.hd, q.data(), q_stride, g, scale, out.data(),
+                           s_stride);
+          for (int64_t h = 0; h < g; ++h) {
+            for (int64_t s = 0; s < s_stride; ++s) {
+              const float got = out[static_cast<size_t>(h * s_stride + s)];
+              if (s >= cnt) {
+                ASSERT_EQ(got, kGuard) << "wrote past the rows: " << where(sh, cnt, g, pad) << " h=" << h;
+                continue;
+              }
+              double ref = 0, mag = 0;
+              for (int64_t i = 0; i < sh.hd; ++i) {
+                const double t = static_cast<double>(q[static_cast<size_t>(h * q_stride + i)]) *
+                                 k.value[static_cast<size_t>(s * sh.hd + i)];
+                ref += t;
+                mag += std::fabs(t);
+              }
+              ASSERT_NEAR(got, scale * ref, kSumRelTol * scale * mag + 1e-30)
+                  << where(sh, cnt, g, pad) << " h=" << h << " s=" << s;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Attention, AccumulateMatchesReference) {
+  uint32_t seed = 900;
+  for (const Shape& sh : kShapes) {
+    for (int64_t pad : {0, 6}) {
+      const size_t row_bytes = tensor_row_bytes(sh.type, sh.hd) + static_cast<size_t>(pad);
+      for (int64_t cnt : kCounts) {
+        for (int64_t g : kGroups) {
+          const Rows v = make_rows(sh.type, cnt, sh.hd, row_bytes, ++seed);
+          const int64_t p_stride = cnt + 2, o_stride = sh.hd + 4;
+          // Probabilities: positive weights as softmax gives them; out starts non-zero (+=).
+          std::vector<float> p = randn(static_cast<size_t>(g * p_stride), ++seed);
+          for (float& x : p) x = std::fabs(x) / static_cast<float>(cnt);
+          std::vector<float> out(static_cast<size_t>(g * o_stride), kGuard);
+          const auto init = randn(static_cast<size_t>(g * o_stride), ++seed);
+          for (int64_t h = 0; h < g; ++h) {
+            for (int64_t i = 0; i < sh.hd; ++i)
+              out[static_cast<size_t>(h * o_stride + i)] = init[static_cast<size_t>(h * o_stride + i)];
+          }
+          attention_accumulate(sh.type, v.bytes.data(), row_bytes, cnt, sh.hd, p.data(), p_stride, g, out.data(),
+                               o_stride);
+          for (int64_t h = 0; h < g; ++h) {
+            for (int64_t i = 0; i < o_stride; ++i) {
+              const float got = out[static_cast<size_t>(h * o_stride + i)];
+              if (i >= sh.hd) {
+                ASSERT_EQ(got, kGuard) << "wrote past head_dim: " << where(sh, cnt, g, pad) << " h=" << h;
+                continue;
+              }
+              const double x0 = init[static_cast<size_t>(h * o_stride + i)];
+              double ref = x0, mag = std::fabs(x0);
+              for (int64_t s = 0; s < cnt; ++s) {
+                const double t = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) *
+                                 v.value[static_cast<size_t>(s * sh.hd + i)];
+                ref += t;
+                mag += std::fabs(t);
+              }
+              ASSERT_NEAR(got, ref, kSumRelTol * mag + 1e-30) << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The resolved kernels are the ones the checked forms call: same bits on one ISA.
+TEST_P(Attention, ResolvedKernelsMatchCheckedForms) {
+  const int64_t hd = 64, cnt = 16, g = 7;
+  const size_t row_bytes = tensor_row_bytes(TensorType::F16, hd);
+  const Rows k = make_rows(TensorType::F16, cnt, hd, row_bytes, 7);
+  const auto q = randn(static_cast<size_t>(g * hd), 8);
+  std::vector<float> a(static_cast<size_t>(g * cnt)), b(a.size());
+  attention_scores(TensorType::F16, k.bytes.data(), row_bytes, cnt, hd, q.data(), hd, g, 0.125f, a.data(), cnt);
+  const AttentionKernels kern = attention_kernels(TensorType::F16, hd);
+  kern.scores(k.bytes.data(), row_bytes, cnt, hd, q.data(), hd, g, 0.125f, b.data(), cnt);
+  EXPECT_EQ(a, b);
+  std::vector<float> oa(static_cast<size_t>(g * hd), 0.0f), ob = oa;
+  attention_accumulate(TensorType::F16, k.bytes.data(), row_bytes, cnt, hd, a.data(), cnt, g, oa.data(), hd);
+  kern.accumulate(k.bytes.data(), row_bytes, cnt, hd, a.data(), cnt, g, ob.data(), hd);
+  EXPECT_EQ(oa, ob);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, Attention, ::testing::ValuesIn(supported_isas()),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
+ErrorCode code_of(void (*fn)()) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode::kInternal;  // nothing thrown
+}
+
+TEST(AttentionArgs, RejectsUnsupportedTypesAndShapes) {
+  EXPECT_EQ(code_of([] { attention_kernels(TensorType::Q4_0, 64); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([] { attention_kernels(TensorType::BF16, 64); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([] { attention_kernels(TensorType::Q8_0, 48); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([] { attention_kernels(TensorType::F16, 0); }), ErrorCode::kInvalidArgument);
+  // Rows shorter than one head row, negative counts, overlapping head strides.
+  EXPECT_EQ(code_of([] {
+              float q[64] = {}, s[16] = {};
+              uint8_t rows[16 * 128] = {};
+              attention_scores(TensorType::F16, rows, 100, 16, 64, q, 64, 1, 1.0f, s, 16);
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([] {
+              float p[16] = {}, out[64] = {};
+              uint8_t rows[16 * 128] = {};
+              attention_accumulate(TensorType::F16, rows, 128, -1, 64, p, 16, 1, out, 64);
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([] {
+              float p[32] = {}, out[128] = {};
+              uint8_t rows[16 * 128] = {};
+              attention_accumulate(TensorType::F16, rows, 128, 16, 64, p, 16, 2, out, 32);
+            }),
+            ErrorCode::kInvalidArgument);
+  // Nothing to do is fine, even with null pointers.
+  EXPECT_NO_THROW(attention_scores(TensorType::F32, nullptr, 0, 0, 64, nullptr, 64, 3, 1.0f, nullptr, 0));
+}
+
+}  // namespace
+}  // namespace edgellm::kernels
