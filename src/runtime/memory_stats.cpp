@@ -73,7 +73,6 @@ void AlignedBuffer::advise_huge_pages() const {
   const uintptr_t first = (begin + kHuge - 1) / kHuge * kHuge;
   const uintptr_t last = (begin + size_) / kHuge * kHuge;
   if (data_ == nullptr || last <= first) return;
-  if (std::getenv("EDGELLM_NO_THP") == nullptr)
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 #endif
 }
