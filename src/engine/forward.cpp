@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
+#include "kernels/repack.h"
 #include "kv/kv_cache.h"
 #include "runtime/thread_pool.h"
 
@@ -298,7 +299,15 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
 
   // Embeddings: dequantized rows of token_embd ([n_vocab rows, n_embd]).
   const WeightView& emb = model_.token_embd();
-  for_entries(n, [&](int32_t e) { kernels::dequantize_row(emb.type, emb.row(entries[e].token), x + e * E, E); });
+  // A tied head repacked at load serves the lookups too (model_repack.cpp): one row gathered
+  // from its 16-row group.
+  for_entries(n, [&](int32_t e) {
+    if (kernels::is_packed_type(emb.type)) {
+      kernels::dequantize_packed_row(emb.type, emb.data, E, entries[e].token, x + e * E);
+    } else {
+      kernels::dequantize_row(emb.type, emb.row(entries[e].token), x + e * E, E);
+    }
+  });
   rope_tables(entries, n);
 
   for (int il = 0; il < hp_.n_layer; ++il) {
