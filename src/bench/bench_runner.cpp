@@ -1,6 +1,9 @@
 #include "bench/bench_runner.h"
 
 #include <algorithm>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -53,7 +56,14 @@ std::string base_name(const std::string& path) {
 
 // Resets VmHWM to the current RSS (Linux >= 4.0: writing "5" to clear_refs), so each model's
 // peak is its own. Best effort: without it the peak is the process-wide maximum.
+// Peak RSS is reported per model: hand freed heap memory back first (the previous model's
+// scratch, the bandwidth probe's buffer: after glibc frees a large mmapped block it raises its
+// mmap threshold, so later 1-32 MB buffers come from the heap and stay resident when freed),
+// then reset VmHWM to the current RSS.
 void reset_peak_rss() {
+#if defined(__GLIBC__)
+  (void)malloc_trim(0);
+#endif
   std::ofstream f("/proc/self/clear_refs");
   if (f) f << "5";
 }
