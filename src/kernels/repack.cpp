@@ -152,8 +152,11 @@ void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in,
 }
 
 void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, int64_t r, float* dst) {
-  require(is_packed_type(packed), ErrorCode::kInvalidArgument,
-          std::string("dequantize_packed_row: ") + tensor_type_name(packed) + " is not a packed type");
+  // Called per token for a tied repacked head: build the message only on failure.
+  if (!is_packed_type(packed)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("dequantize_packed_row: ") + tensor_type_name(packed) + " is not a packed type");
+  }
   const PackGeometry g = geometry(packed, n_in);
   const int64_t lane = r % kPackRows;
   if (packed == TensorType::Q4_K_X16) {

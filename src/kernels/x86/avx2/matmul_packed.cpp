@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/blocks.h"
+#include "kernels/packed_driver.h"
 #include "kernels/repack.h"
 #include "kernels/x86/avx2/avx2_kernels.h"
 #include "kernels/x86/avx2/avx2_util.h"
@@ -16,9 +17,7 @@
 namespace edgellm::kernels::avx2 {
 namespace {
 
-constexpr int kTokens = 4;                  // 8 code YMM + 4 accumulators + temporaries = 16 YMM
-constexpr size_t kChunkBytes = 192 * 1024;  // weights per L2 chunk of rows in prefill
-constexpr int kPrefetchBytes = 6144;        // decode: see the AVX-512 file
+constexpr int kPrefetchBytes = 6144;  // decode: see the AVX-512 file
 
 inline __m256i bcast4(const int8_t* p) {
   int32_t v;
@@ -35,10 +34,6 @@ inline __m256i dot4(const __m256i* c, const int8_t* x) {
   return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
 }
 
-inline int64_t chunk_rows_for(size_t w_row_bytes) {
-  const int64_t rows = static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows;
-  return rows > kPackRows ? rows : kPackRows;
-}
 
 // ---------------------------------------------------------------- Q4_0_X16
 // Rows h*8 .. h*8+7 of a group, TT tokens.
@@ -122,56 +117,34 @@ inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
   for (int t = 0; t < TT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-template <bool kQ4K, int TT>
-inline void groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb, const uint8_t* x,
-                   size_t x_row_bytes, float* y, int64_t y_stride) {
-  for (int64_t r = ra; r < rb; r += kPackRows) {
-    const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
+// Policy for packed_driver.h: a group is its two 8-row halves.
+template <bool kQ4K>
+struct Nibbles {
+  static constexpr int64_t kBlockElems = kQ4K ? kQK_K : kQK4_0;
+  static constexpr int kTokens = 4;  // 8 code YMM + 4 accumulators + temporaries = 16 YMM
+  static constexpr int kMidTokens = 1;
+  template <int TT>
+  static inline void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y, int64_t ys) {
     for (int h = 0; h < 2; ++h) {
       if (kQ4K) {
-        tile_q4_k<TT>(group, nb, h, x, x_row_bytes, y + r + 8 * h, y_stride);
+        tile_q4_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       } else {
-        tile_q4_0<TT>(group, nb, h, x, x_row_bytes, y + r + 8 * h, y_stride);
+        tile_q4_0<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       }
     }
   }
-}
-
-template <bool kQ4K>
-void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
-                   size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
-  const int64_t nb = n / (kQ4K ? kQK_K : kQK4_0);
-  const auto* w = static_cast<const uint8_t*>(wv);
-  const auto* x = static_cast<const uint8_t*>(xq);
-  if (n_tokens == 1) {
-    groups<kQ4K, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
-    return;
-  }
-  const int64_t chunk_rows = chunk_rows_for(w_row_bytes);
-  for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
-    const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
-    int64_t t = 0;
-    for (; t + kTokens <= n_tokens; t += kTokens) {
-      groups<kQ4K, kTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                            y + t * y_stride, y_stride);
-    }
-    for (; t < n_tokens; ++t) {
-      groups<kQ4K, 1>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                      y + t * y_stride, y_stride);
-    }
-  }
-}
+};
 
 }  // namespace
 
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<false>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Nibbles<false>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<true>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Nibbles<true>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 }  // namespace edgellm::kernels::avx2

@@ -20,28 +20,18 @@
 
 #include "kernels/blocks.h"
 #include "kernels/repack.h"
+#include "kernels/packed_driver.h"
 #include "kernels/tile_driver.h"
 #include "kernels/x86/avx512/avx512_kernels.h"
 
 namespace edgellm::kernels::avx512 {
 namespace {
 
-// Tokens per prefill tile: 8 code vectors + 8 accumulators + 8 partial sums in flight fit the
-// 32 ZMM registers.
-constexpr int kTokens = 8;
 // Decode reads each weight byte once from DRAM. The hardware prefetchers restart at every 4 KiB
 // page and leave one core at ~10 GB/s of the ~15.5 it can stream; software prefetches this far
 // ahead (measured best of 1-16 KiB on a Sapphire Rapids-class core) bring it to ~13-16 GB/s.
 constexpr int kPrefetchBytes = 6144;
-// Rows per L2 chunk: the chunk's weights are re-read from L2 by every token tile.
-constexpr size_t kChunkBytes = 192 * 1024;
 
-// Rows of a prefill chunk: whole 16-row groups, about kChunkBytes of weights. (No std::min/max
-// here: see "Rule for SIMD files" in kernels/README.md.)
-EDGELLM_ALWAYS_INLINE int64_t chunk_rows_for(size_t w_row_bytes) {
-  const int64_t rows = static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows;
-  return rows > kPackRows ? rows : kPackRows;
-}
 
 template <bool kQ4>
 struct Format {
@@ -110,42 +100,19 @@ EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t*
   for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-template <bool kQ4, int TT>
-EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
-                                  const uint8_t* x, size_t x_row_bytes, float* y, int64_t y_stride) {
-  for (int64_t r = ra; r < rb; r += kPackRows) {
-    tile<kQ4, TT>(w + static_cast<size_t>(r) * w_row_bytes, nb, x, x_row_bytes, y + r, y_stride);
-  }
-}
-
+// Policies for packed_driver.h.
 template <bool kQ4>
-void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
-                   size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
-  const int64_t nb = n / kQK8_0;
-  const auto* w = static_cast<const uint8_t*>(wv);
-  const auto* x = static_cast<const uint8_t*>(xq);
-  if (n_tokens == 1) {
-    groups<kQ4, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
-    return;
+struct Legacy {
+  static constexpr int64_t kBlockElems = kQK8_0;
+  // 8 code vectors + 8 accumulators + 8 partial sums in flight fit the 32 ZMM registers.
+  static constexpr int kTokens = 8;
+  static constexpr int kMidTokens = 4;
+  template <int TT>
+  static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
+                                          int64_t ys) {
+    tile<kQ4, TT>(g, nb, x, xrb, y, ys);
   }
-  const int64_t chunk_rows = chunk_rows_for(w_row_bytes);
-  for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
-    const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
-    int64_t t = 0;
-    for (; t + kTokens <= n_tokens; t += kTokens) {
-      groups<kQ4, kTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                           y + t * y_stride, y_stride);
-    }
-    for (; t + 4 <= n_tokens; t += 4) {
-      groups<kQ4, 4>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                     y + t * y_stride, y_stride);
-    }
-    for (; t < n_tokens; ++t) {
-      groups<kQ4, 1>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                     y + t * y_stride, y_stride);
-    }
-  }
-}
+};
 
 // ---------------------------------------------------------------- Q4_K_X16
 // Per super-block column b of a group (layout in repack.h) and sub-block pair g: 8 code vectors
@@ -217,52 +184,32 @@ EDGELLM_ALWAYS_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, const uin
   for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-template <int TT>
-EDGELLM_ALWAYS_INLINE void groups_q4_k(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
-                                       const uint8_t* x, size_t x_row_bytes, float* y, int64_t y_stride) {
-  for (int64_t r = ra; r < rb; r += kPackRows) {
-    tile_q4_k<TT>(w + static_cast<size_t>(r) * w_row_bytes, nb, x, x_row_bytes, y + r, y_stride);
+struct Q4K {
+  static constexpr int64_t kBlockElems = kQK_K;
+  static constexpr int kTokens = kKTokens;
+  static constexpr int kMidTokens = 2;
+  template <int TT>
+  static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
+                                          int64_t ys) {
+    tile_q4_k<TT>(g, nb, x, xrb, y, ys);
   }
-}
+};
 
 }  // namespace
 
-void matmul_q4_k_x16(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
-                     size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
-  const int64_t nb = n / kQK_K;
-  const auto* w = static_cast<const uint8_t*>(wv);
-  const auto* x = static_cast<const uint8_t*>(xq);
-  if (n_tokens == 1) {
-    groups_q4_k<1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
-    return;
-  }
-  const int64_t chunk_rows = chunk_rows_for(w_row_bytes);
-  for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
-    const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
-    int64_t t = 0;
-    for (; t + kKTokens <= n_tokens; t += kKTokens) {
-      groups_q4_k<kKTokens>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                            y + t * y_stride, y_stride);
-    }
-    for (; t + 2 <= n_tokens; t += 2) {
-      groups_q4_k<2>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                     y + t * y_stride, y_stride);
-    }
-    for (; t < n_tokens; ++t) {
-      groups_q4_k<1>(w, w_row_bytes, nb, rc, re, x + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                     y + t * y_stride, y_stride);
-    }
-  }
+void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  packed::matmul<Q4K>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<true>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Legacy<true>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<false>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Legacy<false>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 }  // namespace edgellm::kernels::avx512

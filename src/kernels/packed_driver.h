@@ -1,0 +1,69 @@
+// Internal: the ISA-independent loop of every packed (16-row interleaved, kernels/repack.h) SIMD
+// matmul, the counterpart of tile_driver.h for the file layouts. An ISA file describes one packed
+// format with a small policy struct P (in its anonymous namespace, so every instantiation has
+// internal linkage and that file's target flags):
+//   kBlockElems                 elements per block column (32 for Q4_0/Q8_0, 256 for Q4_K)
+//   kTokens, kMidTokens         prefill token tiles: kTokens first, then kMidTokens, then 1
+//   template <int TT> static void group(const uint8_t* group, int64_t nb, const uint8_t* x,
+//                                       size_t x_row_bytes, float* y, int64_t y_stride)
+//                               -- 16 rows starting at `group` x TT tokens; y points at row 0
+//                               of the group for token 0 (TT == 1 is the decode path)
+//
+// Loop order (why): decode streams the row range once, a group at a time. Prefill walks rows in
+// chunks of about kChunkBytes of weights, which stay in L2 while every token tile passes over them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/repack.h"
+#include "kernels/tile_driver.h"  // EDGELLM_ALWAYS_INLINE
+
+namespace edgellm::kernels::packed {
+
+inline constexpr size_t kChunkBytes = 192 * 1024;
+
+// Rows of a prefill chunk: whole 16-row groups, about kChunkBytes of weights. (No std::min/max
+// in code compiled per ISA: see "Rule for SIMD files" in kernels/README.md.)
+EDGELLM_ALWAYS_INLINE int64_t chunk_rows_for(size_t w_row_bytes) {
+  const int64_t rows = static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows;
+  return rows > kPackRows ? rows : kPackRows;
+}
+
+template <class P, int TT>
+EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
+                                  const uint8_t* x, size_t x_row_bytes, float* y, int64_t y_stride) {
+  for (int64_t r = ra; r < rb; r += kPackRows) {
+    P::template group<TT>(w + static_cast<size_t>(r) * w_row_bytes, nb, x, x_row_bytes, y + r, y_stride);
+  }
+}
+
+// The MatmulFn contract (kernel_table.h) for a packed format; r0, r1 are multiples of 16.
+template <class P>
+void matmul(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+            size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  const int64_t nb = n / P::kBlockElems;
+  const auto* w = static_cast<const uint8_t*>(wv);
+  const auto* x = static_cast<const uint8_t*>(xq);
+  if (n_tokens == 1) {
+    groups<P, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
+    return;
+  }
+  const int64_t chunk_rows = chunk_rows_for(w_row_bytes);
+  for (int64_t rc = r0; rc < r1; rc += chunk_rows) {
+    const int64_t re = rc + chunk_rows < r1 ? rc + chunk_rows : r1;
+    auto at = [&](int64_t t) { return x + static_cast<size_t>(t) * x_row_bytes; };
+    int64_t t = 0;
+    for (; t + P::kTokens <= n_tokens; t += P::kTokens) {
+      groups<P, P::kTokens>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
+    }
+    for (; t + P::kMidTokens <= n_tokens; t += P::kMidTokens) {
+      groups<P, P::kMidTokens>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
+    }
+    for (; t < n_tokens; ++t) {
+      groups<P, 1>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
+    }
+  }
+}
+
+}  // namespace edgellm::kernels::packed
