@@ -77,10 +77,13 @@ TensorType activation_type(TensorType weight_type) {
     case TensorType::Q6_K:
       return TensorType::Q8_K;
     case TensorType::Q4_0_X16:
+    case TensorType::Q5_0_X16:
     case TensorType::Q8_0_X16:
       return TensorType::Q8_0_S;
     case TensorType::Q4_K_X16:
       return TensorType::Q8_K_S;
+    case TensorType::Q6_K_X16:
+      return TensorType::Q8_K;  // its 16-element bsums are what the Q6_K offset needs
     default:
       // F32, F16 and BF16 weights multiply F32 activations (the SIMD kernels widen the weights).
       return TensorType::F32;

@@ -12,6 +12,11 @@
 namespace edgellm::kernels {
 namespace {
 
+// Q5_0_X16: 256 bytes of low-nibble codes + 64 of fifth bits per block column (repack.h).
+constexpr int64_t kQ5_0BlockColumnCodes = kPackRows * (kQK5_0 / 2) + kPackRows * 4;
+// Q6_K_X16: ql 2048 + qh 1024 + int8 scales 256 per super-block column; the F16 d follow all of them.
+constexpr int64_t kQ6KBlockColumnCodes = 2048 + 1024 + 256;
+
 // Bytes of code per block column of a group, and where the scales start.
 struct PackGeometry {
   int64_t code_bytes_per_block;  // 16 rows x (16 or 32) bytes
@@ -23,6 +28,12 @@ PackGeometry geometry(TensorType packed_or_file, int64_t n_in) {
     case TensorType::Q4_0:
     case TensorType::Q4_0_X16:
       return {kPackRows * (kQK4_0 / 2), tensor_row_bytes(TensorType::Q4_0, n_in)};
+    case TensorType::Q5_0:
+    case TensorType::Q5_0_X16:
+      return {kQ5_0BlockColumnCodes, tensor_row_bytes(TensorType::Q5_0, n_in)};
+    case TensorType::Q6_K:
+    case TensorType::Q6_K_X16:
+      return {kQ6KBlockColumnCodes, tensor_row_bytes(TensorType::Q6_K, n_in)};
     case TensorType::Q8_0:
     case TensorType::Q8_0_X16:
       return {kPackRows * kQK8_0, tensor_row_bytes(TensorType::Q8_0, n_in)};
@@ -40,25 +51,29 @@ PackGeometry geometry(TensorType packed_or_file, int64_t n_in) {
 std::optional<TensorType> packed_type_for(TensorType file_type) {
   switch (file_type) {
     case TensorType::Q4_0: return TensorType::Q4_0_X16;
+    case TensorType::Q5_0: return TensorType::Q5_0_X16;
     case TensorType::Q8_0: return TensorType::Q8_0_X16;
     case TensorType::Q4_K: return TensorType::Q4_K_X16;
+    case TensorType::Q6_K: return TensorType::Q6_K_X16;
     default: return std::nullopt;
   }
 }
 
 bool is_packed_type(TensorType type) {
-  return type == TensorType::Q4_0_X16 || type == TensorType::Q8_0_X16 || type == TensorType::Q4_K_X16;
+  return type == TensorType::Q4_0_X16 || type == TensorType::Q5_0_X16 || type == TensorType::Q8_0_X16 ||
+         type == TensorType::Q4_K_X16 || type == TensorType::Q6_K_X16;
 }
 
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
-  // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for the nibble layouts (Q8_0's
-  // offset codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for every packed type.
+  // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for Q4_0 and Q4_K (Q8_0's offset
+  // codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for Q4_0, Q8_0 and Q4_K.
+  const bool q5_or_q6 = packed == TensorType::Q5_0_X16 || packed == TensorType::Q6_K_X16;
   switch (active_isa()) {
     case Isa::kAvx512: return true;
-    case Isa::kAvx2: return packed != TensorType::Q8_0_X16;
+    case Isa::kAvx2: return packed != TensorType::Q8_0_X16 && !q5_or_q6;
     case Isa::kDotprod:
-    case Isa::kI8mm: return true;
+    case Isa::kI8mm: return !q5_or_q6;
     default: return false;
   }
 }
@@ -100,6 +115,81 @@ void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   }
 }
 
+// The 256 six-bit codes (0..63) of a Q6_K block in element order (ggml's layout: per half of
+// 128, ql[l] / ql[l+32] carry the low nibbles of elements l, l+32 (low) and l+64, l+96 (high),
+// and qh[l] their high 2-bit pairs in bits 0-1, 2-3, 4-5, 6-7).
+void unpack_q6_k_codes(const BlockQ6_K& blk, uint8_t q[kQK_K]) {
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* ql = blk.ql + 64 * half;
+    const uint8_t* qh = blk.qh + 32 * half;
+    uint8_t* out = q + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = static_cast<uint8_t>((ql[l] & 0x0F) | ((qh[l] & 3) << 4));
+      out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4));
+      out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+// Q6_K: 16 rows of super-block columns -> the Q6_K_X16 layout (repack.h).
+void repack_q6_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t nb) {
+  auto* d = reinterpret_cast<uint16_t*>(group + nb * kQ6KBlockColumnCodes);
+  for (int64_t lane = 0; lane < kPackRows; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ6_K blk;
+      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ6_K),
+                  sizeof blk);
+      uint8_t q[kQK_K];  // the 6-bit values 0..63, element order
+      unpack_q6_k_codes(blk, q);
+      uint8_t* col = group + b * kQ6KBlockColumnCodes;
+      uint8_t* ql = col;
+      uint8_t* qh = col + 2048;
+      int8_t* sc = reinterpret_cast<int8_t*>(col + 3072);
+      for (int c = 0; c < 8; ++c) {
+        for (int t = 0; t < 4; ++t) {
+          for (int i = 0; i < 4; ++i) {
+            const int e = 32 * c + 4 * t + i;
+            ql[((c * 4 + t) * kPackRows + lane) * 4 + i] = static_cast<uint8_t>((q[e] & 0x0F) | ((q[e + 16] & 0x0F) << 4));
+          }
+        }
+      }
+      for (int j = 0; j < 16; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          uint8_t h = 0;
+          for (int s2 = 0; s2 < 4; ++s2) h = static_cast<uint8_t>(h | ((q[16 * j + 4 * s2 + i] >> 4) << (2 * s2)));
+          qh[(j * kPackRows + lane) * 4 + i] = h;
+        }
+        sc[j * kPackRows + lane] = blk.scales[j];
+      }
+      std::memcpy(d + b * kPackRows + lane, &blk.d, 2);
+    }
+  }
+}
+
+// Q5_0: 16 rows -> the Q5_0_X16 layout (repack.h).
+void repack_q5_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t nb) {
+  auto* scales = reinterpret_cast<uint16_t*>(group + nb * kQ5_0BlockColumnCodes);
+  for (int64_t lane = 0; lane < kPackRows; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ5_0 blk;
+      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ5_0),
+                  sizeof blk);
+      uint32_t fifth;  // bit e = fifth bit of element e (ggml order)
+      std::memcpy(&fifth, blk.qh, 4);
+      uint8_t* cb = group + b * kQ5_0BlockColumnCodes;
+      uint8_t* high = cb + kPackRows * (kQK5_0 / 2);
+      for (int j = 0; j < 4; ++j) std::memcpy(cb + (j * kPackRows + lane) * 4, blk.qs + 4 * j, 4);
+      for (int i = 0; i < 4; ++i) {
+        uint8_t h = 0;
+        for (int j = 0; j < 8; ++j) h = static_cast<uint8_t>(h | (((fifth >> (4 * j + i)) & 1u) << j));
+        high[lane * 4 + i] = h;
+      }
+      scales[b * kPackRows + lane] = blk.d;
+    }
+  }
+}
+
 }  // namespace
 
 void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in, int64_t r0, int64_t r1) {
@@ -112,6 +202,20 @@ void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in,
   const PackGeometry g = geometry(file_type, n_in);
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
+  if (file_type == TensorType::Q6_K || file_type == TensorType::Q5_0) {
+    require(file_type != TensorType::Q6_K || n_in % kQK_K == 0, ErrorCode::kInvalidArgument,
+            "repack: q6_K rows of " + std::to_string(n_in) + " elements are not whole 256-element super-blocks");
+    for (int64_t r = r0; r < r1; r += kPackRows) {
+      const uint8_t* rows = s + static_cast<size_t>(r) * g.row_bytes;
+      uint8_t* group = d + static_cast<size_t>(r) * g.row_bytes;  // packed rows have the file's size
+      if (file_type == TensorType::Q6_K) {
+        repack_q6_k_group(rows, g.row_bytes, group, n_in / kQK_K);
+      } else {
+        repack_q5_0_group(rows, g.row_bytes, group, n_in / kQK5_0);
+      }
+    }
+    return;
+  }
   if (file_type == TensorType::Q4_K) {
     require(n_in % kQK_K == 0, ErrorCode::kInvalidArgument,
             "repack: q4_K rows of " + std::to_string(n_in) + " elements are not whole 256-element super-blocks");
@@ -190,6 +294,29 @@ void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, 
     }
     return;
   }
+  if (packed == TensorType::Q6_K_X16) {
+    const int64_t nbk = n_in / kQK_K;
+    const auto* group = static_cast<const uint8_t*>(tensor) + static_cast<size_t>(r - lane) * g.row_bytes;
+    const auto* dd = reinterpret_cast<const uint16_t*>(group + nbk * kQ6KBlockColumnCodes);
+    for (int64_t b = 0; b < nbk; ++b) {
+      const uint8_t* col = group + b * kQ6KBlockColumnCodes;
+      uint16_t d16;
+      std::memcpy(&d16, dd + b * kPackRows + lane, 2);
+      const float d = fp16_to_fp32(d16);
+      for (int j = 0; j < 16; ++j) {
+        const float sc = d * static_cast<float>(static_cast<int8_t>(col[3072 + j * kPackRows + lane]));
+        for (int e = 16 * j; e < 16 * j + 16; ++e) {
+          const int c = e / 32, within = e % 32, t = (within % 16) / 4, i = e % 4;
+          const uint8_t lo_byte = col[((c * 4 + t) * kPackRows + lane) * 4 + i];
+          const int lo = within < 16 ? (lo_byte & 0x0F) : (lo_byte >> 4);
+          const int s2 = (e % 16) / 4;
+          const int hi = (col[2048 + (j * kPackRows + lane) * 4 + i] >> (2 * s2)) & 3;
+          dst[b * kQK_K + e] = sc * static_cast<float>((lo | (hi << 4)) - 32);
+        }
+      }
+    }
+    return;
+  }
   const int64_t nb = n_in / kQK8_0;
   const auto* group = static_cast<const uint8_t*>(tensor) + static_cast<size_t>(r - lane) * g.row_bytes;
   const auto* scales = reinterpret_cast<const uint16_t*>(group + static_cast<size_t>(nb * g.code_bytes_per_block));
@@ -199,7 +326,16 @@ void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, 
     std::memcpy(&d16, scales + b * kPackRows + lane, sizeof d16);
     const float d = fp16_to_fp32(d16);
     float* out = dst + b * kQK8_0;
-    if (packed == TensorType::Q4_0_X16) {
+    if (packed == TensorType::Q5_0_X16) {
+      const uint8_t* high = cb + kPackRows * (kQK5_0 / 2) + lane * 4;
+      for (int e = 0; e < kQK5_0; ++e) {
+        const int j = e / 4, i = e % 4;  // code vector j holds elements 4j .. 4j+3
+        const uint8_t byte = cb[((j % 4) * kPackRows + lane) * 4 + i];
+        const int lo = j < 4 ? (byte & 0x0F) : (byte >> 4);
+        const int fifth = (high[i] >> j) & 1;
+        out[e] = d * static_cast<float>((lo | (fifth << 4)) - 16);
+      }
+    } else if (packed == TensorType::Q4_0_X16) {
       for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
           const uint8_t byte = cb[(j * kPackRows + lane) * 4 + i];

@@ -1,4 +1,4 @@
-// Load-time repacking of Q4_0 / Q8_0 weights into 16-row interleaved groups.
+// Load-time repacking of Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K weights into 16-row interleaved groups.
 //
 // Why: in the file layout one row's blocks are contiguous, so an int8 dot product reduces 64
 // products into 16 lanes that all belong to the same (row, token) pair, and every block needs a
@@ -19,6 +19,11 @@
 //   Q8_0_X16: codes[nb][8][16][4] then scales[nb][16]                (544 bytes per block column)
 //     codes[b][j][r][i] = qs[4j+i] of block b of row r, plus 128 as an unsigned byte.
 //   scales[b][r] = the F16 scale d of block b of row r, unchanged.
+//   Q5_0_X16: blocks[nb] of {codes[4][16][4], high[16][4]} then scales[nb][16]
+//                                                                    (352 bytes per block column)
+//     codes as Q4_0_X16 (the low 4 bits of the 5-bit values); high[r][i] bit j = the fifth bit
+//     of element 4j+i, so code vector j (elements 4j .. 4j+3, j < 8, as in Q4_0_X16 where the
+//     high-nibble vectors are j = 4..7) takes bit j of every byte; values 0..31, offset 16.
 //
 //   Q4_K_X16 (256-element super-blocks, nb = n_in / 256), 2368 bytes per super-block column:
 //     codes[nb][4][8][16][4]   codes[b][g][k][r][i] = qs byte 32g+4k+i of super-block b of row r:
@@ -31,9 +36,20 @@
 //   so a Q4_K_X16 tensor is 2.8% larger than its file copy; group g starts at 16 g row_bytes of
 //   the packed type.
 //
+//
+//   Q6_K_X16 (256-element super-blocks), 3360 bytes per super-block column (= 16 x 210, the
+//   file's size):
+//     blocks[nb] of {ql[8][4][16][4], qh[16][16][4], scales[16][16]}   (3328 bytes each)
+//       ql[c][t][r][i]: low nibble = low 4 bits of element 32c+4t+i (sub-block 2c), high
+//                       nibble = low 4 bits of element 32c+16+4t+i (sub-block 2c+1)
+//       qh[j][r][i]:    bits 2s, 2s+1 = the high 2 bits of element 16j+4s+i (sub-block j)
+//       scales[j][r]:   the int8 scale of sub-block j of row r
+//     then d[nb][16] F16. Values 0..63, offset 32.
+//
 // With n_in a multiple of 64 every 64-byte vector of codes is 64-byte aligned when the tensor is.
 // Activations are BlockQ8_0S rows (blocks.h): the Q8_0 codes and scale plus the code sum, which
-// removes the weights' offset: sum (c - off) x = sum c x - off * sum x.
+// removes the weights' offset: sum (c - off) x = sum c x - off * sum x. Q4_K_X16 takes
+// BlockQ8_KS (sums per 32 elements, for the mins) and Q6_K_X16 plain Q8_K (bsums per 16).
 #pragma once
 
 #include <cstddef>
@@ -46,8 +62,8 @@ namespace edgellm::kernels {
 
 inline constexpr int64_t kPackRows = 16;
 
-// The interleaved layout of a file type, if there is one (Q4_0 -> Q4_0_X16, Q8_0 -> Q8_0_X16,
-// Q4_K -> Q4_K_X16).
+// The interleaved layout of a file type, if there is one (Q4_0 -> Q4_0_X16, Q5_0 -> Q5_0_X16,
+// Q8_0 -> Q8_0_X16, Q4_K -> Q4_K_X16, Q6_K -> Q6_K_X16).
 std::optional<TensorType> packed_type_for(TensorType file_type);
 bool is_packed_type(TensorType type);
 

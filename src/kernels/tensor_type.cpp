@@ -24,11 +24,13 @@ constexpr TensorTypeTraits kTraits[] = {
     {TensorType::Q8_K, "q8_K", kQK_K, sizeof(BlockQ8_K), true, false, true},
     {TensorType::BF16, "bf16", 1, 2, false, true, true},
     {TensorType::Q4_0_X16, "q4_0x16", kQK4_0, sizeof(BlockQ4_0), true, true, false},
+    {TensorType::Q5_0_X16, "q5_0x16", kQK5_0, sizeof(BlockQ5_0), true, true, false},
     {TensorType::Q8_0_X16, "q8_0x16", kQK8_0, sizeof(BlockQ8_0), true, true, false},
     {TensorType::Q8_0_S, "q8_0s", kQK8_0, sizeof(BlockQ8_0S), true, false, false},
     // 16 rows of Q4_K: the file's 16 x 144 bytes plus 4 bytes per row for unpacked scales.
     {TensorType::Q4_K_X16, "q4_Kx16", kQK_K, kQ4KX16RowBlockBytes, true, true, false},
     {TensorType::Q8_K_S, "q8_Ks", kQK_K, sizeof(BlockQ8_KS), true, false, false},
+    {TensorType::Q6_K_X16, "q6_Kx16", kQK_K, sizeof(BlockQ6_K), true, true, false},
 };
 
 }  // namespace

@@ -26,8 +26,10 @@ enum class TensorType : uint32_t {
   // EdgeLLM-internal layouts, never read from or written to a file (ids outside ggml's range).
   // Weights repacked at load time so 16 rows interleave in 4-byte groups (kernels/repack.h):
   Q4_0_X16 = 1002,
+  Q5_0_X16 = 1006,
   Q8_0_X16 = 1008,
   Q4_K_X16 = 1012,
+  Q6_K_X16 = 1014,
   // Their activation formats: Q8_0 codes with a float scale and the block's integer code sum;
   // Q8_K codes with the sums of each 32-element sub-block.
   Q8_0_S = 1009,

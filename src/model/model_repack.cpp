@@ -1,5 +1,6 @@
-// Model::repack_weights: copies eligible Q4_0 / Q8_0 matrices into the 16-row interleaved layout
-// (kernels/repack.h) once, at load, and points their WeightViews at the copy.
+// Model::repack_weights: copies eligible Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K matrices into the
+// 16-row interleaved layout (kernels/repack.h) once, at load, and points their WeightViews at
+// the copy.
 #include <algorithm>
 #include <atomic>
 #include <exception>

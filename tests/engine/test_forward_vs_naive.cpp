@@ -305,7 +305,7 @@ TEST_P(ForwardVsNaive, EveryArchitectureF32Kv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WeightTypes, ForwardVsNaive,
-                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0,
+                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0,
                                            TensorType::Q4_K, TensorType::Q6_K),
                          [](const auto& info) { return std::string(tensor_type_name(info.param)); });
 

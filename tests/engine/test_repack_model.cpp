@@ -29,8 +29,8 @@
 namespace edgellm {
 namespace {
 
-// Scalar packed vs scalar file layout: bit-identical logits were observed for Q4_0, Q8_0 and
-// Q4_K; the margin only allows a future reference kernel to group its F32 operations otherwise.
+// Scalar packed vs scalar file layout: bit-identical logits were observed for Q4_0, Q5_0, Q8_0,
+// Q4_K and Q6_K; the margin only allows a future reference kernel to group its F32 operations otherwise.
 // A wrong lane, block or stride moves logits by >1e-2 of the largest.
 constexpr double kLogitRelTol = 2e-6;
 
@@ -102,7 +102,8 @@ std::unique_ptr<Model> load(const test::SyntheticModelSpec& s, RepackMode mode) 
 
 TEST(RepackModel, RepacksEveryEligibleMatrixAndKeepsTheLogits) {
   const IsaScope scalar(kernels::Isa::kScalar);
-  for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+  for (const TensorType type :
+       {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
     for (const bool tied : {false, true}) {
       const auto s = spec_for(type, tied, 320);
       const auto off = load(s, RepackMode::kOff);
@@ -131,23 +132,25 @@ TEST(RepackModel, AutoFollowsTheKernelAvailability) {
   const auto autom = load(s, RepackMode::kAuto);
   const bool fast = kernels::has_fast_packed_kernel(TensorType::Q4_0_X16);
   EXPECT_EQ(autom->repacked_tensors() > 0, fast) << "active ISA " << kernels::isa_name(kernels::active_isa());
-  // Q6_K has no packed layout: nothing to repack.
-  const auto kq = load(spec_for(TensorType::Q6_K, false, 320), RepackMode::kOn);
+  // Q5_K has no packed layout: nothing to repack.
+  const auto kq = load(spec_for(TensorType::Q5_K, false, 320), RepackMode::kOn);
   EXPECT_EQ(kq->repacked_tensors(), 0);
   EXPECT_THROW(parse_repack_mode("sometimes"), Error);
   EXPECT_EQ(parse_repack_mode("off"), RepackMode::kOff);
 }
 
-TEST(RepackModel, AutoOnAvx2RepacksOnlyTheNibbleLayouts) {
+TEST(RepackModel, AutoOnAvx2RepacksOnlyQ4_0AndQ4_K) {
   const auto isas = kernels::supported_isas();
   if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx2) == isas.end()) GTEST_SKIP() << "no AVX2";
   const IsaScope avx2(kernels::Isa::kAvx2);
   const auto q4 = load(spec_for(TensorType::Q4_0, false, 320), RepackMode::kAuto);
   const auto q8 = load(spec_for(TensorType::Q8_0, false, 320), RepackMode::kAuto);
   const auto q4k = load(spec_for(TensorType::Q4_K, false, 320), RepackMode::kAuto);
+  const auto q6k = load(spec_for(TensorType::Q6_K, false, 320), RepackMode::kAuto);
   EXPECT_EQ(q4->repacked_tensors(), 2 * 7 + 1);
   EXPECT_EQ(q8->repacked_tensors(), 0) << "Q8_0_X16 has no AVX2 kernel";
   EXPECT_EQ(q4k->repacked_tensors(), 2 * 7 + 1);
+  EXPECT_EQ(q6k->repacked_tensors(), 0) << "Q6_K_X16 has no AVX2 kernel";
 }
 
 TEST(RepackModel, FileBackedTiedModelReadsEmbeddingsFromThePackedHead) {

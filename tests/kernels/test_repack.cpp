@@ -47,19 +47,28 @@ TEST(Repack, PackedTypesAreInternal) {
   EXPECT_EQ(packed_type_for(TensorType::Q4_0), TensorType::Q4_0_X16);
   EXPECT_EQ(packed_type_for(TensorType::Q8_0), TensorType::Q8_0_X16);
   EXPECT_EQ(packed_type_for(TensorType::Q4_K), TensorType::Q4_K_X16);
-  EXPECT_FALSE(packed_type_for(TensorType::Q6_K).has_value());
+  EXPECT_EQ(packed_type_for(TensorType::Q5_0), TensorType::Q5_0_X16);
+  EXPECT_EQ(packed_type_for(TensorType::Q6_K), TensorType::Q6_K_X16);
+  EXPECT_FALSE(packed_type_for(TensorType::Q5_K).has_value());
+  EXPECT_FALSE(packed_type_for(TensorType::Q4_1).has_value());
+  // Q5_0_X16 and Q6_K_X16 keep the file's bytes per row.
+  EXPECT_EQ(tensor_row_bytes(TensorType::Q6_K_X16, 512), tensor_row_bytes(TensorType::Q6_K, 512));
+  EXPECT_EQ(tensor_row_bytes(TensorType::Q5_0_X16, 96), tensor_row_bytes(TensorType::Q5_0, 96));
+  EXPECT_FALSE(tensor_type_traits(TensorType::Q6_K_X16).in_files);
   // Q4_K_X16 keeps 4 more bytes per row per super-block (unpacked 6-bit scales).
   EXPECT_EQ(tensor_row_bytes(TensorType::Q4_K_X16, 512), 2 * 148u);
   EXPECT_FALSE(tensor_type_traits(TensorType::Q4_0_X16).in_files);
   EXPECT_TRUE(tensor_type_traits(TensorType::Q4_0).in_files);
   EXPECT_TRUE(can_repack(TensorType::Q4_0, 896, 4864));
   EXPECT_FALSE(can_repack(TensorType::Q4_0, 896, 4865));  // not whole 16-row groups
-  EXPECT_FALSE(can_repack(TensorType::Q6_K, 256, 16));
+  EXPECT_TRUE(can_repack(TensorType::Q6_K, 256, 16));
+  EXPECT_FALSE(can_repack(TensorType::Q5_K, 256, 16));
 }
 
 TEST(Repack, RoundTripsExactly) {
   for (const Case c : {Case{TensorType::Q4_0, 96, 32}, Case{TensorType::Q8_0, 96, 32}, Case{TensorType::Q4_0, 4096, 16},
-                       Case{TensorType::Q4_K, 512, 32}}) {
+                       Case{TensorType::Q4_K, 512, 32}, Case{TensorType::Q5_0, 96, 32}, Case{TensorType::Q5_0, 4096, 16},
+                       Case{TensorType::Q6_K, 512, 32}}) {
     const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
     const auto src = gaussian(static_cast<size_t>(c.rows * c.n_in), 7, 1.0f);
     std::vector<uint8_t> file(rb * static_cast<size_t>(c.rows));
@@ -80,7 +89,8 @@ TEST(Repack, RoundTripsExactly) {
 
 TEST(Repack, RejectsBadInput) {
   std::vector<uint8_t> buf(34 * 16 * 2);
-  EXPECT_THROW(repack_rows(TensorType::Q6_K, buf.data(), buf.data(), 256, 0, 16), Error);
+  EXPECT_THROW(repack_rows(TensorType::Q5_K, buf.data(), buf.data(), 256, 0, 16), Error);
+  EXPECT_THROW(repack_rows(TensorType::Q6_K, buf.data(), buf.data(), 128, 0, 16), Error);  // half a super-block
   EXPECT_THROW(repack_rows(TensorType::Q8_0, buf.data(), buf.data(), 64, 0, 8), Error);   // half a group
   EXPECT_THROW(repack_rows(TensorType::Q8_0, buf.data(), buf.data(), 48, 0, 16), Error);  // not whole blocks
   std::vector<float> out(64);
@@ -95,7 +105,9 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   const int64_t token_counts[] = {1, 3, 4, 8, 13, 17};
   for (const Case c : {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
                        Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
-                       Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}}) {
+                       Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}, Case{TensorType::Q5_0, 64, 48},
+                       Case{TensorType::Q5_0, 96, 48}, Case{TensorType::Q5_0, 4096, 32}, Case{TensorType::Q6_K, 256, 48},
+                       Case{TensorType::Q6_K, 1536, 32}}) {
     const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
     const TensorType packed_type = *packed_type_for(c.file_type);
     const size_t packed_rb = tensor_row_bytes(packed_type, c.n_in);
@@ -196,7 +208,7 @@ TEST(Repack, ActivationQuantizerMatchesScalarBytes) {
 TEST(Repack, MatmulTileRemaindersAndRowChunks) {
   IsaGuard guard;
   constexpr int64_t kRows = 64, kN = 4096;
-  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0}) {
+  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0}) {
     const size_t rb = tensor_row_bytes(ft, kN);
     const auto src = gaussian(static_cast<size_t>(kRows * kN), 23, 0.5f);
     std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(file.size());
@@ -224,7 +236,8 @@ TEST(Repack, MatmulTileRemaindersAndRowChunks) {
         std::vector<float> yp(static_cast<size_t>(nt * kRows), NAN), yf(yp.size(), NAN);
         matmul(pt, kN, packed.data(), rb, 0, kRows, xp.data(), prb, nt, yp.data(), kRows);
         matmul(ft, kN, file.data(), rb, 0, kRows, xfile.data(), frb, nt, yf.data(), kRows);
-        const bool arm_sdot = isa == Isa::kDotprod || isa == Isa::kI8mm;
+        // (Where ARM has no packed SIMD kernel the scalar reference runs it: no bit identity.)
+        const bool arm_sdot = (isa == Isa::kDotprod || isa == Isa::kI8mm) && has_fast_packed_kernel(pt);
         for (int64_t t = 0; t < nt; ++t) {
           for (int64_t r = 0; r < kRows; ++r) {
             const size_t i = static_cast<size_t>(t * kRows + r);
@@ -282,16 +295,17 @@ TEST(Repack, Q8KSActivationQuantizerMatchesScalarBytes) {
   }
 }
 
-// Q4_K_X16 tile remainders and L2 row chunks: 1 token (decode tiles), 2, 5 and 6 tokens (4-token
-// tiles plus 1- / 2-token remainders on ARM, 6- and 2-token tiles on AVX-512), all 64 rows of a
-// 4096-wide matrix (2368 packed bytes per row: two prefill row chunks on ARM). Every ISA must
-// match the double reference; on ARM dotprod / i8mm the packed kernel must equal the file-layout
-// kernel bit for bit (both compute fma(-dmin, msum, d * isum) and fma(d_x, ., acc) per
-// super-block in order), which keeps perplexity identical across neon / dotprod / i8mm.
-TEST(Repack, Q4KTileRemaindersMatchFileLayout) {
+// Q4_K_X16 / Q6_K_X16 tile remainders and L2 row chunks: 1 token (decode tiles), 2, 5 and 6
+// tokens (4-token tiles plus 1- / 2-token remainders on ARM, 6- and 2-token tiles on AVX-512),
+// all 64 rows of a 4096-wide matrix (2368 / 3360 packed bytes per row: several prefill row
+// chunks). Every ISA must match the double reference; on ARM dotprod / i8mm the packed kernel
+// must equal the file-layout kernel bit for bit where it has a packed SIMD kernel (Q4_K: both compute
+// fma(-dmin, msum, d * isum) and fma(d_x, ., acc) per super-block in order), which keeps
+// perplexity identical across neon / dotprod / i8mm.
+void check_k_quant_tiles(TensorType ft) {
   IsaGuard guard;
   constexpr int64_t kRows = 64, kN = 4096;
-  const TensorType ft = TensorType::Q4_K, pt = TensorType::Q4_K_X16;
+  const TensorType pt = *packed_type_for(ft);
   const size_t rb = tensor_row_bytes(ft, kN), packed_rb = tensor_row_bytes(pt, kN);
   const auto src = gaussian(static_cast<size_t>(kRows * kN), 29, 0.5f);
   std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(packed_rb * static_cast<size_t>(kRows));
@@ -331,19 +345,27 @@ TEST(Repack, Q4KTileRemaindersMatchFileLayout) {
       std::vector<float> yp(static_cast<size_t>(nt * kRows), NAN), yf(yp.size(), NAN);
       matmul(pt, kN, packed.data(), packed_rb, 0, kRows, xp.data(), prb, nt, yp.data(), kRows);
       matmul(ft, kN, file.data(), rb, 0, kRows, xfile.data(), frb, nt, yf.data(), kRows);
-      const bool arm_sdot = isa == Isa::kDotprod || isa == Isa::kI8mm;
+      const bool arm_sdot = (isa == Isa::kDotprod || isa == Isa::kI8mm) && has_fast_packed_kernel(pt);
       for (int64_t t = 0; t < nt; ++t) {
         for (int64_t r = 0; r < kRows; ++r) {
           const size_t i = static_cast<size_t>(t * kRows + r);
           ASSERT_NEAR(yp[i], ref[i], kRefRelTol * scale[i])
-              << isa_name(isa) << " q4_K_x16 tokens " << nt << " token " << t << " row " << r;
+              << isa_name(isa) << " " << tensor_type_name(pt) << " tokens " << nt << " token " << t << " row " << r;
           if (arm_sdot) {
-            ASSERT_EQ(yp[i], yf[i]) << isa_name(isa) << " q4_K_x16 packed vs file layout, tokens " << nt << " token "
+            ASSERT_EQ(yp[i], yf[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " packed vs file layout, tokens " << nt << " token "
                                     << t << " row " << r;
           }
         }
       }
     }
+  }
+}
+
+
+TEST(Repack, KQuantTileRemaindersMatchFileLayout) {
+  for (const TensorType ft : {TensorType::Q4_K, TensorType::Q6_K}) {
+    SCOPED_TRACE(tensor_type_name(ft));
+    check_k_quant_tiles(ft);
   }
 }
 

@@ -1,4 +1,4 @@
-// Scalar reference for the 16-row interleaved Q4_0_X16 / Q8_0_X16 weights (layout in
+// Scalar reference for the 16-row interleaved Q4_0/Q5_0/Q8_0/Q4_K/Q6_K _X16 weights (layout in
 // kernels/repack.h) and their BlockQ8_0S activations. Written lane by lane from the layout
 // description, independently of the SIMD kernels it is the reference for.
 #include <cstring>
@@ -74,6 +74,79 @@ void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
         std::memcpy(&m16, dm + b * kPackRows + lane, 2);
         acc += x[b].d * (fp16_to_fp32(d16) * static_cast<float>(dot_scaled) -
                          fp16_to_fp32(m16) * static_cast<float>(mins_sum));
+      }
+      y[t * y_stride + r] = acc;
+    }
+  }
+}
+
+void matmul_q6_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  // y = sum_b dx * d_r * sum_j sc_j * sum_{e in j} (q_e - 32) x_e, with q_e = ql nibble | qh pair << 4.
+  constexpr int64_t kColumnBytes = 2048 + 1024 + 256;
+  const int64_t nb = n / kQK_K;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t lane = r % kPackRows;
+    const auto* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r - lane) * w_row_bytes;
+    const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kColumnBytes);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto* x = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(xq) + t * xq_row_bytes);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* ql = group + b * kColumnBytes;
+        const uint8_t* qh = ql + 2048;
+        const auto* sc = reinterpret_cast<const int8_t*>(ql + 3072);
+        int32_t sum = 0;
+        for (int j = 0; j < 16; ++j) {
+          int32_t dot = 0;
+          for (int s = 0; s < 4; ++s) {
+            for (int i = 0; i < 4; ++i) {
+              const int e = 16 * j + 4 * s + i;  // element of the super-block
+              const int c = j / 2;               // 32-element chunk; sub-block 2c low nibbles, 2c+1 high
+              const uint8_t lo_byte = ql[((c * 4 + s) * kPackRows + lane) * 4 + i];
+              const int lo = j % 2 == 0 ? (lo_byte & 0x0F) : (lo_byte >> 4);
+              const int hi = (qh[(j * kPackRows + lane) * 4 + i] >> (2 * s)) & 3;
+              dot += ((lo | (hi << 4)) - 32) * x[b].qs[e];
+            }
+          }
+          sum += sc[j * kPackRows + lane] * dot;
+        }
+        uint16_t d16;
+        std::memcpy(&d16, dd + b * kPackRows + lane, 2);
+        acc += x[b].d * fp16_to_fp32(d16) * static_cast<float>(sum);
+      }
+      y[t * y_stride + r] = acc;
+    }
+  }
+}
+
+void matmul_q5_0_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  // Per block: 256 bytes of low nibbles (as Q4_0_X16), 64 bytes of fifth bits, values - 16.
+  constexpr int64_t kColumnBytes = kPackRows * (kQK5_0 / 2) + kPackRows * 4;
+  const int64_t nb = n / kQK5_0;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t lane = r % kPackRows;
+    const auto* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r - lane) * w_row_bytes;
+    const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * kColumnBytes);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto* x = reinterpret_cast<const BlockQ8_0S*>(static_cast<const uint8_t*>(xq) + t * xq_row_bytes);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* cb = group + b * kColumnBytes;
+        const uint8_t* high = cb + kPackRows * (kQK5_0 / 2) + lane * 4;
+        int32_t dot = 0;
+        for (int j = 0; j < 4; ++j) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = cb[(j * kPackRows + lane) * 4 + i];
+            const int lo = (byte & 0x0F) | (((high[i] >> j) & 1) << 4);
+            const int hi = (byte >> 4) | (((high[i] >> (j + 4)) & 1) << 4);
+            dot += (lo - 16) * x[b].qs[4 * j + i] + (hi - 16) * x[b].qs[16 + 4 * j + i];
+          }
+        }
+        uint16_t d16;
+        std::memcpy(&d16, scales + b * kPackRows + lane, sizeof d16);
+        acc += fp16_to_fp32(d16) * x[b].d * static_cast<float>(dot);
       }
       y[t * y_stride + r] = acc;
     }

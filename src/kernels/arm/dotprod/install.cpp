@@ -23,6 +23,7 @@ void install_dotprod(KernelTable& t) {
   t.quantize_activation[type_slot(TT::Q4_0_X16)] = dotprod::quantize_q8_0s;
   t.quantize_activation[type_slot(TT::Q8_0_X16)] = dotprod::quantize_q8_0s;
   t.quantize_activation[type_slot(TT::Q4_K_X16)] = dotprod::quantize_q8_ks;
+  t.quantize_activation[type_slot(TT::Q5_0_X16)] = dotprod::quantize_q8_0s;
 }
 
 }  // namespace edgellm::kernels

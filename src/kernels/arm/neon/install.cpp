@@ -16,6 +16,7 @@ void install_neon(KernelTable& t) {
   t.quantize_activation[type_slot(TT::Q4_K)] = neon::quantize_q8_k;
   t.quantize_activation[type_slot(TT::Q5_K)] = neon::quantize_q8_k;
   t.quantize_activation[type_slot(TT::Q6_K)] = neon::quantize_q8_k;
+  t.quantize_activation[type_slot(TT::Q6_K_X16)] = neon::quantize_q8_k;
   t.matmul[type_slot(TT::F32)] = neon::matmul_f32;
   t.matmul[type_slot(TT::F16)] = neon::matmul_f16;
   t.matmul[type_slot(TT::BF16)] = neon::matmul_bf16;

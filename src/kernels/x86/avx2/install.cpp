@@ -12,11 +12,13 @@ void install_avx2(KernelTable& t) {
   t.quantize_activation[type_slot(TT::Q4_0_X16)] = avx2::quantize_q8_0s;
   t.quantize_activation[type_slot(TT::Q8_0_X16)] = avx2::quantize_q8_0s;
   t.quantize_activation[type_slot(TT::Q4_K_X16)] = avx2::quantize_q8_ks;
+  t.quantize_activation[type_slot(TT::Q5_0_X16)] = avx2::quantize_q8_0s;
   t.quantize_activation[type_slot(TT::Q4_1)] = avx2::quantize_q8_1;
   t.quantize_activation[type_slot(TT::Q5_1)] = avx2::quantize_q8_1;
   t.quantize_activation[type_slot(TT::Q4_K)] = avx2::quantize_q8_k;
   t.quantize_activation[type_slot(TT::Q5_K)] = avx2::quantize_q8_k;
   t.quantize_activation[type_slot(TT::Q6_K)] = avx2::quantize_q8_k;
+  t.quantize_activation[type_slot(TT::Q6_K_X16)] = avx2::quantize_q8_k;
   t.matmul[type_slot(TT::F32)] = avx2::matmul_f32;
   t.matmul[type_slot(TT::F16)] = avx2::matmul_f16;
   t.matmul[type_slot(TT::BF16)] = avx2::matmul_bf16;

@@ -28,6 +28,8 @@ EDGELLM_AVX512_MATMUL(matmul_q6_k);
 EDGELLM_AVX512_MATMUL(matmul_q4_0_x16);
 EDGELLM_AVX512_MATMUL(matmul_q8_0_x16);
 EDGELLM_AVX512_MATMUL(matmul_q4_k_x16);
+EDGELLM_AVX512_MATMUL(matmul_q5_0_x16);
+EDGELLM_AVX512_MATMUL(matmul_q6_k_x16);
 #undef EDGELLM_AVX512_MATMUL
 
 }  // namespace edgellm::kernels::avx512

@@ -1,5 +1,5 @@
-// AVX-512 VNNI matmul for the 16-row interleaved Q4_0_X16 / Q8_0_X16 weights (layout and the
-// reason for it in kernels/repack.h).
+// AVX-512 VNNI matmul for the 16-row interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K _X16 weights
+// (layouts and the reason for them in kernels/repack.h).
 //
 // One ZMM of codes holds 4 consecutive elements of 16 rows (lane r = row r of the group). For a
 // token, vpdpbusd with the token's 4 activation bytes broadcast to every lane adds those 4
@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/blocks.h"
 #include "kernels/repack.h"
@@ -30,24 +31,60 @@ namespace {
 // Decode reads each weight byte once from DRAM. The hardware prefetchers restart at every 4 KiB
 // page and leave one core at ~10 GB/s of the ~15.5 it can stream; software prefetches this far
 // ahead (measured best of 1-16 KiB on a Sapphire Rapids-class core) bring it to ~13-16 GB/s.
-constexpr int kPrefetchBytes = 6144;
+constexpr int kPrefetchBytes = 20480;
 
 
-template <bool kQ4>
+enum class Legacy4 { kQ4_0, kQ5_0, kQ8_0 };
+
+// Moves bit `from` of every byte to bit `to` (other bits are garbage, masked by the caller). A
+// 16-bit shift by at most 4 left or 3 right never carries a neighbour byte's bit into bit 4 or 5.
+template <int kFrom, int kTo>
+EDGELLM_ALWAYS_INLINE __m512i move_bits(__m512i v) {
+  if constexpr (kFrom < kTo) return _mm512_slli_epi16(v, kTo - kFrom);
+  else if constexpr (kFrom > kTo) return _mm512_srli_epi16(v, kFrom - kTo);
+  else return v;
+}
+
+// (a & mask) | b in one instruction: ternary-logic truth table of A & B | C.
+EDGELLM_ALWAYS_INLINE __m512i and_or(__m512i a, __m512i mask, __m512i b) {
+  return _mm512_ternarylogic_epi32(a, mask, b, 0xEA);
+}
+
+template <Legacy4 kKind>
 struct Format {
-  static constexpr int64_t kCodeBytes = kPackRows * (kQ4 ? kQK4_0 / 2 : kQK8_0);  // per block column
-  static constexpr int32_t kOffset = kQ4 ? 8 : 128;
+  // Code bytes per block column (Q5_0: 256 of nibbles + 64 of fifth bits) and the code offset.
+  static constexpr int64_t kCodeBytes = kKind == Legacy4::kQ8_0 ? kPackRows * kQK8_0
+                                        : kKind == Legacy4::kQ5_0 ? kPackRows * (kQK5_0 / 2 + 4)
+                                                                  : kPackRows * (kQK4_0 / 2);
+  static constexpr int32_t kOffset = kKind == Legacy4::kQ8_0 ? 128 : kKind == Legacy4::kQ5_0 ? 16 : 8;
+
+  template <int J>
+  static EDGELLM_ALWAYS_INLINE __m512i fifth_bits(__m512i high, __m512i bit4, __m512i nibbles) {
+    return and_or(move_bits<J, 4>(high), bit4, nibbles);
+  }
 
   static EDGELLM_ALWAYS_INLINE void load_codes(const uint8_t* cb, __m512i w[8]) {
-    if constexpr (kQ4) {
+    if constexpr (kKind == Legacy4::kQ8_0) {
+      for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(cb + 64 * j);
+    } else {
       const __m512i mask = _mm512_set1_epi8(0x0F);
       for (int j = 0; j < 4; ++j) {
         const __m512i v = _mm512_loadu_si512(cb + 64 * j);
-        w[j] = _mm512_and_si512(v, mask);                          // elements 4j .. 4j+3
+        w[j] = _mm512_and_si512(v, mask);                            // elements 4j .. 4j+3
         w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);  // elements 16+4j ..
       }
-    } else {
-      for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(cb + 64 * j);
+      if constexpr (kKind == Legacy4::kQ5_0) {
+        // Bit j of each byte of `high` is the fifth bit of code vector j's element.
+        const __m512i high = _mm512_loadu_si512(cb + 256), bit4 = _mm512_set1_epi8(0x10);
+        w[0] = fifth_bits<0>(high, bit4, w[0]);
+        w[1] = fifth_bits<1>(high, bit4, w[1]);
+        w[2] = fifth_bits<2>(high, bit4, w[2]);
+        w[3] = fifth_bits<3>(high, bit4, w[3]);
+        w[4] = fifth_bits<4>(high, bit4, w[4]);
+        w[5] = fifth_bits<5>(high, bit4, w[5]);
+        w[6] = fifth_bits<6>(high, bit4, w[6]);
+        w[7] = fifth_bits<7>(high, bit4, w[7]);
+      }
     }
   }
 };
@@ -60,10 +97,10 @@ EDGELLM_ALWAYS_INLINE __m512i bcast4(const int8_t* p) {
 
 // Code vector j of a block pairs with activation bytes 4j .. 4j+3 in both formats (for Q4_0 the
 // high-nibble vectors j = 4..7 hold elements 16+4(j-4) = 4j).
-template <bool kQ4, int TT>
+template <Legacy4 kKind, int TT>
 EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
                                 int64_t y_stride) {
-  using F = Format<kQ4>;
+  using F = Format<kKind>;
   const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * F::kCodeBytes);
   const BlockQ8_0S* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes);
@@ -73,7 +110,7 @@ EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t*
     __m512i w[8];
     if constexpr (TT == 1) {
       const char* cb = reinterpret_cast<const char*>(group + b * F::kCodeBytes);
-      for (int j = 0; j < F::kCodeBytes / 64; ++j) _mm_prefetch(cb + kPrefetchBytes + 64 * j, _MM_HINT_T0);
+      for (int j = 0; j < (F::kCodeBytes + 63) / 64; ++j) _mm_prefetch(cb + kPrefetchBytes + 64 * j, _MM_HINT_T0);
       if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPrefetchBytes, _MM_HINT_T0);
     }
     F::load_codes(group + b * F::kCodeBytes, w);
@@ -101,7 +138,7 @@ EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t*
 }
 
 // Policies for packed_driver.h.
-template <bool kQ4>
+template <Legacy4 kKind>
 struct Legacy {
   static constexpr int64_t kBlockElems = kQK8_0;
   // 8 code vectors + 8 accumulators + 8 partial sums in flight fit the 32 ZMM registers.
@@ -110,7 +147,7 @@ struct Legacy {
   template <int TT>
   static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
                                           int64_t ys) {
-    tile<kQ4, TT>(g, nb, x, xrb, y, ys);
+    tile<kKind, TT>(g, nb, x, xrb, y, ys);
   }
 };
 
@@ -136,11 +173,14 @@ EDGELLM_ALWAYS_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, const uin
   const __m512i mask = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = codes + b * 2048;
-    if constexpr (TT == 1) {
-      for (int j = 0; j < 2048; j += 64) _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + j, _MM_HINT_T0);
-    }
     const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
     for (int g = 0; g < 4; ++g) {
+      if constexpr (TT == 1) {
+        // Spread over the sub-block pairs: a burst of 32 prefetches would wait for fill buffers.
+        for (int j = g * 512; j < (g + 1) * 512; j += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + j, _MM_HINT_T0);
+        }
+      }
       __m512i lo[8], hi[8];
       for (int k = 0; k < 8; ++k) {
         const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
@@ -195,7 +235,96 @@ struct Q4K {
   }
 };
 
+// ---------------------------------------------------------------- Q6_K_X16
+// Per super-block column b and 32-element chunk c: 4 ql vectors and the 2 qh vectors of
+// sub-blocks 2c, 2c+1 give 8 code vectors (values 0..63, lanes = rows), reused for every token.
+// Per token and sub-block j: 4 vpdpbusd seeded with -32 * bsum_j (Q8_K's 16-element sums)
+// give sum (q - 32) x per row; vpmulld by the rows' int8 scales and an add keep the super-block
+// exact in int32 (|sum| <= 16 x 16 x 32 x 128 x 128 < 2^31), then one convert and one FMA with
+// d_r * d_x per super-block.
+constexpr int64_t kQ6ColumnBytes = 2048 + 1024 + 256;
+
+template <int TT>
+EDGELLM_ALWAYS_INLINE void tile_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
+                                     int64_t y_stride) {
+  const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes);
+  const BlockQ8_K* xt[TT];
+  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes);
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* col = group + b * kQ6ColumnBytes;
+    if constexpr (TT == 1) {
+      if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(dd + b * kPackRows) + kPrefetchBytes / 4, _MM_HINT_T0);
+    }
+    __m512i tot[TT];
+    for (int t = 0; t < TT; ++t) tot[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; ++c) {
+      if constexpr (TT == 1) {
+        // Spread over the chunks: a burst of 52 prefetches would wait for line fill buffers.
+        for (int j = c * (kQ6ColumnBytes / 8); j < (c + 1) * (kQ6ColumnBytes / 8); j += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(col) + kPrefetchBytes + j, _MM_HINT_T0);
+        }
+      }
+      const __m512i ha = _mm512_loadu_si512(col + 2048 + (2 * c) * 64);
+      const __m512i hb = _mm512_loadu_si512(col + 2048 + (2 * c + 1) * 64);
+      __m512i qa[4], qb[4];
+      const auto decode = [&](auto s_const) {
+        constexpr int s = decltype(s_const)::value;
+        const __m512i v = _mm512_loadu_si512(col + (4 * c + s) * 64);
+        qa[s] = and_or(move_bits<2 * s, 4>(ha), m30, _mm512_and_si512(v, m4));
+        qb[s] = and_or(move_bits<2 * s, 4>(hb), m30, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      };
+      decode(std::integral_constant<int, 0>{});
+      decode(std::integral_constant<int, 1>{});
+      decode(std::integral_constant<int, 2>{});
+      decode(std::integral_constant<int, 3>{});
+      const __m512i sca = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + 2 * c * 16)));
+      const __m512i scb =
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + (2 * c + 1) * 16)));
+      for (int t = 0; t < TT; ++t) {
+        const BlockQ8_K& xb = xt[t][b];
+        __m512i pa = _mm512_set1_epi32(-32 * xb.bsums[2 * c]);
+        __m512i pb = _mm512_set1_epi32(-32 * xb.bsums[2 * c + 1]);
+        for (int s = 0; s < 4; ++s) {
+          pa = _mm512_dpbusd_epi32(pa, qa[s], bcast4(xb.qs + 32 * c + 4 * s));
+          pb = _mm512_dpbusd_epi32(pb, qb[s], bcast4(xb.qs + 32 * c + 16 + 4 * s));
+        }
+        tot[t] = _mm512_add_epi32(tot[t], _mm512_add_epi32(_mm512_mullo_epi32(pa, sca), _mm512_mullo_epi32(pb, scb)));
+      }
+    }
+    const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
+    for (int t = 0; t < TT; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(dvec, _mm512_set1_ps(xt[t][b].d)), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+struct Q6K {
+  static constexpr int64_t kBlockElems = kQK_K;
+  // 8 code vectors, 2 scale vectors, 6 int32 + 6 float accumulators and the partials fit 32 ZMM.
+  static constexpr int kTokens = 6;
+  static constexpr int kMidTokens = 2;
+  template <int TT>
+  static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
+                                          int64_t ys) {
+    tile_q6_k<TT>(g, nb, x, xrb, y, ys);
+  }
+};
+
 }  // namespace
+
+void matmul_q6_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  packed::matmul<Q6K>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q5_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  packed::matmul<Legacy<Legacy4::kQ5_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
 
 void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
@@ -204,12 +333,12 @@ void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r
 
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Legacy<true>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Legacy<Legacy4::kQ4_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Legacy<false>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Legacy<Legacy4::kQ8_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 }  // namespace edgellm::kernels::avx512
