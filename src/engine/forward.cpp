@@ -1,6 +1,7 @@
 #include "engine/forward.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -18,10 +19,9 @@ namespace {
 // Quantized-input slots: Q/K/V may use up to three different activation formats (e.g. an F16
 // wq, a Q4_0 wk and a Q6_K wv in a mixed-quant file).
 constexpr int kInputSlots = 3;
-// Matmul rows per task are a multiple of this (kernels tile rows in small groups) and a
-// thread gets about kTasksPerThread tasks so faster cores can take more of them.
+// Matmul rows are claimed in multiples of this (packed kernels run 16-row groups; file-layout
+// kernels tile rows in smaller groups).
 constexpr int64_t kRowGranule = 16;
-constexpr int64_t kTasksPerThread = 4;
 // Below this many entries a row-wise op (norm, rope, residual) is not worth a parallel region.
 constexpr int32_t kParallelRowsMin = 4;
 
@@ -159,29 +159,43 @@ void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
     pool_->parallel_for(n_quant, [&](int64_t t, int) { quantize(t); }, n_threads_);
   }
 
-  // 2. Split every matmul into row ranges; one parallel region runs them all.
-  int64_t chunk[kInputSlots + 1] = {};
-  int64_t first_task[kInputSlots + 2] = {};
-  for (int j = 0; j < n_jobs; ++j) {
-    const int64_t rows = jobs[j].w->n_out;
-    int64_t c = rows;
-    if (n_threads_ > 1) {
-      c = (rows + kTasksPerThread * n_threads_ - 1) / (kTasksPerThread * n_threads_);
-      c = std::max<int64_t>(kRowGranule, (c + kRowGranule - 1) / kRowGranule * kRowGranule);
-    }
-    chunk[j] = c;
-    first_task[j + 1] = first_task[j] + (rows + c - 1) / c;
-  }
-  auto run = [&](int64_t task, int) {
-    int j = 0;
-    while (task >= first_task[j + 1]) ++j;
+  // 2. One parallel region runs every matmul of the call. The rows of all jobs form one range
+  // that threads claim from a shared cursor in guided chunks: a claim takes 1/(2 x threads) of
+  // what is left (whole 16-row granules, never across a job boundary). Early claims are large,
+  // so a thread streams long contiguous row ranges (prefetch stays ahead); the last ones are one
+  // granule, so threads finish within a few microseconds of each other instead of one waiting
+  // for the other's last 1/8 of a matrix; and a thread that is descheduled (a busy core) simply
+  // claims less. The claim is a CAS on one counter: a few dozen per region.
+  int64_t job_end[kInputSlots + 1] = {};  // cumulative rows
+  for (int j = 0; j < n_jobs; ++j) job_end[j] = (j ? job_end[j - 1] : 0) + jobs[j].w->n_out;
+  const int64_t total_rows = job_end[n_jobs - 1];
+  auto rows = [&](int j, int64_t r0, int64_t r1) {
     const WeightView& w = *jobs[j].w;
-    const int64_t r0 = (task - first_task[j]) * chunk[j];
-    const int64_t r1 = std::min(w.n_out, r0 + chunk[j]);
     kernels::matmul(w.type, w.n_in, w.data, w.row_bytes, r0, r1, slot_base(job_slot[j]), stride, n_tokens, jobs[j].y,
                     w.n_out);
   };
-  pool_->parallel_for(first_task[n_jobs], run, n_threads_);
+  if (n_threads_ == 1) {
+    for (int j = 0; j < n_jobs; ++j) rows(j, 0, jobs[j].w->n_out);
+    return;
+  }
+  std::atomic<int64_t> cursor{0};
+  const int64_t divisor = 2 * static_cast<int64_t>(n_threads_);
+  auto claim_and_run = [&](int64_t, int) {
+    int64_t start = cursor.load(std::memory_order_relaxed);
+    for (;;) {
+      if (start >= total_rows) return;
+      int j = 0;
+      while (start >= job_end[j]) ++j;
+      const int64_t left = total_rows - start;
+      int64_t take = std::max<int64_t>(kRowGranule, left / divisor / kRowGranule * kRowGranule);
+      take = std::min(take, job_end[j] - start);
+      if (!cursor.compare_exchange_weak(start, start + take, std::memory_order_relaxed)) continue;
+      const int64_t job_start = job_end[j] - jobs[j].w->n_out;
+      rows(j, start - job_start, start - job_start + take);
+      start = cursor.load(std::memory_order_relaxed);
+    }
+  };
+  pool_->parallel_for(n_threads_, claim_and_run, n_threads_);
 }
 
 void ForwardPass::rope_tables(const BatchEntry* entries, int32_t n) {

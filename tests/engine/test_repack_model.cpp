@@ -139,7 +139,7 @@ TEST(RepackModel, AutoFollowsTheKernelAvailability) {
   EXPECT_EQ(parse_repack_mode("off"), RepackMode::kOff);
 }
 
-TEST(RepackModel, AutoOnAvx2RepacksOnlyQ4_0AndQ4_K) {
+TEST(RepackModel, AutoOnAvx2RepacksAllButQ8_0) {
   const auto isas = kernels::supported_isas();
   if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx2) == isas.end()) GTEST_SKIP() << "no AVX2";
   const IsaScope avx2(kernels::Isa::kAvx2);
@@ -150,7 +150,7 @@ TEST(RepackModel, AutoOnAvx2RepacksOnlyQ4_0AndQ4_K) {
   EXPECT_EQ(q4->repacked_tensors(), 2 * 7 + 1);
   EXPECT_EQ(q8->repacked_tensors(), 0) << "Q8_0_X16 has no AVX2 kernel";
   EXPECT_EQ(q4k->repacked_tensors(), 2 * 7 + 1);
-  EXPECT_EQ(q6k->repacked_tensors(), 0) << "Q6_K_X16 has no AVX2 kernel";
+  EXPECT_EQ(q6k->repacked_tensors(), 2 * 7 + 1);
 }
 
 TEST(RepackModel, FileBackedTiedModelReadsEmbeddingsFromThePackedHead) {

@@ -42,6 +42,8 @@ EDGELLM_AVX2_MATMUL(matmul_q5_k);
 EDGELLM_AVX2_MATMUL(matmul_q6_k);
 EDGELLM_AVX2_MATMUL(matmul_q4_0_x16);
 EDGELLM_AVX2_MATMUL(matmul_q4_k_x16);
+EDGELLM_AVX2_MATMUL(matmul_q5_0_x16);
+EDGELLM_AVX2_MATMUL(matmul_q6_k_x16);
 #undef EDGELLM_AVX2_MATMUL
 
 }  // namespace edgellm::kernels::avx2

@@ -1,8 +1,10 @@
-// AVX2 matmul for the 16-row interleaved nibble layouts Q4_0_X16 and Q4_K_X16 (kernels/repack.h).
-// A 64-byte code vector of the layout is two YMM halves of 8 rows each; each half is a separate
-// 8-row tile here. Without VNNI the 4-byte dot is vpmaddubsw (codes x broadcast activation bytes
-// -> int16 pair sums) then vpmaddwd with ones (-> int32). Four pair sums of nibble codes fit an
-// int16 (4 * 2 * 15 * 127 = 15240), so vpmaddwd runs once per four vpmaddubsw.
+// AVX2 matmul for the 16-row interleaved layouts Q4_0_X16, Q5_0_X16, Q4_K_X16 and Q6_K_X16
+// (kernels/repack.h). A 64-byte code vector of the layout is two YMM halves of 8 rows each; each
+// half is a separate 8-row tile here. Without VNNI the 4-byte dot is vpmaddubsw (codes x
+// broadcast activation bytes -> int16 pair sums) then vpmaddwd (-> int32). Four pair sums of
+// 5-bit codes fit an int16 (4 * 2 * 31 * 127 = 31496), so for Q4_0 / Q5_0 / Q4_K vpmaddwd with
+// ones runs once per four vpmaddubsw; 6-bit codes allow two (2 * 2 * 63 * 127 = 32004), and
+// Q6_K's vpmaddwd multiplies by the sub-block scale instead of ones.
 // Q8_0_X16 (codes up to 255) would overflow vpmaddubsw's int16 pairs and has no AVX2 kernel.
 #include <immintrin.h>
 
@@ -35,30 +37,62 @@ inline __m256i dot4(const __m256i* c, const int8_t* x) {
 }
 
 
-// ---------------------------------------------------------------- Q4_0_X16
+// Moves bit `from` of every byte to bit `to` (the caller masks): a 16-bit shift by at most 4
+// left or 3 right never brings a neighbour byte's bit into bits 4-5.
+template <int kFrom, int kTo>
+inline __m256i move_bits(__m256i v) {
+  if constexpr (kFrom < kTo) return _mm256_slli_epi16(v, kTo - kFrom);
+  else if constexpr (kFrom > kTo) return _mm256_srli_epi16(v, kFrom - kTo);
+  else return v;
+}
+
+// Q5_0: bit J of every byte of `high` is the fifth bit of code vector J's element.
+template <int J>
+inline __m256i add_fifth_bit(__m256i codes, __m256i high, __m256i bit4) {
+  return _mm256_or_si256(codes, _mm256_and_si256(move_bits<J, 4>(high), bit4));
+}
+
+// ---------------------------------------------------------------- Q4_0_X16 / Q5_0_X16
 // Rows h*8 .. h*8+7 of a group, TT tokens.
-template <int TT>
+template <bool kQ5, int TT>
 inline void tile_q4_0(const uint8_t* group, int64_t nb, int h, const uint8_t* x, size_t x_row_bytes, float* y,
                       int64_t y_stride) {
-  constexpr int64_t kCodeBytes = kPackRows * (kQK4_0 / 2);
+  // Q5_0 appends 64 bytes of fifth bits to each block column's 256 bytes of nibbles.
+  constexpr int64_t kCodeBytes = kPackRows * (kQK4_0 / 2) + (kQ5 ? kPackRows * 4 : 0);
+  constexpr int32_t kOffset = kQ5 ? 16 : 8;
   const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * kCodeBytes);
   const __m256i mask = _mm256_set1_epi8(0x0F);
   __m256 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = group + b * kCodeBytes;
-    if (TT == 1) _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + 64 * h, _MM_HINT_T0);
+    if (TT == 1) {
+      _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + 64 * h, _MM_HINT_T0);
+      if (kQ5 && h == 0) _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + 256, _MM_HINT_T0);
+    }
     __m256i w[8];
     for (int j = 0; j < 4; ++j) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + 64 * j + 32 * h));
       w[j] = _mm256_and_si256(v, mask);                          // elements 4j .. 4j+3
       w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);  // elements 16+4j ..
     }
+    if constexpr (kQ5) {
+      const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + 256 + 32 * h));
+      const __m256i bit4 = _mm256_set1_epi8(0x10);
+      w[0] = add_fifth_bit<0>(w[0], high, bit4);
+      w[1] = add_fifth_bit<1>(w[1], high, bit4);
+      w[2] = add_fifth_bit<2>(w[2], high, bit4);
+      w[3] = add_fifth_bit<3>(w[3], high, bit4);
+      w[4] = add_fifth_bit<4>(w[4], high, bit4);
+      w[5] = add_fifth_bit<5>(w[5], high, bit4);
+      w[6] = add_fifth_bit<6>(w[6], high, bit4);
+      w[7] = add_fifth_bit<7>(w[7], high, bit4);
+    }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * h)));
     for (int t = 0; t < TT; ++t) {
       const BlockQ8_0S& xb = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
       __m256i p = _mm256_add_epi32(dot4(w, xb.qs), dot4(w + 4, xb.qs + 16));
-      p = _mm256_add_epi32(p, _mm256_set1_epi32(-8 * xb.sum));
+      p = _mm256_add_epi32(p, _mm256_set1_epi32(-kOffset * xb.sum));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
     }
   }
@@ -117,19 +151,81 @@ inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
   for (int t = 0; t < TT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// ---------------------------------------------------------------- Q6_K_X16
+// Rows h*8 .. h*8+7, TT tokens. Per sub-block j (16 elements): 4 code vectors (ql nibbles of
+// chunk j/2 | qh bit pair s of vector j), two vpmaddubsw summed per int16 pair, then vpmaddwd by
+// the rows' scale sc_j (int16, both halves of the row's lane) accumulates sc_j * sum q x in
+// int32; the offset comes off as 32 * sc_j * bsum_j from Q8_K's 16-element sums.
+constexpr int64_t kQ6ColumnBytes = 2048 + 1024 + 256;
+
+template <int TT>
+inline void tile_q6_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x, size_t x_row_bytes, float* y,
+                      int64_t y_stride) {
+  const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* col = group + b * kQ6ColumnBytes;
+    if (TT == 1) {
+      for (int j = 0; j < kQ6ColumnBytes; j += 128) {
+        _mm_prefetch(reinterpret_cast<const char*>(col) + kPrefetchBytes + j + 64 * h, _MM_HINT_T0);
+      }
+    }
+    __m256i tot[TT];
+    for (int t = 0; t < TT; ++t) tot[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 16; ++j) {
+      const int c = j / 2;
+      const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 2048 + j * 64 + 32 * h));
+      __m256i q[4];
+      for (int s = 0; s < 4; ++s) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + (4 * c + s) * 64 + 32 * h));
+        q[s] = _mm256_and_si256(j % 2 == 0 ? v : _mm256_srli_epi16(v, 4), m4);
+      }
+      q[0] = _mm256_or_si256(q[0], _mm256_and_si256(move_bits<0, 4>(hv), m30));
+      q[1] = _mm256_or_si256(q[1], _mm256_and_si256(move_bits<2, 4>(hv), m30));
+      q[2] = _mm256_or_si256(q[2], _mm256_and_si256(hv, m30));
+      q[3] = _mm256_or_si256(q[3], _mm256_and_si256(move_bits<6, 4>(hv), m30));
+      // 8 int8 scales -> each duplicated into both int16 halves of its row's 32-bit lane.
+      const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(col + 3072 + j * kPackRows + 8 * h));
+      const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+      for (int t = 0; t < TT; ++t) {
+        const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+        const int8_t* xs = xb.qs + 16 * j;
+        const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], bcast4(xs)), _mm256_maddubs_epi16(q[1], bcast4(xs + 4)));
+        const __m256i s23 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(q[2], bcast4(xs + 8)), _mm256_maddubs_epi16(q[3], bcast4(xs + 12)));
+        const __m256i off = _mm256_madd_epi16(sc, _mm256_set1_epi32(static_cast<uint16_t>(xb.bsums[j])));
+        tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
+        tot[t] = _mm256_sub_epi32(tot[t], _mm256_slli_epi32(off, 5));
+      }
+    }
+    const __m256 dvec = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd + b * kPackRows + 8 * h)));
+    for (int t = 0; t < TT; ++t) {
+      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(dvec, _mm256_set1_ps(xb.d)), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+}
+
 // Policy for packed_driver.h: a group is its two 8-row halves.
-template <bool kQ4K>
-struct Nibbles {
-  static constexpr int64_t kBlockElems = kQ4K ? kQK_K : kQK4_0;
+enum class Layout { kQ4_0, kQ5_0, kQ4_K, kQ6_K };
+
+template <Layout kLayout>
+struct Halves {
+  static constexpr int64_t kBlockElems = kLayout == Layout::kQ4_K || kLayout == Layout::kQ6_K ? kQK_K : kQK4_0;
   static constexpr int kTokens = 4;  // 8 code YMM + 4 accumulators + temporaries = 16 YMM
   static constexpr int kMidTokens = 1;
   template <int TT>
   static inline void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y, int64_t ys) {
     for (int h = 0; h < 2; ++h) {
-      if (kQ4K) {
+      if constexpr (kLayout == Layout::kQ4_K) {
         tile_q4_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
+      } else if constexpr (kLayout == Layout::kQ6_K) {
+        tile_q6_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       } else {
-        tile_q4_0<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
+        tile_q4_0<kLayout == Layout::kQ5_0, TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       }
     }
   }
@@ -139,12 +235,22 @@ struct Nibbles {
 
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Nibbles<false>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Halves<Layout::kQ4_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q5_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  packed::matmul<Halves<Layout::kQ5_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Nibbles<true>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  packed::matmul<Halves<Layout::kQ4_K>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q6_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  packed::matmul<Halves<Layout::kQ6_K>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 }  // namespace edgellm::kernels::avx2
