@@ -97,59 +97,95 @@ EDGELLM_ALWAYS_INLINE __m512i bcast4(const int8_t* p) {
 
 // Code vector j of a block pairs with activation bytes 4j .. 4j+3 in both formats (for Q4_0 the
 // high-nibble vectors j = 4..7 hold elements 16+4(j-4) = 4j).
+// Block column b of a group for TT tokens, accumulated into acc[TT].
 template <Legacy4 kKind, int TT>
-EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
-                                int64_t y_stride) {
+EDGELLM_ALWAYS_INLINE void block_legacy(const uint8_t* group, int64_t nb, int64_t b, const uint8_t* x, size_t x_row_bytes,
+                                        __m512* acc) {
   using F = Format<kKind>;
   const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * F::kCodeBytes);
-  const BlockQ8_0S* xt[TT];
-  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes);
-  __m512 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m512i w[8];
-    if constexpr (TT == 1) {
-      const char* cb = reinterpret_cast<const char*>(group + b * F::kCodeBytes);
-      for (int j = 0; j < (F::kCodeBytes + 63) / 64; ++j) _mm_prefetch(cb + kPrefetchBytes + 64 * j, _MM_HINT_T0);
-      if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPrefetchBytes, _MM_HINT_T0);
+  const uint8_t* cb = group + b * F::kCodeBytes;
+  const auto xblock = [&](int t) -> const BlockQ8_0S& {
+    return reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+  };
+  if constexpr (TT == 1) {
+    for (int j = 0; j < (F::kCodeBytes + 63) / 64; ++j) {
+      _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + 64 * j, _MM_HINT_T0);
     }
-    F::load_codes(group + b * F::kCodeBytes, w);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
-    for (int t = 0; t < TT; ++t) {
-      const BlockQ8_0S& xb = xt[t][b];
-      if constexpr (TT == 1) {
-        // A lone token: two independent chains so consecutive vpdpbusd do not wait on each other.
-        __m512i p0 = _mm512_set1_epi32(-F::kOffset * xb.sum);
-        __m512i p1 = _mm512_setzero_si512();
-        for (int j = 0; j < 8; j += 2) {
-          p0 = _mm512_dpbusd_epi32(p0, w[j], bcast4(xb.qs + 4 * j));
-          p1 = _mm512_dpbusd_epi32(p1, w[j + 1], bcast4(xb.qs + 4 * j + 4));
-        }
-        const __m512i p = _mm512_add_epi32(p0, p1);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
-      } else {
-        __m512i p = _mm512_set1_epi32(-F::kOffset * xb.sum);
-        for (int j = 0; j < 8; ++j) p = _mm512_dpbusd_epi32(p, w[j], bcast4(xb.qs + 4 * j));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
+    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPrefetchBytes, _MM_HINT_T0);
+  }
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+  if constexpr (TT == 1 && kKind == Legacy4::kQ4_0) {
+    // Decode: the high nibbles stay in place (v & 0xF0 = 16 x code), saving a shift per
+    // vector; their chain is exactly 16 x its true sum, so an arithmetic >> 4 undoes it.
+    const BlockQ8_0S& xb = xblock(0);
+    const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
+    __m512i p0 = _mm512_set1_epi32(-F::kOffset * xb.sum);
+    __m512i p1 = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      const __m512i v = _mm512_loadu_si512(cb + 64 * j);
+      p0 = _mm512_dpbusd_epi32(p0, _mm512_and_si512(v, lo_mask), bcast4(xb.qs + 4 * j));
+      p1 = _mm512_dpbusd_epi32(p1, _mm512_and_si512(v, hi_mask), bcast4(xb.qs + 16 + 4 * j));
+    }
+    const __m512i p = _mm512_add_epi32(p0, _mm512_srai_epi32(p1, 4));
+    acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[0]);
+    return;
+  }
+  __m512i w[8];
+  F::load_codes(cb, w);
+  for (int t = 0; t < TT; ++t) {
+    const BlockQ8_0S& xb = xblock(t);
+    if constexpr (TT == 1) {
+      // A lone token: two independent chains so consecutive vpdpbusd do not wait on each other.
+      __m512i p0 = _mm512_set1_epi32(-F::kOffset * xb.sum);
+      __m512i p1 = _mm512_setzero_si512();
+      for (int j = 0; j < 8; j += 2) {
+        p0 = _mm512_dpbusd_epi32(p0, w[j], bcast4(xb.qs + 4 * j));
+        p1 = _mm512_dpbusd_epi32(p1, w[j + 1], bcast4(xb.qs + 4 * j + 4));
       }
+      const __m512i p = _mm512_add_epi32(p0, p1);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
+    } else {
+      __m512i p = _mm512_set1_epi32(-F::kOffset * xb.sum);
+      for (int j = 0; j < 8; ++j) p = _mm512_dpbusd_epi32(p, w[j], bcast4(xb.qs + 4 * j));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
     }
   }
+}
+
+// 16 rows x TT tokens: every block column of the group (Block::run<TT> accumulates one).
+template <class Block, int TT>
+EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
+                                int64_t y_stride) {
+  __m512 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) Block::template run<TT>(group, nb, b, x, x_row_bytes, acc);
   for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-// Policies for packed_driver.h.
-template <Legacy4 kKind>
-struct Legacy {
-  static constexpr int64_t kBlockElems = kQK8_0;
-  // 8 code vectors + 8 accumulators + 8 partial sums in flight fit the 32 ZMM registers.
-  static constexpr int kTokens = 8;
-  static constexpr int kMidTokens = 4;
+// A packed_driver.h policy from a block function.
+template <class Block, int64_t kElems, int kTileTokens, int kMid>
+struct Policy {
+  static constexpr int64_t kBlockElems = kElems;
+  static constexpr int kTokens = kTileTokens;
+  static constexpr int kMidTokens = kMid;
   template <int TT>
   static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
                                           int64_t ys) {
-    tile<kKind, TT>(g, nb, x, xrb, y, ys);
+    tile<Block, TT>(g, nb, x, xrb, y, ys);
   }
 };
+
+template <Legacy4 kKind>
+struct LegacyBlock {
+  template <int TT>
+  static EDGELLM_ALWAYS_INLINE void run(const uint8_t* g, int64_t nb, int64_t b, const uint8_t* x, size_t xrb,
+                                        __m512* acc) {
+    block_legacy<kKind, TT>(g, nb, b, x, xrb, acc);
+  }
+};
+// 8 code vectors + 8 accumulators + 8 partial sums in flight fit the 32 ZMM registers.
+template <Legacy4 kKind>
+using Legacy = Policy<LegacyBlock<kKind>, kQK8_0, 8, 4>;
 
 // ---------------------------------------------------------------- Q4_K_X16
 // Per super-block column b of a group (layout in repack.h) and sub-block pair g: 8 code vectors
@@ -159,8 +195,8 @@ struct Legacy {
 constexpr int kKTokens = 6;
 
 template <int TT>
-EDGELLM_ALWAYS_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
-                                     int64_t y_stride) {
+EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t b, const uint8_t* x, size_t x_row_bytes,
+                                      __m512* acc) {
   const uint8_t* codes = group;
   const uint8_t* scales = codes + nb * 2048;
   const uint8_t* mins = scales + nb * 128;
@@ -168,72 +204,67 @@ EDGELLM_ALWAYS_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, const uin
   const uint16_t* dm = dd + nb * kPackRows;
   const BlockQ8_KS* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
-  __m512 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
-  const __m512i mask = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = codes + b * 2048;
-    const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
-    for (int g = 0; g < 4; ++g) {
-      if constexpr (TT == 1) {
-        // Spread over the sub-block pairs: a burst of 32 prefetches would wait for fill buffers.
-        for (int j = g * 512; j < (g + 1) * 512; j += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + j, _MM_HINT_T0);
-        }
-      }
-      __m512i lo[8], hi[8];
-      for (int k = 0; k < 8; ++k) {
-        const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
-        lo[k] = _mm512_and_si512(v, mask);
-        hi[k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-      }
-      const auto scale_of = [&](int j) {
-        const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 128 + j * kPackRows));
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s8)), dvec);
-      };
-      const __m512 sc_lo = scale_of(2 * g), sc_hi = scale_of(2 * g + 1);
-      for (int t = 0; t < TT; ++t) {
-        const BlockQ8_KS& xb = xt[t][b];
-        __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
-        for (int k = 0; k < 8; ++k) {
-          p = _mm512_dpbusd_epi32(p, lo[k], bcast4(xb.qs + 64 * g + 4 * k));
-          q = _mm512_dpbusd_epi32(q, hi[k], bcast4(xb.qs + 64 * g + 32 + 4 * k));
-        }
-        const __m512 dx = _mm512_set1_ps(xb.d);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sc_lo, dx), acc[t]);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(sc_hi, dx), acc[t]);
+  const __m512i mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const uint8_t* cb = codes + b * 2048;
+  const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
+  for (int g = 0; g < 4; ++g) {
+    if constexpr (TT == 1) {
+      // Spread over the sub-block pairs: a burst of 32 prefetches would wait for fill buffers.
+      for (int j = g * 512; j < (g + 1) * 512; j += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + j, _MM_HINT_T0);
       }
     }
-    // Mins: (m_2i, m_2i+1) of the 16 rows widened to int16 pairs, times the token's sub-block sums.
-    __m512i mp[4];
-    for (int i = 0; i < 4; ++i) {
-      mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * 128 + i * 32)));
+    __m512i lo[8], hi[8];
+    for (int k = 0; k < 8; ++k) {
+      const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
+      lo[k] = _mm512_and_si512(v, mask);
+      hi[k] = _mm512_and_si512(v, hi_mask);  // 16 x the high nibble: no shift, see sc_hi
     }
-    const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dm + b * kPackRows)));
+    const auto scale_of = [&](int j) {
+      const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 128 + j * kPackRows));
+      return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s8)), dvec);
+    };
+    // The high-nibble sums are exactly 16x: scaling by 1/16 (a power of two) gives the same
+    // products as shifting the codes down first.
+    const __m512 sc_lo = scale_of(2 * g), sc_hi = _mm512_mul_ps(scale_of(2 * g + 1), _mm512_set1_ps(1.0f / 16));
     for (int t = 0; t < TT; ++t) {
       const BlockQ8_KS& xb = xt[t][b];
-      __m512i m = _mm512_setzero_si512();
-      for (int i = 0; i < 4; ++i) {
-        int32_t pair;
-        std::memcpy(&pair, xb.sums + 2 * i, 4);
-        m = _mm512_dpwssd_epi32(m, mp[i], _mm512_set1_epi32(pair));
+      __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k) {
+        p = _mm512_dpbusd_epi32(p, lo[k], bcast4(xb.qs + 64 * g + 4 * k));
+        q = _mm512_dpbusd_epi32(q, hi[k], bcast4(xb.qs + 64 * g + 32 + 4 * k));
       }
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dminv, _mm512_set1_ps(xb.d)), acc[t]);
+      const __m512 dx = _mm512_set1_ps(xb.d);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sc_lo, dx), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(sc_hi, dx), acc[t]);
     }
   }
-  for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+  // Mins: (m_2i, m_2i+1) of the 16 rows widened to int16 pairs, times the token's sub-block sums.
+  __m512i mp[4];
+  for (int i = 0; i < 4; ++i) {
+    mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * 128 + i * 32)));
+  }
+  const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dm + b * kPackRows)));
+  for (int t = 0; t < TT; ++t) {
+    const BlockQ8_KS& xb = xt[t][b];
+    __m512i m = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, xb.sums + 2 * i, 4);
+      m = _mm512_dpwssd_epi32(m, mp[i], _mm512_set1_epi32(pair));
+    }
+    acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dminv, _mm512_set1_ps(xb.d)), acc[t]);
+  }
 }
 
-struct Q4K {
-  static constexpr int64_t kBlockElems = kQK_K;
-  static constexpr int kTokens = kKTokens;
-  static constexpr int kMidTokens = 2;
+struct Q4KBlock {
   template <int TT>
-  static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
-                                          int64_t ys) {
-    tile_q4_k<TT>(g, nb, x, xrb, y, ys);
+  static EDGELLM_ALWAYS_INLINE void run(const uint8_t* g, int64_t nb, int64_t b, const uint8_t* x, size_t xrb,
+                                        __m512* acc) {
+    block_q4_k<TT>(g, nb, b, x, xrb, acc);
   }
 };
+using Q4K = Policy<Q4KBlock, kQK_K, kKTokens, 2>;
 
 // ---------------------------------------------------------------- Q6_K_X16
 // Per super-block column b and 32-element chunk c: 4 ql vectors and the 2 qh vectors of
@@ -245,74 +276,67 @@ struct Q4K {
 constexpr int64_t kQ6ColumnBytes = 2048 + 1024 + 256;
 
 template <int TT>
-EDGELLM_ALWAYS_INLINE void tile_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, size_t x_row_bytes, float* y,
-                                     int64_t y_stride) {
+EDGELLM_ALWAYS_INLINE void block_q6_k(const uint8_t* group, int64_t nb, int64_t b, const uint8_t* x, size_t x_row_bytes,
+                                      __m512* acc) {
   const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes);
   const BlockQ8_K* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes);
-  __m512 acc[TT];
-  for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* col = group + b * kQ6ColumnBytes;
+  const uint8_t* col = group + b * kQ6ColumnBytes;
+  if constexpr (TT == 1) {
+    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(dd + b * kPackRows) + kPrefetchBytes / 4, _MM_HINT_T0);
+  }
+  __m512i tot[TT];
+  for (int t = 0; t < TT; ++t) tot[t] = _mm512_setzero_si512();
+  for (int c = 0; c < 8; ++c) {
     if constexpr (TT == 1) {
-      if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(dd + b * kPackRows) + kPrefetchBytes / 4, _MM_HINT_T0);
-    }
-    __m512i tot[TT];
-    for (int t = 0; t < TT; ++t) tot[t] = _mm512_setzero_si512();
-    for (int c = 0; c < 8; ++c) {
-      if constexpr (TT == 1) {
-        // Spread over the chunks: a burst of 52 prefetches would wait for line fill buffers.
-        for (int j = c * (kQ6ColumnBytes / 8); j < (c + 1) * (kQ6ColumnBytes / 8); j += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(col) + kPrefetchBytes + j, _MM_HINT_T0);
-        }
-      }
-      const __m512i ha = _mm512_loadu_si512(col + 2048 + (2 * c) * 64);
-      const __m512i hb = _mm512_loadu_si512(col + 2048 + (2 * c + 1) * 64);
-      __m512i qa[4], qb[4];
-      const auto decode = [&](auto s_const) {
-        constexpr int s = decltype(s_const)::value;
-        const __m512i v = _mm512_loadu_si512(col + (4 * c + s) * 64);
-        qa[s] = and_or(move_bits<2 * s, 4>(ha), m30, _mm512_and_si512(v, m4));
-        qb[s] = and_or(move_bits<2 * s, 4>(hb), m30, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-      };
-      decode(std::integral_constant<int, 0>{});
-      decode(std::integral_constant<int, 1>{});
-      decode(std::integral_constant<int, 2>{});
-      decode(std::integral_constant<int, 3>{});
-      const __m512i sca = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + 2 * c * 16)));
-      const __m512i scb =
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + (2 * c + 1) * 16)));
-      for (int t = 0; t < TT; ++t) {
-        const BlockQ8_K& xb = xt[t][b];
-        __m512i pa = _mm512_set1_epi32(-32 * xb.bsums[2 * c]);
-        __m512i pb = _mm512_set1_epi32(-32 * xb.bsums[2 * c + 1]);
-        for (int s = 0; s < 4; ++s) {
-          pa = _mm512_dpbusd_epi32(pa, qa[s], bcast4(xb.qs + 32 * c + 4 * s));
-          pb = _mm512_dpbusd_epi32(pb, qb[s], bcast4(xb.qs + 32 * c + 16 + 4 * s));
-        }
-        tot[t] = _mm512_add_epi32(tot[t], _mm512_add_epi32(_mm512_mullo_epi32(pa, sca), _mm512_mullo_epi32(pb, scb)));
+      // Spread over the chunks: a burst of 52 prefetches would wait for line fill buffers.
+      for (int j = c * (kQ6ColumnBytes / 8); j < (c + 1) * (kQ6ColumnBytes / 8); j += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(col) + kPrefetchBytes + j, _MM_HINT_T0);
       }
     }
-    const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
+    const __m512i ha = _mm512_loadu_si512(col + 2048 + (2 * c) * 64);
+    const __m512i hb = _mm512_loadu_si512(col + 2048 + (2 * c + 1) * 64);
+    __m512i qa[4], qb[4];
+    const auto decode = [&](auto s_const) {
+      constexpr int s = decltype(s_const)::value;
+      const __m512i v = _mm512_loadu_si512(col + (4 * c + s) * 64);
+      qa[s] = and_or(move_bits<2 * s, 4>(ha), m30, _mm512_and_si512(v, m4));
+      qb[s] = and_or(move_bits<2 * s, 4>(hb), m30, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+    };
+    decode(std::integral_constant<int, 0>{});
+    decode(std::integral_constant<int, 1>{});
+    decode(std::integral_constant<int, 2>{});
+    decode(std::integral_constant<int, 3>{});
+    const __m512i sca = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + 2 * c * 16)));
+    const __m512i scb =
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + (2 * c + 1) * 16)));
     for (int t = 0; t < TT; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(dvec, _mm512_set1_ps(xt[t][b].d)), acc[t]);
+      const BlockQ8_K& xb = xt[t][b];
+      __m512i pa = _mm512_set1_epi32(-32 * xb.bsums[2 * c]);
+      __m512i pb = _mm512_set1_epi32(-32 * xb.bsums[2 * c + 1]);
+      for (int s = 0; s < 4; ++s) {
+        pa = _mm512_dpbusd_epi32(pa, qa[s], bcast4(xb.qs + 32 * c + 4 * s));
+        pb = _mm512_dpbusd_epi32(pb, qb[s], bcast4(xb.qs + 32 * c + 16 + 4 * s));
+      }
+      tot[t] = _mm512_add_epi32(tot[t], _mm512_add_epi32(_mm512_mullo_epi32(pa, sca), _mm512_mullo_epi32(pb, scb)));
     }
   }
-  for (int t = 0; t < TT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+  const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
+  for (int t = 0; t < TT; ++t) {
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(dvec, _mm512_set1_ps(xt[t][b].d)), acc[t]);
+  }
 }
 
-struct Q6K {
-  static constexpr int64_t kBlockElems = kQK_K;
-  // 8 code vectors, 2 scale vectors, 6 int32 + 6 float accumulators and the partials fit 32 ZMM.
-  static constexpr int kTokens = 6;
-  static constexpr int kMidTokens = 2;
+struct Q6KBlock {
   template <int TT>
-  static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
-                                          int64_t ys) {
-    tile_q6_k<TT>(g, nb, x, xrb, y, ys);
+  static EDGELLM_ALWAYS_INLINE void run(const uint8_t* g, int64_t nb, int64_t b, const uint8_t* x, size_t xrb,
+                                        __m512* acc) {
+    block_q6_k<TT>(g, nb, b, x, xrb, acc);
   }
 };
+// 8 code vectors, 2 scale vectors, 6 int32 + 6 float accumulators and the partials fit 32 ZMM.
+using Q6K = Policy<Q6KBlock, kQK_K, 6, 2>;
 
 }  // namespace
 
