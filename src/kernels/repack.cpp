@@ -66,14 +66,13 @@ bool is_packed_type(TensorType type) {
 
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
-  // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for Q4_0 and Q4_K (Q8_0's offset
-  // codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for Q4_0, Q8_0 and Q4_K.
-  const bool q5_or_q6 = packed == TensorType::Q5_0_X16 || packed == TensorType::Q6_K_X16;
+  // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for all but Q8_0 (its offset
+  // codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for every packed type.
   switch (active_isa()) {
     case Isa::kAvx512: return true;
-    case Isa::kAvx2: return packed != TensorType::Q8_0_X16 && !q5_or_q6;
+    case Isa::kAvx2: return packed != TensorType::Q8_0_X16;
     case Isa::kDotprod:
-    case Isa::kI8mm: return !q5_or_q6;
+    case Isa::kI8mm: return true;
     default: return false;
   }
 }

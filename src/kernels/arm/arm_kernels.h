@@ -63,8 +63,10 @@ EDGELLM_ARM_MATMUL(matmul_q5_k);
 EDGELLM_ARM_MATMUL(matmul_q6_k);
 // Repacked 16-row interleaved weights (kernels/repack.h): SDOT by lane, 4 rows per instruction.
 EDGELLM_ARM_MATMUL(matmul_q4_0_x16);
+EDGELLM_ARM_MATMUL(matmul_q5_0_x16);
 EDGELLM_ARM_MATMUL(matmul_q8_0_x16);
 EDGELLM_ARM_MATMUL(matmul_q4_k_x16);
+EDGELLM_ARM_MATMUL(matmul_q6_k_x16);
 // BlockQ8_0S / BlockQ8_KS activations of the repacked weights (bit-identical to the scalar
 // reference).
 void quantize_q8_0s(const float* x, void* dst, int64_t n);

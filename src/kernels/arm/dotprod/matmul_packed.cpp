@@ -1,5 +1,5 @@
-// dotprod (armv8.2-a+dotprod) matmul for the 16-row interleaved Q4_0_X16 / Q8_0_X16 / Q4_K_X16
-// weights (layout and the reason for it in kernels/repack.h); the i8mm table inherits it.
+// dotprod (armv8.2-a+dotprod) matmul for the 16-row interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K
+// _X16 weights (layouts and the reason for them in kernels/repack.h); the i8mm table inherits it.
 //
 // One 16-byte load at codes[b][j] + 16q holds 4 consecutive elements (4j .. 4j+3) of the 4 rows
 // 4q .. 4q+3 of the group. SDOT by lane, vdotq_laneq_s32(p, codes, x16, l), multiplies each row's
@@ -9,8 +9,9 @@
 //   code vector j = 4..7 (Q4_0: the high nibbles of vectors 0..3, elements 16+4(j-4);
 //                         Q8_0: stored vectors 4..7)    with lane j-4 of x.qs[16..31].
 // Q4_0 codes are the nibbles 0..15 (valid int8); their offset 8 comes off through the seed
-// -8 * sum(x) of the BlockQ8_0S activation block. Q8_0 codes are w + 128: XOR 0x80 restores the
-// signed weight, so no seed is needed.
+// -8 * sum(x) of the BlockQ8_0S activation block. Q5_0 codes are the 5-bit 0..31 (the nibble
+// plus its fifth bit, built with shift-inserts, see Format), seeded with -16 * sum(x). Q8_0
+// codes are w + 128: XOR 0x80 restores the signed weight, so no seed is needed.
 //
 // Float contract: per (row, token) and block, acc = fma(float(exact int32 block dot), d_w * d_x,
 // acc) in block order — the same operations as the file-layout NEON/dotprod/i8mm kernels
@@ -38,6 +39,12 @@
 // so a repacked Q4_K matrix also gives bit-identical outputs to the file layout on ARM. Tiles
 // are the Q4_0 ones (4 rows x 4 tokens, 8 rows for decode): per sub-block the 8 decoded code
 // vectors + 4 int32 and 4 F32 accumulators + one token's 2 activation vectors fit the registers.
+//
+// Q6_K_X16 (256-element super-blocks, 16-element sub-blocks with int8 scales): per 32-element
+// chunk the 4 ql and 2 qh vectors of a row quad decode into 8 unsigned 6-bit code vectors, two
+// SDOT chains give the two sub-blocks' dots, and Q8_K's bsums remove the offset 32 in int32;
+// the float operations are those of the file-layout Q6_K kernels, so bit-identical as well
+// (details at tile_q6_k).
 #include <arm_neon.h>
 
 #include "kernels/arm/arm_kernels.h"
@@ -65,18 +72,41 @@ constexpr int kPrefetchBytes = 1024;
 // 128 KiB fits the L2 of current phone big and little cores with room for the activations.
 constexpr size_t kChunkBytes = 128 * 1024;
 
-template <bool kQ4>
+// The three 32-element block formats (repack.h): 4-bit codes, 5-bit codes (4-bit + fifth bits),
+// 8-bit codes.
+enum class Block32 { kQ4_0, kQ5_0, kQ8_0 };
+
+template <Block32 kKind>
 struct Format {
-  // Code bytes per block column of a group (16 rows x 16 or 32 bytes).
-  static constexpr int64_t kCodeBytes = kPackRows * (kQ4 ? kQK4_0 / 2 : kQK8_0);
+  // Code bytes per block column of a group: 16 rows x 16 bytes of nibbles (Q5_0: + 16 x 4 bytes
+  // of fifth bits) or x 32 bytes.
+  static constexpr int64_t kCodeBytes = kKind == Block32::kQ8_0   ? kPackRows * kQK8_0
+                                        : kKind == Block32::kQ5_0 ? kPackRows * (kQK5_0 / 2 + 4)
+                                                                  : kPackRows * (kQK4_0 / 2);
   // Decodes row quad q of block column `cb` into w[0..7] (w[j] pairs with activation bytes 4j..).
   static EDGELLM_ARM_INLINE void load_codes(const uint8_t* cb, int q, int8x16_t w[8]) {
-    if constexpr (kQ4) {
+    if constexpr (kKind == Block32::kQ4_0) {
       const uint8x16_t mask = vdupq_n_u8(0x0F);
       EDGELLM_UNROLL for (int j = 0; j < 4; ++j) {
         const uint8x16_t v = vld1q_u8(cb + 64 * j + 16 * q);
         w[j] = vreinterpretq_s8_u8(vandq_u8(v, mask));     // elements 4j .. 4j+3
         w[j + 4] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));  // elements 16+4j .. 16+4j+3
+      }
+    } else if constexpr (kKind == Block32::kQ5_0) {
+      // high (16 bytes: rows 4q .. 4q+3 x 4 elements) holds in bit j the fifth bit of code vector
+      // j. u = (high >> j) & 0x11 puts vector j's bit at bit 0 and vector j+4's at bit 4 with
+      // zeros around them, so one shift-insert per vector builds the 5-bit code:
+      //   SLI #4: (u << 4) | (v & 0x0F) = low nibble  + bit j   << 4   (vector j)
+      //   SRI #4: (v >> 4) | (u & 0xF0) = high nibble + bit j+4 << 4   (vector j + 4)
+      // 15 instructions for 8 vectors (nibble extraction, a bit move, a mask and an OR per
+      // vector would take ~30).
+      const uint8x16_t high = vld1q_u8(cb + kPackRows * (kQK5_0 / 2) + 16 * q);
+      const uint8x16_t pair = vdupq_n_u8(0x11);
+      EDGELLM_UNROLL for (int j = 0; j < 4; ++j) {
+        const uint8x16_t v = vld1q_u8(cb + 64 * j + 16 * q);
+        const uint8x16_t u = vandq_u8(shift_right(high, j), pair);
+        w[j] = vreinterpretq_s8_u8(vsliq_n_u8(v, u, 4));      // elements 4j .. 4j+3, 0..31
+        w[j + 4] = vreinterpretq_s8_u8(vsriq_n_u8(u, v, 4));  // elements 16+4j .. 16+4j+3
       }
     } else {
       const uint8x16_t bias = vdupq_n_u8(0x80);
@@ -85,11 +115,23 @@ struct Format {
       }
     }
   }
-  // The int32 every partial starts from: -offset * sum(x) removes the Q4_0 code offset.
+  // The int32 every partial starts from: -offset * sum(x) removes the Q4_0 / Q5_0 code offset.
   static EDGELLM_ARM_INLINE int32x4_t seed(const BlockQ8_0S& x) {
     // Loaded straight into a vector (a GP multiply + DUP made GCC bounce it through the stack).
-    if constexpr (kQ4) return vmulq_n_s32(vld1q_dup_s32(&x.sum), -8);
+    if constexpr (kKind == Block32::kQ4_0) return vmulq_n_s32(vld1q_dup_s32(&x.sum), -8);
+    if constexpr (kKind == Block32::kQ5_0) return vmulq_n_s32(vld1q_dup_s32(&x.sum), -16);
     return vdupq_n_s32(0);
+  }
+
+ private:
+  // v >> j per byte; the immediate shift needs a constant, and j = 0 is no shift at all.
+  static EDGELLM_ARM_INLINE uint8x16_t shift_right(uint8x16_t v, int j) {
+    switch (j) {
+      case 1: return vshrq_n_u8(v, 1);
+      case 2: return vshrq_n_u8(v, 2);
+      case 3: return vshrq_n_u8(v, 3);
+      default: return v;
+    }
   }
 };
 
@@ -122,10 +164,10 @@ EDGELLM_ARM_INLINE int32x4_t block_dot(int32x4_t seed, const int8x16_t w[8], int
 
 // Rows 4*q0 .. 4*(q0+RQ)-1 of the group at `group` times TT tokens (activation rows x, x +
 // x_row_bytes, ...); y points at the output of the tile's first row for the first token.
-template <bool kQ4, int RQ, int TT>
+template <Block32 kKind, int RQ, int TT>
 EDGELLM_ARM_INLINE void tile(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes, float* y,
                              int64_t y_stride) {
-  using F = Format<kQ4>;
+  using F = Format<kKind>;
   const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * F::kCodeBytes);
   const BlockQ8_0S* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes);
@@ -285,15 +327,141 @@ EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, cons
   }
 }
 
+// ---------------------------------------------------------------- Q6_K_X16
+// Byte sizes of one super-block column of a group (repack.h): ql [8][4][16][4], qh [16][16][4],
+// int8 scales [16][16]; then d[16] F16 per column in its own array after all columns.
+constexpr int64_t kK6QlBytes = 2048;
+constexpr int64_t kK6QhBytes = 1024;
+constexpr int64_t kK6ColumnBytes = kK6QlBytes + kK6QhBytes + 256;
+// Decode prefetch distance for Q6_K_X16: one super-block column ahead (as Q4_K_X16), issued as
+// 7 lines per 32-element chunk (8 x 7 x 64 = 3584 >= 3360 bytes: the whole column) so that the
+// requests are spread over the column instead of a burst of 53.
+constexpr int kK6PrefetchBytes = static_cast<int>(kK6ColumnBytes);
+constexpr int kK6PrefetchLinesPerChunk = 7;
+
+// Chunk c (elements 32c .. 32c+31 = sub-blocks 2c and 2c+1) of one super-block column for row
+// quad q: qa[s] = elements 32c+4s .. +3 (sub-block 2c), qb[s] = elements 32c+16+4s .. +3
+// (sub-block 2c+1), s = 0..3, as the unsigned 6-bit codes 0..63 (lanes = rows 4q .. 4q+3).
+// ql[c][s] holds both sub-blocks' low nibbles; qh[2c] / qh[2c+1] hold pair s of high bits in
+// bits 2s, 2s+1. Combining the two qh vectors first,
+//   lo = SLI(ha, hb, 4) = hb bits 0-3 : ha bits 0-3   (pairs 0, 1 of both),
+//   hi = SRI(hb, ha, 4) = hb bits 4-7 : ha bits 4-7   (pairs 2, 3),
+// z_s = (lo or hi, >> 2 for odd s) & 0x33 has pair s of ha in bits 0-1 and of hb in bits 4-5
+// with zeros around them, so as for Q5_0 one shift-insert per vector builds each code:
+//   qa[s] = SLI(ql, z_s, 4) = (z_s << 4) | (ql & 0x0F),
+//   qb[s] = SRI(z_s, ql, 4) = (ql >> 4) | (z_s & 0xF0).
+// 16 instructions for 8 code vectors.
+EDGELLM_ARM_INLINE void k6_load_chunk(const uint8_t* col, int c, int q, int8x16_t qa[4], int8x16_t qb[4]) {
+  const uint8x16_t ha = vld1q_u8(col + kK6QlBytes + 64 * (2 * c) + 16 * q);
+  const uint8x16_t hb = vld1q_u8(col + kK6QlBytes + 64 * (2 * c + 1) + 16 * q);
+  const uint8x16_t lo = vsliq_n_u8(ha, hb, 4), hi = vsriq_n_u8(hb, ha, 4);
+  const uint8x16_t m = vdupq_n_u8(0x33);
+  const uint8x16_t z[4] = {vandq_u8(lo, m), vandq_u8(vshrq_n_u8(lo, 2), m), vandq_u8(hi, m),
+                           vandq_u8(vshrq_n_u8(hi, 2), m)};
+  EDGELLM_UNROLL for (int s = 0; s < 4; ++s) {
+    const uint8x16_t v = vld1q_u8(col + 64 * (4 * c + s) + 16 * q);
+    qa[s] = vreinterpretq_s8_u8(vsliq_n_u8(v, z[s], 4));
+    qb[s] = vreinterpretq_s8_u8(vsriq_n_u8(z[s], v, 4));
+  }
+}
+
+// Per (row, token) and super-block the file-layout Q6_K kernels (quant_policies.h KQ6_K)
+// compute the exact int32 isum = sum_j sc_j * sum_{e in j} (q_e - 32) x_e and then
+// acc = fma(float(isum), d_x * d_w, acc). Here the codes stay unsigned (0..63 is a valid int8
+// for SDOT) and the offset comes off through Q8_K's 16-element sums: each sub-block's SDOT chain
+// starts from -32 * bsum_j, which gives sum (q - 32) x exactly, and one MLA by the rows' widened
+// int8 scales adds it to isum. All integer and exact (|sc_j * partial| <= 128 * 16 * 32 * 128,
+// 16 of them < 2^31), so the float operations and their order are the file layout's: a repacked
+// Q6_K matrix gives bit-identical outputs on ARM.
+// (Seeding the chains instead of a widening MLA of -32 sc_j with bsum_j afterwards saves the
+// copies of a zero accumulator that SDOT's destructive destination would need: ~5% fewer
+// instructions per chunk in GCC 12's loops.)
+// Tiles as Q4_0: 4 rows x 4 tokens for prefill (8 code vectors + 2 scale vectors + 4 int32 and
+// 4 F32 accumulators + the tokens' activations fit the registers), 8 rows for decode.
+template <int RQ, int TT>
+EDGELLM_ARM_INLINE void tile_q6_k(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
+                                  float* y, int64_t y_stride) {
+  const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kK6ColumnBytes);
+  const BlockQ8_K* xt[TT];
+  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes);
+  float32x4_t acc[RQ][TT];
+  EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+    EDGELLM_UNROLL for (int t = 0; t < TT; ++t) acc[q][t] = vdupq_n_f32(0.0f);
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* col = group + b * kK6ColumnBytes;
+    if (TT == 1 && q0 == 0 && (b & 1) == 0) {  // d of a column is 32 bytes: a line every second one
+      arm::prefetch(dd + (b + 2) * kPackRows);
+    }
+    int32x4_t isum[RQ][TT];
+    EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) isum[q][t] = vdupq_n_s32(0);
+    }
+    // Not unrolled (as the Q4_K pair loop): each of the 8 iterations is 80-120 instructions.
+    for (int c = 0; c < 8; ++c) {
+      if (TT == 1 && q0 == 0) {  // later passes over the group find its lines in cache
+        const uint8_t* pf = col + kK6PrefetchBytes + 64 * kK6PrefetchLinesPerChunk * c;
+        EDGELLM_UNROLL for (int k = 0; k < kK6PrefetchLinesPerChunk; ++k) arm::prefetch(pf + 64 * k);
+      }
+      // The token's activations of the two sub-blocks and the seeds -32 * bsum_2c, -32 * bsum_2c+1
+      // of their SDOT chains (Q8_K's 16-element sums, widened first: |32 * bsum| <= 65024).
+      int8x16_t xa[TT], xb[TT];
+      int32x4_t seed_a[TT], seed_b[TT];
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
+        xa[t] = vld1q_s8(xt[t][b].qs + 32 * c);
+        xb[t] = vld1q_s8(xt[t][b].qs + 32 * c + 16);
+        int32_t pair;
+        __builtin_memcpy(&pair, xt[t][b].bsums + 2 * c, sizeof pair);
+        const int32x4_t bs = vmulq_n_s32(vmovl_s16(vreinterpret_s16_s32(vdup_n_s32(pair))), -32);
+        seed_a[t] = vdupq_laneq_s32(bs, 0);
+        seed_b[t] = vdupq_laneq_s32(bs, 1);
+      }
+      const uint8_t* sc = col + kK6QlBytes + kK6QhBytes + (2 * c) * kPackRows;
+      EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+        int8x16_t qa[4], qb[4];
+        k6_load_chunk(col, c, q0 + q, qa, qb);
+        // The int8 scales of sub-blocks 2c and 2c+1 of rows 4(q0+q) .. +3, widened to int32.
+        uint32_t sa, sb;
+        __builtin_memcpy(&sa, sc + 4 * (q0 + q), sizeof sa);
+        __builtin_memcpy(&sb, sc + kPackRows + 4 * (q0 + q), sizeof sb);
+        const int16x8_t s16 = vmovl_s8(vcreate_s8(static_cast<uint64_t>(sa) | static_cast<uint64_t>(sb) << 32));
+        const int32x4_t sca = vmovl_s16(vget_low_s16(s16)), scb = vmovl_high_s16(s16);
+        EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
+          // Two independent SDOT chains (one per sub-block): sum (q - 32) x per row.
+          int32x4_t pa = vdotq_laneq_s32(seed_a[t], qa[0], xa[t], 0);
+          int32x4_t pb = vdotq_laneq_s32(seed_b[t], qb[0], xb[t], 0);
+          pa = vdotq_laneq_s32(pa, qa[1], xa[t], 1);
+          pb = vdotq_laneq_s32(pb, qb[1], xb[t], 1);
+          pa = vdotq_laneq_s32(pa, qa[2], xa[t], 2);
+          pb = vdotq_laneq_s32(pb, qb[2], xb[t], 2);
+          pa = vdotq_laneq_s32(pa, qa[3], xa[t], 3);
+          pb = vdotq_laneq_s32(pb, qb[3], xb[t], 3);
+          isum[q][t] = vmlaq_s32(vmlaq_s32(isum[q][t], pa, sca), pb, scb);
+        }
+      }
+    }
+    EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+      const float32x4_t dw = arm::load_f16x4(dd + b * kPackRows + 4 * (q0 + q));
+      EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
+        // The file-layout order: fma(float(isum), d_x * d_w, acc).
+        acc[q][t] = vfmaq_f32(acc[q][t], vcvtq_f32_s32(isum[q][t]), vmulq_n_f32(dw, xt[t][b].d));
+      }
+    }
+  }
+  EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
+    EDGELLM_UNROLL for (int t = 0; t < TT; ++t) vst1q_f32(y + t * y_stride + 4 * q, acc[q][t]);
+  }
+}
+
 // ---------------------------------------------------------------- drivers
-// The three packed formats as tile policies for the shared driver below.
-template <bool kQ4>
+// The five packed formats as tile policies for the shared driver below.
+template <Block32 kKind>
 struct Legacy {
   static constexpr int64_t kBlockElems = kQK8_0;
   template <int RQ, int TT>
   static EDGELLM_ARM_INLINE void run(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
                                      float* y, int64_t y_stride) {
-    tile<kQ4, RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
+    tile<kKind, RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
   }
 };
 
@@ -303,6 +471,15 @@ struct KQuant4 {
   static EDGELLM_ARM_INLINE void run(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
                                      float* y, int64_t y_stride) {
     tile_q4_k<RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
+  }
+};
+
+struct KQuant6 {
+  static constexpr int64_t kBlockElems = kQK_K;
+  template <int RQ, int TT>
+  static EDGELLM_ARM_INLINE void run(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
+                                     float* y, int64_t y_stride) {
+    tile_q6_k<RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
   }
 };
 
@@ -353,17 +530,27 @@ void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, in
 
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<Legacy<true>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  matmul_packed<Legacy<Block32::kQ4_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q5_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  matmul_packed<Legacy<Block32::kQ5_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
-  matmul_packed<Legacy<false>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+  matmul_packed<Legacy<Block32::kQ8_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
   matmul_packed<KQuant4>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q6_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  matmul_packed<KQuant6>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 }  // namespace edgellm::kernels::dotprod
