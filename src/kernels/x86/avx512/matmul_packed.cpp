@@ -29,9 +29,20 @@ namespace edgellm::kernels::avx512 {
 namespace {
 
 // Decode reads each weight byte once from DRAM. The hardware prefetchers restart at every 4 KiB
-// page and leave one core at ~10 GB/s of the ~15.5 it can stream; software prefetches this far
-// ahead (measured best of 1-16 KiB on a Sapphire Rapids-class core) bring it to ~13-16 GB/s.
-constexpr int kPrefetchBytes = 20480;
+// page and leave one core well below the ~15 GB/s it can stream. Two software prefetches per
+// line fix that: one into L2 far ahead (kPrefetchL2Bytes), which hides the DRAM latency without
+// holding an L1 fill buffer all that time, and one into L1 a little ahead (kPrefetchBytes), which
+// then only waits for L2. Measured on one Sapphire Rapids-class core (Q4_0 / Q8_0 / Q5_0 _X16
+// decode, 377 MB of weights): 13.4 / 14.5 / 12.0 GB/s with one L1 prefetch 20 KiB ahead,
+// 14.0 / 15.0 / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x 6-16 KiB).
+constexpr int kPrefetchBytes = 1536;
+constexpr int kPrefetchL2Bytes = 16384;
+
+// Both prefetches for the line at p.
+EDGELLM_ALWAYS_INLINE void prefetch_line(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchL2Bytes, _MM_HINT_T1);
+}
 
 
 enum class Legacy4 { kQ4_0, kQ5_0, kQ8_0 };
@@ -109,9 +120,9 @@ EDGELLM_ALWAYS_INLINE void block_legacy(const uint8_t* group, int64_t nb, int64_
   };
   if constexpr (TT == 1) {
     for (int j = 0; j < (F::kCodeBytes + 63) / 64; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + 64 * j, _MM_HINT_T0);
+      prefetch_line(cb + 64 * j);
     }
-    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPrefetchBytes, _MM_HINT_T0);
+    if ((b & 1) == 0) prefetch_line(reinterpret_cast<const uint8_t*>(scales + b * kPackRows));
   }
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
   if constexpr (TT == 1 && kKind == Legacy4::kQ4_0) {
@@ -211,7 +222,7 @@ EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t 
     if constexpr (TT == 1) {
       // Spread over the sub-block pairs: a burst of 32 prefetches would wait for fill buffers.
       for (int j = g * 512; j < (g + 1) * 512; j += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(cb) + kPrefetchBytes + j, _MM_HINT_T0);
+        prefetch_line(cb + j);
       }
     }
     __m512i lo[8], hi[8];
@@ -284,7 +295,7 @@ EDGELLM_ALWAYS_INLINE void block_q6_k(const uint8_t* group, int64_t nb, int64_t 
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const uint8_t* col = group + b * kQ6ColumnBytes;
   if constexpr (TT == 1) {
-    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(dd + b * kPackRows) + kPrefetchBytes / 4, _MM_HINT_T0);
+    if ((b & 1) == 0) prefetch_line(reinterpret_cast<const uint8_t*>(dd + b * kPackRows));
   }
   __m512i tot[TT];
   for (int t = 0; t < TT; ++t) tot[t] = _mm512_setzero_si512();
@@ -292,7 +303,7 @@ EDGELLM_ALWAYS_INLINE void block_q6_k(const uint8_t* group, int64_t nb, int64_t 
     if constexpr (TT == 1) {
       // Spread over the chunks: a burst of 52 prefetches would wait for line fill buffers.
       for (int j = c * (kQ6ColumnBytes / 8); j < (c + 1) * (kQ6ColumnBytes / 8); j += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(col) + kPrefetchBytes + j, _MM_HINT_T0);
+        prefetch_line(col + j);
       }
     }
     const __m512i ha = _mm512_loadu_si512(col + 2048 + (2 * c) * 64);
