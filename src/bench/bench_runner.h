@@ -65,7 +65,7 @@ struct BenchRecord {
   bool is_generation = false;    // tg test: the bandwidth fields below are meaningful
   double bytes_per_token = 0;
   double effective_gbps = 0;     // bytes_per_token * avg_ts / 1e9
-  double bandwidth_gbps = 0;     // measured read bandwidth at this thread count (0 = not measured)
+  double bandwidth_gbps = 0;     // best read bandwidth probed so far at this thread count (0 = not measured)
   double bandwidth_fraction = 0; // effective / measured
   uint64_t peak_rss_bytes = 0;   // VmHWM after the test (reset when each model is loaded)
   // Process CPU time per repetition (all threads). On a machine shared with other work, wall
