@@ -66,11 +66,11 @@ bool is_packed_type(TensorType type) {
 
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
-  // AVX-512 VNNI has SIMD kernels for every packed type; AVX2 for all but Q8_0 (its offset
-  // codes overflow vpmaddubsw); ARM dotprod (i8mm inherits it) for every packed type.
+  // AVX-512 VNNI, AVX2 and ARM dotprod (i8mm inherits it) have SIMD kernels for every packed
+  // type; plain NEON and the scalar reference do not.
   switch (active_isa()) {
-    case Isa::kAvx512: return true;
-    case Isa::kAvx2: return packed != TensorType::Q8_0_X16;
+    case Isa::kAvx512:
+    case Isa::kAvx2:
     case Isa::kDotprod:
     case Isa::kI8mm: return true;
     default: return false;

@@ -50,9 +50,10 @@ struct LayerWeights {
   WeightView ffn_down;             // [n_embd rows, n_ff]
 };
 
-// Load-time repacking of Q4_0 / Q8_0 / Q4_K matrices into 16-row interleaved groups (kernels/repack.h).
-//   kAuto: repack when the active ISA has a SIMD kernel for the packed layout (AVX-512 VNNI: all;
-//          AVX2: Q4_0, Q4_K; ARM dotprod: all three);
+// Load-time repacking of Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K matrices into 16-row interleaved groups
+// (kernels/repack.h).
+//   kAuto: repack when the active ISA has a SIMD kernel for the packed layouts (AVX-512 VNNI,
+//          AVX2, ARM dotprod / i8mm: all five; plain NEON: none);
 //   kOn:   always (the scalar reference runs it elsewhere: for tests);
 //   kOff:  multiply the mapped file layout directly (no copy at all).
 // Cost: the repacked tensors move from clean, evictable file pages into anonymous memory of the

@@ -31,6 +31,7 @@ void install_avx2(KernelTable& t) {
   t.matmul[type_slot(TT::Q5_K)] = avx2::matmul_q5_k;
   t.matmul[type_slot(TT::Q6_K)] = avx2::matmul_q6_k;
   t.matmul[type_slot(TT::Q4_0_X16)] = avx2::matmul_q4_0_x16;
+  t.matmul[type_slot(TT::Q8_0_X16)] = avx2::matmul_q8_0_x16;
   t.matmul[type_slot(TT::Q4_K_X16)] = avx2::matmul_q4_k_x16;
   t.matmul[type_slot(TT::Q5_0_X16)] = avx2::matmul_q5_0_x16;
   t.matmul[type_slot(TT::Q6_K_X16)] = avx2::matmul_q6_k_x16;

@@ -7,7 +7,8 @@
 // 5-bit codes fit an int16 (4 * 2 * 31 * 127 = 31496), so for Q4_0 / Q5_0 / Q4_K vpmaddwd with
 // ones runs once per four vpmaddubsw; 6-bit codes allow two (2 * 2 * 63 * 127 = 32004), and
 // Q6_K's vpmaddwd multiplies by the sub-block scale instead of ones.
-// Q8_0_X16 (codes up to 255) would overflow vpmaddubsw's int16 pairs and has no AVX2 kernel.
+// Q8_0_X16 (codes w + 128 up to 255) would overflow vpmaddubsw's int16 pairs: it restores the
+// signed w and multiplies |w| by the activations with w's sign (the sign trick).
 #include <immintrin.h>
 
 #include <cstring>
@@ -90,6 +91,47 @@ inline void tile_q4_0(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
       __m256i p = _mm256_add_epi32(dot4(w, xb.qs), dot4(w + 4, xb.qs + 16));
       p = _mm256_add_epi32(p, _mm256_set1_epi32(-kOffset * xb.sum));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+// ---------------------------------------------------------------- Q8_0_X16
+// The codes are w + 128 (0..255), too large for vpmaddubsw's unsigned operand next to int8
+// activations (255 x 127 x 2 overflows its int16 pairs). XOR 0x80 restores the signed w, and
+// vpmaddubsw(|w|, sign(x, w)) = w x pairwise with |w| <= 128, |x| <= 127 (pairs <= 32512); one
+// vpmaddwd by ones per code vector then widens to int32. No offset term is needed.
+inline __m256i q8_dot(__m256i w, __m256i aw, __m256i x) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+}
+
+// Rows h*8 .. h*8+7 of a group, TT tokens: code vector j outermost, so the registers hold one
+// vector (and its |w|) plus the tokens' int32 sums.
+template <int TT>
+inline void tile_q8_0(const uint8_t* group, int64_t nb, int h, const uint8_t* x, size_t x_row_bytes, float* y,
+                      int64_t y_stride) {
+  constexpr int64_t kCodeBytes = kPackRows * kQK8_0;
+  const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * kCodeBytes);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256 acc[TT];
+  for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = group + b * kCodeBytes;
+    __m256i p[TT];
+    for (int t = 0; t < TT; ++t) p[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i w =
+          _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + 64 * j + 32 * h)), flip);
+      const __m256i aw = _mm256_abs_epi8(w);
+      for (int t = 0; t < TT; ++t) {
+        const BlockQ8_0S& xb = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+        p[t] = _mm256_add_epi32(p[t], q8_dot(w, aw, bcast4(xb.qs + 4 * j)));
+      }
+    }
+    const __m256 dw = load_f16x8(scales + b * kPackRows + 8 * h);
+    for (int t = 0; t < TT; ++t) {
+      const BlockQ8_0S& xb = reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[t]), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
     }
   }
   for (int t = 0; t < TT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
@@ -272,6 +314,33 @@ inline void decode_q4_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   _mm256_storeu_ps(y + 8, acc1);
 }
 
+inline void decode_q8_0(const uint8_t* group, int64_t nb, const uint8_t* x, float* y) {
+  constexpr int64_t kCodeBytes = kPackRows * kQK8_0;
+  const auto* scales = reinterpret_cast<const uint16_t*>(group + nb * kCodeBytes);
+  const auto* xs = reinterpret_cast<const BlockQ8_0S*>(x);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = group + b * kCodeBytes;
+    for (int off = 0; off < kCodeBytes; off += 64) prefetch_line(cb + off);
+    if ((b & 1) == 0) prefetch_line(scales + b * kPackRows);
+    const BlockQ8_0S& xb = xs[b];
+    __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i a = bcast4(xb.qs + 4 * j);
+      const __m256i w0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + 64 * j)), flip);
+      const __m256i w1 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + 64 * j + 32)), flip);
+      p0 = _mm256_add_epi32(p0, q8_dot(w0, _mm256_abs_epi8(w0), a));
+      p1 = _mm256_add_epi32(p1, q8_dot(w1, _mm256_abs_epi8(w1), a));
+    }
+    const __m256 dx = _mm256_set1_ps(xb.d);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(load_f16x8(scales + b * kPackRows), dx), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_mul_ps(load_f16x8(scales + b * kPackRows + 8), dx), acc1);
+  }
+  _mm256_storeu_ps(y, acc0);
+  _mm256_storeu_ps(y + 8, acc1);
+}
+
 inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, float* y) {
   const uint8_t* codes = group;
   const uint8_t* scales = codes + nb * 2048;
@@ -378,7 +447,7 @@ inline void decode_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
 }
 
 // Policy for packed_driver.h: a group is its two 8-row halves (decode: both in one pass).
-enum class Layout { kQ4_0, kQ5_0, kQ4_K, kQ6_K };
+enum class Layout { kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K };
 
 template <Layout kLayout>
 struct Halves {
@@ -392,6 +461,8 @@ struct Halves {
         decode_q4_k(g, nb, x, y);
       } else if constexpr (kLayout == Layout::kQ6_K) {
         decode_q6_k(g, nb, x, y);
+      } else if constexpr (kLayout == Layout::kQ8_0) {
+        decode_q8_0(g, nb, x, y);
       } else {
         decode_q4_0<kLayout == Layout::kQ5_0>(g, nb, x, y);
       }
@@ -402,6 +473,8 @@ struct Halves {
         tile_q4_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       } else if constexpr (kLayout == Layout::kQ6_K) {
         tile_q6_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
+      } else if constexpr (kLayout == Layout::kQ8_0) {
+        tile_q8_0<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       } else {
         tile_q4_0<kLayout == Layout::kQ5_0, TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       }
@@ -414,6 +487,11 @@ struct Halves {
 void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
                      int64_t nt, float* y, int64_t ys) {
   packed::matmul<Halves<Layout::kQ4_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
+}
+
+void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
+                     int64_t nt, float* y, int64_t ys) {
+  packed::matmul<Halves<Layout::kQ8_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
 }
 
 void matmul_q5_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
