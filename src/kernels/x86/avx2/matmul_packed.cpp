@@ -193,11 +193,39 @@ inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
 // int32; the offset comes off as 32 * sc_j * bsum_j from Q8_K's 16-element sums.
 constexpr int64_t kQ6ColumnBytes = 2048 + 1024 + 256;
 
+// Sub-block j of rows h*8 .. h*8+7: its 4 code vectors (values 0..63: ql nibble | qh bit pair
+// << 4) and its 8 int8 scales, each duplicated into both int16 halves of its row's lane.
+inline void q6_subblock(const uint8_t* col, int j, int h, __m256i q[4], __m256i& sc) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  const int c = j / 2;
+  const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 2048 + j * 64 + 32 * h));
+  for (int s = 0; s < 4; ++s) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + (4 * c + s) * 64 + 32 * h));
+    q[s] = _mm256_and_si256(j % 2 == 0 ? v : _mm256_srli_epi16(v, 4), m4);
+  }
+  q[0] = _mm256_or_si256(q[0], _mm256_and_si256(move_bits<0, 4>(hv), m30));
+  q[1] = _mm256_or_si256(q[1], _mm256_and_si256(move_bits<2, 4>(hv), m30));
+  q[2] = _mm256_or_si256(q[2], _mm256_and_si256(hv, m30));
+  q[3] = _mm256_or_si256(q[3], _mm256_and_si256(move_bits<6, 4>(hv), m30));
+  const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(col + 3072 + j * kPackRows + 8 * h));
+  sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+}
+
+// sc_j * sum over the sub-block of (q - 32) x, per row (int32): two vpmaddubsw per int16 pair
+// sum, vpmaddwd by the scale, and 32 * sc_j * bsum_j off.
+inline __m256i q6_dot(const __m256i q[4], __m256i sc, const int8_t* xs, int16_t bsum) {
+  const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], bcast4(xs)), _mm256_maddubs_epi16(q[1], bcast4(xs + 4)));
+  const __m256i s23 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(q[2], bcast4(xs + 8)), _mm256_maddubs_epi16(q[3], bcast4(xs + 12)));
+  const __m256i off = _mm256_madd_epi16(sc, _mm256_set1_epi32(static_cast<uint16_t>(bsum)));
+  return _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)),
+                          _mm256_slli_epi32(off, 5));
+}
+
 template <int TT>
 inline void tile_q6_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x, size_t x_row_bytes, float* y,
                       int64_t y_stride) {
   const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   __m256 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -205,29 +233,11 @@ inline void tile_q6_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
     __m256i tot[TT];
     for (int t = 0; t < TT; ++t) tot[t] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
-      const int c = j / 2;
-      const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 2048 + j * 64 + 32 * h));
-      __m256i q[4];
-      for (int s = 0; s < 4; ++s) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + (4 * c + s) * 64 + 32 * h));
-        q[s] = _mm256_and_si256(j % 2 == 0 ? v : _mm256_srli_epi16(v, 4), m4);
-      }
-      q[0] = _mm256_or_si256(q[0], _mm256_and_si256(move_bits<0, 4>(hv), m30));
-      q[1] = _mm256_or_si256(q[1], _mm256_and_si256(move_bits<2, 4>(hv), m30));
-      q[2] = _mm256_or_si256(q[2], _mm256_and_si256(hv, m30));
-      q[3] = _mm256_or_si256(q[3], _mm256_and_si256(move_bits<6, 4>(hv), m30));
-      // 8 int8 scales -> each duplicated into both int16 halves of its row's 32-bit lane.
-      const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(col + 3072 + j * kPackRows + 8 * h));
-      const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+      __m256i q[4], sc;
+      q6_subblock(col, j, h, q, sc);
       for (int t = 0; t < TT; ++t) {
         const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
-        const int8_t* xs = xb.qs + 16 * j;
-        const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], bcast4(xs)), _mm256_maddubs_epi16(q[1], bcast4(xs + 4)));
-        const __m256i s23 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q[2], bcast4(xs + 8)), _mm256_maddubs_epi16(q[3], bcast4(xs + 12)));
-        const __m256i off = _mm256_madd_epi16(sc, _mm256_set1_epi32(static_cast<uint16_t>(xb.bsums[j])));
-        tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
-        tot[t] = _mm256_sub_epi32(tot[t], _mm256_slli_epi32(off, 5));
+        tot[t] = _mm256_add_epi32(tot[t], q6_dot(q, sc, xb.qs + 16 * j, xb.bsums[j]));
       }
     }
     const __m256 dvec = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd + b * kPackRows + 8 * h)));
@@ -404,7 +414,6 @@ inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
 inline void decode_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, float* y) {
   const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes);
   const auto* xs = reinterpret_cast<const BlockQ8_K*>(x);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* col = group + b * kQ6ColumnBytes;
@@ -413,27 +422,10 @@ inline void decode_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
     for (int j = 0; j < 16; ++j) {
       // Spread the column's 52 lines over its 16 sub-blocks.
       for (int off = j * 208; off < (j + 1) * 208; off += 64) prefetch_line(col + off);
-      const int c = j / 2;
-      const int8_t* xq = xb.qs + 16 * j;
-      const __m256i a0 = bcast4(xq), a1 = bcast4(xq + 4), a2 = bcast4(xq + 8), a3 = bcast4(xq + 12);
-      const __m256i bsum = _mm256_set1_epi32(static_cast<uint16_t>(xb.bsums[j]));
       for (int h = 0; h < 2; ++h) {
-        const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 2048 + j * 64 + 32 * h));
-        __m256i q[4];
-        for (int s = 0; s < 4; ++s) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + (4 * c + s) * 64 + 32 * h));
-          q[s] = _mm256_and_si256(j % 2 == 0 ? v : _mm256_srli_epi16(v, 4), m4);
-        }
-        q[0] = _mm256_or_si256(q[0], _mm256_and_si256(move_bits<0, 4>(hv), m30));
-        q[1] = _mm256_or_si256(q[1], _mm256_and_si256(move_bits<2, 4>(hv), m30));
-        q[2] = _mm256_or_si256(q[2], _mm256_and_si256(hv, m30));
-        q[3] = _mm256_or_si256(q[3], _mm256_and_si256(move_bits<6, 4>(hv), m30));
-        const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(col + 3072 + j * kPackRows + 8 * h));
-        const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
-        const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], a0), _mm256_maddubs_epi16(q[1], a1));
-        const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(q[2], a2), _mm256_maddubs_epi16(q[3], a3));
-        tot[h] = _mm256_add_epi32(tot[h], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
-        tot[h] = _mm256_sub_epi32(tot[h], _mm256_slli_epi32(_mm256_madd_epi16(sc, bsum), 5));
+        __m256i q[4], sc;
+        q6_subblock(col, j, h, q, sc);
+        tot[h] = _mm256_add_epi32(tot[h], q6_dot(q, sc, xb.qs + 16 * j, xb.bsums[j]));
       }
     }
     const __m256 dx = _mm256_set1_ps(xb.d);
