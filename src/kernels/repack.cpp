@@ -85,7 +85,8 @@ bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out) {
 namespace {
 
 // Q4_K: 16 rows of super-block column b -> the Q4_K_X16 layout (repack.h).
-void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t nb) {
+void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
+  const int64_t nb = n_in / kQK_K;
   uint8_t* codes = group;
   uint8_t* scales = codes + nb * 2048;
   uint8_t* mins = scales + nb * 128;
@@ -132,7 +133,8 @@ void unpack_q6_k_codes(const BlockQ6_K& blk, uint8_t q[kQK_K]) {
 }
 
 // Q6_K: 16 rows of super-block columns -> the Q6_K_X16 layout (repack.h).
-void repack_q6_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t nb) {
+void repack_q6_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
+  const int64_t nb = n_in / kQK_K;
   auto* d = reinterpret_cast<uint16_t*>(group + nb * kQ6KBlockColumnCodes);
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -167,7 +169,8 @@ void repack_q6_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
 }
 
 // Q5_0: 16 rows -> the Q5_0_X16 layout (repack.h).
-void repack_q5_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t nb) {
+void repack_q5_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
+  const int64_t nb = n_in / kQK5_0;
   auto* scales = reinterpret_cast<uint16_t*>(group + nb * kQ5_0BlockColumnCodes);
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -189,68 +192,78 @@ void repack_q5_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   }
 }
 
+// Q4_0: 16 rows -> the Q4_0_X16 layout (repack.h): the qs bytes move, unchanged.
+void repack_q4_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
+  const int64_t nb = n_in / kQK4_0;
+  constexpr int64_t kCodeBytes = kPackRows * (kQK4_0 / 2);
+  auto* scales = reinterpret_cast<uint16_t*>(group + nb * kCodeBytes);
+  for (int64_t lane = 0; lane < kPackRows; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ4_0 blk;
+      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
+                  sizeof blk);
+      uint8_t* cb = group + b * kCodeBytes;
+      for (int j = 0; j < 4; ++j) std::memcpy(cb + (j * kPackRows + lane) * 4, blk.qs + 4 * j, 4);
+      scales[b * kPackRows + lane] = blk.d;
+    }
+  }
+}
+
+// Q8_0: 16 rows -> the Q8_0_X16 layout (repack.h): codes + 128 as unsigned bytes.
+void repack_q8_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
+  const int64_t nb = n_in / kQK8_0;
+  constexpr int64_t kCodeBytes = kPackRows * kQK8_0;
+  auto* scales = reinterpret_cast<uint16_t*>(group + nb * kCodeBytes);
+  for (int64_t lane = 0; lane < kPackRows; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ8_0 blk;
+      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
+                  sizeof blk);
+      uint8_t* cb = group + b * kCodeBytes;
+      for (int j = 0; j < 8; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          cb[(j * kPackRows + lane) * 4 + i] = static_cast<uint8_t>(static_cast<int>(blk.qs[4 * j + i]) + 128);
+        }
+      }
+      scales[b * kPackRows + lane] = blk.d;
+    }
+  }
+}
+
+// One 16-row group of rows of n_in elements: from the file layout (rows src_row_bytes apart) into
+// the group's packed bytes.
+using GroupRepacker = void (*)(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in);
+
+GroupRepacker group_repacker(TensorType file_type) {
+  switch (file_type) {
+    case TensorType::Q4_0: return repack_q4_0_group;
+    case TensorType::Q5_0: return repack_q5_0_group;
+    case TensorType::Q8_0: return repack_q8_0_group;
+    case TensorType::Q4_K: return repack_q4_k_group;
+    case TensorType::Q6_K: return repack_q6_k_group;
+    default: return nullptr;
+  }
+}
+
 }  // namespace
 
 void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in, int64_t r0, int64_t r1) {
-  require(packed_type_for(file_type).has_value(), ErrorCode::kUnsupported,
+  const GroupRepacker repack_group = group_repacker(file_type);
+  require(repack_group != nullptr, ErrorCode::kUnsupported,
           std::string("repack: no interleaved layout for ") + tensor_type_name(file_type));
-  require(n_in > 0 && n_in % kQK8_0 == 0 && r0 >= 0 && r0 <= r1 && r0 % kPackRows == 0 && r1 % kPackRows == 0,
+  const int64_t block = tensor_block_size(file_type);
+  require(n_in > 0 && n_in % block == 0 && r0 >= 0 && r0 <= r1 && r0 % kPackRows == 0 && r1 % kPackRows == 0,
           ErrorCode::kInvalidArgument,
-          "repack: rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") of width " + std::to_string(n_in) +
-              " are not whole groups of 16 rows and 32 columns");
-  const PackGeometry g = geometry(file_type, n_in);
+          "repack: rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") of " + std::to_string(n_in) + " " +
+              tensor_type_name(file_type) + " elements are not whole groups of 16 rows and whole " +
+              std::to_string(block) + "-element blocks");
+  const size_t src_row_bytes = tensor_row_bytes(file_type, n_in);
+  const size_t dst_row_bytes = tensor_row_bytes(*packed_type_for(file_type), n_in);  // Q4_K: 148/144 of the file's
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
-  if (file_type == TensorType::Q6_K || file_type == TensorType::Q5_0) {
-    require(file_type != TensorType::Q6_K || n_in % kQK_K == 0, ErrorCode::kInvalidArgument,
-            "repack: q6_K rows of " + std::to_string(n_in) + " elements are not whole 256-element super-blocks");
-    for (int64_t r = r0; r < r1; r += kPackRows) {
-      const uint8_t* rows = s + static_cast<size_t>(r) * g.row_bytes;
-      uint8_t* group = d + static_cast<size_t>(r) * g.row_bytes;  // packed rows have the file's size
-      if (file_type == TensorType::Q6_K) {
-        repack_q6_k_group(rows, g.row_bytes, group, n_in / kQK_K);
-      } else {
-        repack_q5_0_group(rows, g.row_bytes, group, n_in / kQK5_0);
-      }
-    }
-    return;
-  }
-  if (file_type == TensorType::Q4_K) {
-    require(n_in % kQK_K == 0, ErrorCode::kInvalidArgument,
-            "repack: q4_K rows of " + std::to_string(n_in) + " elements are not whole 256-element super-blocks");
-    const size_t dst_row_bytes = tensor_row_bytes(TensorType::Q4_K_X16, n_in);
-    for (int64_t r = r0; r < r1; r += kPackRows) {
-      repack_q4_k_group(s + static_cast<size_t>(r) * g.row_bytes, g.row_bytes, d + static_cast<size_t>(r) * dst_row_bytes,
-                        n_in / kQK_K);
-    }
-    return;
-  }
-  const int64_t nb = n_in / kQK8_0;
   for (int64_t r = r0; r < r1; r += kPackRows) {
-    uint8_t* group = d + static_cast<size_t>(r) * g.row_bytes;
-    uint8_t* codes = group;
-    auto* scales = reinterpret_cast<uint16_t*>(group + static_cast<size_t>(nb * g.code_bytes_per_block));
-    for (int64_t lane = 0; lane < kPackRows; ++lane) {
-      const uint8_t* row = s + static_cast<size_t>(r + lane) * g.row_bytes;
-      for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* cb = codes + b * g.code_bytes_per_block;
-        if (file_type == TensorType::Q4_0) {
-          BlockQ4_0 blk;
-          std::memcpy(&blk, row + b * static_cast<int64_t>(sizeof(BlockQ4_0)), sizeof blk);
-          for (int j = 0; j < 4; ++j) std::memcpy(cb + (j * kPackRows + lane) * 4, blk.qs + 4 * j, 4);
-          scales[b * kPackRows + lane] = blk.d;
-        } else {
-          BlockQ8_0 blk;
-          std::memcpy(&blk, row + b * static_cast<int64_t>(sizeof(BlockQ8_0)), sizeof blk);
-          for (int j = 0; j < 8; ++j) {
-            for (int i = 0; i < 4; ++i) {
-              cb[(j * kPackRows + lane) * 4 + i] = static_cast<uint8_t>(static_cast<int>(blk.qs[4 * j + i]) + 128);
-            }
-          }
-          scales[b * kPackRows + lane] = blk.d;
-        }
-      }
-    }
+    repack_group(s + static_cast<size_t>(r) * src_row_bytes, src_row_bytes, d + static_cast<size_t>(r) * dst_row_bytes,
+                 n_in);
   }
 }
 
