@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/attention_head_groups.h"
 #include "kernels/attention_impl.h"
 #include "kernels/blocks.h"
 
@@ -24,7 +25,6 @@ namespace {
 #define EDGELLM_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int64_t kLanes = 8;
-constexpr int kMaxHeads = 8;
 
 // Chunk c (elements [8c, 8c + 8), `width` of them valid, the rest 0) of a row as 8 floats.
 struct F32Rows {
@@ -162,21 +162,10 @@ template <class Rows>
 void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride, int64_t g,
             float scale, float* out, int64_t out_stride) {
   const auto* base = static_cast<const uint8_t*>(k_rows);
-  for (int64_t h0 = 0; h0 < g; h0 += kMaxHeads) {
-    const int64_t nh = g - h0 < kMaxHeads ? g - h0 : kMaxHeads;
-    const float* qh = q + h0 * q_stride;
-    float* oh = out + h0 * out_stride;
-    switch (nh) {
-      case 1: scores_heads<Rows, 1>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      case 2: scores_heads<Rows, 2>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      case 3: scores_heads<Rows, 3>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      case 4: scores_heads<Rows, 4>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      case 5: scores_heads<Rows, 5>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      case 6: scores_heads<Rows, 6>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      case 7: scores_heads<Rows, 7>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-      default: scores_heads<Rows, 8>(base, row_bytes, cnt, hd, qh, q_stride, scale, oh, out_stride); break;
-    }
-  }
+  attention::for_head_groups(g, [&](auto nh, int64_t h0) {
+    scores_heads<Rows, decltype(nh)::kValue>(base, row_bytes, cnt, hd, q + h0 * q_stride, q_stride, scale,
+                                             out + h0 * out_stride, out_stride);
+  });
 }
 
 // Lanes [0, width) of a chunk of out (a partial chunk goes through a zero-padded buffer).
@@ -257,21 +246,10 @@ template <class Rows>
 void accumulate(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride,
                 int64_t g, float* out, int64_t out_stride) {
   const auto* base = static_cast<const uint8_t*>(v_rows);
-  for (int64_t h0 = 0; h0 < g; h0 += kMaxHeads) {
-    const int64_t nh = g - h0 < kMaxHeads ? g - h0 : kMaxHeads;
-    const float* ph = p + h0 * p_stride;
-    float* oh = out + h0 * out_stride;
-    switch (nh) {
-      case 1: accumulate_heads<Rows, 1>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      case 2: accumulate_heads<Rows, 2>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      case 3: accumulate_heads<Rows, 3>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      case 4: accumulate_heads<Rows, 4>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      case 5: accumulate_heads<Rows, 5>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      case 6: accumulate_heads<Rows, 6>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      case 7: accumulate_heads<Rows, 7>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-      default: accumulate_heads<Rows, 8>(base, row_bytes, cnt, hd, ph, p_stride, oh, out_stride); break;
-    }
-  }
+  attention::for_head_groups(g, [&](auto nh, int64_t h0) {
+    accumulate_heads<Rows, decltype(nh)::kValue>(base, row_bytes, cnt, hd, p + h0 * p_stride, p_stride,
+                                                 out + h0 * out_stride, out_stride);
+  });
 }
 
 }  // namespace
