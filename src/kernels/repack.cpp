@@ -84,6 +84,15 @@ bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out) {
 
 namespace {
 
+// Block b of row `lane` of a group's source rows (copied: file rows need not be aligned).
+template <class Block>
+Block block_at(const uint8_t* src_rows, size_t src_row_bytes, int64_t lane, int64_t b) {
+  Block blk;
+  std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(Block),
+              sizeof blk);
+  return blk;
+}
+
 // Q4_K: 16 rows of super-block column b -> the Q4_K_X16 layout (repack.h).
 void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
   const int64_t nb = n_in / kQK_K;
@@ -94,9 +103,7 @@ void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   uint16_t* dmin = d + nb * kPackRows;
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ4_K blk;
-      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ4_K),
-                  sizeof blk);
+      const auto blk = block_at<BlockQ4_K>(src_rows, src_row_bytes, lane, b);
       uint8_t sc[8], m[8];
       unpack_scales_mins_k4(blk.scales, sc, m);
       for (int g = 0; g < 4; ++g) {
@@ -138,9 +145,7 @@ void repack_q6_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   auto* d = reinterpret_cast<uint16_t*>(group + nb * kQ6KBlockColumnCodes);
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ6_K blk;
-      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ6_K),
-                  sizeof blk);
+      const auto blk = block_at<BlockQ6_K>(src_rows, src_row_bytes, lane, b);
       uint8_t q[kQK_K];  // the 6-bit values 0..63, element order
       unpack_q6_k_codes(blk, q);
       uint8_t* col = group + b * kQ6KBlockColumnCodes;
@@ -174,9 +179,7 @@ void repack_q5_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   auto* scales = reinterpret_cast<uint16_t*>(group + nb * kQ5_0BlockColumnCodes);
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ5_0 blk;
-      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ5_0),
-                  sizeof blk);
+      const auto blk = block_at<BlockQ5_0>(src_rows, src_row_bytes, lane, b);
       uint32_t fifth;  // bit e = fifth bit of element e (ggml order)
       std::memcpy(&fifth, blk.qh, 4);
       uint8_t* cb = group + b * kQ5_0BlockColumnCodes;
@@ -199,9 +202,7 @@ void repack_q4_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   auto* scales = reinterpret_cast<uint16_t*>(group + nb * kCodeBytes);
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ4_0 blk;
-      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ4_0),
-                  sizeof blk);
+      const auto blk = block_at<BlockQ4_0>(src_rows, src_row_bytes, lane, b);
       uint8_t* cb = group + b * kCodeBytes;
       for (int j = 0; j < 4; ++j) std::memcpy(cb + (j * kPackRows + lane) * 4, blk.qs + 4 * j, 4);
       scales[b * kPackRows + lane] = blk.d;
@@ -216,9 +217,7 @@ void repack_q8_0_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* g
   auto* scales = reinterpret_cast<uint16_t*>(group + nb * kCodeBytes);
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ8_0 blk;
-      std::memcpy(&blk, src_rows + static_cast<size_t>(lane) * src_row_bytes + static_cast<size_t>(b) * sizeof(BlockQ8_0),
-                  sizeof blk);
+      const auto blk = block_at<BlockQ8_0>(src_rows, src_row_bytes, lane, b);
       uint8_t* cb = group + b * kCodeBytes;
       for (int j = 0; j < 8; ++j) {
         for (int i = 0; i < 4; ++i) {
