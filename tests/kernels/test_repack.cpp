@@ -43,6 +43,21 @@ std::vector<float> gaussian(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
+// Double-precision reference of output (row r, token t): sum_k w[r][k] x[t][k] over n elements,
+// and sum |w x|, the scale its F32 rounding error is measured against.
+struct RefDot {
+  double sum = 0, magnitude = 0;
+};
+RefDot reference_dot(const std::vector<float>& wf, const std::vector<float>& xf, int64_t n, int64_t r, int64_t t) {
+  RefDot d;
+  for (int64_t k = 0; k < n; ++k) {
+    const double p = static_cast<double>(wf[static_cast<size_t>(r * n + k)]) * xf[static_cast<size_t>(t * n + k)];
+    d.sum += p;
+    d.magnitude += std::fabs(p);
+  }
+  return d;
+}
+
 TEST(Repack, PackedTypesAreInternal) {
   EXPECT_EQ(packed_type_for(TensorType::Q4_0), TensorType::Q4_0_X16);
   EXPECT_EQ(packed_type_for(TensorType::Q8_0), TensorType::Q8_0_X16);
@@ -150,12 +165,8 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
               ASSERT_TRUE(std::isnan(yp[i])) << "wrote outside the row range";
               continue;
             }
-            double ref = 0, scale = 0;
-            for (int64_t k = 0; k < c.n_in; ++k) {
-              const double p = static_cast<double>(wf[static_cast<size_t>(r * c.n_in + k)]) * xf[static_cast<size_t>(t * c.n_in + k)];
-              ref += p;
-              scale += std::fabs(p);
-            }
+            const RefDot d = reference_dot(wf, xf, c.n_in, r, t);
+            const double ref = d.sum, scale = d.magnitude;
             ASSERT_NEAR(yp[i], ref, kRefRelTol * scale)
                 << isa_name(isa) << " " << tensor_type_name(pt) << " n_in " << c.n_in << " token " << t << " row " << r;
             ASSERT_NEAR(yp[i], yf[i], 2 * kRefRelTol * scale) << isa_name(isa) << " packed vs file layout";
@@ -241,13 +252,8 @@ TEST(Repack, MatmulTileRemaindersAndRowChunks) {
         for (int64_t t = 0; t < nt; ++t) {
           for (int64_t r = 0; r < kRows; ++r) {
             const size_t i = static_cast<size_t>(t * kRows + r);
-            double ref = 0, scale = 0;
-            for (int64_t k = 0; k < kN; ++k) {
-              const double p =
-                  static_cast<double>(wf[static_cast<size_t>(r * kN + k)]) * xf[static_cast<size_t>(t * kN + k)];
-              ref += p;
-              scale += std::fabs(p);
-            }
+            const RefDot d = reference_dot(wf, xf, kN, r, t);
+            const double ref = d.sum, scale = d.magnitude;
             ASSERT_NEAR(yp[i], ref, kRefRelTol * scale)
                 << isa_name(isa) << " " << tensor_type_name(pt) << " tokens " << nt << " token " << t << " row " << r;
             if (arm_sdot) {
@@ -324,14 +330,9 @@ void check_k_quant_tiles(TensorType ft) {
     std::vector<double> ref(static_cast<size_t>(nt * kRows)), scale(ref.size());
     for (int64_t t = 0; t < nt; ++t) {
       for (int64_t r = 0; r < kRows; ++r) {
-        double sum = 0, mag = 0;
-        for (int64_t k = 0; k < kN; ++k) {
-          const double p = static_cast<double>(wf[static_cast<size_t>(r * kN + k)]) * xf[static_cast<size_t>(t * kN + k)];
-          sum += p;
-          mag += std::fabs(p);
-        }
-        ref[static_cast<size_t>(t * kRows + r)] = sum;
-        scale[static_cast<size_t>(t * kRows + r)] = mag;
+        const RefDot d = reference_dot(wf, xf, kN, r, t);
+        ref[static_cast<size_t>(t * kRows + r)] = d.sum;
+        scale[static_cast<size_t>(t * kRows + r)] = d.magnitude;
       }
     }
     for (const Isa isa : supported_isas()) {
