@@ -1,6 +1,8 @@
 #include "kernels/tensor_type.h"
 
+#include <array>
 #include <cctype>
+#include <iterator>
 #include <string>
 
 #include "core/error.h"
@@ -33,13 +35,25 @@ constexpr TensorTypeTraits kTraits[] = {
     {TensorType::Q6_K_X16, "q6_Kx16", kQK_K, sizeof(BlockQ6_K), true, true, false},
 };
 
+// Index into kTraits by raw type id (-1 = unknown), built at compile time: the traits are looked
+// up several times per matmul call (validation, row sizes), thousands of times per decoded token.
+constexpr uint32_t kIdSlots = 1024;  // every id, GGUF's and the internal 1000+ ones, is below this
+constexpr std::array<int8_t, kIdSlots> kIndexById = [] {
+  std::array<int8_t, kIdSlots> index{};
+  for (auto& i : index) i = -1;
+  for (size_t i = 0; i < std::size(kTraits); ++i) {
+    const auto id = static_cast<uint32_t>(kTraits[i].type);
+    if (id >= kIdSlots || index[id] != -1) throw "tensor type ids must be unique and below kIdSlots";
+    index[id] = static_cast<int8_t>(i);
+  }
+  return index;
+}();
+
 }  // namespace
 
 const TensorTypeTraits* find_tensor_type(uint32_t raw_id) {
-  for (const auto& t : kTraits) {
-    if (static_cast<uint32_t>(t.type) == raw_id) return &t;
-  }
-  return nullptr;
+  if (raw_id >= kIdSlots || kIndexById[raw_id] < 0) return nullptr;
+  return &kTraits[kIndexById[raw_id]];
 }
 
 const TensorTypeTraits& tensor_type_traits(TensorType type) {
