@@ -264,9 +264,10 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
   // bandwidth moves by up to ~20% over minutes, so the probe is repeated before every model and
   // the running maximum (what the machine has shown it can do) is the roofline.
   BenchMachine roof = machine;
+  bool first_load = true;  // the machine was probed just before it
   for (const std::string& path : params.models) {
    for (const RepackMode repack : params.repack) {
-    if (roof.bandwidth_measured && (&path != &params.models.front() || repack != params.repack.front())) {
+    if (roof.bandwidth_measured && !first_load) {
       BandwidthOptions o;
       o.buffer_bytes = params.bandwidth_bytes;
       o.n_threads = 1;
@@ -280,6 +281,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                     one.gbps, all.gbps, all.n_threads, roof.bandwidth_1.gbps, roof.bandwidth_all.gbps);
       say(line);
     }
+    first_load = false;
     reset_peak_rss();
     say("loading " + path + " (repack " + repack_mode_name(repack) + ")");
     ModelLoadParams load_params;
