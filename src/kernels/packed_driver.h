@@ -23,12 +23,17 @@ namespace edgellm::kernels::packed {
 
 inline constexpr size_t kChunkBytes = 192 * 1024;
 
-// Rows of a prefill chunk: whole 16-row groups, about kChunkBytes of weights. (No std::min/max
-// in code compiled per ISA: see "Rule for SIMD files" in kernels/README.md.)
+// Internal linkage: this header is compiled with each ISA's flags ("Rule for SIMD files" in
+// kernels/README.md; for the same reason no std::min/max).
+namespace {
+
+// Rows of a prefill chunk: whole 16-row groups, about kChunkBytes of weights.
 EDGELLM_ALWAYS_INLINE int64_t chunk_rows_for(size_t w_row_bytes) {
   const int64_t rows = static_cast<int64_t>(kChunkBytes / w_row_bytes) / kPackRows * kPackRows;
   return rows > kPackRows ? rows : kPackRows;
 }
+
+}  // namespace
 
 template <class P, int TT>
 EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,

@@ -18,6 +18,7 @@
 #include "kernels/repack.h"
 #include "kernels/x86/avx2/avx2_kernels.h"
 #include "kernels/x86/avx2/avx2_util.h"
+#include "kernels/x86/packed_prefetch.h"
 
 namespace edgellm::kernels::avx2 {
 namespace {
@@ -252,15 +253,9 @@ inline void tile_q6_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
 // ---------------------------------------------------------------- decode (one token)
 // Both 8-row halves of a group in one pass: every weight line is read once, straight from the
 // prefetched stream (the prefill tiles above run the halves one after the other and re-read the
-// group from L2, which decode cannot afford). Prefetch as in the AVX-512 file: each line into L2
-// kPrefetchL2Bytes ahead and into L1 kPrefetchL1Bytes ahead.
-constexpr int kPrefetchL1Bytes = 1536;
-constexpr int kPrefetchL2Bytes = 16384;
-
-inline void prefetch_line(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p) + kPrefetchL1Bytes, _MM_HINT_T0);
-  _mm_prefetch(static_cast<const char*>(p) + kPrefetchL2Bytes, _MM_HINT_T1);
-}
+// group from L2, which decode cannot afford). Prefetch as in the AVX-512 file
+// (x86/packed_prefetch.h).
+using x86::prefetch_line;
 
 // Q4_0 / Q5_0 code vector J (elements 4J .. 4J+3 and, high nibbles, 16+4J ..) of both halves:
 // adds its int16 pair sums with the token's bytes into s0 (rows 0-7) and s1 (rows 8-15).
@@ -294,7 +289,7 @@ inline void decode_q4_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = group + b * kCodeBytes;
     for (int off = 0; off < kCodeBytes; off += 64) prefetch_line(cb + off);
-    if ((b & 1) == 0) prefetch_line(scales + b * kPackRows);
+    x86::prefetch_d_array<kCodeBytes>(group, nb, b);
     const BlockQ8_0S& xb = xs[b];
     __m256i high0 = _mm256_setzero_si256(), high1 = _mm256_setzero_si256();
     if constexpr (kQ5) {
@@ -333,7 +328,7 @@ inline void decode_q8_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = group + b * kCodeBytes;
     for (int off = 0; off < kCodeBytes; off += 64) prefetch_line(cb + off);
-    if ((b & 1) == 0) prefetch_line(scales + b * kPackRows);
+    x86::prefetch_d_array<kCodeBytes>(group, nb, b);
     const BlockQ8_0S& xb = xs[b];
     __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
@@ -362,6 +357,7 @@ inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = codes + b * 2048;
+    x86::prefetch_q4_k_sides(group, nb, b);
     const BlockQ8_KS& xb = xs[b];
     const __m256 dx = _mm256_set1_ps(xb.d);
     const __m256 dvec[2] = {load_f16x8(dd + b * kPackRows), load_f16x8(dd + b * kPackRows + 8)};
@@ -417,6 +413,7 @@ inline void decode_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* col = group + b * kQ6ColumnBytes;
+    x86::prefetch_d_array<kQ6ColumnBytes>(group, nb, b);
     const BlockQ8_K& xb = xs[b];
     __m256i tot[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int j = 0; j < 16; ++j) {

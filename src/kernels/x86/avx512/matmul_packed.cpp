@@ -24,26 +24,12 @@
 #include "kernels/packed_driver.h"
 #include "kernels/tile_driver.h"
 #include "kernels/x86/avx512/avx512_kernels.h"
+#include "kernels/x86/packed_prefetch.h"
 
 namespace edgellm::kernels::avx512 {
 namespace {
 
-// Decode reads each weight byte once from DRAM. The hardware prefetchers restart at every 4 KiB
-// page and leave one core well below the ~15 GB/s it can stream. Two software prefetches per
-// line fix that: one into L2 far ahead (kPrefetchL2Bytes), which hides the DRAM latency without
-// holding an L1 fill buffer all that time, and one into L1 a little ahead (kPrefetchBytes), which
-// then only waits for L2. Measured on one Sapphire Rapids-class core (Q4_0 / Q8_0 / Q5_0 _X16
-// decode, 377 MB of weights): 13.4 / 14.5 / 12.0 GB/s with one L1 prefetch 20 KiB ahead,
-// 14.0 / 15.0 / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x 6-16 KiB).
-constexpr int kPrefetchBytes = 1536;
-constexpr int kPrefetchL2Bytes = 16384;
-
-// Both prefetches for the line at p.
-EDGELLM_ALWAYS_INLINE void prefetch_line(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchL2Bytes, _MM_HINT_T1);
-}
-
+using x86::prefetch_line;
 
 enum class Legacy4 { kQ4_0, kQ5_0, kQ8_0 };
 
@@ -122,7 +108,7 @@ EDGELLM_ALWAYS_INLINE void block_legacy(const uint8_t* group, int64_t nb, int64_
     for (int j = 0; j < (F::kCodeBytes + 63) / 64; ++j) {
       prefetch_line(cb + 64 * j);
     }
-    if ((b & 1) == 0) prefetch_line(reinterpret_cast<const uint8_t*>(scales + b * kPackRows));
+    x86::prefetch_d_array<F::kCodeBytes>(group, nb, b);
   }
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
   if constexpr (TT == 1 && kKind == Legacy4::kQ4_0) {
@@ -204,7 +190,6 @@ using Legacy = Policy<LegacyBlock<kKind>, kQK8_0, 8, 4>;
 // tile. Per token and sub-block: 8 vpdpbusd, then one FMA with d_r * sc_j * d_x. The mins term
 // -dmin_r * d_x * sum_j m_j * sum_j(x) takes 4 vpdpwssd on (m_2i, m_2i+1) int16 pairs.
 constexpr int kKTokens = 6;
-
 template <int TT>
 EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t b, const uint8_t* x, size_t x_row_bytes,
                                       __m512* acc) {
@@ -218,6 +203,7 @@ EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t 
   const __m512i mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
   const uint8_t* cb = codes + b * 2048;
   const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
+  if constexpr (TT == 1) x86::prefetch_q4_k_sides(group, nb, b);
   for (int g = 0; g < 4; ++g) {
     if constexpr (TT == 1) {
       // Spread over the sub-block pairs: a burst of 32 prefetches would wait for fill buffers.
@@ -294,9 +280,7 @@ EDGELLM_ALWAYS_INLINE void block_q6_k(const uint8_t* group, int64_t nb, int64_t 
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const uint8_t* col = group + b * kQ6ColumnBytes;
-  if constexpr (TT == 1) {
-    if ((b & 1) == 0) prefetch_line(reinterpret_cast<const uint8_t*>(dd + b * kPackRows));
-  }
+  if constexpr (TT == 1) x86::prefetch_d_array<kQ6ColumnBytes>(group, nb, b);
   __m512i tot[TT];
   for (int t = 0; t < TT; ++t) tot[t] = _mm512_setzero_si512();
   for (int c = 0; c < 8; ++c) {
