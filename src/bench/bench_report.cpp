@@ -34,7 +34,7 @@ struct Column {
 
 const std::vector<Column> kColumns = {
     {"model", false}, {"size", true},  {"params", true}, {"threads", true}, {"n_batch", true}, {"type_kv", false}, {"repack", false},
-    {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% bw", true},   {"peak RSS", true},
+    {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% best bw", true}, {"% bw now", true}, {"peak RSS", true},
 };
 
 std::vector<std::string> cells(const BenchRecord& r) {
@@ -53,8 +53,9 @@ std::vector<std::string> cells(const BenchRecord& r) {
     c.push_back(fmt("%.3f", r.bytes_per_token / 1e9));
     c.push_back(fmt("%.2f", r.effective_gbps));
     c.push_back(r.bandwidth_gbps > 0 ? fmt("%.0f%%", 100.0 * r.bandwidth_fraction) : "-");
+    c.push_back(r.bandwidth_now_gbps > 0 ? fmt("%.0f%%", 100.0 * r.bandwidth_now_fraction) : "-");
   } else {
-    c.insert(c.end(), {"-", "-", "-"});
+    c.insert(c.end(), {"-", "-", "-", "-"});
   }
   c.push_back(fmt("%.0f MiB", static_cast<double>(r.peak_rss_bytes) / kMiB));
   return c;
@@ -163,11 +164,15 @@ Json record_to_json(const BenchRecord& r) {
     j.set("effective_gbps", r.effective_gbps);
     j.set("bandwidth_gbps", r.bandwidth_gbps > 0 ? Json(r.bandwidth_gbps) : Json(nullptr));
     j.set("bandwidth_fraction", r.bandwidth_gbps > 0 ? Json(r.bandwidth_fraction) : Json(nullptr));
+    j.set("bandwidth_now_gbps", r.bandwidth_now_gbps > 0 ? Json(r.bandwidth_now_gbps) : Json(nullptr));
+    j.set("bandwidth_now_fraction", r.bandwidth_now_gbps > 0 ? Json(r.bandwidth_now_fraction) : Json(nullptr));
   } else {
     j.set("bytes_per_token", nullptr);
     j.set("effective_gbps", nullptr);
     j.set("bandwidth_gbps", nullptr);
     j.set("bandwidth_fraction", nullptr);
+    j.set("bandwidth_now_gbps", nullptr);
+    j.set("bandwidth_now_fraction", nullptr);
   }
   j.set("peak_rss_bytes", r.peak_rss_bytes);
   j.set("avg_cpu_ns", static_cast<uint64_t>(r.avg_cpu_ns + 0.5));
@@ -198,7 +203,7 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
       std::ostringstream out;
       out << "model_filename,model_type,model_size,model_n_params,n_batch,n_threads,type_k,type_v,n_prompt,n_gen,"
              "n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,samples_ns,samples_ts,bytes_per_token,"
-             "effective_gbps,bandwidth_gbps,bandwidth_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes\n";
+             "effective_gbps,bandwidth_gbps,bandwidth_fraction,bandwidth_now_gbps,bandwidth_now_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes\n";
       for (const auto& r : records) {
         out << csv_escape(base_name(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
             << r.model_n_params << ',' << r.n_batch << ',' << r.n_threads << ',' << r.type_k << ',' << r.type_v << ','
@@ -209,9 +214,11 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
         if (r.is_generation) {
           out << fmt("%.0f", r.bytes_per_token) << ',' << fmt("%.4f", r.effective_gbps) << ','
               << (r.bandwidth_gbps > 0 ? fmt("%.4f", r.bandwidth_gbps) : "") << ','
-              << (r.bandwidth_gbps > 0 ? fmt("%.4f", r.bandwidth_fraction) : "") << ',';
+              << (r.bandwidth_gbps > 0 ? fmt("%.4f", r.bandwidth_fraction) : "") << ','
+              << (r.bandwidth_now_gbps > 0 ? fmt("%.4f", r.bandwidth_now_gbps) : "") << ','
+              << (r.bandwidth_now_gbps > 0 ? fmt("%.4f", r.bandwidth_now_fraction) : "") << ',';
         } else {
-          out << ",,,,";
+          out << ",,,,,,";
         }
         out << r.peak_rss_bytes << ',' << fmt("%.0f", r.avg_cpu_ns) << ',' << fmt("%.4f", r.cpu_ts) << ',' << r.repack << ','
             << r.repacked_bytes << '\n';

@@ -260,9 +260,10 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
   auto say = [&](const std::string& s) {
     if (log) log(s);
   };
-  // The reference bandwidth for "% of bandwidth": the best probe of this run. This guest's
-  // bandwidth moves by up to ~20% over minutes, so the probe is repeated before every model and
-  // the running maximum (what the machine has shown it can do) is the roofline.
+  // Two references for "% of bandwidth" (bench_runner.h): the best probe of this run so far
+  // (what the machine has shown it can do) and the probes just around the test (what it could do
+  // in those minutes). This guest's bandwidth moves by up to ~20% over minutes, so the machine is
+  // probed before every model and around every tg test.
   BenchMachine roof = machine;
   bool first_load = true;  // the machine was probed just before it
   for (const std::string& path : params.models) {
@@ -283,6 +284,21 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
     }
     first_load = false;
     reset_peak_rss();
+    uint64_t model_peak = 0;  // VmHWM of this model before each probe (a probe resets it)
+    // A probe at a test's thread count between its warm-up and its repetitions, and after them.
+    // Its buffer must not count in the model's peak RSS: the peak so far is kept, the buffer is
+    // freed and VmHWM reset to the current RSS.
+    const auto probe_now = [&](int32_t n_threads) {
+      model_peak = std::max<uint64_t>(model_peak, read_process_memory().peak_bytes);
+      BandwidthOptions o;
+      o.buffer_bytes = params.bandwidth_bytes;
+      o.n_threads = n_threads == 1 ? 1 : roof.hardware_threads;
+      const BandwidthResult b = measure_read_bandwidth(o);
+      BandwidthResult& best = n_threads == 1 ? roof.bandwidth_1 : roof.bandwidth_all;
+      if (b.gbps > best.gbps) best = b;
+      reset_peak_rss();
+      return b.gbps;
+    };
     say("loading " + path + " (repack " + repack_mode_name(repack) + ")");
     ModelLoadParams load_params;
     load_params.repack = repack;
@@ -305,9 +321,6 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
           cp.kv_type = kv_type;
           Context ctx(*model, cp);
           DepthCache cache(ctx, model->hparams().n_vocab, params.seed);
-          const double bandwidth = !roof.bandwidth_measured ? 0.0
-                                   : n_threads == 1         ? roof.bandwidth_1.gbps
-                                                            : roof.bandwidth_all.gbps;
           for (const int32_t depth : params.n_depth) {
             struct Test {
               int32_t n_prompt, n_gen;
@@ -346,6 +359,8 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                 run_prompt(ctx, cache, depth, test.n_prompt);
               }
               const int32_t n_tokens = r.is_generation ? test.n_gen : test.n_prompt;
+              const bool probe = r.is_generation && roof.bandwidth_measured;
+              const double bandwidth_before = probe ? probe_now(n_threads) : 0.0;
               for (int32_t rep = 0; rep < params.repetitions; ++rep) {
                 const Timing t = r.is_generation ? run_generation(ctx, cache, depth, test.n_gen)
                                                  : run_prompt(ctx, cache, depth, test.n_prompt);
@@ -359,15 +374,20 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               mean_stddev(r.samples_cpu_ns, &cpu_ns, &cpu_sd);
               r.avg_cpu_ns = cpu_ns;
               r.cpu_ts = cpu_ns > 0 ? n_tokens * n_threads / (cpu_ns * 1e-9) : 0.0;
+              const uint64_t peak = std::max<uint64_t>(model_peak, read_process_memory().peak_bytes);
               if (r.is_generation) {
                 // Token i (0-based) at position depth + i attends to depth + i + 1 positions.
                 const double mean_kv = depth + (test.n_gen + 1) / 2.0;
                 r.bytes_per_token = decode_bytes_per_token(*model, kv_type, mean_kv);
                 r.effective_gbps = r.bytes_per_token * r.avg_ts / 1e9;
-                r.bandwidth_gbps = bandwidth;
-                r.bandwidth_fraction = bandwidth > 0 ? r.effective_gbps / bandwidth : 0.0;
+                if (probe) {
+                  r.bandwidth_now_gbps = std::max(bandwidth_before, probe_now(n_threads));
+                  r.bandwidth_now_fraction = r.effective_gbps / r.bandwidth_now_gbps;
+                  r.bandwidth_gbps = n_threads == 1 ? roof.bandwidth_1.gbps : roof.bandwidth_all.gbps;
+                  r.bandwidth_fraction = r.effective_gbps / r.bandwidth_gbps;
+                }
               }
-              r.peak_rss_bytes = read_process_memory().peak_bytes;
+              r.peak_rss_bytes = peak;
               if (on_record) on_record(r);
               records.push_back(std::move(r));
             }

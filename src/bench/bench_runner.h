@@ -66,7 +66,12 @@ struct BenchRecord {
   double bytes_per_token = 0;
   double effective_gbps = 0;     // bytes_per_token * avg_ts / 1e9
   double bandwidth_gbps = 0;     // best read bandwidth probed so far at this thread count (0 = not measured)
-  double bandwidth_fraction = 0; // effective / measured
+  double bandwidth_fraction = 0; // effective / bandwidth_gbps
+  // The better of two probes at this thread count, just before and just after the timed
+  // repetitions: the roofline of the minutes the test ran in (this guest's bandwidth moves by up
+  // to ~20% from minute to minute, so the best probe of a long run can be from a faster minute).
+  double bandwidth_now_gbps = 0;     // 0 = not measured
+  double bandwidth_now_fraction = 0; // effective / bandwidth_now_gbps
   uint64_t peak_rss_bytes = 0;   // VmHWM after the test (reset when each model is loaded)
   // Process CPU time per repetition (all threads). On a machine shared with other work, wall
   // time includes waiting for a core; cpu_ts = tokens * n_threads / CPU seconds estimates the
