@@ -1,5 +1,5 @@
-// A fixed pool of equally sized KV blocks, allocated once. Blocks are reference counted so that
-// sequences forked from one another share their common full blocks.
+// A fixed pool of equally sized KV blocks, allocated once: block ids, their reference counts (so
+// that sequences forked from one another share their common full blocks) and the storage.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +29,10 @@ class BlockPool {
   void release(int32_t block);
   int32_t refcount(int32_t block) const;
 
-  uint8_t* data(int32_t block) { return storage_.data() + static_cast<size_t>(block) * block_bytes_; }
-  const uint8_t* data(int32_t block) const {
-    return storage_.data() + static_cast<size_t>(block) * block_bytes_;
-  }
+  // The storage of all blocks (total_bytes, 64-byte aligned). Where a block's bytes lie in it is
+  // the owner's layout (KvCache stores each block as one slot in every layer/head plane).
+  uint8_t* storage() { return storage_.data(); }
+  const uint8_t* storage() const { return storage_.data(); }
 
   // Returns every block to the free list.
   void reset();

@@ -66,7 +66,17 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
 
 int32_t KvCache::copy_block(int32_t block) {
   const int32_t copy = pool_.allocate();
-  if (copy >= 0) std::memcpy(pool_.data(copy), pool_.data(block), pool_.block_bytes());
+  if (copy < 0) return copy;
+  // One slot of T rows in every plane.
+  const size_t slot = static_cast<size_t>(params_.block_tokens) * row_bytes_;
+  uint8_t* base = pool_.storage();
+  for (int32_t layer = 0; layer < params_.n_layer; ++layer) {
+    for (int32_t kv = 0; kv < 2; ++kv) {
+      for (int32_t head = 0; head < params_.n_head_kv; ++head) {
+        std::memcpy(base + offset(copy, layer, kv, head), base + offset(block, layer, kv, head), slot);
+      }
+    }
+  }
   return copy;
 }
 
@@ -142,32 +152,33 @@ void KvCache::clear() {
   pool_.reset();
 }
 
-size_t KvCache::offset(int32_t layer, int32_t kv, int32_t head) const {
-  return ((static_cast<size_t>(layer) * 2 + static_cast<size_t>(kv)) * static_cast<size_t>(params_.n_head_kv) +
-          static_cast<size_t>(head)) *
+size_t KvCache::offset(int32_t block, int32_t layer, int32_t kv, int32_t head) const {
+  const size_t plane = (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kv)) * static_cast<size_t>(params_.n_head_kv) +
+                       static_cast<size_t>(head);
+  return (plane * static_cast<size_t>(pool_.n_blocks()) + static_cast<size_t>(block)) *
          static_cast<size_t>(params_.block_tokens) * row_bytes_;
 }
 
 uint8_t* KvCache::k_row(int32_t seq, int32_t layer, int32_t head, int32_t pos) {
   const Sequence& s = seqs_[static_cast<size_t>(seq)];
   const int32_t T = params_.block_tokens;
-  return pool_.data(s.blocks[static_cast<size_t>(pos / T)]) + offset(layer, 0, head) +
+  return pool_.storage() + offset(s.blocks[static_cast<size_t>(pos / T)], layer, 0, head) +
          static_cast<size_t>(pos % T) * row_bytes_;
 }
 
 uint8_t* KvCache::v_row(int32_t seq, int32_t layer, int32_t head, int32_t pos) {
   const Sequence& s = seqs_[static_cast<size_t>(seq)];
   const int32_t T = params_.block_tokens;
-  return pool_.data(s.blocks[static_cast<size_t>(pos / T)]) + offset(layer, 1, head) +
+  return pool_.storage() + offset(s.blocks[static_cast<size_t>(pos / T)], layer, 1, head) +
          static_cast<size_t>(pos % T) * row_bytes_;
 }
 
 const uint8_t* KvCache::k_rows(int32_t block, int32_t layer, int32_t head) const {
-  return pool_.data(block) + offset(layer, 0, head);
+  return pool_.storage() + offset(block, layer, 0, head);
 }
 
 const uint8_t* KvCache::v_rows(int32_t block, int32_t layer, int32_t head) const {
-  return pool_.data(block) + offset(layer, 1, head);
+  return pool_.storage() + offset(block, layer, 1, head);
 }
 
 void KvCache::store_row(const float* src, uint8_t* dst) const {

@@ -1,9 +1,16 @@
 // The paged KV cache: a BlockPool plus one block table per sequence.
 //
-// Block layout (bytes), for block_tokens = T, head_dim = D, row = one head's D values in `type`:
-//   [n_layer][2 (K, V)][n_head_kv][T][row]
-// so attention reads the T keys (or values) of one KV head of one block sequentially.
-// Position p of a sequence lives in block table[p / T], slot p % T.
+// Storage layout (bytes), for n_blocks blocks of block_tokens = T, head_dim = D, row = one head's
+// D values in `type`:
+//   [n_layer][2 (K, V)][n_head_kv][n_blocks][T][row]
+// One plane per (layer, K/V, head); block b is rows [b T, b T + T) of every plane. Position p of
+// a sequence lives in block table[p / T], slot p % T.
+// Why planes and not whole blocks side by side: the pool hands out ids in order, so the blocks of
+// a sequence are mostly consecutive ids, and then its keys (or values) for one head are one run of
+// consecutive rows that attention reads in one kernel call and the hardware prefetcher follows.
+// With blocks side by side, one head's 16 rows (2 KiB at D = 64, F16) were followed by the next
+// block's 192 KiB further on (Qwen2.5-0.5B), each a fresh DRAM miss: one core, one layer's
+// attention at 4096 positions took 230-260 us, against 155 us with planes and runs.
 //
 // Invariant: a sequence's partial last block is never shared, so writes never touch a block
 // another sequence sees (fork copies the partial block; growing after a truncation into a shared
@@ -60,7 +67,7 @@ class KvCache {
   // Row of head `head` at position `pos` of `seq` (pos < seq_length).
   uint8_t* k_row(int32_t seq, int32_t layer, int32_t head, int32_t pos);
   uint8_t* v_row(int32_t seq, int32_t layer, int32_t head, int32_t pos);
-  // The block_tokens consecutive rows of one head in one block.
+  // The block_tokens consecutive rows of one head in one block; the rows of block + 1 follow them.
   const uint8_t* k_rows(int32_t block, int32_t layer, int32_t head) const;
   const uint8_t* v_rows(int32_t block, int32_t layer, int32_t head) const;
 
@@ -76,7 +83,8 @@ class KvCache {
     std::vector<int32_t> blocks;
   };
   void check_seq(int32_t seq) const;
-  size_t offset(int32_t layer, int32_t kv, int32_t head) const;
+  // Start of `block`'s rows in the plane of (layer, kv, head).
+  size_t offset(int32_t block, int32_t layer, int32_t kv, int32_t head) const;
   int32_t copy_block(int32_t block);  // -1 when the pool is empty
 
   KvCacheParams params_;

@@ -206,6 +206,39 @@ TEST_F(ContextTest, ForkedSequenceContinuesLikeTheOriginal) {
   EXPECT_EQ(forked_then, logits_copy(fresh, 0));
 }
 
+// Interleaved sequences and a truncation scatter a sequence's blocks; attention then reads its
+// cache as several runs of consecutive rows (kv_cache.h). The logits must be those of a fresh
+// context holding the sequence in one run (same F32 arithmetic per row: bit-identical).
+TEST_F(ContextTest, ScatteredBlocksGiveTheLogitsOfOneRun) {
+  std::vector<int32_t> tokens(30);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1 + (i * 37) % 500);
+  ContextParams p = params();
+  p.kv_block_tokens = 4;
+  p.n_seq_max = 2;
+  Context ctx(*model_, p);
+  const auto feed = [&](int32_t seq, size_t from, size_t to, int32_t pos) {
+    Batch b;
+    b.add_sequence(seq, std::vector<int32_t>(tokens.begin() + static_cast<std::ptrdiff_t>(from),
+                                             tokens.begin() + static_cast<std::ptrdiff_t>(to)), pos);
+    ctx.decode(b);
+  };
+  feed(0, 0, 10, 0);    // seq 0: blocks 0 1 2
+  feed(1, 0, 6, 0);     // seq 1: blocks 3 4
+  feed(0, 10, 20, 10);  // seq 0: + 5 6
+  ctx.seq_truncate(1, 2);  // frees block 4
+  feed(0, 20, 30, 20);  // seq 0: + 4 7 8
+  const std::vector<int32_t>& table = ctx.kv_cache().block_table(0);
+  int runs = 1;
+  for (size_t i = 1; i < table.size(); ++i) runs += table[i] != table[i - 1] + 1;
+  EXPECT_GE(runs, 3) << "the test needs a scattered block table";
+
+  Context fresh(*model_, p);
+  Batch all;
+  all.add_sequence(0, tokens, 0);
+  fresh.decode(all);
+  EXPECT_EQ(logits_copy(ctx, 0), logits_copy(fresh, 0));
+}
+
 TEST_F(ContextTest, ManyLogitsBeyondNBatch) {
   ContextParams p = params();
   p.n_batch = 4;

@@ -26,15 +26,22 @@ TEST(BlockPool, AllocatesEveryBlockOnceThenReportsEmpty) {
   EXPECT_EQ(pool.allocate(), -1);
 }
 
-TEST(BlockPool, BlocksDoNotOverlapAndAreAligned) {
+TEST(BlockPool, StorageIsAlignedAndWritable) {
   BlockPool pool(4, 64);
-  for (int32_t b = 0; b < 4; ++b) {
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data(b)) % 64, 0u);
-    std::fill(pool.data(b), pool.data(b) + 64, static_cast<uint8_t>(b + 1));
-  }
-  for (int32_t b = 0; b < 4; ++b) {
-    EXPECT_TRUE(std::all_of(pool.data(b), pool.data(b) + 64, [&](uint8_t v) { return v == b + 1; }));
-  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.storage()) % 64, 0u);
+  std::fill(pool.storage(), pool.storage() + pool.total_bytes(), static_cast<uint8_t>(7));
+  EXPECT_TRUE(std::all_of(pool.storage(), pool.storage() + pool.total_bytes(), [](uint8_t v) { return v == 7; }));
+}
+
+TEST(BlockPool, HandsOutLowestIdsFirstAndReusesTheLastReleased) {
+  // KvCache relies on this: a sequence grown from empty gets consecutive ids, so its rows form one
+  // run in every plane; a truncated sequence that grows again gets the same ids back in order.
+  BlockPool pool(6, 8);
+  for (int32_t want = 0; want < 4; ++want) EXPECT_EQ(pool.allocate(), want);
+  pool.release(3);
+  pool.release(2);
+  EXPECT_EQ(pool.allocate(), 2);
+  EXPECT_EQ(pool.allocate(), 3);
 }
 
 TEST(BlockPool, RefcountKeepsSharedBlocksUntilLastRelease) {
