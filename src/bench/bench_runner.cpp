@@ -20,6 +20,7 @@
 #include "engine/context.h"
 #include "gguf/gguf_reader.h"
 #include "kernels/kernels.h"
+#include "kernels/repack.h"
 #include "model/model.h"
 #include "quant/quant_rules.h"
 #include "runtime/memory_stats.h"
@@ -180,6 +181,20 @@ double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_
       bytes += static_cast<double>(t.row_bytes());  // only the token's row is looked up
     } else {
       bytes += static_cast<double>(t.n_bytes);
+    }
+  }
+  // Matrices repacked at load are read from their packed copy, which is what moves: for Q4_K it
+  // is 2.8% larger than the file's bytes (unpacked 6-bit scales, kernels/repack.h).
+  const auto packed_extra = [&](const WeightView& w) {
+    if (!w.present() || !kernels::is_packed_type(w.type)) return 0.0;
+    const gguf::TensorInfo* t = model.gguf().find_tensor(w.name);
+    return t ? static_cast<double>(w.n_out) * static_cast<double>(w.row_bytes) - static_cast<double>(t->n_bytes) : 0.0;
+  };
+  bytes += packed_extra(model.output());  // a tied head is token_embd: counted once, as above
+  for (int il = 0; il < model.n_layer(); ++il) {
+    const LayerWeights& L = model.layer(il);
+    for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+      bytes += packed_extra(*w);
     }
   }
   const HParams& hp = model.hparams();

@@ -132,6 +132,30 @@ TEST(BenchRunner, BytesPerTokenFollowsTheShape) {
   EXPECT_DOUBLE_EQ(decode_bytes_per_token(*untied, TensorType::F16, 0), all - 4 * n_vocab * n_embd + 4 * n_embd);
 }
 
+// A repacked Q4_K matrix is read from its packed copy: 148 bytes per row and super-block against
+// the file's 144 (kernels/repack.h). Bytes per token count what is read.
+TEST(BenchRunner, BytesPerTokenCountRepackedCopies) {
+  const std::string path = tiny_model("tiny-llama", "q4_K");
+  ModelLoadParams off, on;
+  off.repack = RepackMode::kOff;
+  on.repack = RepackMode::kOn;
+  const auto mapped = Model::load(path, off);
+  const auto packed = Model::load(path, on);
+  ASSERT_GT(packed->repacked_tensors(), 0);
+  double extra = 0;
+  const auto add = [&](const WeightView& w) {
+    if (w.type == TensorType::Q4_K_X16) extra += 4.0 * static_cast<double>(w.n_out) * static_cast<double>(w.n_in / 256);
+  };
+  add(packed->output());
+  for (int il = 0; il < packed->n_layer(); ++il) {
+    const LayerWeights& L = packed->layer(il);
+    for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) add(*w);
+  }
+  ASSERT_GT(extra, 0.0);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*packed, TensorType::F16, 10),
+                   decode_bytes_per_token(*mapped, TensorType::F16, 10) + extra);
+}
+
 // The probes around a tg test read a buffer of their own; it must not count in the model's peak.
 TEST(BenchRunner, PeakRssLeavesOutTheBandwidthProbe) {
   BenchParams p;
