@@ -101,6 +101,7 @@ class Model {
   Model() = default;
   void bind(const ModelLoadParams& params);
   void repack_weights(const ModelLoadParams& params);  // model_repack.cpp
+  void own_vectors();
 
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;
@@ -114,6 +115,7 @@ class Model {
   size_t weight_bytes_ = 0;
   AlignedBuffer packed_;
   int repacked_tensors_ = 0;
+  AlignedBuffer vectors_;  // the F32 vectors, copied out of the file (own_vectors)
 };
 
 // Matmul weight types the engine multiplies directly.

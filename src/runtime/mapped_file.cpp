@@ -114,6 +114,35 @@ MappedFile MappedFile::from_bytes(const void* data, size_t size) {
   return m;
 }
 
+void MappedFile::copy_out(size_t offset, void* dst, size_t len) const {
+  if (offset > size_ || len > size_ - offset) {
+    throw Error(ErrorCode::kIo, "read of " + std::to_string(len) + " bytes at " + std::to_string(offset) +
+                                    " is outside '" + path_ + "' (" + std::to_string(size_) + " bytes)");
+  }
+  if (len == 0) return;
+  if (!mapped_) {
+    std::memcpy(dst, data_ + offset, len);
+    return;
+  }
+  int fd;
+  do {
+    fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw Error(ErrorCode::kIo, "cannot open '" + path_ + "': " + errno_text(errno));
+  FdGuard guard{fd};
+  auto* out = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  while (done < len) {
+    const ssize_t got = ::pread(fd, out + done, len - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      throw Error(ErrorCode::kIo, "cannot read '" + path_ + "' at " + std::to_string(offset + done) + ": " +
+                                      (got < 0 ? errno_text(errno) : std::string("unexpected end of file")));
+    }
+    done += static_cast<size_t>(got);
+  }
+}
+
 void MappedFile::release_pages(size_t offset, size_t len) const {
   if (!mapped_ || offset >= size_ || len == 0) return;
   len = std::min(len, size_ - offset);

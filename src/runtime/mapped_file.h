@@ -33,6 +33,11 @@ class MappedFile {
   // pages, so a later read faults them in again from the file. No-op for from_bytes() buffers
   // (dropping those would lose the data) and on failure.
   void release_pages(size_t offset, size_t len) const;
+  // Copies [offset, offset+len) into dst without touching the mapping: pread from the file (a
+  // read through the mapping can map a whole large page-cache folio, up to 2 MiB, into this
+  // process for a few bytes), memcpy for from_bytes() buffers. Throws Error(kIo) when the file
+  // cannot be read or the range is outside it.
+  void copy_out(size_t offset, void* dst, size_t len) const;
   // Touch every page (warm-up / measuring load time); returns bytes touched.
   size_t prefault(size_t offset, size_t len) const;
 

@@ -3,6 +3,8 @@
 // the files done when writing this test), plus the byte layout re-derived here from the spec.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -247,6 +249,28 @@ TEST(MappedFile, MoveKeepsMapping) {
   MappedFile c = MappedFile::from_bytes("abc", 3);
   c = std::move(b);
   EXPECT_EQ(c.size(), n);
+}
+
+TEST(MappedFile, CopyOutReadsTheFileBytes) {
+  const MappedFile a = MappedFile::map(shared_model("stories260K.gguf"));
+  std::vector<uint8_t> got(5000);
+  a.copy_out(1234, got.data(), got.size());
+  EXPECT_EQ(std::memcmp(got.data(), a.data() + 1234, got.size()), 0);
+  a.copy_out(a.size() - 10, got.data(), 10);  // up to the last byte
+  EXPECT_EQ(std::memcmp(got.data(), a.data() + a.size() - 10, 10), 0);
+  for (const auto& [offset, len] : {std::pair<size_t, size_t>{a.size() - 10, 11}, {a.size() + 1, 0}}) {
+    try {
+      a.copy_out(offset, got.data(), len);
+      ADD_FAILURE() << "no error for " << len << " bytes at " << offset;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kIo);
+      EXPECT_NE(std::string(e.what()).find("outside"), std::string::npos) << e.what();
+    }
+  }
+  const MappedFile b = MappedFile::from_bytes("abcdef", 6);
+  char two[2];
+  b.copy_out(3, two, 2);
+  EXPECT_EQ(std::string(two, 2), "de");
 }
 
 }  // namespace

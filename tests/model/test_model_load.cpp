@@ -3,6 +3,7 @@
 // architecture, inconsistent hyper-parameters).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -46,6 +47,19 @@ TEST(ModelLoad, Stories260KHyperParameters) {
   EXPECT_LT(q, map.data() + map.size());
   EXPECT_GT(m->weight_bytes(), 900000u);
   EXPECT_LE(m->weight_bytes(), m->gguf().file_size());
+  // The F32 vectors are copied out (model.cpp, own_vectors): outside the mapping, same values
+  // as the file's tensors.
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const VectorView& norm = m->layer(il).attn_norm;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(norm.data);
+    EXPECT_TRUE(bytes < map.data() || bytes >= map.data() + map.size()) << "layer " << il;
+    const gguf::TensorInfo* t = m->gguf().find_tensor("blk." + std::to_string(il) + ".attn_norm.weight");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(std::memcmp(norm.data, t->data, t->n_bytes), 0) << "layer " << il;
+  }
+  const gguf::TensorInfo* out_norm = m->gguf().find_tensor("output_norm.weight");
+  ASSERT_NE(out_norm, nullptr);
+  EXPECT_EQ(std::memcmp(m->output_norm().data, out_norm->data, out_norm->n_bytes), 0);
 }
 
 TEST(ModelLoad, TinyZhPoemsIsTied) {
