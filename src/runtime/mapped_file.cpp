@@ -34,6 +34,16 @@ struct FdGuard {
   }
 };
 
+// Throws Error(kIo) naming the path and errno text.
+int open_readonly(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw Error(ErrorCode::kIo, "cannot open '" + path + "': " + errno_text(errno));
+  return fd;
+}
+
 }  // namespace
 
 MappedFile::~MappedFile() { release(); }
@@ -70,12 +80,8 @@ void MappedFile::release() {
 }
 
 MappedFile MappedFile::map(const std::string& path) {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) throw Error(ErrorCode::kIo, "cannot open '" + path + "': " + errno_text(errno));
-  FdGuard guard{fd};
+  FdGuard guard{open_readonly(path)};
+  const int fd = guard.fd;
 
   struct stat st;
   if (::fstat(fd, &st) != 0) throw Error(ErrorCode::kIo, "cannot stat '" + path + "': " + errno_text(errno));
@@ -124,12 +130,8 @@ void MappedFile::copy_out(size_t offset, void* dst, size_t len) const {
     std::memcpy(dst, data_ + offset, len);
     return;
   }
-  int fd;
-  do {
-    fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) throw Error(ErrorCode::kIo, "cannot open '" + path_ + "': " + errno_text(errno));
-  FdGuard guard{fd};
+  FdGuard guard{open_readonly(path_)};
+  const int fd = guard.fd;
   auto* out = static_cast<uint8_t*>(dst);
   size_t done = 0;
   while (done < len) {
