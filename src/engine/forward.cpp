@@ -272,21 +272,21 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
     // block prefetched, 200-208 us with planes and 8 KiB ahead (2, 4, 12, 16 KiB and 32- or
     // 64-row pieces measured slower).
     const int32_t n_blk = (n_pos + T - 1) / T;
-    const auto run_end = [&](int32_t b) {
-      int32_t e = b + 1;
-      while (e < n_blk && table[static_cast<size_t>(e)] == table[static_cast<size_t>(e - 1)] + 1) ++e;
-      return e;
+    const auto run_end = [&](int32_t b) {  // one past the last block of the run starting at b
+      int32_t end = b + 1;
+      while (end < n_blk && table[static_cast<size_t>(end)] == table[static_cast<size_t>(end - 1)] + 1) ++end;
+      return end;
     };
     constexpr int32_t kPieceRows = 16;
     constexpr size_t kAheadBytes = 8192;
     const auto for_runs = [&](auto rows_of, auto&& fn) {
       for (int32_t b = 0; b < n_blk;) {
-        const int32_t e = run_end(b);
+        const int32_t end = run_end(b);
         const uint8_t* base = rows_of(b);
-        const int32_t cnt = std::min(e * T, n_pos) - b * T;
+        const int32_t cnt = std::min(end * T, n_pos) - b * T;
         const size_t run_bytes = static_cast<size_t>(cnt) * row_bytes;
-        const uint8_t* next = e < n_blk ? rows_of(e) : nullptr;
-        const size_t next_bytes = next ? static_cast<size_t>(std::min(T, n_pos - e * T)) * row_bytes : 0;
+        const uint8_t* next = end < n_blk ? rows_of(end) : nullptr;
+        const size_t next_bytes = next ? static_cast<size_t>(std::min(T, n_pos - end * T)) * row_bytes : 0;
         for (int32_t s0 = 0; s0 < cnt; s0 += kPieceRows) {
           const int32_t m = std::min(kPieceRows, cnt - s0);
           const size_t from = static_cast<size_t>(s0) * row_bytes + kAheadBytes;
@@ -300,7 +300,7 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
           }
           fn(base + static_cast<size_t>(s0) * row_bytes, b * T + s0, m);
         }
-        b = e;
+        b = end;
       }
     };
     auto k_rows = [&](int32_t b) { return kv.k_rows(table[static_cast<size_t>(b)], layer, hkv); };
