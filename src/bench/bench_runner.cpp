@@ -190,13 +190,7 @@ double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_
     const gguf::TensorInfo* t = model.gguf().find_tensor(w.name);
     return t ? static_cast<double>(w.n_out) * static_cast<double>(w.row_bytes) - static_cast<double>(t->n_bytes) : 0.0;
   };
-  bytes += packed_extra(model.output());  // a tied head is token_embd: counted once, as above
-  for (int il = 0; il < model.n_layer(); ++il) {
-    const LayerWeights& L = model.layer(il);
-    for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
-      bytes += packed_extra(*w);
-    }
-  }
+  for (const WeightView* w : model.matrices()) bytes += packed_extra(*w);  // a tied head once: it is token_embd
   const HParams& hp = model.hparams();
   const int64_t kv_width = hp.n_embd_kv();
   const double bytes_per_kv_value =

@@ -170,6 +170,23 @@ void Model::bind(const ModelLoadParams& params) {
   }
 }
 
+namespace {
+
+// Model::matrices() for a const or a mutable model (W = const WeightView or WeightView).
+template <class W, class Layers>
+std::vector<W*> list_matrices(W& output, Layers& layers) {
+  std::vector<W*> out = {&output};
+  for (auto& l : layers) {
+    for (W* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<const WeightView*> Model::matrices() const { return list_matrices(output_, layers_); }
+std::vector<WeightView*> Model::mutable_matrices() { return list_matrices(output_, layers_); }
+
 // Norm weights, biases and rope factors (a few KB per layer, read every token) are copied into
 // one owned buffer with MappedFile::copy_out, never read through the mapping. Why: the page cache
 // can hold the file in large folios (2 MiB here), and one read of a 6 KB bias through the mapping

@@ -91,6 +91,10 @@ class Model {
   const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
   int n_layer() const { return hp_.n_layer; }
 
+  // The matrices the forward pass multiplies: the output head (token_embd when tied) and each
+  // layer's seven (wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down), in that order.
+  std::vector<const WeightView*> matrices() const;
+
   // Bytes of every tensor the model uses (the mapped weights).
   size_t weight_bytes() const { return weight_bytes_; }
   // Anonymous memory holding repacked matrices (0 when nothing was repacked), and their count.
@@ -102,6 +106,7 @@ class Model {
   void bind(const ModelLoadParams& params);
   void repack_weights(const ModelLoadParams& params);  // model_repack.cpp
   void own_vectors();
+  std::vector<WeightView*> mutable_matrices();  // matrices(), for load-time rebinding
 
   std::unique_ptr<gguf::GgufFile> file_;
   HParams hp_;

@@ -36,10 +36,7 @@ void Model::repack_weights(const ModelLoadParams& params) {
   // `token_embd_` then follows it (embedding lookups dequantize one packed row): otherwise every
   // embedding row looked up would fault its file page back in next to the packed copy, up to a
   // second copy of the head (136 MB for Qwen2.5-0.5B) as a prompt's vocabulary grows.
-  std::vector<WeightView*> candidates = {&output_};
-  for (LayerWeights& l : layers_) {
-    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) candidates.push_back(w);
-  }
+  const std::vector<WeightView*> candidates = mutable_matrices();
   struct Job {
     WeightView* w;
     TensorType packed;

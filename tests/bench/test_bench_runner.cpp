@@ -146,11 +146,7 @@ TEST(BenchRunner, BytesPerTokenCountRepackedCopies) {
   const auto add = [&](const WeightView& w) {
     if (w.type == TensorType::Q4_K_X16) extra += 4.0 * static_cast<double>(w.n_out) * static_cast<double>(w.n_in / 256);
   };
-  add(packed->output());
-  for (int il = 0; il < packed->n_layer(); ++il) {
-    const LayerWeights& L = packed->layer(il);
-    for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) add(*w);
-  }
+  for (const WeightView* w : packed->matrices()) add(*w);
   ASSERT_GT(extra, 0.0);
   EXPECT_DOUBLE_EQ(decode_bytes_per_token(*packed, TensorType::F16, 10),
                    decode_bytes_per_token(*mapped, TensorType::F16, 10) + extra);

@@ -71,6 +71,15 @@ EDGELLM_ALWAYS_INLINE void prefetch_d_array(const uint8_t* group, int64_t nb, in
   }
 }
 
+// Q4_0 / Q5_0 / Q8_0 _X16 decode: all code lines of block column b (a few hundred bytes, one
+// burst) and its share of the d array.
+template <int64_t kCodeBytes>
+EDGELLM_ALWAYS_INLINE void prefetch_legacy_column(const uint8_t* group, int64_t nb, int64_t b) {
+  const uint8_t* codes = group + b * kCodeBytes;
+  for (int64_t off = 0; off < kCodeBytes; off += 64) prefetch_line(codes + off);
+  prefetch_d_array<kCodeBytes>(group, nb, b);
+}
+
 // Q4_K_X16: after the codes come scales, mins (128 bytes each per column), d and dmin (32 each).
 // Its side data is 12% of the group and read at every column, so all of it is prefetched two
 // columns (4.7 KiB of codes) early. One core, 2048 x 4096: 13.2 -> 14.4 GB/s (mean of 4

@@ -257,6 +257,14 @@ inline void tile_q6_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
 // (x86/packed_prefetch.h).
 using x86::prefetch_line;
 
+// A legacy block column's int32 sums of rows 0-7 (p0) and 8-15 (p1), scaled by the rows' F16 d
+// (16 of them at d) and the token's scale dx, into the accumulators.
+inline void add_block(__m256i p0, __m256i p1, const uint16_t* d, float dx, __m256& acc0, __m256& acc1) {
+  const __m256 vdx = _mm256_set1_ps(dx);
+  acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(load_f16x8(d), vdx), acc0);
+  acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_mul_ps(load_f16x8(d + 8), vdx), acc1);
+}
+
 // Q4_0 / Q5_0 code vector J (elements 4J .. 4J+3 and, high nibbles, 16+4J ..) of both halves:
 // adds its int16 pair sums with the token's bytes into s0 (rows 0-7) and s1 (rows 8-15).
 template <bool kQ5, int J>
@@ -288,8 +296,7 @@ inline void decode_q4_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = group + b * kCodeBytes;
-    for (int off = 0; off < kCodeBytes; off += 64) prefetch_line(cb + off);
-    x86::prefetch_d_array<kCodeBytes>(group, nb, b);
+    x86::prefetch_legacy_column<kCodeBytes>(group, nb, b);
     const BlockQ8_0S& xb = xs[b];
     __m256i high0 = _mm256_setzero_si256(), high1 = _mm256_setzero_si256();
     if constexpr (kQ5) {
@@ -311,9 +318,7 @@ inline void decode_q4_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
     q4_0_step<kQ5, 3>(cb, high0, high1, xb, s0, s1);
     p0 = _mm256_add_epi32(p0, _mm256_madd_epi16(s0, ones));
     p1 = _mm256_add_epi32(p1, _mm256_madd_epi16(s1, ones));
-    const __m256 dx = _mm256_set1_ps(xb.d);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(load_f16x8(scales + b * kPackRows), dx), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_mul_ps(load_f16x8(scales + b * kPackRows + 8), dx), acc1);
+    add_block(p0, p1, scales + b * kPackRows, xb.d, acc0, acc1);
   }
   _mm256_storeu_ps(y, acc0);
   _mm256_storeu_ps(y + 8, acc1);
@@ -327,8 +332,7 @@ inline void decode_q8_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* cb = group + b * kCodeBytes;
-    for (int off = 0; off < kCodeBytes; off += 64) prefetch_line(cb + off);
-    x86::prefetch_d_array<kCodeBytes>(group, nb, b);
+    x86::prefetch_legacy_column<kCodeBytes>(group, nb, b);
     const BlockQ8_0S& xb = xs[b];
     __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
@@ -338,9 +342,7 @@ inline void decode_q8_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
       p0 = _mm256_add_epi32(p0, q8_dot(w0, _mm256_abs_epi8(w0), a));
       p1 = _mm256_add_epi32(p1, q8_dot(w1, _mm256_abs_epi8(w1), a));
     }
-    const __m256 dx = _mm256_set1_ps(xb.d);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(load_f16x8(scales + b * kPackRows), dx), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_mul_ps(load_f16x8(scales + b * kPackRows + 8), dx), acc1);
+    add_block(p0, p1, scales + b * kPackRows, xb.d, acc0, acc1);
   }
   _mm256_storeu_ps(y, acc0);
   _mm256_storeu_ps(y + 8, acc1);

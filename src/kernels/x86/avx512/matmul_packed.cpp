@@ -104,12 +104,7 @@ EDGELLM_ALWAYS_INLINE void block_legacy(const uint8_t* group, int64_t nb, int64_
   const auto xblock = [&](int t) -> const BlockQ8_0S& {
     return reinterpret_cast<const BlockQ8_0S*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
   };
-  if constexpr (TT == 1) {
-    for (int j = 0; j < (F::kCodeBytes + 63) / 64; ++j) {
-      prefetch_line(cb + 64 * j);
-    }
-    x86::prefetch_d_array<F::kCodeBytes>(group, nb, b);
-  }
+  if constexpr (TT == 1) x86::prefetch_legacy_column<F::kCodeBytes>(group, nb, b);
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
   if constexpr (TT == 1 && kKind == Legacy4::kQ4_0) {
     // Decode: the high nibbles stay in place (v & 0xF0 = 16 x code), saving a shift per
