@@ -46,8 +46,10 @@ size_t quantized_input_bytes_per_token(const Model& model) {
 }  // namespace
 
 struct ForwardPass::Sizes {
-  size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows;
+  size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows, query_blocks;
   size_t attn_per_thread;  // floats
+  int64_t scores_stride;
+  int32_t block_tokens;
   Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t /*block_tokens*/, int max_threads) {
     const HParams& hp = model.hparams();
     const int64_t B = n_batch;
@@ -62,13 +64,37 @@ struct ForwardPass::Sizes {
     // floats (64 bytes) so each thread's area is aligned. K/V blocks are read in place in their
     // cache type (kernels/attention.h) and the output accumulates in attn, so the KV block size
     // no longer matters here.
+    // Prefill query blocks (attention_blocks) need scores for up to block_tokens x g queries
+    // plus their queries / outputs and one widened K/V tile.
     const int64_t g = hp.n_gqa();
-    attn_per_thread = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
+    scores_stride = (static_cast<int64_t>(n_ctx) + 15) / 16 * 16;
+    block_tokens = prefill_block_tokens(g, scores_stride, n_batch);
+    const size_t entries_area = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
+    const size_t blocks_area = block_tokens >= 2 ? block_scratch(g, hp.head_dim, scores_stride, block_tokens).total : 0;
+    attn_per_thread = std::max(entries_area, blocks_area);
     scores = static_cast<size_t>(std::max(1, max_threads)) * attn_per_thread * sizeof(float);
     out_rows = static_cast<size_t>(B) * sizeof(int32_t);
+    query_blocks = static_cast<size_t>(std::max<int64_t>(1, B)) * sizeof(QueryBlock);
   }
-  size_t total() const { return x + xn + q + k + v + attn + gate + up + xq + 2 * rope + scores + out_rows; }
+  size_t total() const { return x + xn + q + k + v + attn + gate + up + xq + 2 * rope + scores + out_rows + query_blocks; }
 };
+
+int32_t ForwardPass::prefill_block_tokens(int64_t g, int64_t scores_stride, int32_t n_batch) {
+  const int64_t per_token = g * scores_stride * static_cast<int64_t>(sizeof(float));
+  const int64_t fit = static_cast<int64_t>(kBlockScoresBudget) / std::max<int64_t>(1, per_token);
+  return static_cast<int32_t>(std::clamp<int64_t>(fit, 1, std::min<int64_t>(kMaxBlockTokens, std::max(1, n_batch))));
+}
+
+ForwardPass::BlockScratch ForwardPass::block_scratch(int64_t g, int64_t hd, int64_t scores_stride,
+                                                     int32_t block_tokens) {
+  const auto round16 = [](int64_t n) { return static_cast<size_t>((n + 15) / 16 * 16); };
+  BlockScratch s{};
+  s.scores = 0;
+  s.queries = round16(block_tokens * g * scores_stride);
+  s.tile = s.queries + round16(block_tokens * g * hd);
+  s.total = s.tile + round16(hd * kAttnTileRows);
+  return s;
+}
 
 size_t ForwardPass::scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens,
                                   int max_threads) {
@@ -83,6 +109,9 @@ ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int
       max_threads_(std::max(1, max_threads)) {
   const Sizes sz(model, n_batch, n_ctx, kv_block_tokens, max_threads_);
   attn_scratch_floats_ = sz.attn_per_thread;
+  scores_stride_ = sz.scores_stride;
+  block_tokens_ = sz.block_tokens;
+  blocks_.reserve(static_cast<size_t>(std::max(1, n_batch)));
   x_ = AlignedBuffer(sz.x, "the residual stream");
   xn_ = AlignedBuffer(sz.xn, "normed activations");
   q_ = AlignedBuffer(sz.q, "queries");
@@ -100,7 +129,8 @@ ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int
 
 size_t ForwardPass::allocated_bytes() const {
   return x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() + gate_.size() + up_.size() +
-         xq_.size() + cos_.size() + sin_.size() + scores_.size() + out_rows_.capacity() * sizeof(int32_t);
+         xq_.size() + cos_.size() + sin_.size() + scores_.size() + out_rows_.capacity() * sizeof(int32_t) +
+         blocks_.capacity() * sizeof(QueryBlock);
 }
 
 template <typename Fn>
@@ -230,96 +260,6 @@ void ForwardPass::apply_rope(float* h, int32_t entry) const {
   }
 }
 
-void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv) {
-  const int32_t hd = hp_.head_dim, n_q = hp_.n_embd_q(), g = hp_.n_gqa();
-  const int32_t T = kv.params().block_tokens;
-  const size_t row_bytes = kv.row_bytes();
-  // Kernels that read the K/V rows in the cache type (F16/F32/Q8_0) in place, resolved once.
-  const kernels::AttentionKernels kern = kernels::attention_kernels(kv.params().type, hd);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-
-  // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
-  // so each K/V row is read and widened once for all of them (GQA, kernels/attention.h).
-  // A decode step of one sequence has only n_head_kv such tasks: when that is fewer than the
-  // threads, the query heads of a group are split over several tasks (each re-reading the
-  // blocks) so every thread has work. Split no further than needed: with a prime group size
-  // (Qwen2.5: 7) any split falls to one head per task, which reads each block 7 times over.
-  int32_t hpt = g;  // query heads per task, a divisor of g
-  while (hpt > 1 && static_cast<int64_t>(n) * hp_.n_head / hpt < static_cast<int64_t>(n_threads_)) {
-    int32_t d = hpt - 1;
-    while (g % d != 0) --d;
-    hpt = d;
-  }
-  const int32_t subgroups = g / hpt;
-  auto task = [&](int64_t t, int thread) {
-    const int32_t e = static_cast<int32_t>(t / (static_cast<int64_t>(hp_.n_head_kv) * subgroups));
-    const int32_t rem = static_cast<int32_t>(t % (static_cast<int64_t>(hp_.n_head_kv) * subgroups));
-    const int32_t hkv = rem / subgroups;
-    const int32_t h0 = hkv * g + (rem % subgroups) * hpt;  // first query head of this task
-    const int32_t n_pos = entries[e].pos + 1;
-    const std::vector<int32_t>& table = kv.block_table(entries[e].seq_id);
-    const int64_t head_off = static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd;
-    const float* q = q_.as<float>() + head_off;                                                // [hpt, hd]
-    float* scores = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;  // [hpt, n_ctx]
-    float* out = attn_.as<float>() + head_off;                                                  // [hpt, hd]
-
-    // Runs of consecutive block ids are consecutive rows in each plane of the cache (kv_cache.h).
-    // A run is computed in pieces of kPieceRows rows; before each piece, the rows kAheadBytes
-    // further on are prefetched, running on into the next run's first rows where a run ends.
-    // Why: the cache is cold (the weights streamed since this layer's last token evict it) and the
-    // hardware prefetcher restarts at every 4 KiB page. Qwen2.5-0.5B at 4096 positions, one
-    // layer's attention (both threads): 255-300 us with whole blocks side by side and the next
-    // block prefetched, 200-208 us with planes and 8 KiB ahead (2, 4, 12, 16 KiB and 32- or
-    // 64-row pieces measured slower).
-    const int32_t n_blk = (n_pos + T - 1) / T;
-    const auto run_end = [&](int32_t b) {  // one past the last block of the run starting at b
-      int32_t end = b + 1;
-      while (end < n_blk && table[static_cast<size_t>(end)] == table[static_cast<size_t>(end - 1)] + 1) ++end;
-      return end;
-    };
-    constexpr int32_t kPieceRows = 16;
-    constexpr size_t kAheadBytes = 8192;
-    const auto for_runs = [&](auto rows_of, auto&& fn) {
-      for (int32_t b = 0; b < n_blk;) {
-        const int32_t end = run_end(b);
-        const uint8_t* base = rows_of(b);
-        const int32_t cnt = std::min(end * T, n_pos) - b * T;
-        const size_t run_bytes = static_cast<size_t>(cnt) * row_bytes;
-        const uint8_t* next = end < n_blk ? rows_of(end) : nullptr;
-        const size_t next_bytes = next ? static_cast<size_t>(std::min(T, n_pos - end * T)) * row_bytes : 0;
-        for (int32_t s0 = 0; s0 < cnt; s0 += kPieceRows) {
-          const int32_t m = std::min(kPieceRows, cnt - s0);
-          const size_t from = static_cast<size_t>(s0) * row_bytes + kAheadBytes;
-          const size_t to = from + static_cast<size_t>(m) * row_bytes;
-          for (size_t off = from; off < to; off += 64) {
-            if (off < run_bytes) {
-              __builtin_prefetch(base + off, 0, 3);
-            } else if (off - run_bytes < next_bytes) {
-              __builtin_prefetch(next + (off - run_bytes), 0, 3);
-            }
-          }
-          fn(base + static_cast<size_t>(s0) * row_bytes, b * T + s0, m);
-        }
-        b = end;
-      }
-    };
-    auto k_rows = [&](int32_t b) { return kv.k_rows(table[static_cast<size_t>(b)], layer, hkv); };
-    auto v_rows = [&](int32_t b) { return kv.v_rows(table[static_cast<size_t>(b)], layer, hkv); };
-
-    // scores[h][p] = scale * q_h . k_p.
-    for_runs(k_rows, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
-      kern.scores(rows, row_bytes, cnt, hd, q, hd, hpt, scale, scores + p0, n_ctx_);
-    });
-    for (int32_t h = 0; h < hpt; ++h) kernels::softmax(scores + static_cast<int64_t>(h) * n_ctx_, n_pos);
-    // out[h] = sum_p softmax[h][p] * v_p, accumulated run by run.
-    std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));
-    for_runs(v_rows, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
-      kern.accumulate(rows, row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);
-    });
-  };
-  pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv * subgroups, task, n_threads_);
-}
-
 void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads, float* logits) {
   if (n <= 0) return;
   if (n > n_batch_) throw Error(ErrorCode::kInternal, "forward: chunk larger than n_batch");
@@ -349,6 +289,7 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
     }
   });
   rope_tables(entries, n);
+  plan_query_blocks(entries, n);
 
   for (int il = 0; il < hp_.n_layer; ++il) {
     const LayerWeights& L = model_.layer(il);

@@ -59,7 +59,27 @@ class ForwardPass {
   void matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens);
   void rope_tables(const BatchEntry* entries, int32_t n);
   void apply_rope(float* head, int32_t entry) const;
+  // Attention (forward_attention.cpp): entry-wise for decode, by query blocks for prefill.
+  struct QueryBlock {
+    int32_t first;  // entry index
+    int32_t count;  // consecutive positions of one sequence, at most block_tokens_
+  };
+  // Float offsets in one thread's attention scratch for attention_blocks.
+  struct BlockScratch {
+    size_t scores, queries, tile, total;
+  };
+  // K/V positions per prefill tile: K^T [hd, 64] F32 is 16 KiB at head_dim 64, in L1.
+  static constexpr int32_t kAttnTileRows = 64;
+  // Most tokens per query block, and the bytes of scores [tokens x g, n_ctx] one thread may
+  // hold for them (the block shrinks at long contexts to stay within it).
+  static constexpr int32_t kMaxBlockTokens = 16;
+  static constexpr size_t kBlockScoresBudget = size_t{2} << 20;
+  static int32_t prefill_block_tokens(int64_t g, int64_t scores_stride, int32_t n_batch);
+  static BlockScratch block_scratch(int64_t g, int64_t hd, int64_t scores_stride, int32_t block_tokens);
+  void plan_query_blocks(const BatchEntry* entries, int32_t n);
   void attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
+  void attention_entries(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
+  void attention_blocks(const BatchEntry* entries, int layer, const KvCache& kv);
   template <typename Fn>
   void for_entries(int32_t n, Fn&& fn);
 
@@ -69,6 +89,10 @@ class ForwardPass {
   int32_t n_ctx_;
   int max_threads_;
   size_t attn_scratch_floats_ = 0;  // per thread
+  int64_t scores_stride_ = 0;       // floats between query rows of attention_blocks' scores (n_ctx rounded to 16)
+  int32_t block_tokens_ = 1;        // tokens per prefill query block (1: attention_blocks off)
+  std::vector<QueryBlock> blocks_;  // this chunk's query blocks (reserved n_batch)
+  bool use_blocks_ = false;
 
   ThreadPool* pool_ = nullptr;  // set for the duration of run()
   int n_threads_ = 1;
@@ -84,7 +108,7 @@ class ForwardPass {
   AlignedBuffer xq_;      // [n_batch, widest group of quantized inputs] matmul inputs
   AlignedBuffer cos_;     // [n_batch, n_rot/2]
   AlignedBuffer sin_;     // [n_batch, n_rot/2]
-  AlignedBuffer scores_;  // per thread: attention scores [n_gqa, n_ctx]
+  AlignedBuffer scores_;  // per thread: attention scores [n_gqa, n_ctx], or attention_blocks' area
   std::vector<int32_t> out_rows_;  // entries wanting logits, in order (reserved n_batch)
 };
 

@@ -30,7 +30,38 @@ RowKind row_kind(TensorType type) {
    : (kind) == RowKind::kF16 ? AttentionKernels{ns::scores_f16, ns::accumulate_f16} \
                              : AttentionKernels{ns::scores_q8_0, ns::accumulate_q8_0})
 
-AttentionKernels pick(RowKind kind, Isa isa) {
+// Any ISA: each row widened by the active ISA's dequantize_row into a stack buffer (pieces of
+// kPiece elements, whole blocks of every row type), then scattered into the columns of kt.
+template <TensorType kType>
+void widen_transposed_generic(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
+                              int64_t kt_stride) {
+  constexpr int64_t kPiece = 256;
+  float tmp[kPiece];
+  for (int64_t s = 0; s < cnt; ++s) {
+    const auto* row = static_cast<const uint8_t*>(k_rows) + static_cast<size_t>(s) * row_bytes;
+    for (int64_t d0 = 0; d0 < hd; d0 += kPiece) {
+      const int64_t w = hd - d0 < kPiece ? hd - d0 : kPiece;
+      dequantize_row(kType, row + tensor_row_bytes(kType, d0), tmp, w);
+      for (int64_t d = 0; d < w; ++d) kt[(d0 + d) * kt_stride + s] = tmp[d];
+    }
+  }
+}
+
+AttentionWidenTransposedFn widen_transposed_for(RowKind kind, Isa isa) {
+#if defined(EDGELLM_ARCH_X86)
+  if (isa == Isa::kAvx512) {
+    return kind == RowKind::kF32   ? attention_avx512::widen_transposed_f32
+           : kind == RowKind::kF16 ? attention_avx512::widen_transposed_f16
+                                   : attention_avx512::widen_transposed_q8_0;
+  }
+#endif
+  (void)isa;
+  return kind == RowKind::kF32   ? widen_transposed_generic<TensorType::F32>
+         : kind == RowKind::kF16 ? widen_transposed_generic<TensorType::F16>
+                                 : widen_transposed_generic<TensorType::Q8_0>;
+}
+
+AttentionKernels pick_loops(RowKind kind, Isa isa) {
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
     case Isa::kAvx512: return EDGELLM_PICK(attention_avx512, kind);
@@ -46,6 +77,12 @@ AttentionKernels pick(RowKind kind, Isa isa) {
   }
 }
 #undef EDGELLM_PICK
+
+AttentionKernels pick(RowKind kind, Isa isa) {
+  AttentionKernels k = pick_loops(kind, isa);
+  k.widen_transposed = widen_transposed_for(kind, isa);
+  return k;
+}
 
 // Messages are built only on failure: attention_kernels runs every layer of every decode step,
 // which must not touch the heap.

@@ -26,6 +26,11 @@ using AttentionScoresFn = void (*)(const void* k_rows, size_t row_bytes, int64_t
                                    int64_t q_stride, int64_t g, float scale, float* scores, int64_t scores_stride);
 using AttentionAccumulateFn = void (*)(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,
                                        int64_t p_stride, int64_t g, float* out, int64_t out_stride);
+// Prefill runs many queries against each K tile as one gemm_f32 (kernels.h), which wants the
+// tile widened to F32 and transposed: kt[d * kt_stride + s] = element d of row s, for s < cnt
+// <= kt_stride, d < hd (K^T, [hd, cnt]). Widened exactly as dequantize_row widens.
+using AttentionWidenTransposedFn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
+                                            int64_t kt_stride);
 
 // The active ISA's kernels for rows of one cache type, resolved once so a loop over many KV
 // blocks pays no dispatch or argument checks per block. Preconditions of the returned functions
@@ -35,6 +40,7 @@ using AttentionAccumulateFn = void (*)(const void* v_rows, size_t row_bytes, int
 struct AttentionKernels {
   AttentionScoresFn scores = nullptr;
   AttentionAccumulateFn accumulate = nullptr;
+  AttentionWidenTransposedFn widen_transposed = nullptr;
 };
 
 // Throws Error(kUnsupported) for a type other than F32/F16/Q8_0 and Error(kInvalidArgument) when

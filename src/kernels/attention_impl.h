@@ -30,6 +30,10 @@ EDGELLM_ATTENTION_KERNELS
 }  // namespace edgellm::kernels::attention_avx2
 namespace edgellm::kernels::attention_avx512 {
 EDGELLM_ATTENTION_KERNELS
+void widen_transposed_f32(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride);
+void widen_transposed_f16(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride);
+void widen_transposed_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
+                           int64_t kt_stride);
 }  // namespace edgellm::kernels::attention_avx512
 #endif
 

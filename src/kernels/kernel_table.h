@@ -53,6 +53,8 @@ struct KernelTable {
   void (*fp16_to_fp32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
   void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps) = nullptr;
   void (*softmax)(float* x, int64_t n) = nullptr;
+  void (*gemm_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                   int64_t ldb, bool accumulate, float* c, int64_t ldc) = nullptr;
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
 };
 

@@ -171,6 +171,11 @@ void softmax(float* x, int64_t n) {
   if (n > 0) active_table().softmax(x, n);
 }
 
+void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+              bool accumulate, float* c, int64_t ldc) {
+  if (m > 0 && n > 0) active_table().gemm_f32(m, n, k < 0 ? 0 : k, alpha, a, lda, b, ldb, accumulate, c, ldc);
+}
+
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   if (n > 0) active_table().silu_mul(gate, up, out, n);
 }

@@ -62,6 +62,15 @@ class ContextTest : public ::testing::Test {
     const float* l = c.logits(i);
     return std::vector<float>(l, l + model_->hparams().n_vocab);
   }
+  // Prompt chunks run attention by query blocks (GEMMs) and single steps entry by entry, with
+  // different F32 summation orders (engine/forward_attention.cpp): their logits agree to
+  // rounding, not bit for bit.
+  static float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    float worst = a.size() == b.size() ? 0.0f : INFINITY;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    return worst;
+  }
+  static constexpr float kOrderTol = 1e-4f;
   static Model* model_;
 };
 Model* ContextTest::model_ = nullptr;
@@ -158,9 +167,13 @@ TEST_F(ContextTest, KvBudgetExhaustionKeepsCompletedChunksOnly) {
 }
 
 TEST_F(ContextTest, ChunkingAndThreadsDoNotChangeLogits) {
-  // Same F32 arithmetic per row whatever the chunking: the logits are bit-identical.
+  // Threads split work, never a sum: bit-identical logits for every chunking. Chunks of 512 and
+  // 5 both run prompt attention by query blocks, whose per-query arithmetic does not depend on
+  // the block boundaries: bit-identical too. Chunks of 1 run entry by entry (decode): equal to
+  // rounding.
   std::vector<float> ref;
   for (int32_t n_batch : {512, 5, 1}) {
+    std::vector<float> one_thread;
     for (int threads : {1, 2}) {
       ContextParams p = params();
       p.n_batch = n_batch;
@@ -170,10 +183,17 @@ TEST_F(ContextTest, ChunkingAndThreadsDoNotChangeLogits) {
       b.add_sequence(0, kPrompt, 0);
       ctx.decode(b);
       ASSERT_EQ(ctx.n_outputs(), 1);
-      if (ref.empty()) {
-        ref = logits_copy(ctx, 0);
+      const auto got = logits_copy(ctx, 0);
+      if (ref.empty()) ref = got;
+      if (one_thread.empty()) {
+        one_thread = got;
       } else {
-        EXPECT_EQ(logits_copy(ctx, 0), ref) << "n_batch " << n_batch << " threads " << threads;
+        EXPECT_EQ(got, one_thread) << "n_batch " << n_batch << ": 2 threads vs 1";
+      }
+      if (n_batch > 1) {
+        EXPECT_EQ(got, ref) << "n_batch " << n_batch << " threads " << threads;
+      } else {
+        EXPECT_LE(max_abs_diff(got, ref), kOrderTol) << "n_batch 1 threads " << threads;
       }
     }
   }
@@ -203,7 +223,8 @@ TEST_F(ContextTest, ForkedSequenceContinuesLikeTheOriginal) {
   Batch all;
   all.add_sequence(0, std::vector<int32_t>(kPrompt.begin(), kPrompt.begin() + 9), 0);
   fresh.decode(all);
-  EXPECT_EQ(forked_then, logits_copy(fresh, 0));
+  // Steps 7 and 8 ran entry by entry here, in the fresh context as part of prompt chunks.
+  EXPECT_LE(max_abs_diff(forked_then, logits_copy(fresh, 0)), kOrderTol);
 }
 
 // Interleaved sequences and a truncation scatter a sequence's blocks; attention then reads its

@@ -309,6 +309,64 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, ForwardVsNaive,
                                            TensorType::Q4_K, TensorType::Q6_K),
                          [](const auto& info) { return std::string(tensor_type_name(info.param)); });
 
+// Prompt attention by query blocks (engine/forward_attention.cpp) over several K/V tiles of 64
+// positions: two sequences of 150 and 97 tokens, added 20 tokens of one then 20 of the other
+// (chunks of 40 hold runs of both: blocks per sequence, up to 16 tokens), all logits, with KV blocks of 16 and of 24 (blocks that straddle
+// the tile boundaries), against the naive pass. Then 5 decode steps of the first sequence.
+void check_long_prompts(const Variant& var, TensorType kv_type, int32_t kv_block_tokens, double tol) {
+  auto model = Model::from_gguf(test::synthetic_model(var.spec));
+  const int32_t V = model->hparams().n_vocab;
+  NaiveModel naive{*model};
+  SCOPED_TRACE(std::string(var.name) + " kv " + tensor_type_name(kv_type) + " block " + std::to_string(kv_block_tokens));
+  ContextParams cp;
+  cp.n_ctx = 192;
+  cp.n_batch = 40;
+  cp.n_seq_max = 2;
+  cp.kv_type = kv_type;
+  cp.kv_block_tokens = kv_block_tokens;
+  cp.n_threads = 2;
+  Context ctx(*model, cp);
+  const auto ta = tokens_for(11, 155, V);
+  const auto tb = tokens_for(12, 97, V);
+  const auto ref_a = naive.forward(ta);
+  const auto ref_b = naive.forward(tb);
+  Batch b;
+  std::vector<const std::vector<double>*> want;  // reference logits of each output, in order
+  for (int i0 = 0; i0 < 150; i0 += 20) {
+    for (int i = i0; i < i0 + 20 && i < 150; ++i) {
+      b.add(0, ta[static_cast<size_t>(i)], i, true);
+      want.push_back(&ref_a[static_cast<size_t>(i)]);
+    }
+    for (int i = i0; i < i0 + 20 && i < 97; ++i) {
+      b.add(1, tb[static_cast<size_t>(i)], i, true);
+      want.push_back(&ref_b[static_cast<size_t>(i)]);
+    }
+  }
+  ctx.decode(b);
+  ASSERT_EQ(ctx.n_outputs(), 150 + 97);
+  double worst = 0;
+  for (size_t o = 0; o < want.size(); ++o) {
+    worst = std::max(worst, rel_error(ctx.logits(static_cast<int32_t>(o)), *want[o]));
+  }
+  EXPECT_LE(worst, tol) << "interleaved prompts of 150 and 97 tokens";
+  for (int i = 150; i < 155; ++i) {
+    b.clear();
+    b.add(0, ta[static_cast<size_t>(i)], i, true);
+    ctx.decode(b);
+    worst = std::max(worst, rel_error(ctx.logits(0), ref_a[static_cast<size_t>(i)]));
+  }
+  EXPECT_LE(worst, tol) << "decode steps after the long prompt";
+  std::printf("  %-28s kv %-5s block %2d long prompts: worst relative logit error %.2e (tolerance %.1e)\n", var.name,
+              tensor_type_name(kv_type), kv_block_tokens, worst, tol);
+}
+
+TEST(ForwardVsNaiveLong, PromptBlocksAcrossKvTiles) {
+  for (const auto& v : variants()) {
+    check_long_prompts(v, TensorType::F32, 16, kTolF32);
+    check_long_prompts(v, TensorType::F16, 24, kTolF32 + kExtraF16Kv);
+  }
+}
+
 TEST(ForwardVsNaiveKv, F16AndQ8_0KvCache) {
   for (const auto& v : variants()) {
     check_variant(v, TensorType::F32, TensorType::F16, kTolF32 + kExtraF16Kv);

@@ -201,6 +201,30 @@ TEST_P(Attention, ResolvedKernelsMatchCheckedForms) {
   EXPECT_EQ(oa, ob);
 }
 
+// Prefill's K^T tiles: element d of row s lands at kt[d * kt_stride + s], exactly the value the
+// test decodes (widening is exact for every type); nothing outside [hd, cnt] of the tile moves.
+TEST_P(Attention, WidenTransposedPutsRowsInColumns) {
+  uint32_t seed = 900;
+  for (const Shape& sh : kShapes) {
+    for (int64_t pad : {0, 6}) {
+      const size_t row_bytes = tensor_row_bytes(sh.type, sh.hd) + static_cast<size_t>(pad);
+      for (int64_t cnt : kCounts) {
+        const Rows k = make_rows(sh.type, cnt, sh.hd, row_bytes, ++seed);
+        const int64_t kt_stride = cnt + 9;
+        std::vector<float> kt(static_cast<size_t>(sh.hd * kt_stride), kGuard);
+        attention_kernels(sh.type, sh.hd).widen_transposed(k.bytes.data(), row_bytes, cnt, sh.hd, kt.data(), kt_stride);
+        for (int64_t d = 0; d < sh.hd; ++d) {
+          for (int64_t s = 0; s < kt_stride; ++s) {
+            const float got = kt[static_cast<size_t>(d * kt_stride + s)];
+            const double want = s < cnt ? k.value[static_cast<size_t>(s * sh.hd + d)] : kGuard;
+            ASSERT_EQ(static_cast<double>(got), want) << where(sh, cnt, 1, pad) << " d=" << d << " s=" << s;
+          }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, Attention, ::testing::ValuesIn(supported_isas()),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 

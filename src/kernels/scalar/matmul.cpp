@@ -79,6 +79,7 @@ void install_scalar(KernelTable& t) {
   t.fp16_to_fp32_row = scalar::fp16_to_fp32_row;
   t.rms_norm = scalar::rms_norm;
   t.softmax = scalar::softmax;
+  t.gemm_f32 = scalar::gemm_f32;
   t.silu_mul = scalar::silu_mul;
 }
 

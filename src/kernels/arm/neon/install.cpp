@@ -38,6 +38,8 @@ void install_neon(KernelTable& t) {
   t.fp16_to_fp32_row = neon::fp16_to_fp32_row;
   t.rms_norm = neon::rms_norm;
   t.softmax = neon::softmax;
+  t.dequantize[type_slot(TT::F16)] = neon::dequantize_f16;
+  t.gemm_f32 = neon::gemm_f32;
   t.silu_mul = neon::silu_mul;
 }
 

@@ -77,6 +77,10 @@ void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) {
   if (i < n) scalar::fp32_to_fp16_row(x + i, y + i, n - i);
 }
 
+void dequantize_f16(const void* src, float* dst, int64_t n) {
+  fp16_to_fp32_row(static_cast<const uint16_t*>(src), dst, n);
+}
+
 void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) vst1q_f32(y + i, load_f16x4(x + i));

@@ -14,8 +14,12 @@ void scale_f32(float* x, float s, int64_t n);
 void add_f32(const float* a, const float* b, float* y, int64_t n);
 void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
 void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n);
+// The F16 entry of the dequantize table (F16 rows widened by F16C).
+void dequantize_f16(const void* src, float* dst, int64_t n);
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 void softmax(float* x, int64_t n);
+void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+              bool accumulate, float* c, int64_t ldc);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
 // Activation quantizers (bit-identical to the scalar reference).

@@ -45,6 +45,8 @@ void install_avx2(KernelTable& t) {
   t.fp16_to_fp32_row = avx2::fp16_to_fp32_row;
   t.rms_norm = avx2::rms_norm;
   t.softmax = avx2::softmax;
+  t.dequantize[type_slot(TT::F16)] = avx2::dequantize_f16;
+  t.gemm_f32 = avx2::gemm_f32;
   t.silu_mul = avx2::silu_mul;
 }
 

@@ -78,6 +78,10 @@ void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n) {
   if (i < n) scalar::fp16_to_fp32_row(x + i, y + i, n - i);
 }
 
+void dequantize_f16(const void* src, float* dst, int64_t n) {
+  fp16_to_fp32_row(static_cast<const uint16_t*>(src), dst, n);
+}
+
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   // Sum of squares in double lanes, like the reference, so long rows keep full precision.
   __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();

@@ -341,7 +341,44 @@ void accumulate(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, c
   });
 }
 
+// K^T tile for prefill (attention.h): per 16 rows x 16 dims, the row chunks are widened and
+// transposed in registers (as in scores_block), then register i is stored as dims 16c + i of
+// those 16 rows. Rows past cnt and dims past hd are masked off the stores.
+template <class Rows>
+void widen_transposed(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride) {
+  const auto* base = static_cast<const uint8_t*>(k_rows);
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  for (int64_t s0 = 0; s0 < cnt; s0 += 16) {
+    const int64_t nr = cnt - s0 < 16 ? cnt - s0 : 16;
+    const __mmask16 rows_mask = lane_mask(nr);
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
+      const __mmask16 m = lane_mask(width);
+      __m512 r[16];
+      EDGELLM_UNROLL
+      for (int j = 0; j < 16; ++j) {
+        r[j] = j < nr ? Rows::load(base + static_cast<size_t>(s0 + j) * row_bytes, c, m) : _mm512_setzero_ps();
+      }
+      transpose16(r);
+      EDGELLM_UNROLL
+      for (int i = 0; i < 16; ++i) {
+        if (i < width) _mm512_mask_storeu_ps(kt + (c * kLanes + i) * kt_stride + s0, rows_mask, r[i]);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void widen_transposed_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<F32Rows>(k, rb, cnt, hd, kt, kts);
+}
+void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<F16Rows>(k, rb, cnt, hd, kt, kts);
+}
+void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
+}
 
 void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                 float* s, int64_t ss) {

@@ -28,6 +28,8 @@ void install_avx512(KernelTable& t) {
   t.dot_f16_f32 = avx512::dot_f16_f32;
   t.axpy_f32 = avx512::axpy_f32;
   t.axpy_f16 = avx512::axpy_f16;
+  t.gemm_f32 = avx512::gemm_f32;
+  t.softmax = avx512::softmax;
 }
 
 }  // namespace edgellm::kernels

@@ -8,6 +8,8 @@
 #endif
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/x86/avx512/avx512_kernels.h"
 #include "kernels/x86/avx512/avx512_util.h"
 
@@ -18,6 +20,37 @@ inline __mmask16 tail_mask(int64_t left) { return static_cast<__mmask16>((1u << 
 
 inline __m512 load_f16_masked(const uint16_t* p, __mmask16 m) {
   return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_maskz_loadu_epi16(m, p));
+}
+
+// exp(x) per lane: the AVX2 exp_ps polynomial (x86/avx2/avx2_util.h) at 16 lanes, so both ISAs
+// give the same value per element. x < -87.33 gives 0, x > 88 gives +inf.
+inline __m512 exp16(__m512 x) {
+  const __mmask16 lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33f), _CMP_LT_OQ);
+  const __mmask16 hi = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_GT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split hi + lo
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __m512 out = _mm512_maskz_mul_ps(static_cast<__mmask16>(~lo), p, _mm512_castsi512_ps(e));
+  return _mm512_mask_blend_ps(hi, out, _mm512_set1_ps(__builtin_inff()));
+}
+
+inline float hmax16(__m512 v) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
+  __m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(v), hi);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
 }
 
 }  // namespace
@@ -63,6 +96,44 @@ void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, load_f16_masked(x + i, m), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+// Three passes as the reference (kernels.h): max, exp(x - max) with the sum in two 16-lane
+// accumulators (added in double at the end), scale by 1 / sum. Tails are masked.
+void softmax(float* x, int64_t n) {
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, x + i));
+  }
+  const float mx = hmax16(vmax);
+  if (mx == -INFINITY) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
+    return;
+  }
+  const __m512 vm = _mm512_set1_ps(mx);
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    const __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm));
+    _mm512_storeu_ps(x + i, e0);
+    _mm512_storeu_ps(x + i + 16, e1);
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm)));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    s0 = _mm512_add_ps(s0, e);
+  }
+  const double sum = static_cast<double>(hsum(s0)) + static_cast<double>(hsum(s1));
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
   }
 }
 

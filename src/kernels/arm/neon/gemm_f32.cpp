@@ -1,0 +1,66 @@
+// NEON gemm_f32 (kernels.h): register tile 4 rows x 16 columns (four vectors) = 16 accumulators
+// of the 32 registers. Each lane is the scalar reference's FMA chain over p (vfmaq_f32 is fused),
+// then * alpha, then + C, so results are bit-identical to it. Columns past the last 16-column
+// tile run the same chain one element at a time.
+#include <arm_neon.h>
+
+
+#include "kernels/arm/arm_kernels.h"
+
+namespace edgellm::kernels::neon {
+namespace {
+
+template <int MR>
+void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+               bool accumulate, float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    float32x4_t s[MR][4];
+    for (int r = 0; r < MR; ++r) {
+      for (int v = 0; v < 4; ++v) s[r][v] = vdupq_n_f32(0.0f);
+    }
+    const float* bp = b + j;
+    for (int64_t p = 0; p < k; ++p, bp += ldb) {
+      const float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4), b2 = vld1q_f32(bp + 8), b3 = vld1q_f32(bp + 12);
+      for (int r = 0; r < MR; ++r) {
+        const float32x4_t x = vdupq_n_f32(a[r * lda + p]);
+        s[r][0] = vfmaq_f32(s[r][0], x, b0);
+        s[r][1] = vfmaq_f32(s[r][1], x, b1);
+        s[r][2] = vfmaq_f32(s[r][2], x, b2);
+        s[r][3] = vfmaq_f32(s[r][3], x, b3);
+      }
+    }
+    for (int r = 0; r < MR; ++r) {
+      float* cr = c + r * ldc + j;
+      for (int v = 0; v < 4; ++v) {
+        float32x4_t y = vmulq_n_f32(s[r][v], alpha);
+        if (accumulate) y = vaddq_f32(y, vld1q_f32(cr + 4 * v));
+        vst1q_f32(cr + 4 * v, y);
+      }
+    }
+  }
+  for (; j < n; ++j) {
+    for (int r = 0; r < MR; ++r) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < k; ++p) acc = __builtin_fmaf(a[r * lda + p], b[p * ldb + j], acc);
+      const float y = alpha * acc;
+      c[r * ldc + j] = accumulate ? y + c[r * ldc + j] : y;
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+              bool accumulate, float* c, int64_t ldc) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) rows_tile<4>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc);
+  switch (m - i) {
+    case 3: rows_tile<3>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
+    case 2: rows_tile<2>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
+    case 1: rows_tile<1>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
+    default: break;
+  }
+}
+
+}  // namespace edgellm::kernels::neon
