@@ -49,6 +49,8 @@ run() {  # name, bench args...
 run main -m "$ALL" -p 512 -n 128 -t 2 -r 3
 # 2. Decode at 1k and 4k tokens of context for the models the issue names.
 run depth -m "$MUST" -p 0 -n 32 -d 1024,4096 -t 2 -r 2 --no-bandwidth
+# 2b. Prefill at depth: the last 512 tokens of a 4k prompt (prompt attention by query blocks).
+run prefill-depth -m "$Q05,$MODELS/tinyllama-1.1b-q4_0.gguf,$MODELS/qwen2.5-1.5b-q4_K_M.gguf" -p 512 -n 0 -d 0,3584 -t 2 -r 2 --no-bandwidth
 # 3. Threads beyond the cores, and the same with a busy second core (a spinning process).
 run threads -m "$Q05" -p 0 -n 64 -t 1,2,3,4 -r 2 --no-bandwidth
 ( while :; do :; done ) & BUSY=$!
