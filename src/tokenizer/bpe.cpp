@@ -95,9 +95,10 @@ void Tokenizer::build_bpe_tables() {
     joined.append(right);
     const int32_t result = lookup(joined);
     if (result < 0) continue;  // merging would leave a non-token symbol; skip it
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(lid)) << 32) | static_cast<uint32_t>(rid);
-    merges_.try_emplace(key, Merge{static_cast<int32_t>(rank), result});  // first listed = best
+    merges_.insert_if_absent(lid, rid, {static_cast<int32_t>(rank), result});  // first listed = best
   }
+  // The strings served only to build the table: 151k of them for Qwen (~5 MB).
+  std::vector<std::string>().swap(data_.merges);
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) const {
@@ -132,9 +133,9 @@ void Tokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out) const
     const int32_t lid = symbols[left].id;
     const int32_t rid = symbols[right].id;
     if (lid < 0 || rid < 0) return;
-    const auto it = merges_.find((static_cast<uint64_t>(static_cast<uint32_t>(lid)) << 32) | static_cast<uint32_t>(rid));
-    if (it == merges_.end()) return;
-    queue.push({it->second.rank, left, right, lid, rid});
+    const MergeTable::Merge* m = merges_.find(lid, rid);
+    if (m == nullptr) return;
+    queue.push({m->rank, left, right, lid, rid});
   };
   for (size_t i = 1; i < symbols.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
   while (!queue.empty()) {
@@ -147,9 +148,7 @@ void Tokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out) const
         right.id != top.right_id) {
       continue;
     }
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(top.left_id)) << 32) |
-                         static_cast<uint32_t>(top.right_id);
-    left.id = merges_.find(key)->second.result;
+    left.id = merges_.find(top.left_id, top.right_id)->result;
     right.alive = false;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = top.left;

@@ -80,15 +80,12 @@ Tokenizer::Tokenizer(VocabData data) : data_(std::move(data)) {
 
   attrs_.resize(n);
   std::fill(std::begin(byte_tokens_), std::end(byte_tokens_), -1);
-  token_to_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const int32_t type = data_.types[i];
     const auto id = static_cast<int32_t>(i);
     require(type >= 1 && type <= 6, ErrorCode::kInvalidFile,
             describe_token(id, data_.tokens[i]) + " has unknown token type " + std::to_string(type));
     attrs_[i] = static_cast<TokenAttr>(type);
-    // Duplicate texts: the last id wins, as in llama.cpp.
-    token_to_id_[data_.tokens[i]] = id;
     if (attrs_[i] == TokenAttr::kByte) {
       const int byte = parse_byte_token(data_.tokens[i]);
       if (spm_) {
@@ -104,6 +101,7 @@ Tokenizer::Tokenizer(VocabData data) : data_(std::move(data)) {
           {data_.tokens[i], id, a == TokenAttr::kUserDefined});
     }
   }
+  token_to_id_.build(data_.tokens);  // duplicate texts: the last id wins, as in llama.cpp
   for (auto& bucket : specials_by_byte_) {
     std::stable_sort(bucket.begin(), bucket.end(),
                      [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
@@ -146,8 +144,7 @@ void Tokenizer::check_id(int32_t id) const {
 }
 
 int32_t Tokenizer::lookup(std::string_view text) const {
-  const auto it = token_to_id_.find(text);
-  return it == token_to_id_.end() ? -1 : it->second;
+  return token_to_id_.find(data_.tokens, text);
 }
 
 std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {

@@ -14,11 +14,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "tokenizer/merge_table.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/sanitize.h"
+#include "tokenizer/token_index.h"
 #include "tokenizer/vocab_data.h"
 
 namespace edgellm {
@@ -62,6 +63,8 @@ class Tokenizer {
   bool add_eos() const { return data_.add_eos; }
   bool is_spm() const { return spm_; }
   PreTokenizerKind pretokenizer() const { return pre_; }
+  // The vocabulary as loaded, except merges: their strings are released once the merge table is
+  // built (data().merges is empty).
   const VocabData& data() const { return data_; }
 
   // End of generation: eos, eot, eom and control tokens such as <|im_end|>, <|eot_id|>,
@@ -79,12 +82,6 @@ class Tokenizer {
   bool strips_leading_space() const { return spm_ && data_.add_space_prefix; }
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
-
   struct Fragment {  // a piece of input: either raw text or an already-recognised token
     std::string_view text;
     int32_t token = -1;
@@ -103,7 +100,7 @@ class Tokenizer {
   bool spm_ = true;
   PreTokenizerKind pre_ = PreTokenizerKind::kDefault;
   std::vector<TokenAttr> attrs_;
-  TokenMap token_to_id_;
+  TokenIndex token_to_id_;
   std::vector<int32_t> eog_ids_;
   // Special-token candidates bucketed by first byte, longest first.
   struct Special {
@@ -114,12 +111,9 @@ class Tokenizer {
   std::vector<Special> specials_by_byte_[256];
   // SPM: byte value -> <0xNN> token (or -1).
   int32_t byte_tokens_[256];
-  // BPE: (left id, right id) -> (rank, merged id).
-  struct Merge {
-    int32_t rank;
-    int32_t result;
-  };
-  std::unordered_map<uint64_t, Merge> merges_;
+  // BPE: (left id, right id) -> (rank, merged id). Built from data_.merges, whose strings are
+  // then released (data().merges is empty after construction).
+  MergeTable merges_;
   int32_t byte_symbol_ids_[256];  // BPE: id of the token for each byte's alphabet character
 };
 
