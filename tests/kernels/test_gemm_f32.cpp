@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "support/isa_guard.h"
 
 namespace edgellm::kernels {
 namespace {
@@ -70,14 +71,7 @@ Operands operands(const Case& cs, uint32_t seed) {
   return o;
 }
 
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_active_isa(saved_); }
-
- private:
-  Isa saved_;
-};
+using test::IsaGuard;
 
 TEST(GemmF32, ScalarMatchesDoubleProduct) {
   IsaGuard guard;

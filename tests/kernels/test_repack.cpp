@@ -13,6 +13,7 @@
 #include "kernels/blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
+#include "support/isa_guard.h"
 
 namespace edgellm::kernels {
 namespace {
@@ -26,14 +27,7 @@ struct Case {
   int64_t n_in, rows;
 };
 
-class IsaGuard {
- public:
-  IsaGuard() : saved_(active_isa()) {}
-  ~IsaGuard() { set_active_isa(saved_); }
-
- private:
-  Isa saved_;
-};
+using test::IsaGuard;
 
 std::vector<float> gaussian(size_t n, uint32_t seed, float scale) {
   std::mt19937 rng(seed);

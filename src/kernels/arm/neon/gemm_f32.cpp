@@ -5,6 +5,7 @@
 #include <arm_neon.h>
 
 
+#include "kernels/gemm_row_tiles.h"
 #include "kernels/arm/arm_kernels.h"
 
 namespace edgellm::kernels::neon {
@@ -53,14 +54,9 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
               bool accumulate, float* c, int64_t ldc) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) rows_tile<4>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc);
-  switch (m - i) {
-    case 3: rows_tile<3>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    case 2: rows_tile<2>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    case 1: rows_tile<1>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    default: break;
-  }
+  gemm::for_row_tiles<4>(m, [&](auto rows, int64_t i) {
+    rows_tile<decltype(rows)::kValue>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc);
+  });
 }
 
 }  // namespace edgellm::kernels::neon

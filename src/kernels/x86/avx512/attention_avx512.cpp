@@ -98,6 +98,22 @@ inline void transpose16(__m512 r[16]) {
   }
 }
 
+// Chunk c of rows 0 .. nr-1 (all 16 when Full) widened into r[0..15], then transposed: r[i] lane
+// j = element 16c + i of row j. Rows past nr are zero.
+template <class Rows, bool Full>
+EDGELLM_ALWAYS_INLINE void load_transposed_chunk(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t c,
+                                                 __mmask16 m, __m512 r[16]) {
+  EDGELLM_UNROLL
+  for (int j = 0; j < 16; ++j) {
+    if (Full || j < nr) {
+      r[j] = Rows::load(base + static_cast<size_t>(j) * row_bytes, c, m);
+    } else {
+      r[j] = _mm512_setzero_ps();
+    }
+  }
+  transpose16(r);
+}
+
 // Independent accumulators per head so at least ~8 FMA chains are in flight (FMA latency 4,
 // two per cycle) without exceeding the 32 registers (16 hold the transposed rows).
 constexpr int partials_for(int nh) {
@@ -135,15 +151,7 @@ void scores_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t hd,
     const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
     const __mmask16 m = lane_mask(width);
     __m512 r[16];
-    EDGELLM_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      if (Full || j < nr) {
-        r[j] = Rows::load(base + static_cast<size_t>(j) * row_bytes, c, m);
-      } else {
-        r[j] = _mm512_setzero_ps();
-      }
-    }
-    transpose16(r);
+    load_transposed_chunk<Rows, Full>(base, row_bytes, nr, c, m, r);
     if (width == kLanes) {
       EDGELLM_UNROLL
       for (int i = 0; i < 16; ++i) {
@@ -355,11 +363,7 @@ void widen_transposed(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t
       const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
       const __mmask16 m = lane_mask(width);
       __m512 r[16];
-      EDGELLM_UNROLL
-      for (int j = 0; j < 16; ++j) {
-        r[j] = j < nr ? Rows::load(base + static_cast<size_t>(s0 + j) * row_bytes, c, m) : _mm512_setzero_ps();
-      }
-      transpose16(r);
+      load_transposed_chunk<Rows, false>(base + static_cast<size_t>(s0) * row_bytes, row_bytes, nr, c, m, r);
       EDGELLM_UNROLL
       for (int i = 0; i < 16; ++i) {
         if (i < width) _mm512_mask_storeu_ps(kt + (c * kLanes + i) * kt_stride + s0, rows_mask, r[i]);

@@ -23,6 +23,16 @@ inline float hsum(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Horizontal maximum, folded like hsum.
+inline float hmax(__m512 v) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
+  __m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(v), hi);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
 // A ZMM whose lanes 0-7 hold a and lanes 8-15 hold b (per-block scales of two 32-element blocks).
 inline __m512 two_halves(float a, float b) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);

@@ -12,6 +12,7 @@
 #endif
 #include <immintrin.h>
 
+#include "kernels/gemm_row_tiles.h"
 #include "kernels/x86/avx512/avx512_kernels.h"
 
 namespace edgellm::kernels::avx512 {
@@ -60,16 +61,9 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
               bool accumulate, float* c, int64_t ldc) {
-  int64_t i = 0;
-  for (; i + 6 <= m; i += 6) rows_tile<6>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc);
-  switch (m - i) {
-    case 5: rows_tile<5>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    case 4: rows_tile<4>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    case 3: rows_tile<3>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    case 2: rows_tile<2>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    case 1: rows_tile<1>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc); break;
-    default: break;
-  }
+  gemm::for_row_tiles<6>(m, [&](auto rows, int64_t i) {
+    rows_tile<decltype(rows)::kValue>(n, k, alpha, a + i * lda, lda, b, ldb, accumulate, c + i * ldc, ldc);
+  });
 }
 
 }  // namespace edgellm::kernels::avx512

@@ -44,14 +44,6 @@ inline __m512 exp16(__m512 x) {
   return _mm512_mask_blend_ps(hi, out, _mm512_set1_ps(__builtin_inff()));
 }
 
-inline float hmax16(__m512 v) {
-  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
-  __m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(v), hi);
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
 
 }  // namespace
 
@@ -107,7 +99,7 @@ void softmax(float* x, int64_t n) {
     const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
     vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, x + i));
   }
-  const float mx = hmax16(vmax);
+  const float mx = hmax(vmax);
   if (mx == -INFINITY) {
     for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
     return;
