@@ -30,17 +30,22 @@ size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 size_t act_row(const WeightView& w) { return round64(kernels::activation_row_bytes(w.type, w.n_in)); }
 
 // Bytes of quantized input one token needs in the largest matmul group: Q/K/V share the input
-// but may need up to three formats, gate/up two, the others one.
-size_t quantized_input_bytes_per_token(const Model& model) {
-  size_t most = act_row(model.output());
+// but may need up to three formats, gate/up two, the others one. Attention side (and the output
+// head) and FFN side apart: the FFN runs on at most kFfnTokens tokens at a time.
+struct QuantizedInputBytes {
+  size_t attention = 0, ffn = 0;
+};
+QuantizedInputBytes quantized_input_bytes_per_token(const Model& model) {
+  QuantizedInputBytes b;
+  b.attention = act_row(model.output());
   for (int il = 0; il < model.n_layer(); ++il) {
     const LayerWeights& L = model.layer(il);
-    most = std::max(most, 3 * std::max({act_row(L.wq), act_row(L.wk), act_row(L.wv)}));
-    most = std::max(most, act_row(L.wo));
-    most = std::max(most, 2 * std::max(act_row(L.ffn_gate), act_row(L.ffn_up)));
-    most = std::max(most, act_row(L.ffn_down));
+    b.attention = std::max(b.attention, 3 * std::max({act_row(L.wq), act_row(L.wk), act_row(L.wv)}));
+    b.attention = std::max(b.attention, act_row(L.wo));
+    b.ffn = std::max(b.ffn, 2 * std::max(act_row(L.ffn_gate), act_row(L.ffn_up)));
+    b.ffn = std::max(b.ffn, act_row(L.ffn_down));
   }
-  return most;
+  return b;
 }
 
 }  // namespace
@@ -57,8 +62,10 @@ struct ForwardPass::Sizes {
     xn = floats(B * std::max(hp.n_embd, hp.n_embd_q()));
     q = attn = floats(B * hp.n_embd_q());
     k = v = floats(B * hp.n_embd_kv());
-    gate = up = floats(B * hp.n_ff);
-    xq = static_cast<size_t>(B) * quantized_input_bytes_per_token(model);
+    const int64_t ffn_tokens = std::min<int64_t>(B, kFfnTokens);
+    gate = up = floats(ffn_tokens * hp.n_ff);
+    const QuantizedInputBytes qb = quantized_input_bytes_per_token(model);
+    xq = std::max(static_cast<size_t>(B) * qb.attention, static_cast<size_t>(ffn_tokens) * qb.ffn);
     rope = floats(B * hp.n_rot / 2);
     // Attention scratch of one thread: the scores [g, n_ctx] of its query heads, rounded to 16
     // floats (64 bytes) so each thread's area is aligned. K/V blocks are read in place in their
@@ -328,11 +335,17 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
       kernels::add_f32(x + e * E, xn + e * E, x + e * E, E);
       kernels::rms_norm(x + e * E, L.ffn_norm.data, xn + e * E, E, eps);
     });
-    const MatmulJob gu[2] = {{&L.ffn_gate, xn, gate}, {&L.ffn_up, xn, up}};
-    matmuls(gu, 2, n);
-    for_entries(n, [&](int32_t e) { kernels::silu_mul(gate + e * F, up + e * F, gate + e * F, F); });
-    const MatmulJob down[1] = {{&L.ffn_down, gate, xn}};
-    matmuls(down, 1, n);
+    // The FFN in slices of kFfnTokens tokens (forward.h): gate and up hold one slice. Each
+    // slice's down projection overwrites only its own rows of xn, already consumed.
+    for (int32_t t0 = 0; t0 < n; t0 += kFfnTokens) {
+      const int32_t m = std::min(kFfnTokens, n - t0);
+      float* xs = xn + static_cast<int64_t>(t0) * E;
+      const MatmulJob gu[2] = {{&L.ffn_gate, xs, gate}, {&L.ffn_up, xs, up}};
+      matmuls(gu, 2, m);
+      for_entries(m, [&](int32_t e) { kernels::silu_mul(gate + e * F, up + e * F, gate + e * F, F); });
+      const MatmulJob down[1] = {{&L.ffn_down, gate, xs}};
+      matmuls(down, 1, m);
+    }
     for_entries(n, [&](int32_t e) { kernels::add_f32(x + e * E, xn + e * E, x + e * E, E); });
   }
 

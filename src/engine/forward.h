@@ -11,7 +11,7 @@
 //               attn[n, Q] = softmax(q . K[0..pos] / sqrt(head_dim)) . V[0..pos]  (GQA)
 //               x += attn @ Wo
 //               xn = rms_norm(x) * ffn_norm
-//               x += (silu(xn @ Wgate) * (xn @ Wup)) @ Wdown
+//               x += (silu(xn @ Wgate) * (xn @ Wup)) @ Wdown    (slices of kFfnTokens entries)
 //   logits[j, n_vocab] = (rms_norm(x_e) * output_norm) @ Woutput  for entries e wanting logits
 #pragma once
 
@@ -68,6 +68,10 @@ class ForwardPass {
   struct BlockScratch {
     size_t scores, queries, tile, total;
   };
+  // Tokens per FFN slice of a chunk: gate and up ([tokens, n_ff] each, the largest scratch:
+  // 2 x 18 MiB for Qwen2.5-1.5B at 512 tokens) hold one slice. A slice of 128 still fills every
+  // prefill tile; the FFN weights are read once per slice instead of once per chunk, from L3.
+  static constexpr int32_t kFfnTokens = 128;
   // K/V positions per prefill tile: K^T [hd, 64] F32 is 16 KiB at head_dim 64, in L1.
   static constexpr int32_t kAttnTileRows = 64;
   // Most tokens per query block, and the bytes of scores [tokens x g, n_ctx] one thread may
@@ -103,8 +107,8 @@ class ForwardPass {
   AlignedBuffer k_;       // [n_batch, n_embd_kv]
   AlignedBuffer v_;       // [n_batch, n_embd_kv]
   AlignedBuffer attn_;    // [n_batch, n_embd_q]
-  AlignedBuffer gate_;    // [n_batch, n_ff]
-  AlignedBuffer up_;      // [n_batch, n_ff]
+  AlignedBuffer gate_;    // [min(n_batch, kFfnTokens), n_ff]
+  AlignedBuffer up_;      // [min(n_batch, kFfnTokens), n_ff]
   AlignedBuffer xq_;      // [n_batch, widest group of quantized inputs] matmul inputs
   AlignedBuffer cos_;     // [n_batch, n_rot/2]
   AlignedBuffer sin_;     // [n_batch, n_rot/2]

@@ -311,16 +311,18 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, ForwardVsNaive,
 
 // Prompt attention by query blocks (engine/forward_attention.cpp) over several K/V tiles of 64
 // positions: two sequences of 150 and 97 tokens, added 20 tokens of one then 20 of the other
-// (chunks of 40 hold runs of both: blocks per sequence, up to 16 tokens), all logits, with KV blocks of 16 and of 24 (blocks that straddle
+// (chunks of 40 hold runs of both: blocks per sequence, up to 16 tokens; or one chunk of 256,
+// whose FFN runs in slices), all logits, with KV blocks of 16 and of 24 (blocks that straddle
 // the tile boundaries), against the naive pass. Then 5 decode steps of the first sequence.
-void check_long_prompts(const Variant& var, TensorType kv_type, int32_t kv_block_tokens, double tol) {
+void check_long_prompts(const Variant& var, TensorType kv_type, int32_t kv_block_tokens, int32_t n_batch, double tol) {
   auto model = Model::from_gguf(test::synthetic_model(var.spec));
   const int32_t V = model->hparams().n_vocab;
   NaiveModel naive{*model};
-  SCOPED_TRACE(std::string(var.name) + " kv " + tensor_type_name(kv_type) + " block " + std::to_string(kv_block_tokens));
+  SCOPED_TRACE(std::string(var.name) + " kv " + tensor_type_name(kv_type) + " block " + std::to_string(kv_block_tokens) +
+               " n_batch " + std::to_string(n_batch));
   ContextParams cp;
   cp.n_ctx = 192;
-  cp.n_batch = 40;
+  cp.n_batch = n_batch;
   cp.n_seq_max = 2;
   cp.kv_type = kv_type;
   cp.kv_block_tokens = kv_block_tokens;
@@ -362,8 +364,9 @@ void check_long_prompts(const Variant& var, TensorType kv_type, int32_t kv_block
 
 TEST(ForwardVsNaiveLong, PromptBlocksAcrossKvTiles) {
   for (const auto& v : variants()) {
-    check_long_prompts(v, TensorType::F32, 16, kTolF32);
-    check_long_prompts(v, TensorType::F16, 24, kTolF32 + kExtraF16Kv);
+    check_long_prompts(v, TensorType::F32, 16, 40, kTolF32);
+    // One chunk of all 247 tokens: the FFN runs in two slices (ForwardPass::kFfnTokens = 128).
+    check_long_prompts(v, TensorType::F16, 24, 256, kTolF32 + kExtraF16Kv);
   }
 }
 
