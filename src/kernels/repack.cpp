@@ -96,28 +96,24 @@ Block block_at(const uint8_t* src_rows, size_t src_row_bytes, int64_t lane, int6
 // Q4_K: 16 rows of super-block column b -> the Q4_K_X16 layout (repack.h).
 void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
   const int64_t nb = n_in / kQK_K;
-  uint8_t* codes = group;
-  uint8_t* scales = codes + nb * 2048;
-  uint8_t* mins = scales + nb * 128;
-  auto* d = reinterpret_cast<uint16_t*>(mins + nb * 128);
-  uint16_t* dmin = d + nb * kPackRows;
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* col = group + b * kQ4KX16ColumnBytes;
       const auto blk = block_at<BlockQ4_K>(src_rows, src_row_bytes, lane, b);
       uint8_t sc[8], m[8];
       unpack_scales_mins_k4(blk.scales, sc, m);
       for (int g = 0; g < 4; ++g) {
         for (int k = 0; k < 8; ++k) {
-          std::memcpy(codes + b * 2048 + ((g * 8 + k) * kPackRows + lane) * 4, blk.qs + 32 * g + 4 * k, 4);
+          std::memcpy(col + ((g * 8 + k) * kPackRows + lane) * 4, blk.qs + 32 * g + 4 * k, 4);
         }
       }
-      for (int j = 0; j < 8; ++j) scales[b * 128 + j * kPackRows + lane] = sc[j];
+      for (int j = 0; j < 8; ++j) col[kQ4KX16Scales + j * kPackRows + lane] = sc[j];
       for (int i = 0; i < 4; ++i) {
-        mins[b * 128 + (i * kPackRows + lane) * 2] = m[2 * i];
-        mins[b * 128 + (i * kPackRows + lane) * 2 + 1] = m[2 * i + 1];
+        col[kQ4KX16Mins + (i * kPackRows + lane) * 2] = m[2 * i];
+        col[kQ4KX16Mins + (i * kPackRows + lane) * 2 + 1] = m[2 * i + 1];
       }
-      std::memcpy(d + b * kPackRows + lane, &blk.d, 2);
-      std::memcpy(dmin + b * kPackRows + lane, &blk.dmin, 2);
+      std::memcpy(col + kQ4KX16D + 2 * lane, &blk.d, 2);
+      std::memcpy(col + kQ4KX16Dmin + 2 * lane, &blk.dmin, 2);
     }
   }
 }
@@ -278,24 +274,22 @@ void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, 
     const int64_t nbk = n_in / kQK_K;
     const auto* group =
         static_cast<const uint8_t*>(tensor) + static_cast<size_t>(r - lane) * tensor_row_bytes(packed, n_in);
-    const uint8_t* codes = group;
-    const uint8_t* scales = codes + nbk * 2048;
-    const uint8_t* mins = scales + nbk * 128;
-    const auto* dd = reinterpret_cast<const uint16_t*>(mins + nbk * 128);
-    const uint16_t* dm = dd + nbk * kPackRows;
     for (int64_t b = 0; b < nbk; ++b) {
+      const uint8_t* col = group + b * kQ4KX16ColumnBytes;
+      const uint8_t* scales = col + kQ4KX16Scales;
+      const uint8_t* mins = col + kQ4KX16Mins;
       uint16_t d16, m16;
-      std::memcpy(&d16, dd + b * kPackRows + lane, 2);
-      std::memcpy(&m16, dm + b * kPackRows + lane, 2);
+      std::memcpy(&d16, col + kQ4KX16D + 2 * lane, 2);
+      std::memcpy(&m16, col + kQ4KX16Dmin + 2 * lane, 2);
       const float d = fp16_to_fp32(d16), dmin = fp16_to_fp32(m16);
       for (int g2 = 0; g2 < 4; ++g2) {
         for (int half = 0; half < 2; ++half) {
           const int j = 2 * g2 + half;
-          const float sc = d * scales[b * 128 + j * kPackRows + lane];
-          const float mn = dmin * mins[b * 128 + ((j / 2) * kPackRows + lane) * 2 + j % 2];
+          const float sc = d * scales[j * kPackRows + lane];
+          const float mn = dmin * mins[((j / 2) * kPackRows + lane) * 2 + j % 2];
           for (int k = 0; k < 8; ++k) {
             for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = codes[b * 2048 + ((g2 * 8 + k) * kPackRows + lane) * 4 + i];
+              const uint8_t byte = col[((g2 * 8 + k) * kPackRows + lane) * 4 + i];
               const int q = half == 0 ? (byte & 0x0F) : (byte >> 4);
               dst[b * kQK_K + j * 32 + 4 * k + i] = sc * static_cast<float>(q) - mn;
             }

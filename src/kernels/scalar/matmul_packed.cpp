@@ -47,31 +47,29 @@ void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t lane = r % kPackRows;
     const auto* group = static_cast<const uint8_t*>(w) + static_cast<size_t>(r - lane) * w_row_bytes;
-    const uint8_t* codes = group;
-    const uint8_t* scales = codes + nb * 2048;
-    const uint8_t* mins = scales + nb * 128;
-    const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * 128);
-    const uint16_t* dm = dd + nb * kPackRows;
     for (int64_t t = 0; t < n_tokens; ++t) {
       const auto* x = reinterpret_cast<const BlockQ8_KS*>(static_cast<const uint8_t*>(xq) + t * xq_row_bytes);
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* col = group + b * kQ4KX16ColumnBytes;
+        const uint8_t* scales = col + kQ4KX16Scales;
+        const uint8_t* mins = col + kQ4KX16Mins;
         int32_t dot_scaled = 0, mins_sum = 0;
         for (int j = 0; j < 8; ++j) {
           const int g = j / 2, half = j % 2;
           int32_t dot = 0;
           for (int k = 0; k < 8; ++k) {
             for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = codes[b * 2048 + ((g * 8 + k) * kPackRows + lane) * 4 + i];
+              const uint8_t byte = col[((g * 8 + k) * kPackRows + lane) * 4 + i];
               dot += (half == 0 ? (byte & 0x0F) : (byte >> 4)) * x[b].qs[32 * j + 4 * k + i];
             }
           }
-          dot_scaled += scales[b * 128 + j * kPackRows + lane] * dot;
-          mins_sum += mins[b * 128 + (g * kPackRows + lane) * 2 + half] * x[b].sums[j];
+          dot_scaled += scales[j * kPackRows + lane] * dot;
+          mins_sum += mins[(g * kPackRows + lane) * 2 + half] * x[b].sums[j];
         }
         uint16_t d16, m16;
-        std::memcpy(&d16, dd + b * kPackRows + lane, 2);
-        std::memcpy(&m16, dm + b * kPackRows + lane, 2);
+        std::memcpy(&d16, col + kQ4KX16D + 2 * lane, 2);
+        std::memcpy(&m16, col + kQ4KX16Dmin + 2 * lane, 2);
         acc += x[b].d * (fp16_to_fp32(d16) * static_cast<float>(dot_scaled) -
                          fp16_to_fp32(m16) * static_cast<float>(mins_sum));
       }

@@ -8,10 +8,11 @@
 //    (kPrefetchBytes), which then only waits for L2. Measured on one Sapphire Rapids-class core
 //    (Q4_0 / Q8_0 / Q5_0 _X16, 377 MB of weights): 13.4 / 14.5 / 12.0 GB/s with one L1 prefetch
 //    20 KiB ahead, 14.0 / 15.0 / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x 6-16 KiB);
-//  - the side data (scales, mins, d) that follow a group's codes. The code prefetch runs ahead
-//    through the codes and on into the next group's codes but never reaches the side arrays'
-//    first lines in time, so every group would start on a DRAM miss per side array. Those lines
-//    are prefetched a few block columns early, counting on into the next group (column_ahead).
+//  - the d array that follows a Q4_0 / Q5_0 / Q8_0 / Q6_K group's codes. The code prefetch runs
+//    ahead through the codes and on into the next group's codes but never reaches the array's
+//    first lines in time, so every group would start on a DRAM miss. Those lines are prefetched
+//    a few block columns early, counting on into the next group (column_ahead). (Q4_K_X16 keeps
+//    each column's side data after its own codes: one stream, the kernels prefetch all of it.)
 //
 // Everything is in an anonymous namespace ("Rule for SIMD files", kernels/README.md).
 #pragma once
@@ -78,28 +79,6 @@ EDGELLM_ALWAYS_INLINE void prefetch_legacy_column(const uint8_t* group, int64_t 
   const uint8_t* codes = group + b * kCodeBytes;
   for (int64_t off = 0; off < kCodeBytes; off += 64) prefetch_line(codes + off);
   prefetch_d_array<kCodeBytes>(group, nb, b);
-}
-
-// Q4_K_X16: after the codes come scales, mins (128 bytes each per column), d and dmin (32 each).
-// Its side data is 12% of the group and read at every column, so all of it is prefetched two
-// columns (4.7 KiB of codes) early. One core, 2048 x 4096: 13.2 -> 14.4 GB/s (mean of 4
-// alternating runs); one column early plus an L2 prefetch 6 columns early gained nothing.
-constexpr int64_t kQ4KCodeBytes = 2048;
-constexpr int64_t kQ4KColumnBytes = kQ4KCodeBytes + 128 + 128 + 32 + 32;
-
-EDGELLM_ALWAYS_INLINE void prefetch_q4_k_sides(const uint8_t* group, int64_t nb, int64_t b) {
-  const ColumnRef at = column_ahead(group, static_cast<size_t>(nb * kQ4KColumnBytes), nb, b, 2);
-  const char* scales = reinterpret_cast<const char*>(at.group + nb * kQ4KCodeBytes + at.b * 128);
-  const char* mins = scales + nb * 128;
-  _mm_prefetch(scales, _MM_HINT_T0);
-  _mm_prefetch(scales + 64, _MM_HINT_T0);
-  _mm_prefetch(mins, _MM_HINT_T0);
-  _mm_prefetch(mins + 64, _MM_HINT_T0);
-  if ((at.b & 1) == 0) {
-    const char* d = reinterpret_cast<const char*>(at.group + nb * (kQ4KCodeBytes + 256) + at.b * 32);
-    _mm_prefetch(d, _MM_HINT_T0);            // d
-    _mm_prefetch(d + nb * 32, _MM_HINT_T0);  // dmin
-  }
 }
 
 }  // namespace

@@ -206,14 +206,11 @@ EDGELLM_ARM_INLINE void tile(const uint8_t* group, int64_t nb, int q0, const uin
 }
 
 // ---------------------------------------------------------------- Q4_K_X16
-// Byte sizes of one super-block column of a group (repack.h): codes [4][8][16][4], scales
-// [8][16], mins [4][16][2]; then d[16] and dmin[16] F16 per column in their own arrays.
-constexpr int64_t kK4CodeBytes = 2048;
-constexpr int64_t kK4ScaleBytes = 128;
-constexpr int64_t kK4MinBytes = 128;
-// Decode prefetch distance for Q4_K_X16: one super-block column of codes ahead (2 KiB, about
-// the byte distance the Q4_0 kernel uses in 2-4 of its smaller columns).
-constexpr int kK4PrefetchBytes = 2048;
+// One super-block column of a group (repack.h, kQ4KX16*): codes [4][8][16][4], scales [8][16],
+// mins [4][16][2], d[16], dmin[16], one after the other.
+// Decode prefetch distance for Q4_K_X16: one column ahead (about the byte distance the Q4_0
+// kernel uses in 2-4 of its smaller columns).
+constexpr int64_t kK4PrefetchBytes = kQ4KX16ColumnBytes;
 
 // 4 bytes (the 6-bit scales of 4 consecutive rows) -> 4 int32 lanes.
 EDGELLM_ARM_INLINE int32x4_t widen4(const uint8_t* p) {
@@ -251,11 +248,6 @@ EDGELLM_ARM_INLINE void k4_sub_block(const uint8_t* cg, const uint8_t* sc, int q
 template <int RQ, int TT>
 EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
                                   float* y, int64_t y_stride) {
-  const uint8_t* codes = group;
-  const uint8_t* scales = codes + nb * kK4CodeBytes;
-  const uint8_t* mins = scales + nb * kK4ScaleBytes;
-  const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * kK4MinBytes);
-  const uint16_t* dm = dd + nb * kPackRows;
   const BlockQ8_KS* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
   float32x4_t acc[RQ][TT];
@@ -263,21 +255,14 @@ EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, cons
     EDGELLM_UNROLL for (int t = 0; t < TT; ++t) acc[q][t] = vdupq_n_f32(0.0f);
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = codes + b * kK4CodeBytes;
+    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data
+    const uint8_t* scales = cb + kQ4KX16Scales;
+    const uint8_t* mins = cb + kQ4KX16Mins;
+    const auto* dd = reinterpret_cast<const uint16_t*>(cb + kQ4KX16D);
+    const auto* dm = reinterpret_cast<const uint16_t*>(cb + kQ4KX16Dmin);
     if (TT == 1 && q0 == 0) {  // later passes over the group find its lines in cache
-      for (int64_t o = 0; o < kK4CodeBytes; o += 64) arm::prefetch(cb + kK4PrefetchBytes + o);
-      // The next column's scales and mins (2 lines each); its d and dmin (32 bytes each: a line
-      // every second column).
-      const uint8_t* sn = scales + (b + 1) * kK4ScaleBytes;
-      const uint8_t* mn = mins + (b + 1) * kK4MinBytes;
-      arm::prefetch(sn);
-      arm::prefetch(sn + 64);
-      arm::prefetch(mn);
-      arm::prefetch(mn + 64);
-      if ((b & 1) == 0) {
-        arm::prefetch(dd + (b + 2) * kPackRows);
-        arm::prefetch(dm + (b + 2) * kPackRows);
-      }
+      // The next column, codes and side data alike (one stream).
+      for (int64_t o = 0; o < kQ4KX16ColumnBytes; o += 64) arm::prefetch(cb + kK4PrefetchBytes + o);
     }
     int32x4_t isum[RQ][TT];
     EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
@@ -289,20 +274,20 @@ EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, cons
       const uint8_t* cg = cb + g * 8 * 64;
       const int8_t* xs[TT];
       EDGELLM_UNROLL for (int t = 0; t < TT; ++t) xs[t] = xt[t][b].qs + 64 * g;
-      k4_sub_block<RQ, TT, false>(cg, scales + b * kK4ScaleBytes + (2 * g) * kPackRows, q0, xs, isum);
+      k4_sub_block<RQ, TT, false>(cg, scales + (2 * g) * kPackRows, q0, xs, isum);
       EDGELLM_UNROLL for (int t = 0; t < TT; ++t) xs[t] += 32;
-      k4_sub_block<RQ, TT, true>(cg, scales + b * kK4ScaleBytes + (2 * g + 1) * kPackRows, q0, xs, isum);
+      k4_sub_block<RQ, TT, true>(cg, scales + (2 * g + 1) * kPackRows, q0, xs, isum);
     }
     EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
       // Mins of rows 4(q0+q) .. +3: pair i holds (m_2i, m_2i+1) per row; de-interleave into
       // even[i/2] = (m_2i rows 0..3 | m_2i+2 rows 0..3) and odd = the same for m_2i+1, m_2i+3.
-      const uint8_t* mq = mins + b * kK4MinBytes + 8 * (q0 + q);
+      const uint8_t* mq = mins + 8 * (q0 + q);
       int16x8_t pr[4];
       EDGELLM_UNROLL for (int i = 0; i < 4; ++i) pr[i] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mq + 32 * i)));
       const int16x8_t e01 = vuzp1q_s16(pr[0], pr[1]), o01 = vuzp2q_s16(pr[0], pr[1]);  // m0|m2, m1|m3
       const int16x8_t e23 = vuzp1q_s16(pr[2], pr[3]), o23 = vuzp2q_s16(pr[2], pr[3]);  // m4|m6, m5|m7
-      const float32x4_t dw = arm::load_f16x4(dd + b * kPackRows + 4 * (q0 + q));
-      const float32x4_t dmw = arm::load_f16x4(dm + b * kPackRows + 4 * (q0 + q));
+      const float32x4_t dw = arm::load_f16x4(dd + 4 * (q0 + q));
+      const float32x4_t dmw = arm::load_f16x4(dm + 4 * (q0 + q));
       EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
         // |m_j * sum_j(x)| <= 63 * 32 * 127: the 8-term sum is exact in int32.
         const int16x8_t sums = vld1q_s16(xt[t][b].sums);

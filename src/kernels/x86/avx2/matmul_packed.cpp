@@ -142,17 +142,16 @@ inline void tile_q8_0(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
 template <int TT>
 inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x, size_t x_row_bytes, float* y,
                       int64_t y_stride) {
-  const uint8_t* codes = group;
-  const uint8_t* scales = codes + nb * 2048;
-  const uint8_t* mins = scales + nb * 128;
-  const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * 128);
-  const uint16_t* dm = dd + nb * kPackRows;
   const __m256i mask = _mm256_set1_epi8(0x0F);
   __m256 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = codes + b * 2048;
-    const __m256 dvec = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd + b * kPackRows + 8 * h)));
+    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+    const uint8_t* scales = cb + kQ4KX16Scales;
+    const uint8_t* mins = cb + kQ4KX16Mins;
+    const auto* dd = reinterpret_cast<const uint16_t*>(cb + kQ4KX16D);
+    const auto* dm = reinterpret_cast<const uint16_t*>(cb + kQ4KX16Dmin);
+    const __m256 dvec = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dd + 8 * h)));
     for (int j = 0; j < 8; ++j) {  // sub-block j = pair g = j/2, low (even j) or high nibbles
       const int g = j / 2;
       __m256i c[8];
@@ -160,7 +159,7 @@ inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + (g * 8 + k) * 64 + 32 * h));
         c[k] = _mm256_and_si256(j % 2 == 0 ? v : _mm256_srli_epi16(v, 4), mask);
       }
-      const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + b * 128 + j * kPackRows + 8 * h));
+      const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + j * kPackRows + 8 * h));
       const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s8)), dvec);
       for (int t = 0; t < TT; ++t) {
         const BlockQ8_KS& xb = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
@@ -168,10 +167,10 @@ inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(sc, _mm256_set1_ps(xb.d)), acc[t]);
       }
     }
-    const __m256 dminv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dm + b * kPackRows + 8 * h)));
+    const __m256 dminv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dm + 8 * h)));
     __m256i mp[4];
     for (int i = 0; i < 4; ++i) {
-      mp[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + b * 128 + i * 32 + 16 * h)));
+      mp[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + i * 32 + 16 * h)));
     }
     for (int t = 0; t < TT; ++t) {
       const BlockQ8_KS& xb = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
@@ -349,22 +348,24 @@ inline void decode_q8_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
 }
 
 inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, float* y) {
-  const uint8_t* codes = group;
-  const uint8_t* scales = codes + nb * 2048;
-  const uint8_t* mins = scales + nb * 128;
-  const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * 128);
-  const uint16_t* dm = dd + nb * kPackRows;
   const auto* xs = reinterpret_cast<const BlockQ8_KS*>(x);
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = codes + b * 2048;
-    x86::prefetch_q4_k_sides(group, nb, b);
+    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+    const uint8_t* scales = cb + kQ4KX16Scales;
+    const uint8_t* mins = cb + kQ4KX16Mins;
+    const auto* dd = reinterpret_cast<const uint16_t*>(cb + kQ4KX16D);
+    const auto* dm = reinterpret_cast<const uint16_t*>(cb + kQ4KX16Dmin);
     const BlockQ8_KS& xb = xs[b];
     const __m256 dx = _mm256_set1_ps(xb.d);
-    const __m256 dvec[2] = {load_f16x8(dd + b * kPackRows), load_f16x8(dd + b * kPackRows + 8)};
+    const __m256 dvec[2] = {load_f16x8(dd), load_f16x8(dd + 8)};
     for (int g = 0; g < 4; ++g) {  // sub-blocks 2g (low nibbles) and 2g+1 (high nibbles)
+      // All 37 lines of the column: 8 code lines per pair, the 5 side lines with the last.
       for (int off = g * 512; off < (g + 1) * 512; off += 64) prefetch_line(cb + off);
+      if (g == 3) {
+        for (int64_t off = kQ4KX16Scales; off < kQ4KX16ColumnBytes; off += 64) prefetch_line(cb + off);
+      }
       __m256i p[2][2];  // [half][low / high]
       for (int h = 0; h < 2; ++h) p[h][0] = p[h][1] = _mm256_setzero_si256();
       for (int k0 = 0; k0 < 8; k0 += 4) {  // 4 pair sums of nibbles fit an int16
@@ -387,7 +388,7 @@ inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
       for (int h = 0; h < 2; ++h) {
         for (int half = 0; half < 2; ++half) {
           const int j = 2 * g + half;
-          const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + b * 128 + j * kPackRows + 8 * h));
+          const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + j * kPackRows + 8 * h));
           const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s8)), dvec[h]);
           acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[h][half]), _mm256_mul_ps(sc, dx), acc[h]);
         }
@@ -396,12 +397,12 @@ inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
     for (int h = 0; h < 2; ++h) {
       __m256i m = _mm256_setzero_si256();
       for (int i = 0; i < 4; ++i) {
-        const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + b * 128 + i * 32 + 16 * h)));
+        const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + i * 32 + 16 * h)));
         int32_t pair;
         std::memcpy(&pair, xb.sums + 2 * i, 4);
         m = _mm256_add_epi32(m, _mm256_madd_epi16(mp, _mm256_set1_epi32(pair)));
       }
-      const __m256 dmin = load_f16x8(dm + b * kPackRows + 8 * h);
+      const __m256 dmin = load_f16x8(dm + 8 * h);
       acc[h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, dx), acc[h]);
     }
   }

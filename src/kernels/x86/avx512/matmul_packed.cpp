@@ -186,24 +186,22 @@ using Legacy = Policy<LegacyBlock<kKind>, kQK8_0, 8, 4>;
 // -dmin_r * d_x * sum_j m_j * sum_j(x) takes 4 vpdpwssd on (m_2i, m_2i+1) int16 pairs.
 constexpr int kKTokens = 6;
 template <int TT>
-EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t b, const uint8_t* x, size_t x_row_bytes,
-                                      __m512* acc) {
-  const uint8_t* codes = group;
-  const uint8_t* scales = codes + nb * 2048;
-  const uint8_t* mins = scales + nb * 128;
-  const auto* dd = reinterpret_cast<const uint16_t*>(mins + nb * 128);
-  const uint16_t* dm = dd + nb * kPackRows;
+EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t /*nb: a column is self-contained*/, int64_t b,
+                                      const uint8_t* x, size_t x_row_bytes, __m512* acc) {
+  const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+  const uint8_t* scales = cb + kQ4KX16Scales;
+  const uint8_t* mins = cb + kQ4KX16Mins;
   const BlockQ8_KS* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
   const __m512i mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
-  const uint8_t* cb = codes + b * 2048;
-  const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + b * kPackRows)));
-  if constexpr (TT == 1) x86::prefetch_q4_k_sides(group, nb, b);
+  const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16D)));
   for (int g = 0; g < 4; ++g) {
     if constexpr (TT == 1) {
-      // Spread over the sub-block pairs: a burst of 32 prefetches would wait for fill buffers.
-      for (int j = g * 512; j < (g + 1) * 512; j += 64) {
-        prefetch_line(cb + j);
+      // All 37 lines of the column, spread over the sub-block pairs (a burst of 37 prefetches
+      // would wait for fill buffers): 8 code lines per pair, the 5 side lines with the last.
+      for (int j = g * 512; j < (g + 1) * 512; j += 64) prefetch_line(cb + j);
+      if (g == 3) {
+        for (int64_t j = kQ4KX16Scales; j < kQ4KX16ColumnBytes; j += 64) prefetch_line(cb + j);
       }
     }
     __m512i lo[8], hi[8];
@@ -213,7 +211,7 @@ EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t 
       hi[k] = _mm512_and_si512(v, hi_mask);  // 16 x the high nibble: no shift, see sc_hi
     }
     const auto scale_of = [&](int j) {
-      const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 128 + j * kPackRows));
+      const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + j * kPackRows));
       return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s8)), dvec);
     };
     // The high-nibble sums are exactly 16x: scaling by 1/16 (a power of two) gives the same
@@ -234,9 +232,9 @@ EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t nb, int64_t 
   // Mins: (m_2i, m_2i+1) of the 16 rows widened to int16 pairs, times the token's sub-block sums.
   __m512i mp[4];
   for (int i = 0; i < 4; ++i) {
-    mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + b * 128 + i * 32)));
+    mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + i * 32)));
   }
-  const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dm + b * kPackRows)));
+  const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Dmin)));
   for (int t = 0; t < TT; ++t) {
     const BlockQ8_KS& xb = xt[t][b];
     __m512i m = _mm512_setzero_si512();
