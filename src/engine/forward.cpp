@@ -54,8 +54,8 @@ struct ForwardPass::Sizes {
   size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows, query_blocks;
   size_t attn_per_thread;  // floats
   int64_t scores_stride;
-  int32_t block_tokens;
-  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t /*block_tokens*/, int max_threads) {
+  int32_t query_block_tokens;
+  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t /*kv_block_tokens*/, int max_threads) {
     const HParams& hp = model.hparams();
     const int64_t B = n_batch;
     x = floats(B * hp.n_embd);
@@ -71,19 +71,22 @@ struct ForwardPass::Sizes {
     // floats (64 bytes) so each thread's area is aligned. K/V blocks are read in place in their
     // cache type (kernels/attention.h) and the output accumulates in attn, so the KV block size
     // no longer matters here.
-    // Prefill query blocks (attention_blocks) need scores for up to block_tokens x g queries
+    // Prefill query blocks (attention_blocks) need scores for up to query_block_tokens x g queries
     // plus their queries / outputs and one widened K/V tile.
     const int64_t g = hp.n_gqa();
     scores_stride = (static_cast<int64_t>(n_ctx) + 15) / 16 * 16;
-    block_tokens = prefill_block_tokens(g, scores_stride, n_batch);
+    query_block_tokens = prefill_block_tokens(g, scores_stride, n_batch);
     const size_t entries_area = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
-    const size_t blocks_area = block_tokens >= 2 ? block_scratch(g, hp.head_dim, scores_stride, block_tokens).total : 0;
+    const size_t blocks_area =
+        query_block_tokens >= 2 ? block_scratch(g, hp.head_dim, scores_stride, query_block_tokens).total : 0;
     attn_per_thread = std::max(entries_area, blocks_area);
     scores = static_cast<size_t>(std::max(1, max_threads)) * attn_per_thread * sizeof(float);
     out_rows = static_cast<size_t>(B) * sizeof(int32_t);
     query_blocks = static_cast<size_t>(std::max<int64_t>(1, B)) * sizeof(QueryBlock);
   }
-  size_t total() const { return x + xn + q + k + v + attn + gate + up + xq + 2 * rope + scores + out_rows + query_blocks; }
+  size_t total() const {
+    return x + xn + q + k + v + attn + gate + up + xq + 2 * rope + scores + out_rows + query_blocks;
+  }
 };
 
 int32_t ForwardPass::prefill_block_tokens(int64_t g, int64_t scores_stride, int32_t n_batch) {
@@ -93,12 +96,12 @@ int32_t ForwardPass::prefill_block_tokens(int64_t g, int64_t scores_stride, int3
 }
 
 ForwardPass::BlockScratch ForwardPass::block_scratch(int64_t g, int64_t hd, int64_t scores_stride,
-                                                     int32_t block_tokens) {
+                                                     int32_t query_block_tokens) {
   const auto round16 = [](int64_t n) { return static_cast<size_t>((n + 15) / 16 * 16); };
   BlockScratch s{};
   s.scores = 0;
-  s.queries = round16(block_tokens * g * scores_stride);
-  s.tile = s.queries + round16(block_tokens * g * hd);
+  s.queries = round16(query_block_tokens * g * scores_stride);
+  s.tile = s.queries + round16(query_block_tokens * g * hd);
   s.total = s.tile + round16(hd * kAttnTileRows);
   return s;
 }
@@ -109,15 +112,11 @@ size_t ForwardPass::scratch_bytes(const Model& model, int32_t n_batch, int32_t n
 }
 
 ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens, int max_threads)
-    : model_(model),
-      hp_(model.hparams()),
-      n_batch_(n_batch),
-      n_ctx_(n_ctx),
-      max_threads_(std::max(1, max_threads)) {
+    : model_(model), hp_(model.hparams()), n_batch_(n_batch), n_ctx_(n_ctx), max_threads_(std::max(1, max_threads)) {
   const Sizes sz(model, n_batch, n_ctx, kv_block_tokens, max_threads_);
   attn_scratch_floats_ = sz.attn_per_thread;
   scores_stride_ = sz.scores_stride;
-  block_tokens_ = sz.block_tokens;
+  query_block_tokens_ = sz.query_block_tokens;
   blocks_.reserve(static_cast<size_t>(std::max(1, n_batch)));
   x_ = AlignedBuffer(sz.x, "the residual stream");
   xn_ = AlignedBuffer(sz.xn, "normed activations");

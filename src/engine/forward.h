@@ -62,7 +62,7 @@ class ForwardPass {
   // Attention (forward_attention.cpp): entry-wise for decode, by query blocks for prefill.
   struct QueryBlock {
     int32_t first;  // entry index
-    int32_t count;  // consecutive positions of one sequence, at most block_tokens_
+    int32_t count;  // consecutive positions of one sequence, at most query_block_tokens_
   };
   // Float offsets in one thread's attention scratch for attention_blocks.
   struct BlockScratch {
@@ -79,7 +79,7 @@ class ForwardPass {
   static constexpr int32_t kMaxBlockTokens = 16;
   static constexpr size_t kBlockScoresBudget = size_t{2} << 20;
   static int32_t prefill_block_tokens(int64_t g, int64_t scores_stride, int32_t n_batch);
-  static BlockScratch block_scratch(int64_t g, int64_t hd, int64_t scores_stride, int32_t block_tokens);
+  static BlockScratch block_scratch(int64_t g, int64_t hd, int64_t scores_stride, int32_t query_block_tokens);
   void plan_query_blocks(const BatchEntry* entries, int32_t n);
   void attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
   void attention_entries(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
@@ -94,7 +94,7 @@ class ForwardPass {
   int max_threads_;
   size_t attn_scratch_floats_ = 0;  // per thread
   int64_t scores_stride_ = 0;       // floats between query rows of attention_blocks' scores (n_ctx rounded to 16)
-  int32_t block_tokens_ = 1;        // tokens per prefill query block (1: attention_blocks off)
+  int32_t query_block_tokens_ = 1;  // tokens per prefill query block (1: attention_blocks off)
   std::vector<QueryBlock> blocks_;  // this chunk's query blocks (reserved n_batch)
   bool use_blocks_ = false;
 

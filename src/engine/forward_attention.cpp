@@ -5,15 +5,16 @@
 //    the cache type by the attention kernels (kernels/attention.h), which widen each row once for
 //    all g heads.
 //  - attention_blocks (prefill): one task per (query block, KV head), where a query block is up to
-//    block_tokens_ consecutive positions of one sequence. Its nq = tokens x g queries meet every
+//    query_block_tokens_ consecutive positions of one sequence. Its nq = tokens x g queries meet every
 //    K/V tile of kAttnTileRows positions at once, as two F32 GEMMs (kernels::gemm_f32):
 //      scores [nq, n_pos] = scale * Q [nq, hd] . K^T [hd, n_pos]
 //      out    [nq, hd]    = P [nq, n_pos] . V [n_pos, hd]       (P = causal row-wise softmax)
 //    Why: per query and K row the entry-wise kernel spends as many shuffles and conversions as
 //    FMAs (each 16-row tile is widened and transposed for only g queries); here one widened tile
 //    serves up to 16 x g queries, so the work is FMAs from L1. Causality: query (token t, pos p)
-//    takes the softmax of its first p + 1 scores; its later scores in the block (at most
-//    block_tokens_ - 1) are set to 0, so one GEMM over the block's positions is exact.
+//    takes the softmax of its first p + 1 scores (the scores GEMM computes the block's later
+//    positions too, unread); P . V runs the tiles all tokens see whole as one GEMM and the last
+//    one or two tiles token by token, over each token's own positions.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -29,7 +30,9 @@ namespace edgellm {
 
 namespace {
 
-size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+size_t floats(int64_t n) {
+  return static_cast<size_t>(n) * sizeof(float);
+}
 
 }  // namespace
 
@@ -39,7 +42,7 @@ void ForwardPass::plan_query_blocks(const BatchEntry* entries, int32_t n) {
     if (!blocks_.empty()) {
       QueryBlock& b = blocks_.back();
       const BatchEntry& last = entries[b.first + b.count - 1];
-      if (entries[e].seq_id == last.seq_id && entries[e].pos == last.pos + 1 && b.count < block_tokens_) {
+      if (entries[e].seq_id == last.seq_id && entries[e].pos == last.pos + 1 && b.count < query_block_tokens_) {
         ++b.count;
         continue;
       }
@@ -48,7 +51,7 @@ void ForwardPass::plan_query_blocks(const BatchEntry* entries, int32_t n) {
   }
   // Blocks pay a widened tile per kAttnTileRows positions: worth it from 2 tokens per block on
   // average (a prompt chunk), not for a batch of single-token decode steps.
-  use_blocks_ = block_tokens_ >= 2 && n >= 2 * static_cast<int32_t>(blocks_.size());
+  use_blocks_ = query_block_tokens_ >= 2 && n >= 2 * static_cast<int32_t>(blocks_.size());
 }
 
 void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv) {
@@ -67,7 +70,8 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
   const kernels::AttentionKernels kern = kernels::attention_kernels(kv_type, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t ss = scores_stride_;
-  const BlockScratch layout = block_scratch(g, hd, ss, block_tokens_);
+  const BlockScratch layout = block_scratch(g, hd, ss, query_block_tokens_);
+  static_assert(kMaxBlockTokens <= kAttnTileRows, "a block spans at most two tiles");
 
   auto task = [&](int64_t t, int thread) {
     const QueryBlock& qb = blocks_[static_cast<size_t>(t / n_kv)];
@@ -107,26 +111,40 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
       });
       kernels::gemm_f32(nq, cnt, hd, scale, qo, hd, tile, kAttnTileRows, false, scores + s0, ss);
     }
-    // Causal softmax: token c sees positions 0 .. first.pos + c.
+    // Causal softmax: token c sees positions 0 .. first.pos + c (its later scores are never read).
     for (int32_t c = 0; c < qb.count; ++c) {
-      const int32_t len = first.pos + c + 1;
-      for (int32_t j = 0; j < g; ++j) {
-        float* row = scores + (static_cast<int64_t>(c) * g + j) * ss;
-        kernels::softmax(row, len);
-        std::memset(row + len, 0, floats(n_pos - len));
-      }
+      for (int32_t j = 0; j < g; ++j)
+        kernels::softmax(scores + (static_cast<int64_t>(c) * g + j) * ss, first.pos + c + 1);
     }
-    // out = P . V, accumulated tile by tile into qo (the queries are no longer needed).
-    std::memset(qo, 0, floats(nq * hd));
-    for (int32_t s0 = 0; s0 < n_pos; s0 += kAttnTileRows) {
-      const int32_t cnt = std::min<int32_t>(kAttnTileRows, n_pos - s0);
+    // out = P . V, accumulated into qo (the queries are no longer needed), tile by tile at fixed
+    // multiples of kAttnTileRows. Tiles below the one holding the block's first position are
+    // whole for every token: one GEMM for all nq queries. From that tile on (at most two tiles:
+    // a block is shorter than one), one GEMM per token over its own positions only. So each
+    // query's sum is grouped the same way whatever block it is in (prompt chunking does not
+    // change the result), and a V row a query must not see never meets it (not even as 0 x inf).
+    const auto widen_values = [&](int32_t s0, int32_t cnt) {
       for_block_pieces(s0, cnt, true, [&](const uint8_t* rows, int32_t s, int32_t m) {
         for (int32_t r = 0; r < m; ++r) {
           kernels::dequantize_row(kv_type, rows + static_cast<size_t>(r) * row_bytes,
                                   tile + static_cast<int64_t>(s - s0 + r) * hd, hd);
         }
       });
-      kernels::gemm_f32(nq, hd, cnt, 1.0f, scores + s0, ss, tile, hd, true, qo, hd);
+    };
+    std::memset(qo, 0, floats(nq * hd));
+    const int32_t whole = first.pos / kAttnTileRows * kAttnTileRows;
+    for (int32_t s0 = 0; s0 < whole; s0 += kAttnTileRows) {
+      widen_values(s0, kAttnTileRows);
+      kernels::gemm_f32(nq, hd, kAttnTileRows, 1.0f, scores + s0, ss, tile, hd, true, qo, hd);
+    }
+    for (int32_t s0 = whole; s0 < n_pos; s0 += kAttnTileRows) {
+      const int32_t cnt = std::min<int32_t>(kAttnTileRows, n_pos - s0);
+      widen_values(s0, cnt);
+      for (int32_t c = 0; c < qb.count; ++c) {
+        const int32_t k = std::min(cnt, first.pos + c + 1 - s0);  // token c's positions in the tile
+        if (k <= 0) continue;
+        kernels::gemm_f32(g, hd, k, 1.0f, scores + static_cast<int64_t>(c) * g * ss + s0, ss, tile, hd, true,
+                          qo + static_cast<int64_t>(c) * g * hd, hd);
+      }
     }
     for (int32_t c = 0; c < qb.count; ++c) {
       std::memcpy(attn_.as<float>() + static_cast<int64_t>(qb.first + c) * n_q + static_cast<int64_t>(hkv) * g * hd,
@@ -167,7 +185,7 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     const int64_t head_off = static_cast<int64_t>(e) * n_q + static_cast<int64_t>(h0) * hd;
     const float* q = q_.as<float>() + head_off;                                                // [hpt, hd]
     float* scores = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;  // [hpt, n_ctx]
-    float* out = attn_.as<float>() + head_off;                                                  // [hpt, hd]
+    float* out = attn_.as<float>() + head_off;                                                 // [hpt, hd]
 
     // Runs of consecutive block ids are consecutive rows in each plane of the cache (kv_cache.h).
     // A run is computed in pieces of kPieceRows rows; before each piece, the rows kAheadBytes
@@ -225,6 +243,5 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
   };
   pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv * subgroups, task, n_threads_);
 }
-
 
 }  // namespace edgellm

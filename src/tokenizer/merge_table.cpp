@@ -14,6 +14,7 @@ void MergeTable::reserve(size_t n) {
 
 void MergeTable::insert_if_absent(int32_t left, int32_t right, Merge m) {
   if (size_ >= limit_) throw Error(ErrorCode::kInternal, "merge table: more merges than reserved");
+  if (left < 0 || right < 0) throw Error(ErrorCode::kInternal, "merge table: negative token id");
   const uint64_t key = key_of(left, right);
   const size_t mask = slots_.size() - 1;
   for (size_t at = home(key, mask);; at = (at + 1) & mask) {
@@ -33,8 +34,8 @@ const MergeTable::Merge* MergeTable::find(int32_t left, int32_t right) const {
   const size_t mask = slots_.size() - 1;
   for (size_t at = home(key, mask);; at = (at + 1) & mask) {
     const Slot& s = slots_[at];
+    if (s.key == kEmpty) return nullptr;  // first: the pair (-1, -1) has the empty key
     if (s.key == key) return &s.merge;
-    if (s.key == kEmpty) return nullptr;
   }
 }
 

@@ -19,9 +19,9 @@ class MergeTable {
   };
   // Sizes the table for up to n merges (no rehashing after).
   void reserve(size_t n);
-  // Inserts unless the pair is present (the first-listed merge of a pair wins).
+  // Inserts unless the pair is present (the first-listed merge of a pair wins). Ids must be >= 0.
   void insert_if_absent(int32_t left, int32_t right, Merge m);
-  const Merge* find(int32_t left, int32_t right) const;  // nullptr when absent
+  const Merge* find(int32_t left, int32_t right) const;  // nullptr when absent (or an id < 0)
   size_t size() const { return size_; }
   size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
 

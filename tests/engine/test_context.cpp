@@ -169,7 +169,8 @@ TEST_F(ContextTest, KvBudgetExhaustionKeepsCompletedChunksOnly) {
 TEST_F(ContextTest, ChunkingAndThreadsDoNotChangeLogits) {
   // Threads split work, never a sum: bit-identical logits for every chunking. Chunks of 512 and
   // 5 both run prompt attention by query blocks, whose per-query arithmetic does not depend on
-  // the block boundaries: bit-identical too. Chunks of 1 run entry by entry (decode): equal to
+  // the block boundaries: bit-identical too (kPrompt's 12 tokens split 5 + 5 + 2; a last chunk
+  // of one token would run entry by entry). Chunks of 1 run entry by entry (decode): equal to
   // rounding.
   std::vector<float> ref;
   for (int32_t n_batch : {512, 5, 1}) {

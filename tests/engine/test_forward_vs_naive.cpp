@@ -305,8 +305,8 @@ TEST_P(ForwardVsNaive, EveryArchitectureF32Kv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WeightTypes, ForwardVsNaive,
-                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0,
-                                           TensorType::Q4_K, TensorType::Q6_K),
+                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0,
+                                           TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K),
                          [](const auto& info) { return std::string(tensor_type_name(info.param)); });
 
 // Prompt attention by query blocks (engine/forward_attention.cpp) over several K/V tiles of 64
@@ -318,8 +318,8 @@ void check_long_prompts(const Variant& var, TensorType kv_type, int32_t kv_block
   auto model = Model::from_gguf(test::synthetic_model(var.spec));
   const int32_t V = model->hparams().n_vocab;
   NaiveModel naive{*model};
-  SCOPED_TRACE(std::string(var.name) + " kv " + tensor_type_name(kv_type) + " block " + std::to_string(kv_block_tokens) +
-               " n_batch " + std::to_string(n_batch));
+  SCOPED_TRACE(std::string(var.name) + " kv " + tensor_type_name(kv_type) + " block " +
+               std::to_string(kv_block_tokens) + " n_batch " + std::to_string(n_batch));
   ContextParams cp;
   cp.n_ctx = 192;
   cp.n_batch = n_batch;
@@ -374,7 +374,8 @@ TEST(ForwardVsNaiveKv, F16AndQ8_0KvCache) {
   for (const auto& v : variants()) {
     check_variant(v, TensorType::F32, TensorType::F16, kTolF32 + kExtraF16Kv);
     // Q8_0 KV: 8-bit keys/values with a per-32 scale, same order of error as quantized weights.
-    if (v.spec.head_dim == 0 || v.spec.head_dim % 32 == 0) check_variant(v, TensorType::F32, TensorType::Q8_0, kTolQuant);
+    if (v.spec.head_dim == 0 || v.spec.head_dim % 32 == 0)
+      check_variant(v, TensorType::F32, TensorType::Q8_0, kTolQuant);
   }
 }
 

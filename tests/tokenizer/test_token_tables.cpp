@@ -26,8 +26,8 @@ TEST(TokenIndex, FindsEveryTokenLastDuplicateWinsAndMissesTheRest) {
   std::mt19937 rng(5);
   std::vector<std::string> tokens;
   for (int i = 0; i < 20000; ++i) tokens.push_back(random_text(rng));
-  tokens.push_back("");            // an empty token text
-  tokens.push_back(tokens[17]);    // explicit duplicates: the later id must win
+  tokens.push_back("");          // an empty token text
+  tokens.push_back(tokens[17]);  // explicit duplicates: the later id must win
   tokens.push_back(tokens[17]);
   std::map<std::string, int32_t> want;
   for (size_t i = 0; i < tokens.size(); ++i) want[tokens[i]] = static_cast<int32_t>(i);
@@ -80,6 +80,9 @@ TEST(MergeTable, FirstInsertWinsAndLookupsMatchAMap) {
   ASSERT_NE(edge.find(0, 0), nullptr);
   EXPECT_EQ(edge.find(0x7FFFFFFF, 0x7FFFFFFF)->result, 4);
   EXPECT_EQ(edge.find(0, 1), nullptr);
+  EXPECT_EQ(edge.find(-1, -1), nullptr);  // its key is the empty-slot marker
+  EXPECT_EQ(edge.find(-1, 0), nullptr);
+  EXPECT_THROW(edge.insert_if_absent(-1, 5, {0, 0}), Error);
 }
 
 TEST(MergeTable, MoreInsertsThanReservedIsAnError) {

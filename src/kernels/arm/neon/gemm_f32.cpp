@@ -1,12 +1,11 @@
 // NEON gemm_f32 (kernels.h): register tile 4 rows x 16 columns (four vectors) = 16 accumulators
 // of the 32 registers. Each lane is the scalar reference's FMA chain over p (vfmaq_f32 is fused),
-// then * alpha, then + C, so results are bit-identical to it. Columns past the last 16-column
+// then fma(alpha, sum, C) or alpha * sum, so results are bit-identical to it. Columns past the last 16-column
 // tile run the same chain one element at a time.
 #include <arm_neon.h>
 
-
-#include "kernels/gemm_row_tiles.h"
 #include "kernels/arm/arm_kernels.h"
+#include "kernels/gemm_row_tiles.h"
 
 namespace edgellm::kernels::neon {
 namespace {
@@ -34,8 +33,8 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
     for (int r = 0; r < MR; ++r) {
       float* cr = c + r * ldc + j;
       for (int v = 0; v < 4; ++v) {
-        float32x4_t y = vmulq_n_f32(s[r][v], alpha);
-        if (accumulate) y = vaddq_f32(y, vld1q_f32(cr + 4 * v));
+        const float32x4_t y =
+            accumulate ? vfmaq_n_f32(vld1q_f32(cr + 4 * v), s[r][v], alpha) : vmulq_n_f32(s[r][v], alpha);
         vst1q_f32(cr + 4 * v, y);
       }
     }
@@ -44,8 +43,7 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
     for (int r = 0; r < MR; ++r) {
       float acc = 0.0f;
       for (int64_t p = 0; p < k; ++p) acc = __builtin_fmaf(a[r * lda + p], b[p * ldb + j], acc);
-      const float y = alpha * acc;
-      c[r * ldc + j] = accumulate ? y + c[r * ldc + j] : y;
+      c[r * ldc + j] = accumulate ? __builtin_fmaf(alpha, acc, c[r * ldc + j]) : alpha * acc;
     }
   }
 }

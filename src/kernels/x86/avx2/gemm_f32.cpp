@@ -1,6 +1,6 @@
 // AVX2 gemm_f32 (kernels.h): the AVX-512 version's scheme at 8 lanes. Register tile 4 rows x 16
 // columns (two vectors) = 8 accumulators; each lane is the scalar reference's FMA chain over p,
-// then * alpha, then + C, so results are bit-identical to it. Columns past the last full vector
+// then fma(alpha, sum, C) or alpha * sum, so results are bit-identical to it. Columns past the last full vector
 // use masked loads and stores.
 #include <immintrin.h>
 
@@ -39,10 +39,13 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       float* cr = c + r * ldc + j;
-      __m256 r0 = _mm256_mul_ps(va, s0[r]), r1 = _mm256_mul_ps(va, s1[r]);
+      __m256 r0, r1;
       if (accumulate) {
-        r0 = _mm256_add_ps(r0, _mm256_maskload_ps(cr, m0));
-        r1 = _mm256_add_ps(r1, _mm256_maskload_ps(cr + 8, m1));
+        r0 = _mm256_fmadd_ps(va, s0[r], _mm256_maskload_ps(cr, m0));
+        r1 = _mm256_fmadd_ps(va, s1[r], _mm256_maskload_ps(cr + 8, m1));
+      } else {
+        r0 = _mm256_mul_ps(va, s0[r]);
+        r1 = _mm256_mul_ps(va, s1[r]);
       }
       _mm256_maskstore_ps(cr, m0, r0);
       _mm256_maskstore_ps(cr + 8, m1, r1);

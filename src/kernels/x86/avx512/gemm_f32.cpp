@@ -3,8 +3,8 @@
 // Register tile: 6 rows of A x 32 columns of B (two vectors) = 12 accumulators, more
 // independent FMA chains than a latency of 4 at two FMAs per cycle needs (4 rows, exactly 8,
 // measured ~6% slower on 112 x 64 x 64). Per step p: two loads of B's row p, six broadcasts of
-// A[i][p], twelve FMAs. Each lane keeps the scalar reference's
-// order (one FMA chain over p, then * alpha, then + C), so results are bit-identical to it.
+// A[i][p], twelve FMAs. Each lane keeps the scalar reference's order (one FMA chain over p, then
+// fma(alpha, sum, C) or alpha * sum), so results are bit-identical to it.
 // Columns past n are masked; rows past m are a smaller instantiation.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -19,8 +19,9 @@ namespace edgellm::kernels::avx512 {
 namespace {
 
 inline __mmask16 columns_mask(int64_t left) {
-  return left >= 16 ? static_cast<__mmask16>(0xFFFF)
-                    : left <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << left) - 1u);
+  return left >= 16  ? static_cast<__mmask16>(0xFFFF)
+         : left <= 0 ? static_cast<__mmask16>(0)
+                     : static_cast<__mmask16>((1u << left) - 1u);
 }
 
 template <int MR>
@@ -46,10 +47,13 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       float* cr = c + r * ldc + j;
-      __m512 r0 = _mm512_mul_ps(va, s0[r]), r1 = _mm512_mul_ps(va, s1[r]);
+      __m512 r0, r1;
       if (accumulate) {
-        r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(m0, cr));
-        r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        r0 = _mm512_fmadd_ps(va, s0[r], _mm512_maskz_loadu_ps(m0, cr));
+        r1 = _mm512_fmadd_ps(va, s1[r], _mm512_maskz_loadu_ps(m1, cr + 16));
+      } else {
+        r0 = _mm512_mul_ps(va, s0[r]);
+        r1 = _mm512_mul_ps(va, s1[r]);
       }
       _mm512_mask_storeu_ps(cr, m0, r0);
       _mm512_mask_storeu_ps(cr + 16, m1, r1);

@@ -1,6 +1,7 @@
 // install_avx512: the AVX-512 (F/BW/VL/DQ + VNNI) entries of the kernel table. Entries not set
 // here keep the AVX2 version (the AVX-512 table starts as a copy of the AVX2 table), e.g. the
-// activation quantizers and the element-wise ops, which are memory-bound at AVX2 width already.
+// activation quantizers and most element-wise ops, which are memory-bound at AVX2 width already
+// (softmax is not: prompt attention at depth runs it over every score, so it has its own).
 #include "kernels/kernel_table.h"
 #include "kernels/x86/avx512/avx512_kernels.h"
 
