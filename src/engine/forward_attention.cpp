@@ -13,8 +13,8 @@
 //    FMAs (each 16-row tile is widened and transposed for only g queries); here one widened tile
 //    serves up to 16 x g queries, so the work is FMAs from L1. Causality: query (token t, pos p)
 //    takes the softmax of its first p + 1 scores (the scores GEMM computes the block's later
-//    positions too, unread); P . V runs the tiles all tokens see whole as one GEMM and the last
-//    one or two tiles token by token, over each token's own positions.
+//    positions too, unread); P . V runs the positions all tokens see as one GEMM per tile and
+//    the block's own later positions token by token.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -71,7 +71,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t ss = scores_stride_;
   const BlockScratch layout = block_scratch(g, hd, ss, query_block_tokens_);
-  static_assert(kMaxBlockTokens <= kAttnTileRows, "a block spans at most two tiles");
+  static_assert(kMaxBlockTokens <= kAttnTileRows, "a block's own later positions fit one V tile");
 
   auto task = [&](int64_t t, int thread) {
     const QueryBlock& qb = blocks_[static_cast<size_t>(t / n_kv)];
@@ -116,12 +116,12 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
       for (int32_t j = 0; j < g; ++j)
         kernels::softmax(scores + (static_cast<int64_t>(c) * g + j) * ss, first.pos + c + 1);
     }
-    // out = P . V, accumulated into qo (the queries are no longer needed), tile by tile at fixed
-    // multiples of kAttnTileRows. Tiles below the one holding the block's first position are
-    // whole for every token: one GEMM for all nq queries. From that tile on (at most two tiles:
-    // a block is shorter than one), one GEMM per token over its own positions only. So each
-    // query's sum is grouped the same way whatever block it is in (prompt chunking does not
-    // change the result), and a V row a query must not see never meets it (not even as 0 x inf).
+    // out = P . V, accumulated into qo (the queries are no longer needed): the positions every
+    // token of the block sees (0 .. first.pos) as one GEMM per tile for all nq queries, then the
+    // block's later positions (at most count - 1) token by token over its own positions only, so
+    // a V row a query must not see never meets it (not even as 0 x inf). gemm_f32 continues each
+    // element's FMA chain from C, so every query's sum is one chain over its positions in order
+    // however they are split: prompt chunking does not change the result.
     const auto widen_values = [&](int32_t s0, int32_t cnt) {
       for_block_pieces(s0, cnt, true, [&](const uint8_t* rows, int32_t s, int32_t m) {
         for (int32_t r = 0; r < m; ++r) {
@@ -131,18 +131,16 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
       });
     };
     std::memset(qo, 0, floats(nq * hd));
-    const int32_t whole = first.pos / kAttnTileRows * kAttnTileRows;
-    for (int32_t s0 = 0; s0 < whole; s0 += kAttnTileRows) {
-      widen_values(s0, kAttnTileRows);
-      kernels::gemm_f32(nq, hd, kAttnTileRows, 1.0f, scores + s0, ss, tile, hd, true, qo, hd);
-    }
-    for (int32_t s0 = whole; s0 < n_pos; s0 += kAttnTileRows) {
-      const int32_t cnt = std::min<int32_t>(kAttnTileRows, n_pos - s0);
+    const int32_t shared = first.pos + 1;
+    for (int32_t s0 = 0; s0 < shared; s0 += kAttnTileRows) {
+      const int32_t cnt = std::min<int32_t>(kAttnTileRows, shared - s0);
       widen_values(s0, cnt);
-      for (int32_t c = 0; c < qb.count; ++c) {
-        const int32_t k = std::min(cnt, first.pos + c + 1 - s0);  // token c's positions in the tile
-        if (k <= 0) continue;
-        kernels::gemm_f32(g, hd, k, 1.0f, scores + static_cast<int64_t>(c) * g * ss + s0, ss, tile, hd, true,
+      kernels::gemm_f32(nq, hd, cnt, 1.0f, scores + s0, ss, tile, hd, true, qo, hd);
+    }
+    if (qb.count > 1) {
+      widen_values(shared, qb.count - 1);       // < kMaxBlockTokens <= kAttnTileRows rows
+      for (int32_t c = 1; c < qb.count; ++c) {  // token c's positions shared .. shared + c - 1
+        kernels::gemm_f32(g, hd, c, 1.0f, scores + static_cast<int64_t>(c) * g * ss + shared, ss, tile, hd, true,
                           qo + static_cast<int64_t>(c) * g * hd, hd);
       }
     }

@@ -173,6 +173,9 @@ void softmax(float* x, int64_t n) {
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
               bool accumulate, float* c, int64_t ldc) {
+  if (accumulate && alpha != 1.0f) {
+    throw Error(ErrorCode::kInvalidArgument, "gemm_f32: accumulate continues C's sums, alpha must be 1");
+  }
   if (m > 0 && n > 0) active_table().gemm_f32(m, n, k < 0 ? 0 : k, alpha, a, lda, b, ldb, accumulate, c, ldc);
 }
 

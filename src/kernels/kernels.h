@@ -60,10 +60,12 @@ void fp16_to_fp32_row(const uint16_t* x, float* y, int64_t n);
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 // In place, numerically stable; returns nothing. Entries equal to -INFINITY get probability 0.
 void softmax(float* x, int64_t n);
-// C = alpha * (A . B) (+ C when accumulate), all F32 row-major: A [m, k] (row stride lda),
-// B [k, n] (ldb), C [m, n] (ldc). Each element is one fused multiply-add chain over p in order,
-// then fma(alpha, sum, C) when accumulating, else alpha * sum, on every ISA (bit-identical to
-// the scalar reference). Used by prefill attention (scores = q . K^T, out += P . V), where k and n are a
+// C = alpha * (A . B), or C += A . B when accumulate (alpha must then be 1), all F32 row-major:
+// A [m, k] (row stride lda), B [k, n] (ldb), C [m, n] (ldc). Each element is one fused
+// multiply-add chain over p in order, starting from C when accumulating (so splitting k into
+// several calls gives the same bits as one call), else from 0 and then scaled by alpha; the same
+// on every ISA (bit-identical to the scalar reference). Throws Error(kInvalidArgument) for
+// accumulate with alpha != 1. Used by prefill attention (scores = q . K^T, out += P . V), where k and n are a
 // KV tile or head_dim: small, so the operands stay in L1/L2.
 void gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
               bool accumulate, float* c, int64_t ldc);

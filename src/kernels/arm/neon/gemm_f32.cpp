@@ -1,6 +1,6 @@
 // NEON gemm_f32 (kernels.h): register tile 4 rows x 16 columns (four vectors) = 16 accumulators
 // of the 32 registers. Each lane is the scalar reference's FMA chain over p (vfmaq_f32 is fused),
-// then fma(alpha, sum, C) or alpha * sum, so results are bit-identical to it. Columns past the last 16-column
+// from C or from 0, then * alpha, so results are bit-identical to it. Columns past the last 16-column
 // tile run the same chain one element at a time.
 #include <arm_neon.h>
 
@@ -17,7 +17,7 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
   for (; j + 16 <= n; j += 16) {
     float32x4_t s[MR][4];
     for (int r = 0; r < MR; ++r) {
-      for (int v = 0; v < 4; ++v) s[r][v] = vdupq_n_f32(0.0f);
+      for (int v = 0; v < 4; ++v) s[r][v] = accumulate ? vld1q_f32(c + r * ldc + j + 4 * v) : vdupq_n_f32(0.0f);
     }
     const float* bp = b + j;
     for (int64_t p = 0; p < k; ++p, bp += ldb) {
@@ -33,17 +33,15 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
     for (int r = 0; r < MR; ++r) {
       float* cr = c + r * ldc + j;
       for (int v = 0; v < 4; ++v) {
-        const float32x4_t y =
-            accumulate ? vfmaq_n_f32(vld1q_f32(cr + 4 * v), s[r][v], alpha) : vmulq_n_f32(s[r][v], alpha);
-        vst1q_f32(cr + 4 * v, y);
+        vst1q_f32(cr + 4 * v, accumulate ? s[r][v] : vmulq_n_f32(s[r][v], alpha));
       }
     }
   }
   for (; j < n; ++j) {
     for (int r = 0; r < MR; ++r) {
-      float acc = 0.0f;
+      float acc = accumulate ? c[r * ldc + j] : 0.0f;
       for (int64_t p = 0; p < k; ++p) acc = __builtin_fmaf(a[r * lda + p], b[p * ldb + j], acc);
-      c[r * ldc + j] = accumulate ? __builtin_fmaf(alpha, acc, c[r * ldc + j]) : alpha * acc;
+      c[r * ldc + j] = accumulate ? acc : alpha * acc;
     }
   }
 }

@@ -1,6 +1,6 @@
 // AVX2 gemm_f32 (kernels.h): the AVX-512 version's scheme at 8 lanes. Register tile 4 rows x 16
 // columns (two vectors) = 8 accumulators; each lane is the scalar reference's FMA chain over p,
-// then fma(alpha, sum, C) or alpha * sum, so results are bit-identical to it. Columns past the last full vector
+// from C or from 0, then * alpha, so results are bit-identical to it. Columns past the last full vector
 // use masked loads and stores.
 #include <immintrin.h>
 
@@ -24,7 +24,14 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
     const __m256i m0 = columns_mask(n - j), m1 = columns_mask(n - j - 8);
     __m256 s0[MR], s1[MR];
 #pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) s0[r] = s1[r] = _mm256_setzero_ps();
+    for (int r = 0; r < MR; ++r) {
+      if (accumulate) {
+        s0[r] = _mm256_maskload_ps(c + r * ldc + j, m0);
+        s1[r] = _mm256_maskload_ps(c + r * ldc + j + 8, m1);
+      } else {
+        s0[r] = s1[r] = _mm256_setzero_ps();
+      }
+    }
     const float* bp = b + j;
     for (int64_t p = 0; p < k; ++p, bp += ldb) {
       const __m256 b0 = _mm256_maskload_ps(bp, m0);
@@ -39,14 +46,8 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       float* cr = c + r * ldc + j;
-      __m256 r0, r1;
-      if (accumulate) {
-        r0 = _mm256_fmadd_ps(va, s0[r], _mm256_maskload_ps(cr, m0));
-        r1 = _mm256_fmadd_ps(va, s1[r], _mm256_maskload_ps(cr + 8, m1));
-      } else {
-        r0 = _mm256_mul_ps(va, s0[r]);
-        r1 = _mm256_mul_ps(va, s1[r]);
-      }
+      const __m256 r0 = accumulate ? s0[r] : _mm256_mul_ps(va, s0[r]);
+      const __m256 r1 = accumulate ? s1[r] : _mm256_mul_ps(va, s1[r]);
       _mm256_maskstore_ps(cr, m0, r0);
       _mm256_maskstore_ps(cr + 8, m1, r1);
     }

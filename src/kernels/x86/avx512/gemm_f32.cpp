@@ -3,8 +3,8 @@
 // Register tile: 6 rows of A x 32 columns of B (two vectors) = 12 accumulators, more
 // independent FMA chains than a latency of 4 at two FMAs per cycle needs (4 rows, exactly 8,
 // measured ~6% slower on 112 x 64 x 64). Per step p: two loads of B's row p, six broadcasts of
-// A[i][p], twelve FMAs. Each lane keeps the scalar reference's order (one FMA chain over p, then
-// fma(alpha, sum, C) or alpha * sum), so results are bit-identical to it.
+// A[i][p], twelve FMAs. Each lane keeps the scalar reference's order (one FMA chain over p from C
+// or from 0, then * alpha), so results are bit-identical to it.
 // Columns past n are masked; rows past m are a smaller instantiation.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -32,7 +32,14 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
     const __mmask16 m0 = columns_mask(n - j), m1 = columns_mask(n - j - 16);
     __m512 s0[MR], s1[MR];
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) s0[r] = s1[r] = _mm512_setzero_ps();
+    for (int r = 0; r < MR; ++r) {
+      if (accumulate) {
+        s0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc + j);
+        s1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + j + 16);
+      } else {
+        s0[r] = s1[r] = _mm512_setzero_ps();
+      }
+    }
     const float* bp = b + j;
     for (int64_t p = 0; p < k; ++p, bp += ldb) {
       const __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
@@ -47,14 +54,8 @@ void rows_tile(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, c
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       float* cr = c + r * ldc + j;
-      __m512 r0, r1;
-      if (accumulate) {
-        r0 = _mm512_fmadd_ps(va, s0[r], _mm512_maskz_loadu_ps(m0, cr));
-        r1 = _mm512_fmadd_ps(va, s1[r], _mm512_maskz_loadu_ps(m1, cr + 16));
-      } else {
-        r0 = _mm512_mul_ps(va, s0[r]);
-        r1 = _mm512_mul_ps(va, s1[r]);
-      }
+      const __m512 r0 = accumulate ? s0[r] : _mm512_mul_ps(va, s0[r]);
+      const __m512 r1 = accumulate ? s1[r] : _mm512_mul_ps(va, s1[r]);
       _mm512_mask_storeu_ps(cr, m0, r0);
       _mm512_mask_storeu_ps(cr + 16, m1, r1);
     }
