@@ -99,7 +99,6 @@ ForwardPass::BlockScratch ForwardPass::block_scratch(int64_t g, int64_t hd, int6
                                                      int32_t query_block_tokens) {
   const auto round16 = [](int64_t n) { return static_cast<size_t>((n + 15) / 16 * 16); };
   BlockScratch s{};
-  s.scores = 0;
   s.queries = round16(query_block_tokens * g * scores_stride);
   s.tile = s.queries + round16(query_block_tokens * g * hd);
   s.total = s.tile + round16(hd * kAttnTileRows);

@@ -64,9 +64,9 @@ class ForwardPass {
     int32_t first;  // entry index
     int32_t count;  // consecutive positions of one sequence, at most query_block_tokens_
   };
-  // Float offsets in one thread's attention scratch for attention_blocks.
+  // Float offsets in one thread's attention scratch for attention_blocks (scores first, at 0).
   struct BlockScratch {
-    size_t scores, queries, tile, total;
+    size_t queries, tile, total;
   };
   // Tokens per FFN slice of a chunk: gate and up ([tokens, n_ff] each, the largest scratch:
   // 2 x 18 MiB for Qwen2.5-1.5B at 512 tokens) hold one slice. A slice of 128 still fills every

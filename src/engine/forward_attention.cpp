@@ -81,7 +81,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
     const int64_t nq = static_cast<int64_t>(qb.count) * g;
     const int32_t n_pos = first.pos + qb.count;  // positions 0 .. the block's last
     float* area = scores_.as<float>() + static_cast<size_t>(thread) * attn_scratch_floats_;
-    float* scores = area + layout.scores;  // [nq, ss]
+    float* scores = area;                  // [nq, ss]
     float* qo = area + layout.queries;     // [nq, hd]: the queries, then the outputs
     float* tile = area + layout.tile;      // K^T [hd, kAttnTileRows] or V [kAttnTileRows, hd]
 
@@ -122,12 +122,11 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
     // a V row a query must not see never meets it (not even as 0 x inf). gemm_f32 continues each
     // element's FMA chain from C, so every query's sum is one chain over its positions in order
     // however they are split: prompt chunking does not change the result.
+    // A piece's rows are contiguous (the cache's row_bytes is one packed row of hd values), so
+    // one dequantize_row call widens them all.
     const auto widen_values = [&](int32_t s0, int32_t cnt) {
       for_block_pieces(s0, cnt, true, [&](const uint8_t* rows, int32_t s, int32_t m) {
-        for (int32_t r = 0; r < m; ++r) {
-          kernels::dequantize_row(kv_type, rows + static_cast<size_t>(r) * row_bytes,
-                                  tile + static_cast<int64_t>(s - s0 + r) * hd, hd);
-        }
+        kernels::dequantize_row(kv_type, rows, tile + static_cast<int64_t>(s - s0) * hd, static_cast<int64_t>(m) * hd);
       });
     };
     std::memset(qo, 0, floats(nq * hd));

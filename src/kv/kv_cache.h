@@ -49,6 +49,8 @@ class KvCache {
   const KvCacheParams& params() const { return params_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
+  // One row of head_dim values in the cache type, unpadded (tensor_row_bytes): the rows of a run
+  // of slots are contiguous.
   size_t row_bytes() const { return row_bytes_; }
 
   int32_t seq_length(int32_t seq) const;

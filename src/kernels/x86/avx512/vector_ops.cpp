@@ -16,7 +16,10 @@
 namespace edgellm::kernels::avx512 {
 namespace {
 
-inline __mmask16 tail_mask(int64_t left) { return static_cast<__mmask16>((1u << left) - 1u); }
+// Lanes 0 .. min(left, 16) - 1: a full vector, or the tail of a row.
+inline __mmask16 tail_mask(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
 
 inline __m512 load_f16_masked(const uint16_t* p, __mmask16 m) {
   return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_maskz_loadu_epi16(m, p));
@@ -44,7 +47,6 @@ inline __m512 exp16(__m512 x) {
   return _mm512_mask_blend_ps(hi, out, _mm512_set1_ps(__builtin_inff()));
 }
 
-
 }  // namespace
 
 float dot_f32(const float* a, const float* b, int64_t n) {
@@ -55,7 +57,7 @@ float dot_f32(const float* a, const float* b, int64_t n) {
     acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
   }
   for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
   }
   return hsum(_mm512_add_ps(acc0, acc1));
@@ -69,7 +71,7 @@ float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
     acc1 = _mm512_fmadd_ps(load_f16x16(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
   }
   for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     acc0 = _mm512_fmadd_ps(load_f16_masked(a + i, m), _mm512_maskz_loadu_ps(m, b + i), acc0);
   }
   return hsum(_mm512_add_ps(acc0, acc1));
@@ -78,7 +80,7 @@ float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
 void axpy_f32(float a, const float* x, float* y, int64_t n) {
   const __m512 va = _mm512_set1_ps(a);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
@@ -86,7 +88,7 @@ void axpy_f32(float a, const float* x, float* y, int64_t n) {
 void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
   const __m512 va = _mm512_set1_ps(a);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, load_f16_masked(x + i, m), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
@@ -96,7 +98,7 @@ void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
 void softmax(float* x, int64_t n) {
   __m512 vmax = _mm512_set1_ps(-INFINITY);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, x + i));
   }
   const float mx = hmax(vmax);
@@ -116,7 +118,7 @@ void softmax(float* x, int64_t n) {
     s1 = _mm512_add_ps(s1, e1);
   }
   for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm)));
     _mm512_mask_storeu_ps(x + i, m, e);
     s0 = _mm512_add_ps(s0, e);
@@ -124,7 +126,7 @@ void softmax(float* x, int64_t n) {
   const double sum = static_cast<double>(hsum(s0)) + static_cast<double>(hsum(s1));
   const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
   for (i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
   }
 }
