@@ -30,8 +30,9 @@ RowKind row_kind(TensorType type) {
    : (kind) == RowKind::kF16 ? AttentionKernels{ns::scores_f16, ns::accumulate_f16} \
                              : AttentionKernels{ns::scores_q8_0, ns::accumulate_q8_0})
 
-// Any ISA: each row widened by the active ISA's dequantize_row into a stack buffer (pieces of
-// kPiece elements, whole blocks of every row type), then scattered into the columns of kt.
+// The scalar reference: each row widened by dequantize_row into a stack buffer (pieces of kPiece
+// elements, whole blocks of every row type), then scattered into the columns of kt. The SIMD
+// ISAs transpose tiles of rows in registers instead (attention_{avx2,avx512,neon}.cpp).
 template <TensorType kType>
 void widen_transposed_generic(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
                               int64_t kt_stride) {
@@ -47,19 +48,29 @@ void widen_transposed_generic(const void* k_rows, size_t row_bytes, int64_t cnt,
   }
 }
 
+#define EDGELLM_PICK_WIDEN(ns, kind)                    \
+  ((kind) == RowKind::kF32   ? ns::widen_transposed_f32 \
+   : (kind) == RowKind::kF16 ? ns::widen_transposed_f16 \
+                             : ns::widen_transposed_q8_0)
+
 AttentionWidenTransposedFn widen_transposed_for(RowKind kind, Isa isa) {
+  switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
-  if (isa == Isa::kAvx512) {
-    return kind == RowKind::kF32   ? attention_avx512::widen_transposed_f32
-           : kind == RowKind::kF16 ? attention_avx512::widen_transposed_f16
-                                   : attention_avx512::widen_transposed_q8_0;
-  }
+    case Isa::kAvx512: return EDGELLM_PICK_WIDEN(attention_avx512, kind);
+    case Isa::kAvx2: return EDGELLM_PICK_WIDEN(attention_avx2, kind);
 #endif
-  (void)isa;
-  return kind == RowKind::kF32   ? widen_transposed_generic<TensorType::F32>
-         : kind == RowKind::kF16 ? widen_transposed_generic<TensorType::F16>
-                                 : widen_transposed_generic<TensorType::Q8_0>;
+#if defined(EDGELLM_ARCH_ARM64)
+    case Isa::kNeon:
+    case Isa::kDotprod:
+    case Isa::kI8mm: return EDGELLM_PICK_WIDEN(attention_neon, kind);
+#endif
+    default:
+      return kind == RowKind::kF32   ? widen_transposed_generic<TensorType::F32>
+             : kind == RowKind::kF16 ? widen_transposed_generic<TensorType::F16>
+                                     : widen_transposed_generic<TensorType::Q8_0>;
+  }
 }
+#undef EDGELLM_PICK_WIDEN
 
 AttentionKernels pick_loops(RowKind kind, Isa isa) {
   switch (isa) {

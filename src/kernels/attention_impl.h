@@ -20,6 +20,15 @@
   void accumulate_q8_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,                  \
                        int64_t p_stride, int64_t g, float* out, int64_t out_stride);
 
+// The K^T tile widening of the SIMD ISAs (the scalar reference is generic, in attention.cpp).
+#define EDGELLM_WIDEN_TRANSPOSED_KERNELS                                                               \
+  void widen_transposed_f32(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,  \
+                            int64_t kt_stride);                                                        \
+  void widen_transposed_f16(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,  \
+                            int64_t kt_stride);                                                        \
+  void widen_transposed_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, \
+                             int64_t kt_stride);
+
 namespace edgellm::kernels::attention_scalar {
 EDGELLM_ATTENTION_KERNELS
 }  // namespace edgellm::kernels::attention_scalar
@@ -27,20 +36,20 @@ EDGELLM_ATTENTION_KERNELS
 #if defined(EDGELLM_ARCH_X86)
 namespace edgellm::kernels::attention_avx2 {
 EDGELLM_ATTENTION_KERNELS
+EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_avx2
 namespace edgellm::kernels::attention_avx512 {
 EDGELLM_ATTENTION_KERNELS
-void widen_transposed_f32(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride);
-void widen_transposed_f16(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride);
-void widen_transposed_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
-                           int64_t kt_stride);
+EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_avx512
 #endif
 
 #if defined(EDGELLM_ARCH_ARM64)
 namespace edgellm::kernels::attention_neon {
 EDGELLM_ATTENTION_KERNELS
+EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_neon
 #endif
 
 #undef EDGELLM_ATTENTION_KERNELS
+#undef EDGELLM_WIDEN_TRANSPOSED_KERNELS

@@ -209,7 +209,53 @@ void accumulate(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, c
   });
 }
 
+// 4x4 transpose: r[j] lane i -> r[i] lane j (TRN1/TRN2 on 32-bit, then on 64-bit lanes).
+EDGELLM_ARM_INLINE void transpose4(float32x4_t r[4]) {
+  const float32x4x2_t a = vtrnq_f32(r[0], r[1]);  // {r0[0] r1[0] r0[2] r1[2]}, {r0[1] r1[1] r0[3] r1[3]}
+  const float32x4x2_t b = vtrnq_f32(r[2], r[3]);
+  r[0] = vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0]));
+  r[1] = vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1]));
+  r[2] = vcombine_f32(vget_high_f32(a.val[0]), vget_high_f32(b.val[0]));
+  r[3] = vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1]));
+}
+
+// K^T tile for prefill (attention.h): per 4 rows x 4 dims, the row chunks are widened (as the
+// scores loop widens them) and transposed in registers; register i (dim 4c + i of those rows)
+// is stored into column 4c + i of kt. Rows past cnt are zero in the transpose and never stored.
+template <class Rows>
+void widen_transposed(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride) {
+  const auto* base = static_cast<const uint8_t*>(k_rows);
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  for (int64_t s0 = 0; s0 < cnt; s0 += kLanes) {
+    const int64_t nr = cnt - s0 < kLanes ? cnt - s0 : kLanes;
+    const uint8_t* rows = base + static_cast<size_t>(s0) * row_bytes;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
+      float32x4_t r[4];
+      EDGELLM_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        r[j] = j < nr ? Rows::load(rows + static_cast<size_t>(j) * row_bytes, c, width) : vdupq_n_f32(0.0f);
+      }
+      transpose4(r);
+      EDGELLM_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        if (i < width) store_part(kt + (c * kLanes + i) * kt_stride + s0, r[i], nr);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void widen_transposed_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<F32Rows>(k, rb, cnt, hd, kt, kts);
+}
+void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<F16Rows>(k, rb, cnt, hd, kt, kts);
+}
+void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
+}
 
 void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                 float* s, int64_t ss) {

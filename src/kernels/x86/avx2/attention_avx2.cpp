@@ -252,7 +252,48 @@ void accumulate(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, c
   });
 }
 
+// K^T tile for prefill (attention.h): per 8 rows x 8 dims, the row chunks are widened and
+// transposed as in scores_block; line i of the transposed chunk (dim 8c + i of those rows) is then
+// stored into column 8c + i of kt. Rows past cnt are zero in the transpose and never stored.
+template <class Rows>
+void widen_transposed(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, int64_t kt_stride) {
+  const auto* base = static_cast<const uint8_t*>(k_rows);
+  const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
+  alignas(32) float col[64];
+  for (int64_t s0 = 0; s0 < cnt; s0 += 8) {
+    const int64_t nr = cnt - s0 < 8 ? cnt - s0 : 8;
+    const uint8_t* rows = base + static_cast<size_t>(s0) * row_bytes;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
+      __m256 r[8];
+      EDGELLM_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        r[j] = j < nr ? Rows::load(rows + static_cast<size_t>(j) * row_bytes, c, width) : _mm256_setzero_ps();
+      }
+      transpose8_to(r, col);
+      for (int64_t i = 0; i < width; ++i) {
+        float* dst = kt + (c * kLanes + i) * kt_stride + s0;
+        if (nr == 8) {
+          _mm256_storeu_ps(dst, _mm256_load_ps(col + i * 8));
+        } else {
+          for (int64_t j = 0; j < nr; ++j) dst[j] = col[i * 8 + j];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void widen_transposed_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<F32Rows>(k, rb, cnt, hd, kt, kts);
+}
+void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<F16Rows>(k, rb, cnt, hd, kt, kts);
+}
+void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
+}
 
 void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                 float* s, int64_t ss) {
