@@ -65,6 +65,7 @@ class Cursor {
   Cursor(const uint8_t* data, size_t size, const std::string& where) : data_(data), size_(size), where_(where) {}
 
   size_t pos() const { return pos_; }
+  const uint8_t* at(size_t pos) const { return data_ + pos; }
   size_t remaining() const { return size_ - pos_; }
 
   [[noreturn]] void fail(ErrorCode code, const std::string& msg) const { throw Error(code, where_ + ": " + msg); }
@@ -177,10 +178,12 @@ Value read_value(Cursor& cur, ValueType type, std::string_view key) {
                                             " claims " + std::to_string(count) + " elements but only " +
                                             std::to_string(cur.remaining()) + " bytes remain in the file");
     }
-    v.strings.reserve(static_cast<size_t>(count));
+    const size_t first = cur.pos();
     for (uint64_t i = 0; i < count; ++i) {
-      v.strings.push_back(cur.read_string_lazy([&] { return "element " + std::to_string(i) + " of " + quote(key); }));
+      (void)cur.read_string_lazy([&] { return "element " + std::to_string(i) + " of " + quote(key); });
     }
+    v.array_data = cur.at(first);
+    v.array_bytes = cur.pos() - first;
     return v;
   }
   const size_t esize = value_type_size(elem);
@@ -565,11 +568,39 @@ std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key
   return out;
 }
 
-const std::vector<std::string_view>* GgufFile::get_string_array(std::string_view key) const {
+std::optional<std::vector<std::string_view>> GgufFile::get_string_array(std::string_view key) const {
   const Value* v = find(key);
-  if (!v) return nullptr;
+  if (!v) return std::nullopt;
+  if (v->type != ValueType::kArray || v->array_type != ValueType::kString)
+    wrong_type(where(), key, *v, "a string array");
+  return v->string_elements();
+}
+
+std::optional<uint64_t> GgufFile::get_string_array_size(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return std::nullopt;
   if (v->type != ValueType::kArray || v->array_type != ValueType::kString) wrong_type(where(), key, *v, "a string array");
-  return &v->strings;
+  return v->array_size;
+}
+
+std::vector<std::string_view> Value::string_elements() const {
+  if (type != ValueType::kArray || array_type != ValueType::kString) {
+    throw Error(ErrorCode::kInvalidArgument, "string_elements: the value is not a string array");
+  }
+  std::vector<std::string_view> out;
+  out.reserve(static_cast<size_t>(array_size));
+  size_t off = 0;
+  for (uint64_t i = 0; i < array_size; ++i) {
+    // Checked at open; checked again so a Value assembled elsewhere cannot read out of bounds.
+    uint64_t len = 0;
+    if (array_bytes - off < sizeof(len)) throw Error(ErrorCode::kInvalidFile, "string_elements: array is truncated");
+    std::memcpy(&len, array_data + off, sizeof(len));
+    off += sizeof(len);
+    if (len > array_bytes - off) throw Error(ErrorCode::kInvalidFile, "string_elements: array is truncated");
+    out.emplace_back(reinterpret_cast<const char*>(array_data + off), static_cast<size_t>(len));
+    off += static_cast<size_t>(len);
+  }
+  return out;
 }
 
 }  // namespace edgellm::gguf

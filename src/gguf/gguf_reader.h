@@ -45,8 +45,17 @@ struct Value {
   std::string_view str;                  // kString
   ValueType array_type = ValueType::kUint8;  // kArray: element type (never kArray: nested arrays are rejected)
   uint64_t array_size = 0;               // kArray: element count
-  const uint8_t* array_data = nullptr;   // kArray of scalars: packed little-endian elements
-  std::vector<std::string_view> strings; // kArray of kString: every element
+  // kArray of scalars: the packed little-endian elements. kArray of kString: the elements as
+  // stored (u64 length + bytes each), array_bytes long, validated at open; string_elements()
+  // decodes them. Why not a vector of views kept per array: a 151k-token vocabulary's tokens and
+  // merges would hold 4.8 MB of views for the life of the model, needed only while the tokenizer
+  // is built.
+  const uint8_t* array_data = nullptr;
+  size_t array_bytes = 0;
+
+  // Every element of a kString array, as views into the mapping (throws kInvalidArgument for any
+  // other value).
+  std::vector<std::string_view> string_elements() const;
 
   bool is_integer() const;
   bool is_float() const { return type == ValueType::kFloat32 || type == ValueType::kFloat64; }
@@ -106,7 +115,10 @@ class GgufFile {
   // A numeric array read as floats / ints (e.g. tokenizer.ggml.scores, token_type).
   std::optional<std::vector<float>> get_float_array(std::string_view key) const;
   std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
-  const std::vector<std::string_view>* get_string_array(std::string_view key) const;
+  // A string array's elements (decoded on each call: keep the result while it is needed), or
+  // nullopt when the key is absent; get_string_array_size only counts them.
+  std::optional<std::vector<std::string_view>> get_string_array(std::string_view key) const;
+  std::optional<uint64_t> get_string_array_size(std::string_view key) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;

@@ -243,7 +243,7 @@ void GgufWriter::set_value(std::string_view key, const Value& v) {
     case ValueType::kString: set_string(key, v.str); return;
     case ValueType::kArray:
       if (v.array_type == ValueType::kString) {
-        set_array_string(key, v.strings);
+        set_array_string(key, v.string_elements());
         return;
       }
       require(v.array_type != ValueType::kArray && value_type_size(v.array_type) != 0, ErrorCode::kInvalidArgument,

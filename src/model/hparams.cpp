@@ -110,10 +110,10 @@ HParams read_hparams(const gguf::GgufFile& f) {
 
   // Vocabulary: the tokenizer's token list is authoritative; a weights-only file uses the
   // embedding rows.
-  if (const auto* tokens = f.get_string_array("tokenizer.ggml.tokens")) {
-    require(!tokens->empty() && static_cast<int64_t>(tokens->size()) <= kMaxVocab, ErrorCode::kInvalidFile,
-            "tokenizer.ggml.tokens has " + std::to_string(tokens->size()) + " entries");
-    hp.n_vocab = static_cast<int32_t>(tokens->size());
+  if (const auto n_tokens = f.get_string_array_size("tokenizer.ggml.tokens")) {
+    require(*n_tokens >= 1 && *n_tokens <= static_cast<uint64_t>(kMaxVocab), ErrorCode::kInvalidFile,
+            "tokenizer.ggml.tokens has " + std::to_string(*n_tokens) + " entries");
+    hp.n_vocab = static_cast<int32_t>(*n_tokens);
   } else if (const auto* emb = f.find_tensor("token_embd.weight"); emb && emb->n_dims == 2) {
     require(emb->ne[1] >= 1 && emb->ne[1] <= kMaxVocab, ErrorCode::kInvalidFile,
             "token_embd.weight has " + std::to_string(emb->ne[1]) + " rows");

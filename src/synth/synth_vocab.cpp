@@ -106,9 +106,9 @@ void write_vocab(gguf::GgufWriter& w, const VocabData& vocab, int32_t n_vocab, c
 void write_tokenizer_from_file(gguf::GgufWriter& w, const std::string& path, int32_t n_vocab) {
   if (ends_with(path, ".gguf")) {
     const auto src = gguf::GgufFile::open(path);
-    const auto* tokens = src->get_string_array("tokenizer.ggml.tokens");
-    require(tokens != nullptr, ErrorCode::kInvalidFile, "'" + path + "' has no tokenizer.ggml.tokens");
-    if (tokens->size() == static_cast<size_t>(n_vocab)) {
+    const auto n_tokens = src->get_string_array_size("tokenizer.ggml.tokens");
+    require(n_tokens.has_value(), ErrorCode::kInvalidFile, "'" + path + "' has no tokenizer.ggml.tokens");
+    if (*n_tokens == static_cast<uint64_t>(n_vocab)) {
       w.copy_metadata_from(*src, [](std::string_view key) { return key.substr(0, 10) != "tokenizer."; });
       return;
     }

@@ -89,8 +89,8 @@ VocabData vocab_data_from_gguf(const gguf::GgufFile& file) {
   }
   d.pre = file.get_string("tokenizer.ggml.pre").value_or("default");
 
-  const auto* tokens = file.get_string_array("tokenizer.ggml.tokens");
-  require(tokens != nullptr, ErrorCode::kInvalidFile, "GGUF has no tokenizer.ggml.tokens string array");
+  const auto tokens = file.get_string_array("tokenizer.ggml.tokens");
+  require(tokens.has_value(), ErrorCode::kInvalidFile, "GGUF has no tokenizer.ggml.tokens string array");
   d.tokens.assign(tokens->begin(), tokens->end());
   const size_t n = d.tokens.size();
   if (auto scores = file.get_float_array("tokenizer.ggml.scores")) d.scores = std::move(*scores);
@@ -104,7 +104,7 @@ VocabData vocab_data_from_gguf(const gguf::GgufFile& file) {
                                : static_cast<int32_t>(std::clamp<int64_t>(t, -1, 1000)));
     }
   }
-  if (const auto* merges = file.get_string_array("tokenizer.ggml.merges")) {
+  if (const auto merges = file.get_string_array("tokenizer.ggml.merges")) {
     d.merges.assign(merges->begin(), merges->end());
   }
   require(d.model != "gpt2" || !d.merges.empty(), ErrorCode::kInvalidFile,

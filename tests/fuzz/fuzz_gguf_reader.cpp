@@ -78,7 +78,10 @@ size_t touch(const edgellm::gguf::GgufFile& f) {
     for (char c : kv.key) acc += static_cast<unsigned char>(c);
     const auto& v = kv.value;
     for (char c : v.str) acc += static_cast<unsigned char>(c);
-    for (std::string_view s : v.strings) for (char c : s) acc += static_cast<unsigned char>(c);
+    if (v.type == edgellm::gguf::ValueType::kArray && v.array_type == edgellm::gguf::ValueType::kString) {
+      for (std::string_view s : v.string_elements())
+        for (char c : s) acc += static_cast<unsigned char>(c);
+    }
     if (v.type == edgellm::gguf::ValueType::kArray && v.array_type != edgellm::gguf::ValueType::kString) {
       for (uint64_t i = 0; i < v.array_size; ++i) acc += v.array_float(i) > 0;
     }

@@ -100,7 +100,10 @@ size_t touch_everything(const GgufFile& f) {
     const Value& v = kv.value;
     for (char c : v.str) acc += static_cast<unsigned char>(c);
     if (v.type == ValueType::kArray) {
-      for (std::string_view s : v.strings) for (char c : s) acc += static_cast<unsigned char>(c);
+      if (v.array_type == ValueType::kString) {
+        for (std::string_view s : v.string_elements())
+          for (char c : s) acc += static_cast<unsigned char>(c);
+      }
       if (v.array_type != ValueType::kString) {
         for (uint64_t i = 0; i < v.array_size; ++i) acc += static_cast<size_t>(v.array_float(i) != 0);
       }

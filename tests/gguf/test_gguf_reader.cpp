@@ -3,11 +3,11 @@
 // the files done when writing this test), plus the byte layout re-derived here from the spec.
 #include <gtest/gtest.h>
 
-#include <utility>
-
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -51,8 +51,8 @@ TEST(GgufReader, Stories260KMetadata) {
   EXPECT_FALSE(f->get_int("no.such.key").has_value());
   EXPECT_EQ(f->find("no.such.key"), nullptr);
 
-  const auto* tokens = f->get_string_array("tokenizer.ggml.tokens");
-  ASSERT_NE(tokens, nullptr);
+  const auto tokens = f->get_string_array("tokenizer.ggml.tokens");
+  ASSERT_TRUE(tokens.has_value());
   ASSERT_EQ(tokens->size(), 512u);
   EXPECT_EQ((*tokens)[0], "<unk>");
   EXPECT_EQ((*tokens)[1], "<s>");
@@ -130,8 +130,8 @@ TEST(GgufReader, TinyZhPoems) {
   EXPECT_EQ(f->get_bool("tokenizer.ggml.add_space_prefix"), false);
   ASSERT_EQ(f->tensors().size(), 38u);  // token_embd + output_norm + 4 layers x 9 (tied output)
   EXPECT_EQ(f->find_tensor("output.weight"), nullptr);
-  const auto* tokens = f->get_string_array("tokenizer.ggml.tokens");
-  ASSERT_NE(tokens, nullptr);
+  const auto tokens = f->get_string_array("tokenizer.ggml.tokens");
+  ASSERT_TRUE(tokens.has_value());
   EXPECT_EQ(tokens->size(), 4096u);
   // Metadata order is file order (the writer and `edgellm info` rely on it).
   EXPECT_EQ(f->metadata().front().key, "general.architecture");
@@ -160,14 +160,14 @@ TEST(GgufReader, VocabFilesWithHugeStringArrays) {
     EXPECT_EQ(f->get_string("general.architecture"), c.arch);
     EXPECT_TRUE(f->tensors().empty());
     EXPECT_EQ(f->data_offset(), f->file_size());  // these files end right after the metadata
-    const auto* tokens = f->get_string_array("tokenizer.ggml.tokens");
-    ASSERT_NE(tokens, nullptr);
+    const auto tokens = f->get_string_array("tokenizer.ggml.tokens");
+    ASSERT_TRUE(tokens.has_value());
     EXPECT_EQ(tokens->size(), c.n_tokens);
-    const auto* merges = f->get_string_array("tokenizer.ggml.merges");
+    const auto merges = f->get_string_array("tokenizer.ggml.merges");
     if (c.n_merges == 0) {
-      EXPECT_EQ(merges, nullptr);
+      EXPECT_FALSE(merges.has_value());
     } else {
-      ASSERT_NE(merges, nullptr);
+      ASSERT_TRUE(merges.has_value());
       EXPECT_EQ(merges->size(), c.n_merges);
     }
     // Every string view lies inside the mapping.
@@ -186,6 +186,51 @@ TEST(GgufReader, VocabFilesWithHugeStringArrays) {
     ++n;
   }
   EXPECT_GE(n, 12u);
+}
+
+// String arrays are kept as their stored bytes and decoded on request: the decoded elements must
+// be exactly the stored ones (a layout written out by hand here, per the GGUF spec), the size
+// accessor must not need a decode, and a Value assembled with inconsistent bytes must throw
+// rather than read past them.
+TEST(GgufValue, StringArraysDecodeOnRequest) {
+  std::vector<uint8_t> stored;
+  const std::vector<std::string> elems = {"", "a", "\xe4\xb8\xad\xe6\x96\x87", std::string(300, 'x')};
+  for (const std::string& e : elems) {
+    const uint64_t len = e.size();
+    const auto* lp = reinterpret_cast<const uint8_t*>(&len);
+    stored.insert(stored.end(), lp, lp + sizeof(len));
+    stored.insert(stored.end(), e.begin(), e.end());
+  }
+  Value v;
+  v.type = ValueType::kArray;
+  v.array_type = ValueType::kString;
+  v.array_size = elems.size();
+  v.array_data = stored.data();
+  v.array_bytes = stored.size();
+  const std::vector<std::string_view> got = v.string_elements();
+  ASSERT_EQ(got.size(), elems.size());
+  for (size_t i = 0; i < elems.size(); ++i) EXPECT_EQ(got[i], elems[i]) << i;
+
+  v.array_bytes = stored.size() - 1;  // the last element's bytes run past the array
+  try {
+    (void)v.string_elements();
+    FAIL() << "truncated array decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+  }
+  v.array_bytes = stored.size();
+  v.array_type = ValueType::kInt32;
+  try {
+    (void)v.string_elements();
+    FAIL() << "int32 array decoded as strings";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  }
+
+  auto f = GgufFile::open(shared_testdata("vocab/ggml-vocab-gpt-2.gguf"));
+  EXPECT_EQ(f->get_string_array_size("tokenizer.ggml.tokens"), std::optional<uint64_t>(50257));
+  EXPECT_EQ(f->get_string_array_size("no.such.key"), std::nullopt);
+  EXPECT_THROW((void)f->get_string_array_size("general.architecture"), Error);  // a string, not an array
 }
 
 TEST(GgufReader, FromBytesMatchesOpen) {

@@ -105,8 +105,8 @@ TEST(GgufWriter, EveryValueTypeRoundTrips) {
   EXPECT_THROW((void)f64->array_int(0), Error);
   EXPECT_THROW((void)f64->array_float(2), Error);
   EXPECT_EQ(f->get_int_array("arr.bool"), (std::vector<int64_t>{1, 0, 1}));
-  const auto* strs = f->get_string_array("arr.str");
-  ASSERT_NE(strs, nullptr);
+  const auto strs = f->get_string_array("arr.str");
+  ASSERT_TRUE(strs.has_value());
   ASSERT_EQ(strs->size(), 3u);
   EXPECT_EQ((*strs)[0], "x");
   EXPECT_EQ((*strs)[1], "");

@@ -41,13 +41,24 @@ Json scalar_json(const gguf::Value& v) {
   return Json(v.i);
 }
 
-// Element i of an array as a JSON value.
-Json array_element(const gguf::Value& v, uint64_t i) {
+// Every element of an array as a JSON array.
+Json array_json(const gguf::Value& v) {
   using gguf::ValueType;
-  if (v.array_type == ValueType::kString) return Json(std::string(v.strings[i]));
-  if (v.array_type == ValueType::kFloat32 || v.array_type == ValueType::kFloat64) return Json(v.array_float(i));
-  if (v.array_type == ValueType::kBool) return Json(v.array_int(i) != 0);
-  return Json(v.array_int(i));
+  Json a = Json::array();
+  if (v.array_type == ValueType::kString) {
+    for (std::string_view s : v.string_elements()) a.push_back(Json(std::string(s)));
+    return a;
+  }
+  for (uint64_t i = 0; i < v.array_size; ++i) {
+    if (v.array_type == ValueType::kFloat32 || v.array_type == ValueType::kFloat64) {
+      a.push_back(Json(v.array_float(i)));
+    } else if (v.array_type == ValueType::kBool) {
+      a.push_back(Json(v.array_int(i) != 0));
+    } else {
+      a.push_back(Json(v.array_int(i)));
+    }
+  }
+  return a;
 }
 
 std::string summary(const gguf::Value& v) {
@@ -64,9 +75,7 @@ std::string summary(const gguf::Value& v) {
   if (v.array_size > kMaxInlineArray) {
     return std::string("[") + gguf::value_type_name(v.array_type) + " x " + std::to_string(v.array_size) + "]";
   }
-  Json a = Json::array();
-  for (uint64_t i = 0; i < v.array_size; ++i) a.push_back(array_element(v, i));
-  return a.dump();
+  return array_json(v).dump();
 }
 
 std::string human(double bytes) {
@@ -124,9 +133,7 @@ int run_info(const std::vector<std::string>& args) {
       a.set("length", static_cast<uint64_t>(v.array_size));
       meta_json.set(std::string(kv.key), a);
     } else {
-      Json a = Json::array();
-      for (uint64_t i = 0; i < v.array_size; ++i) a.push_back(array_element(v, i));
-      meta_json.set(std::string(kv.key), a);
+      meta_json.set(std::string(kv.key), array_json(v));
     }
   }
 
