@@ -588,7 +588,9 @@ std::vector<std::string_view> Value::string_elements() const {
     throw Error(ErrorCode::kInvalidArgument, "string_elements: the value is not a string array");
   }
   std::vector<std::string_view> out;
-  out.reserve(static_cast<size_t>(array_size));
+  // Each element takes at least its 8-byte length: a count beyond that is caught below, not
+  // allocated for.
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(array_size, array_bytes / sizeof(uint64_t))));
   size_t off = 0;
   for (uint64_t i = 0; i < array_size; ++i) {
     // Checked at open; checked again so a Value assembled elsewhere cannot read out of bounds.

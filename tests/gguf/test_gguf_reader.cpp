@@ -218,7 +218,15 @@ TEST(GgufValue, StringArraysDecodeOnRequest) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
   }
+  v.array_size = uint64_t{1} << 62;  // a count the bytes cannot hold: an error, not an allocation
   v.array_bytes = stored.size();
+  try {
+    (void)v.string_elements();
+    FAIL() << "impossible count decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+  }
+  v.array_size = elems.size();
   v.array_type = ValueType::kInt32;
   try {
     (void)v.string_elements();
