@@ -77,6 +77,19 @@ inline void transpose8_to(const __m256 r[8], float* col) {
   }
 }
 
+// Chunk c (`width` valid elements) of rows 0 .. nr-1 (nr <= 8) widened and transposed into col:
+// col[8i + j] = element 8c + i of row j, rows past nr zero.
+template <class Rows>
+EDGELLM_ALWAYS_INLINE void load_transposed_chunk(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t c,
+                                                 int64_t width, float* col) {
+  __m256 r[8];
+  EDGELLM_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    r[j] = j < nr ? Rows::load(base + static_cast<size_t>(j) * row_bytes, c, width) : _mm256_setzero_ps();
+  }
+  transpose8_to(r, col);
+}
+
 constexpr int partials_for(int nh) {
   return nh == 1 ? 8 : nh == 2 ? 4 : nh == 3 ? 3 : nh <= 6 ? 2 : 1;
 }
@@ -96,12 +109,7 @@ void scores_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t hd,
   const int64_t n_chunks = (hd + kLanes - 1) / kLanes;
   for (int64_t c = 0; c < n_chunks; ++c) {
     const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
-    __m256 r[8];
-    EDGELLM_UNROLL
-    for (int j = 0; j < 8; ++j) {
-      r[j] = j < nr ? Rows::load(base + static_cast<size_t>(j) * row_bytes, c, width) : _mm256_setzero_ps();
-    }
-    transpose8_to(r, col);
+    load_transposed_chunk<Rows>(base, row_bytes, nr, c, width, col);
     // This chunk of the NH query rows, packed [NH][8] so the broadcasts address one base register.
     alignas(32) float qp[NH * 8] = {};
     EDGELLM_UNROLL
@@ -265,12 +273,7 @@ void widen_transposed(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t
     const uint8_t* rows = base + static_cast<size_t>(s0) * row_bytes;
     for (int64_t c = 0; c < n_chunks; ++c) {
       const int64_t width = hd - c * kLanes < kLanes ? hd - c * kLanes : kLanes;
-      __m256 r[8];
-      EDGELLM_UNROLL
-      for (int j = 0; j < 8; ++j) {
-        r[j] = j < nr ? Rows::load(rows + static_cast<size_t>(j) * row_bytes, c, width) : _mm256_setzero_ps();
-      }
-      transpose8_to(r, col);
+      load_transposed_chunk<Rows>(rows, row_bytes, nr, c, width, col);
       for (int64_t i = 0; i < width; ++i) {
         float* dst = kt + (c * kLanes + i) * kt_stride + s0;
         if (nr == 8) {

@@ -9,28 +9,32 @@
 namespace edgellm::kernels::avx512 {
 namespace {
 
-inline float half(uint16_t h) { return _cvtsh_ss(h); }
-
-// Horizontal sum. (Written out rather than _mm512_reduce_add_ps, and masked forms of extract /
-// cvtph below: GCC 12 warns -Wmaybe-uninitialized on the _mm512_undefined_* inside the unmasked
-// intrinsics.)
-inline float hsum(__m512 v) {
-  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
-  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+inline float half(uint16_t h) {
+  return _cvtsh_ss(h);
 }
 
-// Horizontal maximum, folded like hsum.
-inline float hmax(__m512 v) {
+// Folds the 16 lanes of v with an associative op given for 8- and 4-float vectors: halves, then
+// quarters, then within 128 bits. (Written out rather than _mm512_reduce_add_ps / _max_ps, and
+// masked forms of extract / cvtph below: GCC 12 warns -Wmaybe-uninitialized on the
+// _mm512_undefined_* inside the unmasked intrinsics.)
+template <class Op8, class Op4>
+inline float hfold(__m512 v, Op8 op8, Op4 op4) {
   const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
-  __m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(v), hi);
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
+  const __m256 f8 = op8(_mm512_castps512_ps256(v), hi);
+  __m128 f = op4(_mm256_castps256_ps128(f8), _mm256_extractf128_ps(f8, 1));
+  f = op4(f, _mm_movehl_ps(f, f));
+  f = op4(f, _mm_movehdup_ps(f));
+  return _mm_cvtss_f32(f);
+}
+
+inline float hsum(__m512 v) {
+  return hfold(
+      v, [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); }, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+}
+
+inline float hmax(__m512 v) {
+  return hfold(
+      v, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); }, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
 }
 
 // A ZMM whose lanes 0-7 hold a and lanes 8-15 hold b (per-block scales of two 32-element blocks).
@@ -41,8 +45,10 @@ inline __m512 two_halves(float a, float b) {
 // As two_halves(half(a), half(b)) with one conversion: the two F16 values travel as one 32-bit
 // word, are widened together and spread by one permute (3 vector ops instead of 8).
 inline __m512 two_halves_f16(uint16_t a, uint16_t b) {
-  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(static_cast<uint32_t>(a) | (static_cast<uint32_t>(b) << 16))));
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_castps128_ps512(f));
+  const __m128 f =
+      _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(static_cast<uint32_t>(a) | (static_cast<uint32_t>(b) << 16))));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                               _mm512_castps128_ps512(f));
 }
 
 // 32 + 32 bytes from two addresses as one ZMM.
