@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the reference engine of issue 4 — llama.cpp's `llama-bench`, compiled natively
+# (-march=native: AVX-512 / VNNI here) — on a machine whose only network is the npm registry.
+#
+# Where the source comes from: the npm package `node-llama-cpp` ships the llama.cpp release it
+# binds as a git bundle (`llama/gitRelease.bundle`) for offline source builds. We clone that
+# bundle and build only `llama-bench`; nothing of it enters EdgeLLM.
+#
+#   scripts/build-llamacpp-reference.sh [DIR]      (default ../llamacpp-ref, outside the repo)
+#
+# Prints the path of llama-bench. ~5 minutes on 2 cores. Not a test and not run by CI.
+set -euo pipefail
+DIR=$(realpath -m "${1:-../llamacpp-ref}")
+VERSION=3.22.1  # node-llama-cpp release; its bundle is llama.cpp tag v0.5.0 (commit de3ff81)
+mkdir -p "$DIR"
+cd "$DIR"
+
+if [ ! -x src/build/bin/llama-bench ]; then
+  command -v npm >/dev/null || apt-get install -y --no-install-recommends npm
+  command -v ninja >/dev/null || apt-get install -y --no-install-recommends ninja-build
+  if [ ! -d src ]; then
+    [ -f node-llama-cpp-$VERSION.tgz ] || npm pack --silent "node-llama-cpp@$VERSION" >/dev/null
+    tar xzf node-llama-cpp-$VERSION.tgz package/llama/gitRelease.bundle
+    git -c advice.detachedHead=false clone -q package/llama/gitRelease.bundle src
+  fi
+  cmake -S src -B src/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_OPENSSL=OFF >/dev/null
+  ninja -C src/build llama-bench >/dev/null
+fi
+echo "$DIR/src/build/bin/llama-bench"
