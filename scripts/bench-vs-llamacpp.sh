@@ -18,6 +18,7 @@ OUT=${4:-$MODELS/vs-llamacpp}
 ROUNDS=${5:-2}
 FILES=${FILES:-"qwen2.5-0.5b-q4_0 qwen2.5-0.5b-q8_0 qwen2.5-0.5b-q4_K_M tinyllama-1.1b-q4_0 tinyllama-1.1b-q8_0
        tinyllama-1.1b-q4_K_M llama-3.2-1b-q4_0 qwen2.5-1.5b-q4_0 qwen2.5-1.5b-q4_K_M"}
+command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq python3-minimal >/dev/null; }
 mkdir -p "$OUT"
 rm -f "$OUT"/llamacpp-*.jsonl "$OUT"/edgellm-*.json
 

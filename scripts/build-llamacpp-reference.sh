@@ -16,8 +16,14 @@ mkdir -p "$DIR"
 cd "$DIR"
 
 if [ ! -x src/build/bin/llama-bench ]; then
-  command -v npm >/dev/null || apt-get install -y --no-install-recommends npm
-  command -v ninja >/dev/null || apt-get install -y --no-install-recommends ninja-build
+  need() {  # command, Debian package
+    command -v "$1" >/dev/null && return 0
+    [ -n "${APT_UPDATED:-}" ] || { apt-get update -qq; APT_UPDATED=1; }
+    apt-get install -y -qq --no-install-recommends "$2" >/dev/null
+  }
+  need npm npm
+  need ninja ninja-build
+  need git git
   if [ ! -d src ]; then
     [ -f node-llama-cpp-$VERSION.tgz ] || npm pack --silent "node-llama-cpp@$VERSION" >/dev/null
     tar xzf node-llama-cpp-$VERSION.tgz package/llama/gitRelease.bundle
