@@ -14,6 +14,9 @@
 
 #include "core/error.h"
 #include "runtime/memory_stats.h"
+#if defined(__x86_64__) || defined(_M_X64)
+#include "kernels/x86/prefetch_distance.h"
+#endif
 
 namespace edgellm::bench {
 namespace {
@@ -38,17 +41,16 @@ uint64_t sum_words_generic(const uint64_t* p, size_t n) {
 #if defined(__x86_64__) || defined(_M_X64)
 // The read pattern of the x86 probes: the slice is read as four streams at once (its quarters)
 // and each stream is prefetched as the decode kernels of that ISA prefetch their weights
-// (kernels/x86/packed_prefetch.h: into L1 1.5 KiB ahead with AVX2, 3 KiB with AVX-512, into L2
-// 16 KiB ahead). The probe is the roofline decode is measured against, so it must read at least
+// (kernels/x86/prefetch_distance.h: into L1 1.5 KiB ahead with AVX2, 3 KiB with AVX-512, into
+// L2 16 KiB ahead). The probe is the roofline decode is measured against, so it must read at least
 // as fast as the kernels' own pattern. Alternating 1 GiB reads on this 2-core guest, both
 // threads, median GB/s: one plain stream 20.8, four plain streams (the previous probe) 21.8, one
 // prefetched stream 23.1, four prefetched streams 24.0; then, five alternating `edgellm bench`
 // probes with the AVX-512 L1 distance at 1.5 and at 3 KiB: 27.0 and 27.7 GB/s on average.
-template <size_t kPrefetchL1>
+template <int kPrefetchL1>
 inline void prefetch_stream(const uint64_t* p) {
-  constexpr size_t kPrefetchL2 = 16384;
   _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchL1, _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchL2, _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(p) + kernels::x86::kPrefetchL2Bytes, _MM_HINT_T1);
 }
 
 // 256-bit loads, one 64-byte line per stream and step.
@@ -58,7 +60,7 @@ __attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_
   __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
   for (size_t i = 0; i < quarter; i += 8) {
     for (int k = 0; k < 4; ++k) {
-      prefetch_stream<1536>(s[k] + i);
+      prefetch_stream<kernels::x86::kPrefetchL1BytesAvx2>(s[k] + i);
       const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(s[k] + i));
       const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(s[k] + i + 4));
       a[k] = _mm256_add_epi64(a[k], _mm256_add_epi64(lo, hi));
@@ -78,7 +80,7 @@ __attribute__((target("avx512f"))) uint64_t sum_words_avx512(const uint64_t* p, 
   __m512i a[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
   for (size_t i = 0; i < quarter; i += 8) {
     for (int k = 0; k < 4; ++k) {
-      prefetch_stream<3072>(s[k] + i);
+      prefetch_stream<kernels::x86::kPrefetchL1BytesAvx512>(s[k] + i);
       a[k] = _mm512_add_epi64(a[k], _mm512_loadu_si512(s[k] + i));
     }
   }

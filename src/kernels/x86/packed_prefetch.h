@@ -5,10 +5,10 @@
 // page and leave one core well below the ~15 GB/s it can stream, so the kernels prefetch:
 //  - the codes: each line twice, into L2 far ahead (kPrefetchL2Bytes), which hides the DRAM
 //    latency without holding an L1 fill buffer all that time, and into L1 a little ahead
-//    (kPrefetchBytes, 1.5 KiB for AVX2 and 3 KiB for AVX-512 below), which then only waits
-//    for L2. Measured on one Sapphire Rapids-class core
-//    (Q4_0 / Q8_0 / Q5_0 _X16, 377 MB of weights): 13.4 / 14.5 / 12.0 GB/s with one L1 prefetch
-//    20 KiB ahead, 14.0 / 15.0 / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x 6-16 KiB);
+//    (kPrefetchBytes: 1.5 KiB for AVX2, 3 KiB for AVX-512, prefetch_distance.h), which then
+//    only waits for L2. Measured on one Sapphire Rapids-class core (Q4_0 / Q8_0 / Q5_0 _X16, 377 MB of weights): 13.4
+//    / 14.5 / 12.0 GB/s with one L1 prefetch 20 KiB ahead, 14.0 / 15.0 / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x
+//    6-16 KiB);
 //  - the d array that follows a Q4_0 / Q5_0 / Q8_0 / Q6_K group's codes. The code prefetch runs
 //    ahead through the codes and on into the next group's codes but never reaches the array's
 //    first lines in time, so every group would start on a DRAM miss. Those lines are prefetched
@@ -25,22 +25,17 @@
 
 #include "kernels/repack.h"
 #include "kernels/tile_driver.h"  // EDGELLM_ALWAYS_INLINE
+#include "kernels/x86/prefetch_distance.h"
 
 namespace edgellm::kernels::x86 {
 namespace {
 
-// The L1 distance is per ISA (each kernel file includes this header with its own flags). A
-// likely reason AVX-512 wants more: its kernels take a 64-byte line per load and catch up with
-// an L1 prefetch 1.5 KiB out before the line has arrived from L2. 2 threads, tg128, alternating 1536 / 3072 binaries in
-// both orders (means of 3-5 pairs per order): Qwen2.5-0.5B Q4_0 +4.9 / +3.9 / +2.0 / -3.7 %, Q8_0 +2.5 / +2.0 %,
-// TinyLlama Q4_K_M +3.4 / +4.7 / +7.9 / +2.6 %, Qwen2.5-1.5B Q4_K_M -0.1 / +0.4 %. AVX2 showed no clear change (-3.2 /
-// 0 % on Qwen2.5-0.5B Q4_0) and keeps 1.5 KiB.
+// This file's L1 distance: each kernel file includes it with its own ISA flags.
 #if defined(__AVX512F__)
-constexpr int kPrefetchBytes = 3072;
+constexpr int kPrefetchBytes = kPrefetchL1BytesAvx512;
 #else
-constexpr int kPrefetchBytes = 1536;
+constexpr int kPrefetchBytes = kPrefetchL1BytesAvx2;
 #endif
-constexpr int kPrefetchL2Bytes = 16384;
 
 // Both prefetches for the code line at p.
 EDGELLM_ALWAYS_INLINE void prefetch_line(const void* p) {
