@@ -43,6 +43,30 @@ EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t 
   }
 }
 
+// Decode (one token): every group of [ra, rb) once. A policy that provides
+//   static void group_pair(const uint8_t* ga, const uint8_t* gb, int64_t nb, const uint8_t* x,
+//                          float* ya, float* yb)   -- two groups for the one token
+// gets the range as two halves walked side by side: two weight streams per thread instead of
+// one. A lone stream leaves DRAM bandwidth unused (what a thread can have in flight on one
+// stream is less than what the memory system can serve); one AVX-512 core, 5632 x 2048 x 50
+// copies cold, both cores busy, paired against the single stream: Q4_0 +4.1 / +4.6 %, Q4_K
+// +7.7 / +1.1 %, Q8_0 +1.9 / +8.5 %.
+template <class P>
+EDGELLM_ALWAYS_INLINE void decode_groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
+                                         const uint8_t* x, float* y) {
+  if constexpr (requires { &P::group_pair; }) {
+    const int64_t half = (rb - ra) / kPackRows / 2;
+    const int64_t mid = ra + half * kPackRows;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t r = ra + i * kPackRows, s = mid + i * kPackRows;
+      P::group_pair(w + static_cast<size_t>(r) * w_row_bytes, w + static_cast<size_t>(s) * w_row_bytes, nb, x, y + r,
+                    y + s);
+    }
+    ra = mid + half * kPackRows;  // an odd group out
+  }
+  groups<P, 1>(w, w_row_bytes, nb, ra, rb, x, 0, y, 0);
+}
+
 // The MatmulFn contract (kernel_table.h) for a packed format; r0, r1 are multiples of 16.
 template <class P>
 void matmul(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
@@ -51,7 +75,7 @@ void matmul(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r
   const auto* w = static_cast<const uint8_t*>(wv);
   const auto* x = static_cast<const uint8_t*>(xq);
   if (n_tokens == 1) {
-    groups<P, 1>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
+    decode_groups<P>(w, w_row_bytes, nb, r0, r1, x, y);
     return;
   }
   const int64_t chunk_rows = chunk_rows_for(w_row_bytes);

@@ -112,11 +112,16 @@ TEST(Repack, RejectsBadInput) {
 TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   IsaGuard guard;
   const int64_t token_counts[] = {1, 3, 4, 8, 13, 17};
-  for (const Case c : {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
-                       Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
-                       Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}, Case{TensorType::Q5_0, 64, 48},
-                       Case{TensorType::Q5_0, 96, 48}, Case{TensorType::Q5_0, 4096, 32}, Case{TensorType::Q6_K, 256, 48},
-                       Case{TensorType::Q6_K, 1536, 32}}) {
+  for (const Case c :
+       {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
+        Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
+        Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}, Case{TensorType::Q5_0, 64, 48},
+        Case{TensorType::Q5_0, 96, 48}, Case{TensorType::Q5_0, 4096, 32}, Case{TensorType::Q6_K, 256, 48},
+        Case{TensorType::Q6_K, 1536, 32},
+        // Rows [16, 96): five groups, so decode walks two pairs side by side and
+        // one group alone (packed_driver.h: decode_groups).
+        Case{TensorType::Q4_0, 64, 96}, Case{TensorType::Q8_0, 64, 96}, Case{TensorType::Q5_0, 64, 96},
+        Case{TensorType::Q4_K, 256, 96}, Case{TensorType::Q6_K, 256, 96}}) {
     const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
     const TensorType packed_type = *packed_type_for(c.file_type);
     const size_t packed_rb = tensor_row_bytes(packed_type, c.n_in);

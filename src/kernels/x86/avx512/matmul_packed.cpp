@@ -165,6 +165,17 @@ struct Policy {
                                           int64_t ys) {
     tile<Block, TT>(g, nb, x, xrb, y, ys);
   }
+  // Decode, two groups side by side (packed_driver.h: decode_groups).
+  static EDGELLM_ALWAYS_INLINE void group_pair(const uint8_t* ga, const uint8_t* gb, int64_t nb, const uint8_t* x,
+                                               float* ya, float* yb) {
+    __m512 a[1] = {_mm512_setzero_ps()}, b[1] = {_mm512_setzero_ps()};
+    for (int64_t c = 0; c < nb; ++c) {
+      Block::template run<1>(ga, nb, c, x, 0, a);
+      Block::template run<1>(gb, nb, c, x, 0, b);
+    }
+    _mm512_storeu_ps(ya, a[0]);
+    _mm512_storeu_ps(yb, b[0]);
+  }
 };
 
 template <Legacy4 kKind>
