@@ -47,10 +47,12 @@ EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t 
 //   static void group_pair(const uint8_t* ga, const uint8_t* gb, int64_t nb, const uint8_t* x,
 //                          float* ya, float* yb)   -- two groups for the one token
 // gets the range as two halves walked side by side: two weight streams per thread instead of
-// one. A lone stream leaves DRAM bandwidth unused (what a thread can have in flight on one
-// stream is less than what the memory system can serve); one AVX-512 core, 5632 x 2048 x 50
-// copies cold, both cores busy, paired against the single stream: Q4_0 +4.1 / +4.6 %, Q4_K
-// +7.7 / +1.1 %, Q8_0 +1.9 / +8.5 %.
+// one. Why: one stream per core reads less than the memory system serves (the bandwidth probe
+// of `edgellm bench` reads four per thread). One AVX-512 core on 50 cold copies of a 5632 x
+// 2048 matrix, the other core doing the same, paired against the single stream in one process:
+// Q4_0 +4.1 / +4.6 %, Q4_K +1.1 / +7.7 %, Q8_0 +1.9 / +8.5 %, Q6_K unchanged; whole models
+// +0.7 to +1.8 % (a thread's row claims are shorter there, docs/benchmarks.md). Three or four
+// streams were no better than two.
 template <class P>
 EDGELLM_ALWAYS_INLINE void decode_groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
                                          const uint8_t* x, float* y) {
