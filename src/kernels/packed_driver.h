@@ -55,7 +55,7 @@ EDGELLM_ALWAYS_INLINE void groups(const uint8_t* w, size_t w_row_bytes, int64_t 
 // streams were no better than two.
 template <class P>
 EDGELLM_ALWAYS_INLINE void decode_groups(const uint8_t* w, size_t w_row_bytes, int64_t nb, int64_t ra, int64_t rb,
-                                         const uint8_t* x, float* y) {
+                                         const uint8_t* x, size_t x_row_bytes, float* y, int64_t y_stride) {
   if constexpr (requires { &P::group_pair; }) {
     const int64_t half = (rb - ra) / kPackRows / 2;
     const int64_t mid = ra + half * kPackRows;
@@ -66,7 +66,7 @@ EDGELLM_ALWAYS_INLINE void decode_groups(const uint8_t* w, size_t w_row_bytes, i
     }
     ra = mid + half * kPackRows;  // an odd group out
   }
-  groups<P, 1>(w, w_row_bytes, nb, ra, rb, x, 0, y, 0);
+  groups<P, 1>(w, w_row_bytes, nb, ra, rb, x, x_row_bytes, y, y_stride);
 }
 
 // The MatmulFn contract (kernel_table.h) for a packed format; r0, r1 are multiples of 16.
@@ -77,7 +77,7 @@ void matmul(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r
   const auto* w = static_cast<const uint8_t*>(wv);
   const auto* x = static_cast<const uint8_t*>(xq);
   if (n_tokens == 1) {
-    decode_groups<P>(w, w_row_bytes, nb, r0, r1, x, y);
+    decode_groups<P>(w, w_row_bytes, nb, r0, r1, x, x_row_bytes, y, y_stride);
     return;
   }
   const int64_t chunk_rows = chunk_rows_for(w_row_bytes);

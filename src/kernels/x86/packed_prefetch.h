@@ -6,9 +6,9 @@
 //  - the codes: each line twice, into L2 far ahead (kPrefetchL2Bytes), which hides the DRAM
 //    latency without holding an L1 fill buffer all that time, and into L1 a little ahead
 //    (kPrefetchBytes: 1.5 KiB for AVX2, 3 KiB for AVX-512, prefetch_distance.h), which then
-//    only waits for L2. Measured on one Sapphire Rapids-class core (Q4_0 / Q8_0 / Q5_0 _X16, 377 MB of weights): 13.4
-//    / 14.5 / 12.0 GB/s with one L1 prefetch 20 KiB ahead, 14.0 / 15.0 / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x
-//    6-16 KiB);
+//    only waits for L2. Measured on one Sapphire Rapids-class core (Q4_0 / Q8_0 / Q5_0 _X16,
+//    377 MB of weights): 13.4 / 14.5 / 12.0 GB/s with one L1 prefetch 20 KiB ahead, 14.0 / 15.0
+//    / 13.2 GB/s with 1.5 + 16 KiB (best of 1-2 KiB x 6-16 KiB);
 //  - the d array that follows a Q4_0 / Q5_0 / Q8_0 / Q6_K group's codes. The code prefetch runs
 //    ahead through the codes and on into the next group's codes but never reaches the array's
 //    first lines in time, so every group would start on a DRAM miss. Those lines are prefetched
