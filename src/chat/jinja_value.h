@@ -105,6 +105,8 @@ class Value {
   bool is_int() const { return kind() == Kind::kInt; }
   bool is_float() const { return kind() == Kind::kFloat; }
   bool is_number() const { return is_int() || is_float() || is_bool(); }
+  // Python's bool is an int subclass: True + 1 == 2, "ab" * True == "ab".
+  bool is_intlike() const { return is_int() || is_bool(); }
   bool is_string() const { return kind() == Kind::kString; }
   bool is_list() const { return kind() == Kind::kList; }
   bool is_dict() const { return kind() == Kind::kDict; }
@@ -114,6 +116,8 @@ class Value {
   bool as_bool() const { return std::get<bool>(v_); }
   int64_t as_int() const { return std::get<int64_t>(v_); }
   double as_float() const { return std::get<double>(v_); }
+  // An int or a bool (0 / 1) as int64_t.
+  int64_t as_intlike() const { return is_bool() ? (as_bool() ? 1 : 0) : as_int(); }
   // Any number (bool, int, float) as double.
   double to_double() const;
   const std::string& str() const { return *std::get<StrPtr>(v_); }
@@ -136,6 +140,8 @@ class Value {
 // Deepest container nesting the interpreter accepts in any value it prints, compares or stores in
 // a namespace; protects the native stack from values like ns.x = [ns.x] repeated in a loop.
 inline constexpr int kMaxValueDepth = 256;
+// Throws ValueError when a recursive walk over a value reaches `depth` > kMaxValueDepth.
+void check_value_depth(int depth);
 
 // Python str(value); undefined prints as "".
 std::string to_str(const Value& v);
@@ -176,7 +182,10 @@ enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow };
 Value binary_op(BinaryOp op, const Value& a, const Value& b);
 Value negate(const Value& v);
 
-// UTF-8 helpers for Python's code-point indexing of strings.
+// UTF-8 helpers for Python's code-point indexing of strings (jinja_value_codepoints.cpp). A byte
+// that does not belong to a well-formed sequence decodes to 0x110000 + byte, so slicing and
+// re-encoding keeps it intact; utf8_append writes such a value back as that byte and any other
+// non-scalar value (a surrogate from a "\ud800" escape) as U+FFFD.
 std::vector<uint32_t> utf8_decode(std::string_view s);
 std::string utf8_encode(const std::vector<uint32_t>& cps, size_t begin, size_t end);
 void utf8_append(std::string& out, uint32_t cp);

@@ -12,9 +12,13 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kContextFull: return "context full";
     case ErrorCode::kCancelled: return "cancelled";
     case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kBusy: return "busy";
     case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";
 }
+
+void throw_error(ErrorCode code, const char* message) { throw Error(code, message); }
+void throw_error(ErrorCode code, std::string message) { throw Error(code, message); }
 
 }  // namespace edgellm

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace edgellm {
 
@@ -16,6 +17,7 @@ enum class ErrorCode {
   kContextFull,      // a sequence does not fit the context / KV budget
   kCancelled,        // the caller asked to stop
   kTimeout,          // a deadline passed
+  kBusy,             // the service's waiting queue is full: try again later
   kInternal,         // a broken invariant: a bug in EdgeLLM
 };
 
@@ -30,10 +32,31 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
+// Throws Error(code, message). Out of line and cold, so the checks below inline to a compare
+// and a branch.
+[[noreturn, gnu::cold]] void throw_error(ErrorCode code, const char* message);
+[[noreturn, gnu::cold]] void throw_error(ErrorCode code, std::string message);
+
 // Throws Error(code, message) when the condition is false. Use for validating input, not for
-// internal invariants (those are bugs: kInternal).
+// internal invariants (those are bugs: kInternal). These run on per-token paths (the sampler, the
+// tokenizer, kernel entry points), so a passing check must not build its message:
+//   require(ok, code, "literal");                 the const char* overload: no std::string
+//   require(ok, code, [&] { return "n = " + std::to_string(n); });
+//                                                 the callable runs only when the check fails
+// A std::string argument is for messages that already exist; a message composed in the call
+// (require(ok, code, "x" + s)) is built on every call, so on a hot path use a callable instead.
+inline void require(bool condition, ErrorCode code, const char* message) {
+  if (!condition) [[unlikely]] throw_error(code, message);
+}
+
 inline void require(bool condition, ErrorCode code, const std::string& message) {
-  if (!condition) throw Error(code, message);
+  if (!condition) [[unlikely]] throw_error(code, message);
+}
+
+template <class MakeMessage>
+  requires std::is_invocable_r_v<std::string, MakeMessage&>
+inline void require(bool condition, ErrorCode code, MakeMessage&& make_message) {
+  if (!condition) [[unlikely]] throw_error(code, std::string(make_message()));
 }
 
 }  // namespace edgellm

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace edgellm {
 namespace {
@@ -152,24 +153,6 @@ class Parser {
     return v;
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-  }
-
   std::string parse_string() {
     ++pos_;  // opening quote
     std::string out;
@@ -213,7 +196,7 @@ class Parser {
           } else if (cp >= 0xdc00 && cp <= 0xdfff) {
             cp = 0xfffd;
           }
-          append_utf8(out, cp);
+          utf8::append(out, cp);
           break;
         }
         default: fail("invalid escape");
@@ -401,30 +384,11 @@ void json_escape(std::string& out, std::string_view s, bool ensure_ascii) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
     } else if (c >= 0x80 && ensure_ascii) {
-      // Decode one well-formed UTF-8 sequence (no overlongs, no surrogates, <= U+10FFFF); a byte
-      // that does not start one is written as U+FFFD and only that byte is consumed, so the
-      // bytes after it are still escaped on their own.
-      uint32_t cp = 0xfffd;
-      size_t len = 1;
-      auto cont = [&](size_t k, unsigned lo, unsigned hi) {
-        if (i + k >= s.size()) return false;
-        const unsigned b = static_cast<unsigned char>(s[i + k]);
-        return b >= lo && b <= hi;
-      };
-      if (c >= 0xc2 && c <= 0xdf && cont(1, 0x80, 0xbf)) {
-        cp = ((c & 0x1fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3fu);
-        len = 2;
-      } else if (c >= 0xe0 && c <= 0xef &&
-                 cont(1, c == 0xe0 ? 0xa0 : 0x80, c == 0xed ? 0x9f : 0xbf) && cont(2, 0x80, 0xbf)) {
-        cp = ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 6) |
-             (static_cast<unsigned char>(s[i + 2]) & 0x3fu);
-        len = 3;
-      } else if (c >= 0xf0 && c <= 0xf4 && cont(1, c == 0xf0 ? 0x90 : 0x80, c == 0xf4 ? 0x8f : 0xbf) &&
-                 cont(2, 0x80, 0xbf) && cont(3, 0x80, 0xbf)) {
-        cp = ((c & 0x07u) << 18) | ((static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 12) |
-             ((static_cast<unsigned char>(s[i + 2]) & 0x3fu) << 6) | (static_cast<unsigned char>(s[i + 3]) & 0x3fu);
-        len = 4;
-      }
+      // One well-formed UTF-8 sequence; a byte that does not start one is written as U+FFFD and
+      // only that byte is consumed, so the bytes after it are still escaped on their own.
+      const utf8::Decoded d = utf8::decode(s, i);
+      const uint32_t cp = d.ok() ? d.cp : utf8::kReplacementChar;
+      const size_t len = d.ok() ? d.length : 1;
       i += len - 1;
       char buf[16];
       if (cp >= 0x10000) {

@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "runtime/cpu_topology.h"
 #include "runtime/memory_stats.h"
+#include "runtime/shared_thread_pool.h"
 #include "runtime/thread_pool.h"
 
 namespace edgellm {
@@ -26,7 +27,7 @@ constexpr int32_t kMaxThreads = 256;
 
 struct Context::Impl {
   std::unique_ptr<KvCache> kv;
-  std::unique_ptr<ThreadPool> pool;
+  std::shared_ptr<ThreadPool> pool;
   std::unique_ptr<ForwardPass> forward;
   std::vector<float> logits;  // [n_outputs, n_vocab]; capacity n_batch rows reserved up front
   int32_t n_outputs = 0;
@@ -73,10 +74,9 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   impl_ = std::make_unique<Impl>();
   impl_->kv = std::make_unique<KvCache>(kp);
   const int max_threads = std::max(p.n_threads, p.n_threads_batch);
-  ThreadPoolOptions pool_options;
-  if (p.pin_threads) pool_options.cpus = detect_cpu_topology().big_cores;
-  impl_->pool = std::make_unique<ThreadPool>(max_threads, pool_options);
+  impl_->pool = p.thread_pool ? p.thread_pool : shared_thread_pool(max_threads, p.pin_threads);
   impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
+  params_.thread_pool.reset();  // params() reports the configuration; the Context holds the pool
   // One row per sequence: a decode step of every sequence never allocates. A prompt that asks for
   // more rows (perplexity: every position) grows it once. Reserving n_batch rows up front would
   // be 311 MB of address space for a 151936-token vocabulary at n_batch 512.
@@ -91,7 +91,38 @@ Context::~Context() = default;
 KvCache& Context::kv_cache() { return *impl_->kv; }
 
 size_t Context::allocated_bytes() const {
-  return impl_->kv->pool().total_bytes() + impl_->forward->allocated_bytes() + impl_->logits.capacity() * sizeof(float);
+  return impl_->kv->pool().total_bytes() + (impl_->forward ? impl_->forward->allocated_bytes() : 0) +
+         impl_->logits.capacity() * sizeof(float);
+}
+
+int32_t Context::kv_blocks_needed(int32_t seq_id, int32_t n_more) const {
+  return impl_->kv->blocks_needed(seq_id, impl_->kv->seq_length(seq_id) + std::max<int32_t>(0, n_more));
+}
+int32_t Context::kv_blocks_free() const { return impl_->kv->pool().n_free(); }
+int32_t Context::kv_blocks_total() const { return impl_->kv->pool().n_blocks(); }
+int32_t Context::kv_blocks_for(int64_t n_tokens) const {
+  const int64_t T = params_.kv_block_tokens;
+  return static_cast<int32_t>(std::min<int64_t>((std::max<int64_t>(0, n_tokens) + T - 1) / T, INT32_MAX));
+}
+
+size_t Context::trim() {
+  size_t released = 0;
+  if (impl_->forward) {
+    released += impl_->forward->allocated_bytes();
+    impl_->forward.reset();
+  }
+  const size_t keep_rows = static_cast<size_t>(std::max(1, std::min(params_.n_batch, params_.n_seq_max)));
+  const size_t n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  if (impl_->logits.capacity() > keep_rows * n_vocab) {
+    released += (impl_->logits.capacity() - keep_rows * n_vocab) * sizeof(float);
+    std::vector<float> small;
+    small.reserve(keep_rows * n_vocab);
+    impl_->logits.swap(small);
+    impl_->n_outputs = 0;
+  }
+  KvCache& kv = *impl_->kv;
+  if (kv.pool().n_free() == kv.pool().n_blocks()) released += kv.pool().discard_storage();
+  return released;
 }
 
 void Context::decode(const Batch& batch) {
@@ -162,7 +193,12 @@ void Context::decode(const Batch& batch) {
       for (int32_t i = 0; i < cn; ++i) kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
       // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch.
       const int threads = distinct ? params_.n_threads : params_.n_threads_batch;
-      impl_->forward->run(chunk, cn, kv, *impl_->pool, threads,
+      if (!impl_->forward) {  // released by trim()
+        const int max_threads = std::max(params_.n_threads, params_.n_threads_batch);
+        impl_->forward = std::make_unique<ForwardPass>(model_, params_.n_batch, params_.n_ctx,
+                                                       params_.kv_block_tokens, max_threads);
+      }
+      impl_->forward->run(chunk, cn, kv, *impl_->pool, threads, abort_check_,
                           impl_->logits.data() + static_cast<size_t>(out_done) * static_cast<size_t>(hp.n_vocab));
     } catch (...) {
       for (const auto& g : grown) kv.seq_truncate(g.first, g.second);

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/thread_pool.h"
+
 #include "engine/batch.h"
 #include "kernels/tensor_type.h"
 
@@ -14,7 +16,15 @@ namespace edgellm {
 
 class Model;
 class KvCache;
-class ThreadPool;
+
+// Polled by the forward pass between layers (and before the first): returning true abandons the
+// forward, which then throws Error(kCancelled) with the chunk rolled back as for any error. A
+// plain function pointer: the check runs n_layer times per forward and must cost nothing.
+struct AbortCheck {
+  bool (*fn)(void* user) = nullptr;
+  void* user = nullptr;
+  bool operator()() const { return fn != nullptr && fn(user); }
+};
 
 struct ContextParams {
   int32_t n_ctx = 0;              // max positions per sequence; 0 = the model's training context, capped at 4096
@@ -26,6 +36,9 @@ struct ContextParams {
   int32_t kv_block_tokens = 16;   // tokens per KV block
   size_t kv_budget_bytes = 0;     // 0 = enough blocks for n_seq_max full sequences
   bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
+  // The pool to run on (attached, shared with its other users). Null: the process-wide
+  // shared_thread_pool() with enough threads, pinned when pin_threads.
+  std::shared_ptr<ThreadPool> thread_pool;
 };
 
 struct ContextStats {
@@ -47,6 +60,25 @@ class Context {
   // kContextFull (position >= n_ctx or KV blocks exhausted). On error, chunks that completed
   // stay in the cache; the failing chunk's entries do not.
   void decode(const Batch& batch);
+
+  // Installs the check polled between layers (AbortCheck{} removes it). Set it from the thread
+  // that calls decode(), not during a decode.
+  void set_abort_check(AbortCheck check) { abort_check_ = check; }
+
+  // Capacity, for admission before a batch is built (so a step never fails half way for want
+  // of KV blocks): blocks that extending `seq_id` by `n_more` positions takes from the pool
+  // (including the copy of a shared partial block), and blocks free now.
+  int32_t kv_blocks_needed(int32_t seq_id, int32_t n_more) const;
+  int32_t kv_blocks_free() const;
+  int32_t kv_blocks_total() const;
+  // Blocks a sequence of `n_tokens` positions occupies (ceil(n_tokens / kv_block_tokens)).
+  int32_t kv_blocks_for(int64_t n_tokens) const;
+
+  // Gives memory back on pressure: the forward pass's scratch buffers (re-created by the next
+  // decode) and logit rows beyond one per sequence; when no sequence holds KV, the KV pool's
+  // pages too (they read as zeros afterwards and are written before they are read). Returns
+  // the bytes released. Not during a decode.
+  size_t trim();
 
   // Logits (n_vocab floats) of the i-th entry that wanted logits in the last decode() call.
   const float* logits(int32_t i) const;
@@ -71,6 +103,7 @@ class Context {
   const Model& model_;
   ContextParams params_;
   ContextStats stats_;
+  AbortCheck abort_check_;
   std::unique_ptr<Impl> impl_;
 };
 

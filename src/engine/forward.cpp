@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "engine/context.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
@@ -265,7 +266,8 @@ void ForwardPass::apply_rope(float* h, int32_t entry) const {
   }
 }
 
-void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads, float* logits) {
+void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
+                      const AbortCheck& abort, float* logits) {
   if (n <= 0) return;
   if (n > n_batch_) throw Error(ErrorCode::kInternal, "forward: chunk larger than n_batch");
   pool_ = &pool;
@@ -297,6 +299,7 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
   plan_query_blocks(entries, n);
 
   for (int il = 0; il < hp_.n_layer; ++il) {
+    if (abort()) throw Error(ErrorCode::kCancelled, "forward pass aborted before layer " + std::to_string(il));
     const LayerWeights& L = model_.layer(il);
     for_entries(n, [&](int32_t e) { kernels::rms_norm(x + e * E, L.attn_norm.data, xn + e * E, E, eps); });
     const MatmulJob qkv[3] = {{&L.wq, xn, q}, {&L.wk, xn, k}, {&L.wv, xn, v}};

@@ -27,6 +27,7 @@ namespace edgellm {
 
 class KvCache;
 class ThreadPool;
+struct AbortCheck;
 
 class ForwardPass {
  public:
@@ -40,7 +41,10 @@ class ForwardPass {
   // is allocated in its sequence (kv.seq_length > pos), positions of one sequence increasing.
   // Logits of the entries with want_logits are written consecutively to `logits`
   // (rows of n_vocab floats).
-  void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads, float* logits);
+  // `abort` is polled before every layer; when it returns true run() throws Error(kCancelled)
+  // (the K/V rows written so far belong to the chunk the caller rolls back).
+  void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
+           const AbortCheck& abort, float* logits);
 
   size_t allocated_bytes() const;
   // What the constructor allocates, without allocating (memory planning, `edgellm info`).

@@ -188,9 +188,4 @@ const KernelTable& active_table() {
   return *t;
 }
 
-const KernelTable& table_for(Isa isa) {
-  require_usable(isa, "table_for");
-  return tables().table[idx(isa)];
-}
-
 }  // namespace edgellm::kernels

@@ -11,7 +11,4 @@ namespace edgellm::kernels {
 // and throws Error if EDGELLM_ISA names an unknown or unsupported ISA.
 const KernelTable& active_table();
 
-// The table of a specific ISA (must be supported), e.g. to compare paths in one process.
-const KernelTable& table_for(Isa isa);
-
 }  // namespace edgellm::kernels

@@ -37,6 +37,13 @@ using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using MatmulFn = void (*)(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
                           size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
 
+// The named parameters of a MatmulFn, for the matmul trampolines the per-ISA kernel lists generate
+// (kernel_list_begin.h): void fn(EDGELLM_MATMUL_PARAMS) { driver<K>(EDGELLM_MATMUL_ARGS); }
+#define EDGELLM_MATMUL_PARAMS                                                                          \
+  int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt, \
+      float* y, int64_t ys
+#define EDGELLM_MATMUL_ARGS n, w, wrb, r0, r1, x, xrb, nt, y, ys
+
 struct KernelTable {
   DequantizeFn dequantize[kTypeSlots] = {};
   // Indexed by the WEIGHT type: quantizes an F32 activation row into activation_type(weight).

@@ -55,4 +55,11 @@ int32_t BlockPool::refcount(int32_t block) const {
   return refcount_[static_cast<size_t>(block)];
 }
 
+size_t BlockPool::discard_storage() {
+  if (n_free() != n_blocks()) {
+    throw Error(ErrorCode::kInternal, "BlockPool::discard_storage with blocks in use");
+  }
+  return storage_.discard_pages();
+}
+
 }  // namespace edgellm

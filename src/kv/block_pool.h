@@ -36,6 +36,9 @@ class BlockPool {
 
   // Returns every block to the free list.
   void reset();
+  // Gives the storage's pages back to the system (they read as zeros when next touched); only
+  // while no block is in use. Returns the bytes released (whole pages).
+  size_t discard_storage();
 
  private:
   void check(int32_t block, const char* op) const;

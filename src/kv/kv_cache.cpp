@@ -195,22 +195,14 @@ void KvCache::store_row(const float* src, uint8_t* dst) const {
   }
 }
 
-void KvCache::load_row(const uint8_t* src, float* dst) const { load_rows(src, dst, 1); }
-
-void KvCache::load_rows(const uint8_t* src, float* dst, int32_t n_rows) const {
-  // Rows are whole blocks of their type, so consecutive rows convert in one call.
-  const int64_t n = static_cast<int64_t>(n_rows) * params_.head_dim;
-  switch (params_.type) {
-    case TensorType::F32:
-      std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(n));
-      break;
-    case TensorType::F16:
-      kernels::fp16_to_fp32_row(reinterpret_cast<const uint16_t*>(src), dst, n);
-      break;
-    default:
-      kernels::dequantize_row(params_.type, src, dst, n);
-      break;
-  }
+int32_t KvCache::blocks_needed(int32_t seq, int32_t new_length) const {
+  check_seq(seq);
+  const Sequence& s = seqs_[static_cast<size_t>(seq)];
+  if (new_length <= s.length) return 0;
+  const int32_t T = params_.block_tokens;
+  const int64_t need = (static_cast<int64_t>(new_length) + T - 1) / T;
+  const bool cow = s.length % T != 0 && pool_.refcount(s.blocks.back()) > 1;
+  return static_cast<int32_t>(need - static_cast<int64_t>(s.blocks.size()) + (cow ? 1 : 0));
 }
 
 }  // namespace edgellm

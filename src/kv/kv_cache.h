@@ -59,6 +59,9 @@ class KvCache {
   // Extends `seq` to hold positions [0, new_length), allocating blocks. Throws kContextFull when
   // new_length > n_ctx or the pool runs out; the sequence is then unchanged.
   void seq_grow(int32_t seq, int32_t new_length);
+  // Blocks seq_grow(seq, new_length) would take from the pool (new blocks plus the copy of a
+  // shared partial last block); 0 when new_length <= seq_length. Does not check n_ctx.
+  int32_t blocks_needed(int32_t seq, int32_t new_length) const;
   void seq_truncate(int32_t seq, int32_t n_keep);  // n_keep >= length: no-op
   void seq_clear(int32_t seq);
   // dst (cleared first) shares src's full blocks; src's partial last block is copied.
@@ -73,11 +76,8 @@ class KvCache {
   const uint8_t* k_rows(int32_t block, int32_t layer, int32_t head) const;
   const uint8_t* v_rows(int32_t block, int32_t layer, int32_t head) const;
 
-  // Converts n = head_dim floats into the cache type / back.
+  // Converts n = head_dim floats into the cache type (attention reads the rows in place).
   void store_row(const float* src, uint8_t* dst) const;
-  void load_row(const uint8_t* src, float* dst) const;
-  // n_rows consecutive rows (e.g. the rows of one head in a block) -> n_rows * head_dim floats.
-  void load_rows(const uint8_t* src, float* dst, int32_t n_rows) const;
 
  private:
   struct Sequence {

@@ -65,7 +65,7 @@ struct ModelLoadParams {
   // Touch every weight page after mapping (predictable first-token latency, costs load time).
   bool prefault = false;
   RepackMode repack = RepackMode::kAuto;
-  int repack_threads = 0;  // 0 = all hardware threads
+  int repack_threads = 0;  // 0 = the forward pass's default (the big cores), on the shared pool
 };
 
 const char* repack_mode_name(RepackMode mode);

@@ -2,15 +2,14 @@
 // 16-row interleaved layout (kernels/repack.h) once, at load, and points their WeightViews at
 // the copy.
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/repack.h"
 #include "model/model.h"
+#include "runtime/cpu_topology.h"
+#include "runtime/shared_thread_pool.h"
 
 namespace edgellm {
 
@@ -73,15 +72,14 @@ void Model::repack_weights(const ModelLoadParams& params) {
     }
   }
   const MappedFile& map = file_->mapping();
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&] {
-    // No exception may leave a std::thread: the first one is kept and rethrown below.
-    try {
-      for (size_t i = next.fetch_add(1); i < items.size() && !failed.load(); i = next.fetch_add(1)) {
-        const Item& it = items[i];
+  // The process's shared pool (the one the Contexts use) with the thread budget of the forward
+  // pass: the big cores, not every core the machine has (little cores only slow a barrier down).
+  const int n_threads = params.repack_threads > 0 ? params.repack_threads : default_thread_count();
+  std::shared_ptr<ThreadPool> pool = shared_thread_pool(n_threads);
+  pool->parallel_for(
+      static_cast<int64_t>(items.size()),
+      [&](int64_t i, int) {
+        const Item& it = items[static_cast<size_t>(i)];
         const Job& job = jobs[it.job];
         kernels::repack_rows(job.w->type, job.w->data, packed_.data() + job.offset, job.w->n_in, it.r0, it.r1);
         // Matmuls never read these file rows again: drop their pages now, so the peak resident
@@ -89,22 +87,8 @@ void Model::repack_weights(const ModelLoadParams& params) {
         // head fault the few rows they need back in from the file).
         const size_t first = static_cast<size_t>(job.w->data - map.data()) + static_cast<size_t>(it.r0) * job.w->row_bytes;
         map.release_pages(first, static_cast<size_t>(it.r1 - it.r0) * job.w->row_bytes);
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      failed.store(true);
-    }
-  };
-  int n_threads = params.repack_threads > 0 ? params.repack_threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  n_threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_threads), items.size()));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(n_threads - 1));
-  for (int t = 1; t < n_threads; ++t) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+      },
+      n_threads);
 
   const bool head_repacked =
       std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.w == &output_; });

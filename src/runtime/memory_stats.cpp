@@ -2,6 +2,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 #include <cstdlib>
 
@@ -50,6 +51,42 @@ MemoryAccount& engine_memory() {
   return account;
 }
 
+namespace {
+
+// First number in a file (memory.max holds "max" when unlimited: returns false then).
+bool read_number_file(const char* path, unsigned long long* value) {
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return false;
+  const bool ok = std::fscanf(f, "%llu", value) == 1;
+  std::fclose(f);
+  return ok;
+}
+
+}  // namespace
+
+size_t available_memory_bytes() {
+  unsigned long long available = 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      unsigned long long kib = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        available = kib * 1024ULL;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  unsigned long long limit = 0;
+  unsigned long long current = 0;
+  if (read_number_file("/sys/fs/cgroup/memory.max", &limit) &&
+      read_number_file("/sys/fs/cgroup/memory.current", &current)) {
+    const unsigned long long headroom = limit > current ? limit - current : 0;
+    if (available == 0 || headroom < available) available = headroom;
+  }
+  return static_cast<size_t>(available);
+}
+
 AlignedBuffer::AlignedBuffer(size_t bytes, const char* what) : AlignedBuffer(bytes, what, Uninitialized{}) {
   if (data_) std::memset(data_, 0, (size_ + kAlignment - 1) / kAlignment * kAlignment);
 }
@@ -74,6 +111,21 @@ void AlignedBuffer::advise_huge_pages() const {
   const uintptr_t last = (begin + size_) / kHuge * kHuge;
   if (data_ == nullptr || last <= first) return;
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#endif
+}
+
+size_t AlignedBuffer::discard_pages() {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  const uintptr_t page = page_size > 0 ? static_cast<uintptr_t>(page_size) : 4096;
+  const auto begin = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + size_) / page * page;
+  if (data_ == nullptr || last <= first) return 0;
+  if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
+#else
+  return 0;
 #endif
 }
 

@@ -17,6 +17,10 @@ struct ProcessMemory {
 // Reads /proc/self/status. Never throws.
 ProcessMemory read_process_memory();
 
+// Memory the process could still take: MemAvailable of /proc/meminfo, lowered to the cgroup v2
+// limit's headroom (memory.max - memory.current) when one is set. 0 when unknown. Never throws.
+size_t available_memory_bytes();
+
 // Running totals of engine buffers. Thread-safe.
 class MemoryAccount {
  public:
@@ -67,6 +71,10 @@ class AlignedBuffer {
   // repacked weights) then costs ~500x fewer TLB misses and page faults. Call it before the
   // pages are first written (Uninitialized buffers); a hint only: no-op where unsupported.
   void advise_huge_pages() const;
+  // Returns the whole pages inside the buffer to the system (MADV_DONTNEED: private anonymous
+  // memory reads as zeros afterwards, and only becomes resident again when written). For buffers
+  // whose contents are dead (scratch, an empty KV pool). Returns the bytes released.
+  size_t discard_pages();
 
  private:
   void release() noexcept;

@@ -197,8 +197,9 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text,
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   // Symbol indices in the merge loops are ints.
-  require(text.size() < (size_t{1} << 30), ErrorCode::kInvalidArgument,
-          "text of " + std::to_string(text.size()) + " bytes is too long to tokenize (limit 1 GiB)");
+  require(text.size() < (size_t{1} << 30), ErrorCode::kInvalidArgument, [&] {
+    return "text of " + std::to_string(text.size()) + " bytes is too long to tokenize (limit 1 GiB)";
+  });
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special && data_.add_bos) out.push_back(data_.bos);

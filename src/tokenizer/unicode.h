@@ -1,6 +1,7 @@
-// Unicode helpers for the tokenizers: UTF-8 decoding with a documented error rule, encoding,
-// and code point category flags from the generated table (unicode_tables.cpp, made by
-// scripts/gen-unicode-tables.py; the Unicode version is kUnicodeVersion).
+// Unicode helpers for the tokenizers: UTF-8 decoding with a documented error rule (on top of the
+// one codec, core/utf8.h), and code point category flags from the generated table
+// (unicode_tables.cpp, made by scripts/gen-unicode-tables.py; the Unicode version is
+// kUnicodeVersion).
 //
 // Malformed UTF-8 rule (used everywhere in the tokenizer, and by sanitize_user_text / decode):
 // the decoder reads the longest prefix of a well-formed sequence (Unicode "maximal subpart",
@@ -17,9 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace edgellm::unicode {
 
-inline constexpr uint32_t kReplacementChar = 0xFFFD;
+inline constexpr uint32_t kReplacementChar = utf8::kReplacementChar;
 
 // Category flags: bit set per code point (must match scripts/gen-unicode-tables.py).
 enum : uint16_t {
@@ -50,15 +53,20 @@ inline bool is_whitespace(uint32_t cp) { return flags(cp) & kWhitespace; }
 
 // Decodes one character starting at text[pos]; sets *len to the bytes consumed (>= 1) and
 // *valid to false when the bytes were malformed (the return value is then U+FFFD).
-uint32_t decode_one(std::string_view text, size_t pos, size_t* len, bool* valid);
+inline uint32_t decode_one(std::string_view text, size_t pos, size_t* len, bool* valid) {
+  const utf8::Decoded d = utf8::decode(text, pos);
+  *len = d.length;
+  *valid = d.ok();
+  return d.cp;
+}
 
 // Length in bytes of the well-formed prefix of a UTF-8 sequence that starts at text[pos] and is
 // cut by the end of `text`: > 0 only if text[pos..] is a *valid but incomplete* sequence.
-size_t incomplete_tail_length(std::string_view text);
+inline size_t incomplete_tail_length(std::string_view text) { return utf8::incomplete_suffix_length(text); }
 
 // Appends the UTF-8 encoding of cp (cp must be a scalar value; others append U+FFFD).
-void append_utf8(std::string& out, uint32_t cp);
-std::string to_utf8(uint32_t cp);
+inline void append_utf8(std::string& out, uint32_t cp) { utf8::append(out, cp); }
+inline std::string to_utf8(uint32_t cp) { return utf8::encode(cp); }
 
 // Code points with their byte offsets in the source text (offsets.size() == cps.size() + 1).
 struct DecodedText {

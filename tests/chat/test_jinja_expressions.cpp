@@ -111,5 +111,22 @@ TEST(JinjaExpressions, Globals) {
   });
 }
 
+// Strings are indexed by code point (core/utf8.h decides what is well-formed); a byte that belongs
+// to no well-formed sequence (an overlong C0 80, a surrogate ED A0 80, F4 90 80 80 above U+10FFFF)
+// counts as one item and survives slicing unchanged, like a bytes object would.
+TEST(JinjaExpressions, IllFormedUtf8BytesAreOneItemEach) {
+  expect_renders({
+      {"{{ 'a\xC3\xA9" "b'|length }} {{ 'a\xC3\xA9" "b'[::-1] }}", "3 b\xC3\xA9" "a"},
+      {"{{ '\xC0\x80z'|length }}|{{ '\xC0\x80z'[::-1] }}", "3|z\x80\xC0"},
+      {"{{ '\xED\xA0\x80'|length }}|{{ '\xED\xA0\x80'[1:] }}", "3|\xA0\x80"},
+      {"{{ '\xF4\x90\x80\x80'|length }}|{{ 'x\xF4\x90\x80\x80'[:2] }}", "4|x\xF4"},
+      {"{{ '\xF0\x9F\x98\x80'|length }}|{{ '\xF0\x9F\x98'|length }}", "1|3"},
+      // tojson(ensure_ascii=True) writes each of them as \ufffd; a lone surrogate escape in a
+      // literal has no UTF-8 form and becomes U+FFFD.
+      {"{{ '\xC0\x80'|tojson(ensure_ascii=True) }}", R"("\ufffd\ufffd")"},
+      {R"({{ '\ud800' }})", "\xEF\xBF\xBD"},
+  });
+}
+
 }  // namespace
 }  // namespace edgellm

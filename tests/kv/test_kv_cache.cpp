@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "kv/kv_cache.h"
+#include "kernels/kernels.h"
 
 namespace edgellm {
 namespace {
@@ -57,7 +58,7 @@ void expect_positions(const KvCache& c, int32_t seq, int tag, int32_t from, int3
       for (int h = 0; h < p.n_head_kv; ++h) {
         for (int kv = 0; kv < 2; ++kv) {
           const uint8_t* rows = kv == 0 ? c.k_rows(block, l, h) : c.v_rows(block, l, h);
-          c.load_row(rows + static_cast<size_t>(pos % p.block_tokens) * c.row_bytes(), row.data());
+          kernels::dequantize_row(p.type, rows + static_cast<size_t>(pos % p.block_tokens) * c.row_bytes(), row.data(), p.head_dim);
           for (int i = 0; i < p.head_dim; ++i) {
             const float want = value(tag, l, kv, h, pos, i);
             ASSERT_NEAR(row[static_cast<size_t>(i)], want, tol * std::abs(want))

@@ -1,5 +1,5 @@
 // `edgellm chat`: a multi-turn conversation with a model through its chat template, reusing the
-// KV cache between turns (engine/chat_session.h).
+// KV cache between turns (generation/chat_session.h).
 //   interactive:      lines from stdin (a terminal or a pipe); answers stream to stdout; the
 //                     commands /reset, /stats and /exit; a "> " prompt only on a terminal.
 //   non-interactive:  --messages FILE.json answers that conversation once (--json: one record).
@@ -22,9 +22,9 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "engine/chat_session.h"
+#include "generation/chat_session.h"
 #include "engine/context.h"
-#include "engine/generator.h"
+#include "generation/generate.h"
 #include "engine/sampler.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"

@@ -19,7 +19,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "engine/context.h"
-#include "engine/generator.h"
+#include "generation/generate.h"
 #include "engine/sampler.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"

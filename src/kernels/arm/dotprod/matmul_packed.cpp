@@ -513,30 +513,10 @@ void matmul_packed(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, in
 
 }  // namespace
 
-void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  matmul_packed<Legacy<Block32::kQ4_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q5_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  matmul_packed<Legacy<Block32::kQ5_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  matmul_packed<Legacy<Block32::kQ8_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  matmul_packed<KQuant4>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q6_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  matmul_packed<KQuant6>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
+// The trampolines of kernel_list.h's packed group.
+#define EDGELLM_MATMUL_PACKED(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { matmul_packed<K>(EDGELLM_MATMUL_ARGS); }
+#include "kernels/arm/dotprod/kernel_list.h"
 
 }  // namespace edgellm::kernels::dotprod
 

@@ -247,19 +247,11 @@ void matmul_pairs(MatmulFn fallback, int64_t n, const void* w, size_t wrb, int64
 
 }  // namespace
 
-#define EDGELLM_I8MM_MATMUL(name, T)                                                                             \
-  void name(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt, \
-            float* y, int64_t ys) {                                                                              \
-    matmul_pairs<T>(dotprod::name, n, w, wrb, r0, r1, x, xrb, nt, y, ys);                                        \
-  }
-EDGELLM_I8MM_MATMUL(matmul_q4_0, Legacy<arm::KQ4_0<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q5_0, Legacy<arm::KQ5_0<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q8_0, Legacy<arm::KQ8_0<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q4_1, Legacy<arm::KQ4_1<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q5_1, Legacy<arm::KQ5_1<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q4_k, KQuant4<arm::KQ4_K<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q5_k, KQuant4<arm::KQ5_K<NoDot>>)
-EDGELLM_I8MM_MATMUL(matmul_q6_k, KQuant6)
-#undef EDGELLM_I8MM_MATMUL
+// The trampolines of kernel_list.h's legacy and K-quant groups: SMMLA pairs, the dotprod kernel of
+// the same name for the rest.
+#define EDGELLM_MATMUL_LEGACY(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { matmul_pairs<K>(dotprod::fn, EDGELLM_MATMUL_ARGS); }
+#define EDGELLM_MATMUL_KQUANT EDGELLM_MATMUL_LEGACY
+#include "kernels/arm/i8mm/kernel_list.h"
 
 }  // namespace edgellm::kernels::i8mm

@@ -25,19 +25,11 @@ constexpr int kKRT = 2, kKTT = 4, kKRTDecode = 2;
 
 }  // namespace
 
-#define EDGELLM_NEON_MATMUL(name, K, RT, TT, RTD)                                                                \
-  void name(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt, \
-            float* y, int64_t ys) {                                                                              \
-    tiled::matmul_tiled<arm::K<DotNeon>, RT, TT, RTD>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);                     \
-  }
-EDGELLM_NEON_MATMUL(matmul_q4_0, KQ4_0, kRT, kTT, kRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q5_0, KQ5_0, kRT, kTT, kRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q8_0, KQ8_0, kRT, kTT, kRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q4_1, KQ4_1, kRT, kTT, kRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q5_1, KQ5_1, kRT, kTT, kRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q4_k, KQ4_K, kKRT, kKTT, kKRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q5_k, KQ5_K, kKRT, kKTT, kKRTDecode)
-EDGELLM_NEON_MATMUL(matmul_q6_k, KQ6_K, kKRT, kKTT, kKRTDecode)
-#undef EDGELLM_NEON_MATMUL
+// The trampolines of kernel_list.h's legacy and K-quant groups.
+#define EDGELLM_MATMUL_LEGACY(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS); }
+#define EDGELLM_MATMUL_KQUANT(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kKRT, kKTT, kKRTDecode>(EDGELLM_MATMUL_ARGS); }
+#include "kernels/arm/neon/kernel_list.h"
 
 }  // namespace edgellm::kernels::neon

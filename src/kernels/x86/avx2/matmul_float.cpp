@@ -70,22 +70,20 @@ struct KBF16 : FloatBase {
 
 constexpr int kRT = 2, kTT = 3, kRTDecode = 4;
 
+// The scalar row dot of each float weight type, for rows whose length is not a multiple of the
+// YMM block.
+constexpr scalar::VecDotFn scalar_dot(TensorType t) {
+  return t == TensorType::F32 ? scalar::vec_dot_f32 : t == TensorType::F16 ? scalar::vec_dot_f16 : scalar::vec_dot_bf16;
+}
+
 }  // namespace
 
-void matmul_f32(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                float* y, int64_t ys) {
-  if (n % KF32::kBlockElems != 0) return scalar::matmul_with(scalar::vec_dot_f32, n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-  tiled::matmul_tiled<KF32, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_f16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                float* y, int64_t ys) {
-  if (n % KF16::kBlockElems != 0) return scalar::matmul_with(scalar::vec_dot_f16, n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-  tiled::matmul_tiled<KF16, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_bf16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  if (n % KBF16::kBlockElems != 0) return scalar::matmul_with(scalar::vec_dot_bf16, n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-  tiled::matmul_tiled<KBF16, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
+// The trampolines of kernel_list.h's float group.
+#define EDGELLM_MATMUL_FLOAT(type, fn, K)                                                             \
+  void fn(EDGELLM_MATMUL_PARAMS) {                                                                    \
+    if (n % K::kBlockElems != 0) return scalar::matmul_with(scalar_dot(TensorType::type), EDGELLM_MATMUL_ARGS); \
+    tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS);                                 \
+  }
+#include "kernels/x86/avx2/kernel_list.h"
 
 }  // namespace edgellm::kernels::avx2

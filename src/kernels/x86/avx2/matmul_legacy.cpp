@@ -176,25 +176,9 @@ constexpr int kRT = 2, kTT = 4, kRTDecode = 4;
 
 }  // namespace
 
-void matmul_q4_0(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ4_0, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_q5_0(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ5_0, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_q8_0(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ8_0, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_q4_1(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ4_1, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_q5_1(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ5_1, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
+// The trampolines of kernel_list.h's legacy group.
+#define EDGELLM_MATMUL_LEGACY(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS); }
+#include "kernels/x86/avx2/kernel_list.h"
 
 }  // namespace edgellm::kernels::avx2

@@ -76,15 +76,13 @@ constexpr int kRT = 4, kTT = 4, kRTDecode = 4;
 
 }  // namespace
 
-#define EDGELLM_DEFINE(fn, K)                                                                                     \
-  void fn(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,    \
-          float* y, int64_t ys) {                                                                                 \
-    if (n % K::kBlockElems != 0) return avx2::fn(n, w, wrb, r0, r1, x, xrb, nt, y, ys);                           \
-    tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);                            \
+// The trampolines of kernel_list.h's float group; rows whose length is not a multiple of the
+// ZMM block take the AVX2 kernel.
+#define EDGELLM_MATMUL_FLOAT(type, fn, K)                                               \
+  void fn(EDGELLM_MATMUL_PARAMS) {                                                      \
+    if (n % K::kBlockElems != 0) return avx2::fn(EDGELLM_MATMUL_ARGS);                  \
+    tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS);                   \
   }
-EDGELLM_DEFINE(matmul_f32, KF32)
-EDGELLM_DEFINE(matmul_f16, KF16)
-EDGELLM_DEFINE(matmul_bf16, KBF16)
-#undef EDGELLM_DEFINE
+#include "kernels/x86/avx512/kernel_list.h"
 
 }  // namespace edgellm::kernels::avx512

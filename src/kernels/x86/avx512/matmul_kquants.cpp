@@ -177,17 +177,9 @@ constexpr int kRT = 1, kTT = 16, kRTDecode = 4;
 
 }  // namespace
 
-void matmul_q4_k(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ4_K, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_q5_k(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ5_K, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-void matmul_q6_k(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,
-                 float* y, int64_t ys) {
-  tiled::matmul_tiled<KQ6_K, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
+// The trampolines of kernel_list.h's K-quant group.
+#define EDGELLM_MATMUL_KQUANT(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS); }
+#include "kernels/x86/avx512/kernel_list.h"
 
 }  // namespace edgellm::kernels::avx512

@@ -212,17 +212,12 @@ constexpr int kRT = 3, kTT = 4, kRTDecode = 4;
 
 }  // namespace
 
-#define EDGELLM_DEFINE(fn, K)                                                                                     \
-  void fn(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb, int64_t nt,    \
-          float* y, int64_t ys) {                                                                                 \
-    if ((n / 32) % 2 != 0) return avx2::fn(n, w, wrb, r0, r1, x, xrb, nt, y, ys);                                 \
-    tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);                            \
+// The trampolines of kernel_list.h's legacy group; an odd number of blocks takes the AVX2 kernel.
+#define EDGELLM_MATMUL_LEGACY(type, fn, K)                                              \
+  void fn(EDGELLM_MATMUL_PARAMS) {                                                      \
+    if ((n / 32) % 2 != 0) return avx2::fn(EDGELLM_MATMUL_ARGS);                        \
+    tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS);                   \
   }
-EDGELLM_DEFINE(matmul_q4_0, KQ4_0)
-EDGELLM_DEFINE(matmul_q5_0, KQ5_0)
-EDGELLM_DEFINE(matmul_q8_0, KQ8_0)
-EDGELLM_DEFINE(matmul_q4_1, KQ4_1)
-EDGELLM_DEFINE(matmul_q5_1, KQ5_1)
-#undef EDGELLM_DEFINE
+#include "kernels/x86/avx512/kernel_list.h"
 
 }  // namespace edgellm::kernels::avx512

@@ -339,29 +339,9 @@ using Q6K = Policy<Q6KBlock, kQK_K, 6, 2>;
 
 }  // namespace
 
-void matmul_q6_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Q6K>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q5_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Legacy<Legacy4::kQ5_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q4_k_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Q4K>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q4_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Legacy<Legacy4::kQ4_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
-
-void matmul_q8_0_x16(int64_t n, const void* w, size_t wrb, int64_t r0, int64_t r1, const void* x, size_t xrb,
-                     int64_t nt, float* y, int64_t ys) {
-  packed::matmul<Legacy<Legacy4::kQ8_0>>(n, w, wrb, r0, r1, x, xrb, nt, y, ys);
-}
+// The trampolines of kernel_list.h's packed group.
+#define EDGELLM_MATMUL_PACKED(type, fn, K) \
+  void fn(EDGELLM_MATMUL_PARAMS) { packed::matmul<K>(EDGELLM_MATMUL_ARGS); }
+#include "kernels/x86/avx512/kernel_list.h"
 
 }  // namespace edgellm::kernels::avx512

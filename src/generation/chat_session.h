@@ -30,7 +30,7 @@
 
 #include "chat/chat_template.h"
 #include "core/json.h"
-#include "engine/generator.h"
+#include "generation/generate.h"
 #include "engine/sampler.h"
 
 namespace edgellm {
@@ -136,6 +136,18 @@ class ChatSession {
   bool has_stats_ = false;
   int32_t n_turns_ = 0;
 };
+
+// The prompt ids of a conversation (a JSON array of {role, content}): rendered with
+// add_generation_prompt, tokenized with special tokens parsed, BOS prepended when the vocabulary
+// asks for it and the rendering does not already start with it. Throws Error(kInvalidArgument)
+// when the template rejects the conversation or renders nothing.
+std::vector<int32_t> chat_prompt_tokens(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                        const Json& messages, const Json& extra_context = Json::object());
+
+// `stop` plus the text the template family closes an assistant turn with ("<|im_end|>", ...),
+// for those the vocabulary does not already end generation on as a control token.
+std::vector<std::string> chat_stop_strings(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                           std::vector<std::string> stop);
 
 // Length of the longest common prefix of two id lists.
 size_t common_prefix_length(const std::vector<int32_t>& a, const std::vector<int32_t>& b);

@@ -1,12 +1,16 @@
-// The generation loop of one sequence: prefill the prompt in n_batch chunks, then sample and
-// decode one token at a time, streaming text through a callback, until a stop condition.
+// The generation loop of one sequence on the calling thread: prefill the prompt in n_batch
+// chunks, then sample and decode one token at a time, streaming text through a callback, until a
+// stop condition. A thin driver over SequenceGenerator (sequence_generator.h), which holds the
+// per-sequence state and the finish rules; the service's scheduler drives the same state machine
+// for many sequences in one batch.
 //
 //   prompt ids -> Context::decode (chunks) -> logits -> Sampler -> id -> StreamingDecoder (whole
 //   UTF-8 only) -> StopStringFilter (holds back a possible stop-string start) -> on_token
 //
 // Finish reasons: stop (end-of-generation token or a stop string), length (max_tokens reached or
-// the context is full), cancelled (the flag was set or on_token returned false), error (the
-// forward pass or a callback failed after generation started; the partial output is kept).
+// the context is full), cancelled (the flag was set or on_token returned false), timeout (the
+// service's deadline passed; generate() itself has none), error (the forward pass or a callback
+// failed after generation started; the partial output is kept).
 #pragma once
 
 #include <atomic>
@@ -22,9 +26,9 @@ class Context;
 class Sampler;
 class Tokenizer;
 
-enum class FinishReason { kStop, kLength, kCancelled, kError };
+enum class FinishReason { kStop, kLength, kCancelled, kTimeout, kError };
 
-// "stop", "length", "cancelled", "error" (the names the JSON output and the C API use).
+// "stop", "length", "cancelled", "timeout", "error" (the names the JSON output and the C API use).
 const char* finish_reason_name(FinishReason reason);
 
 struct GenerationParams {
@@ -63,7 +67,7 @@ struct GenerationCallbacks {
   // Called once per sampled token (except an EOG token) with the text that became final with it;
   // the text may be empty (incomplete UTF-8 or a possible stop-string start is held back) or
   // contain earlier tokens' text. Text released when generation ends comes with id -1. Return
-  // false to cancel.
+  // false to cancel (ignored for the token that ends the generation anyway: stop or length).
   std::function<bool(int32_t id, std::string_view text)> on_token;
   // Called with the raw model logits (n_vocab floats) of every position that is sampled, before
   // sampling (so also for the step that samples an EOG token).

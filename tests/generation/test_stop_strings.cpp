@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "engine/generator_stop.h"
+#include "generation/stop_strings.h"
 
 namespace edgellm {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/chat_session.h"
+#include "generation/chat_session.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "engine/context.h"
+#include "generation/answer_room.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"
 #include "tokenizer/sanitize.h"
@@ -110,12 +111,7 @@ ChatSession::ChatSession(Context& ctx, const Tokenizer& tokenizer, ChatTemplate 
               std::to_string(ctx_.model().hparams().n_vocab));
   require(params_.extra_context.is_object(), ErrorCode::kInvalidArgument,
           "chat session: extra_context must be a JSON object");
-  stop_ = params_.stop;
-  for (const std::string& text : end_of_turn_texts(template_)) {
-    const std::optional<int32_t> id = tok_.find_token(text);
-    if (id && tok_.is_eog(*id)) continue;
-    if (std::find(stop_.begin(), stop_.end(), text) == stop_.end()) stop_.push_back(text);
-  }
+  stop_ = chat_stop_strings(template_, tok_, params_.stop);
   reset();
 }
 
@@ -131,15 +127,30 @@ void ChatSession::reset() {
 }
 
 std::vector<int32_t> ChatSession::conversation_tokens(const Json& messages) const {
-  const std::string text = template_.render(messages, /*add_generation_prompt=*/true, params_.extra_context);
-  std::vector<int32_t> ids = tok_.encode(text, /*add_special=*/false, /*parse_special=*/true);
+  return chat_prompt_tokens(template_, tok_, messages, params_.extra_context);
+}
+
+std::vector<int32_t> chat_prompt_tokens(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                        const Json& messages, const Json& extra_context) {
+  const std::string text = chat_template.render(messages, /*add_generation_prompt=*/true, extra_context);
+  std::vector<int32_t> ids = tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true);
   // As llama.cpp: a template that writes bos_token itself already produced the BOS token (its
   // text parses as the control token); adding the vocabulary's BOS on top would double it.
-  if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids.front() != tok_.bos())) {
-    ids.insert(ids.begin(), tok_.bos());
+  if (tokenizer.add_bos() && tokenizer.bos() >= 0 && (ids.empty() || ids.front() != tokenizer.bos())) {
+    ids.insert(ids.begin(), tokenizer.bos());
   }
-  require(!ids.empty(), ErrorCode::kInvalidArgument, "chat session: the rendered conversation has no tokens");
+  require(!ids.empty(), ErrorCode::kInvalidArgument, "chat: the rendered conversation has no tokens");
   return ids;
+}
+
+std::vector<std::string> chat_stop_strings(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                           std::vector<std::string> stop) {
+  for (const std::string& text : end_of_turn_texts(chat_template)) {
+    const std::optional<int32_t> id = tokenizer.find_token(text);
+    if (id && tokenizer.is_eog(*id)) continue;
+    if (std::find(stop.begin(), stop.end(), text) == stop.end()) stop.push_back(text);
+  }
+  return stop;
 }
 
 // Keeps kv_tokens_ equal to what the sequence really holds (generation may stop before the last
@@ -205,8 +216,7 @@ ChatReply ChatSession::complete_conversation(Json conv, size_t chars_sanitized, 
   // at most half the context (a quarter when the length is unlimited). Dropping turns works on
   // a copy, so a turn that fails leaves the conversation as it was.
   const int64_t n_ctx = ctx_.params().n_ctx;
-  const int64_t wanted = params_.max_tokens > 0 ? params_.max_tokens : n_ctx / 4;
-  const int64_t reserve = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(1, n_ctx / 2));
+  const int64_t reserve = answer_room(params_.max_tokens, n_ctx);
   std::vector<int32_t> tokens = conversation_tokens(conv);
   while (n_ctx > 0 && static_cast<int64_t>(tokens.size()) + reserve > n_ctx && drop_oldest_turn(conv)) {
     ++st.turns_dropped;

@@ -1,4 +1,4 @@
-#include "engine/generator_stop.h"
+#include "generation/stop_strings.h"
 
 #include <algorithm>
 #include <utility>

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "engine/context.h"
-#include "engine/generator.h"
+#include "generation/generate.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 #include "support/test_env.h"

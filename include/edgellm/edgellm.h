@@ -1,0 +1,341 @@
+/*
+ * EdgeLLM C ABI: run a GGUF language model on the device, many requests at once, from any thread.
+ *
+ * Lifecycle
+ *   edgellm_service_create()   load the model, start the scheduler thread (blocks: initialise
+ *                              once, off the UI thread)
+ *   edgellm_submit()           queue a request; returns at once with an id, or BUSY when the
+ *                              waiting queue is full; tokens then stream through on_token and
+ *                              exactly one on_finish follows
+ *   edgellm_cancel()           end one request (finish reason CANCELLED)
+ *   edgellm_pause() / _resume() the app went to the background / came back: nothing runs, KV kept
+ *   edgellm_trim()             give scratch and cached KV memory back (memory pressure)
+ *   edgellm_warmup()           a short forward in the background so the first request is fast
+ *   edgellm_service_destroy()  cancel what is left (each request still gets on_finish), stop
+ *
+ * Threads
+ *   One scheduler thread per service runs every forward pass and calls every callback
+ *   (on_token, on_finish, trim and warm-up completions). The library holds none of its locks
+ *   while it calls back, so a callback may call any function here except
+ *   edgellm_service_destroy() for its own service (EDGELLM_ERR_WRONG_THREAD). Callbacks hold up
+ *   every running request: copy what you need and return. Unless a function says otherwise it
+ *   is safe to call from any thread at any time on a live service. The log callback may run on
+ *   any thread.
+ *
+ * Errors
+ *   Every function returns an edgellm_status (or a value documented below). No C++ exception
+ *   crosses this boundary. A failed call changes nothing unless its documentation says so, and
+ *   edgellm_last_error() then returns a message for the calling thread. Messages never contain
+ *   the user's text.
+ *
+ * Memory
+ *   The library copies every input before a call returns. Pointers it passes to callbacks are
+ *   valid only during the callback. Outputs of variable size go to caller-owned buffers: pass
+ *   (buf, capacity, &length); *length receives the full size (bytes without the NUL, or
+ *   elements), and a capacity that is too small gives EDGELLM_ERR_BUFFER_TOO_SMALL with nothing
+ *   written, so a first call with capacity 0 asks for the size.
+ */
+#ifndef EDGELLM_EDGELLM_H
+#define EDGELLM_EDGELLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define EDGELLM_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define EDGELLM_API __attribute__((visibility("default")))
+#else
+#define EDGELLM_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of the library, "MAJOR.MINOR.PATCH". */
+EDGELLM_API const char* edgellm_version(void);
+/* Bumped whenever a struct or a signature of this header changes: compare it with
+ * EDGELLM_ABI_VERSION to detect a header / library mismatch. */
+#define EDGELLM_ABI_VERSION 1
+EDGELLM_API uint32_t edgellm_abi_version(void);
+
+/* ------------------------------------------------------------------------------ statuses */
+
+typedef enum edgellm_status {
+  EDGELLM_OK = 0,
+  /* A null pointer where one is required, a value out of range, text that is not valid UTF-8,
+   * an unknown message role, no input or more than one. Nothing was changed or queued. */
+  EDGELLM_ERR_INVALID_ARGUMENT = 1,
+  /* The waiting queue is full (max_queued requests wait already). Nothing was queued; try again
+   * later. Answered at once, never after a wait. */
+  EDGELLM_ERR_BUSY = 2,
+  /* edgellm_cancel: no waiting or running request has this id (unknown or already finished). */
+  EDGELLM_ERR_NOT_FOUND = 3,
+  /* The model file cannot be opened or read. No service was created. */
+  EDGELLM_ERR_IO = 4,
+  /* The model file is malformed (not GGUF, truncated, hostile). No service was created. */
+  EDGELLM_ERR_INVALID_FILE = 5,
+  /* Well-formed but not supported (architecture, tensor type). No service was created. */
+  EDGELLM_ERR_UNSUPPORTED = 6,
+  /* Memory could not be allocated, or a request needs more KV blocks than the pool has. */
+  EDGELLM_ERR_OUT_OF_MEMORY = 7,
+  /* In a result: the prompt does not fit the context (it needs n_ctx - 1 positions at most). */
+  EDGELLM_ERR_CONTEXT_FULL = 8,
+  /* The service is shutting down; nothing was queued. */
+  EDGELLM_ERR_SHUT_DOWN = 9,
+  /* The output buffer is smaller than *length + 1 (text) or *length (arrays); nothing written. */
+  EDGELLM_ERR_BUFFER_TOO_SMALL = 10,
+  /* edgellm_service_destroy called from one of the service's own callbacks. Nothing changed. */
+  EDGELLM_ERR_WRONG_THREAD = 11,
+  /* A bug in EdgeLLM (a broken invariant). The request or call failed; the service runs on. */
+  EDGELLM_ERR_INTERNAL = 12
+} edgellm_status;
+
+/* "ok", "invalid_argument", "busy", ... (static strings; "unknown" for other values). */
+EDGELLM_API const char* edgellm_status_name(edgellm_status status);
+
+/* The message of the last failed call on this thread ("" when none): valid until the next call
+ * into the library on this thread. */
+EDGELLM_API const char* edgellm_last_error(void);
+
+/* ------------------------------------------------------------------------------ logging */
+
+typedef enum edgellm_log_level {
+  EDGELLM_LOG_DEBUG = 0,
+  EDGELLM_LOG_INFO = 1,
+  EDGELLM_LOG_WARN = 2,
+  EDGELLM_LOG_ERROR = 3
+} edgellm_log_level;
+
+typedef void (*edgellm_log_callback)(edgellm_log_level level, const char* message, void* user_data);
+
+/* Sends the library's log lines at min_level and above to fn (process-wide, every service).
+ * NULL fn: warnings and errors go to stderr. The callback may run on any thread, concurrently;
+ * after replacing it, a call already in progress may still reach the old one. */
+EDGELLM_API void edgellm_set_log_callback(edgellm_log_callback fn, void* user_data, edgellm_log_level min_level);
+
+/* ------------------------------------------------------------------------------ the service */
+
+typedef struct edgellm_service edgellm_service; /* opaque */
+
+typedef enum edgellm_kv_type { EDGELLM_KV_F16 = 0, EDGELLM_KV_F32 = 1, EDGELLM_KV_Q8_0 = 2 } edgellm_kv_type;
+
+typedef enum edgellm_repack {
+  EDGELLM_REPACK_AUTO = 0, /* interleave weights at load where this CPU has a kernel for it */
+  EDGELLM_REPACK_ON = 1,
+  EDGELLM_REPACK_OFF = 2 /* multiply the mapped file as it is: least memory, slower */
+} edgellm_repack;
+
+typedef struct edgellm_service_params {
+  int32_t n_ctx;           /* positions per sequence; 0: the model's training context, at most 4096 */
+  int32_t n_parallel;      /* requests decoded at once (sequences); default 4 */
+  int32_t max_queued;      /* requests that may wait beyond the running ones; default 3 */
+  int32_t step_tokens;     /* most tokens one step runs (decode tokens + a prompt chunk); default 256 */
+  int32_t n_threads;       /* threads for decode; 0: the big cores */
+  int32_t n_threads_batch; /* threads for prefill; 0: n_threads */
+  edgellm_kv_type kv_type; /* default F16 */
+  uint64_t kv_budget_bytes;       /* 0: n_parallel full sequences */
+  edgellm_repack repack;          /* default AUTO */
+  uint64_t warmup_min_free_bytes; /* warm-up skipped below this much available memory; default 256 MiB */
+  const char* chat_template;      /* NULL: the model's; else a built-in name or a file path */
+  bool pin_threads;               /* pin worker threads to the big cores */
+} edgellm_service_params;
+
+EDGELLM_API edgellm_service_params edgellm_service_default_params(void);
+
+/* Loads the GGUF model at model_path and starts the service. params NULL: the defaults. On
+ * success *out is the new service; on failure *out is NULL and the status says why (IO,
+ * INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY, INVALID_ARGUMENT). Blocks while the model loads.
+ * Any thread. */
+EDGELLM_API edgellm_status edgellm_service_create(const char* model_path, const edgellm_service_params* params,
+                                                  edgellm_service** out);
+
+/* Cancels every waiting and running request (each gets on_finish with CANCELLED before this
+ * returns), stops the scheduler thread and frees the service. NULL: no-op, OK. Returns
+ * WRONG_THREAD (and does nothing) from the service's own callbacks. No other call may use the
+ * service once this has started. */
+EDGELLM_API edgellm_status edgellm_service_destroy(edgellm_service* service);
+
+/* ------------------------------------------------------------------------------ requests */
+
+typedef uint64_t edgellm_request_id; /* 0 is never a valid id */
+
+typedef enum edgellm_priority {
+  EDGELLM_PRIORITY_INTERACTIVE = 0, /* admitted first */
+  EDGELLM_PRIORITY_BACKGROUND = 1
+} edgellm_priority;
+
+typedef enum edgellm_finish_reason {
+  EDGELLM_FINISH_STOP = 0,      /* end-of-generation token or a stop string */
+  EDGELLM_FINISH_LENGTH = 1,    /* max_tokens reached or the context is full */
+  EDGELLM_FINISH_CANCELLED = 2, /* edgellm_cancel, on_token returned false, or the service was destroyed */
+  EDGELLM_FINISH_TIMEOUT = 3,   /* the deadline passed (the text so far is in the result) */
+  EDGELLM_FINISH_ERROR = 4      /* see the result's status and error_message */
+} edgellm_finish_reason;
+
+/* "stop", "length", "cancelled", "timeout", "error". */
+EDGELLM_API const char* edgellm_finish_reason_name(edgellm_finish_reason reason);
+
+typedef struct edgellm_message {
+  const char* role;    /* "system", "user", "assistant" or "tool" */
+  const char* content; /* UTF-8 */
+} edgellm_message;
+
+typedef struct edgellm_sampling {
+  float temperature;       /* 0: greedy; [0, 100]; default 0.8 */
+  int32_t top_k;           /* 0: off; default 40 */
+  float top_p;             /* [0, 1]; 1: off; default 0.95 */
+  float min_p;             /* [0, 1]; 0: off; default 0.05 */
+  float repeat_penalty;    /* 1: off; (0, 100]; default 1 */
+  float frequency_penalty; /* [-2, 2]; default 0 */
+  float presence_penalty;  /* [-2, 2]; default 0 */
+  int32_t penalty_last_n;  /* tokens the penalties look back at; -1: all; default 64 */
+  uint64_t seed;           /* default 0 */
+} edgellm_sampling;
+
+typedef struct edgellm_token_event {
+  edgellm_request_id id;
+  int32_t token;    /* the sampled token id; -1 for text released when generation ends */
+  const char* text; /* the text that became final with it: whole UTF-8 characters, may be empty
+                       (held back: an incomplete character or a possible stop-string start) */
+  size_t text_len;
+  int32_t index; /* 0-based: events of this request before this one */
+} edgellm_token_event;
+
+typedef struct edgellm_request_stats {
+  double queue_ms;   /* submit -> admitted to a sequence */
+  double ttft_ms;    /* submit -> first token (0 when none) */
+  double prefill_ms; /* admitted -> prompt prefilled */
+  double decode_ms;  /* first -> last token */
+  double total_ms;   /* submit -> on_finish */
+  int32_t prompt_tokens;
+  int32_t completion_tokens;
+  double prefill_tokens_per_second;
+  double decode_tokens_per_second;
+  int32_t kv_blocks;       /* KV blocks the request held at the end */
+  uint64_t peak_rss_bytes; /* the process's peak resident memory when it ended */
+} edgellm_request_stats;
+
+typedef struct edgellm_result {
+  edgellm_request_id id;
+  edgellm_finish_reason finish_reason;
+  edgellm_status status;     /* OK unless finish_reason is ERROR */
+  const char* error_message; /* "" unless finish_reason is ERROR */
+  const char* text;          /* all text the token events delivered, NUL-terminated */
+  size_t text_len;
+  const char* stop_string; /* the stop string that ended it, or "" */
+  edgellm_request_stats stats;
+} edgellm_result;
+
+/* Called on the scheduler thread for each token; return false to cancel the request. */
+typedef bool (*edgellm_token_callback)(const edgellm_token_event* event, void* user_data);
+/* Called exactly once per accepted request, after its last token event. */
+typedef void (*edgellm_finish_callback)(const edgellm_result* result, void* user_data);
+
+typedef struct edgellm_request_params {
+  /* The input: exactly one of prompt, messages, tokens. */
+  const char* prompt; /* raw UTF-8 text, NUL-terminated */
+  const edgellm_message* messages; /* a chat, rendered with the model's chat template */
+  size_t n_messages;
+  const int32_t* tokens; /* token ids */
+  size_t n_tokens;
+  bool add_special;   /* raw prompt: add BOS/EOS as the model asks; default true */
+  bool parse_special; /* raw prompt: control-token text becomes the control token; default false */
+
+  edgellm_sampling sampling;
+  int32_t max_tokens; /* < 0: until a stop or the context is full; 0: prefill only; default 256 */
+  const char* const* stop; /* stop strings (never part of the output), at most 16 of 1-256 bytes */
+  size_t n_stop;
+  bool ignore_eos;     /* keep generating past end-of-generation tokens */
+  int64_t deadline_ms; /* from submit, queue wait included; <= 0: none; default 15000 */
+  edgellm_priority priority;
+
+  edgellm_token_callback on_token;   /* may be NULL */
+  edgellm_finish_callback on_finish; /* may be NULL */
+  void* user_data;                   /* passed to both */
+} edgellm_request_params;
+
+EDGELLM_API edgellm_request_params edgellm_request_default_params(void);
+
+/* Validates and queues a request; returns at once. OK: *out_id is its id and on_finish will be
+ * called exactly once. INVALID_ARGUMENT (null pointers, no input or several, invalid UTF-8,
+ * unknown role, a last message from the assistant, token ids outside the vocabulary, sampling
+ * values out of range, bad stop strings), BUSY (queue full) or SHUT_DOWN: nothing queued, no
+ * callback, *out_id is 0. A prompt longer than the context is reported by on_finish (ERROR,
+ * status CONTEXT_FULL): it is tokenized on the scheduler thread. */
+EDGELLM_API edgellm_status edgellm_submit(edgellm_service* service, const edgellm_request_params* params,
+                                          edgellm_request_id* out_id);
+
+/* Ends a waiting or running request: its on_finish (CANCELLED, with the text so far) follows on
+ * the scheduler thread, and a running request gets no token event after the step in flight.
+ * NOT_FOUND when the id is unknown or the request has finished. */
+EDGELLM_API edgellm_status edgellm_cancel(edgellm_service* service, edgellm_request_id id);
+
+/* Pause: the step in flight is abandoned (and redone on resume, so outputs do not change), no
+ * forward pass runs, KV memory is kept; cancellations and deadlines still end requests (deadlines
+ * keep running). Resume continues. Both return at once. */
+EDGELLM_API edgellm_status edgellm_pause(edgellm_service* service);
+EDGELLM_API edgellm_status edgellm_resume(edgellm_service* service);
+
+typedef void (*edgellm_trim_callback)(uint64_t bytes_released, void* user_data);
+/* Releases scratch buffers (and the KV pool's pages when no request holds KV) between two steps;
+ * done (may be NULL) runs on the scheduler thread with the bytes released. Returns at once. */
+EDGELLM_API edgellm_status edgellm_trim(edgellm_service* service, edgellm_trim_callback done, void* user_data);
+
+typedef void (*edgellm_warmup_callback)(bool ran, const char* reason, void* user_data);
+/* Runs a short forward pass in the background. done (may be NULL) runs on the scheduler thread:
+ * ran true, or false with the reason it was skipped (less available memory than
+ * warmup_min_free_bytes, requests already running, shutting down). Deferred while paused.
+ * Returns at once. */
+EDGELLM_API edgellm_status edgellm_warmup(edgellm_service* service, edgellm_warmup_callback done, void* user_data);
+
+/* ------------------------------------------------------------------------------ metrics */
+
+typedef struct edgellm_metrics {
+  uint64_t requests_submitted;
+  uint64_t requests_finished;
+  uint64_t busy_rejections;
+  uint64_t invalid_requests;
+  uint64_t finished_stop, finished_length, cancellations, timeouts, errors;
+  uint64_t prompt_tokens, completion_tokens;
+  uint64_t steps, step_tokens, aborted_steps;
+  double prefill_tokens_per_second; /* over requests' prefill time */
+  double decode_tokens_per_second;  /* per request, over requests' decode time */
+  double ttft_ms_mean, queue_ms_mean;
+  int32_t running, waiting;
+  int32_t kv_blocks_used, kv_blocks_total;
+  bool paused;
+  uint64_t rss_bytes, peak_rss_bytes;
+} edgellm_metrics;
+
+EDGELLM_API edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out);
+/* The same and more (latency histograms) as JSON, or as Prometheus text exposition. */
+EDGELLM_API edgellm_status edgellm_metrics_json(edgellm_service* service, char* buf, size_t capacity, size_t* length);
+EDGELLM_API edgellm_status edgellm_metrics_prometheus(edgellm_service* service, char* buf, size_t capacity,
+                                                      size_t* length);
+
+/* ------------------------------------------------------------------------------ model and text */
+
+/* JSON: architecture, parameters, vocabulary size, context, weight types, memory. */
+EDGELLM_API edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size_t capacity,
+                                                   size_t* length);
+
+/* Text -> token ids (tokens may be NULL with capacity 0 to ask for *n_tokens). */
+EDGELLM_API edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool add_special,
+                                            bool parse_special, int32_t* tokens, size_t capacity,
+                                            size_t* n_tokens);
+/* Token ids -> text (control tokens rendered when render_special). */
+EDGELLM_API edgellm_status edgellm_detokenize(edgellm_service* service, const int32_t* tokens, size_t n_tokens,
+                                              bool render_special, char* buf, size_t capacity, size_t* length);
+/* Renders messages with the model's chat template (what a chat request is prefilled with). */
+EDGELLM_API edgellm_status edgellm_apply_template(edgellm_service* service, const edgellm_message* messages,
+                                                  size_t n_messages, bool add_generation_prompt, char* buf,
+                                                  size_t capacity, size_t* length);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* EDGELLM_EDGELLM_H */

@@ -1,0 +1,66 @@
+// Shared by the src/api/*.cpp files: the opaque handle, the thread's last error, and guard(),
+// the one place where every exception becomes a status (nothing may cross the C boundary).
+#pragma once
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "edgellm/edgellm.h"
+#include "service/inference_service.h"
+
+struct edgellm_service {
+  std::unique_ptr<edgellm::InferenceService> service;
+};
+
+namespace edgellm::capi {
+
+void set_last_error(std::string message);
+void clear_last_error();
+
+// Engine error code -> C status.
+edgellm_status status_of(ErrorCode code);
+
+// Runs fn() -> edgellm_status; any exception becomes a status and the thread's last error.
+template <typename Fn>
+edgellm_status guard(Fn&& fn) noexcept {
+  try {
+    clear_last_error();
+    return fn();
+  } catch (const Error& e) {
+    try {
+      set_last_error(e.what());
+    } catch (...) {
+    }
+    return status_of(e.code());
+  } catch (const std::bad_alloc&) {
+    try {
+      set_last_error("out of memory");
+    } catch (...) {
+    }
+    return EDGELLM_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    try {
+      set_last_error(e.what());
+    } catch (...) {
+    }
+    return EDGELLM_ERR_INTERNAL;
+  } catch (...) {
+    return EDGELLM_ERR_INTERNAL;
+  }
+}
+
+inline edgellm_status fail(edgellm_status status, std::string message) {
+  set_last_error(std::move(message));
+  return status;
+}
+
+// The caller-owned-buffer convention of the header for text: *length = text size; the text
+// and its NUL are written when capacity > size, else BUFFER_TOO_SMALL and nothing written.
+edgellm_status copy_out(std::string_view text, char* buf, size_t capacity, size_t* length);
+
+}  // namespace edgellm::capi

@@ -1,0 +1,327 @@
+// The service half of the C ABI: create / destroy, submit / cancel, lifecycle, metrics.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "core/utf8.h"
+#include "engine/sampler.h"
+
+using namespace edgellm;
+using capi::fail;
+using capi::guard;
+
+namespace {
+
+ServiceParams to_service_params(const edgellm_service_params& p) {
+  ServiceParams sp;
+  ContextParams& cp = sp.context;
+  if (p.n_ctx < 0) throw Error(ErrorCode::kInvalidArgument, "n_ctx must be >= 0");
+  cp.n_ctx = p.n_ctx;
+  cp.n_seq_max = p.n_parallel;
+  cp.n_threads = p.n_threads;
+  cp.n_threads_batch = p.n_threads_batch;
+  switch (p.kv_type) {
+    case EDGELLM_KV_F16: cp.kv_type = TensorType::F16; break;
+    case EDGELLM_KV_F32: cp.kv_type = TensorType::F32; break;
+    case EDGELLM_KV_Q8_0: cp.kv_type = TensorType::Q8_0; break;
+    default: throw Error(ErrorCode::kInvalidArgument, "kv_type " + std::to_string(static_cast<int>(p.kv_type)) + " is unknown");
+  }
+  cp.kv_budget_bytes = static_cast<size_t>(p.kv_budget_bytes);
+  cp.pin_threads = p.pin_threads;
+  switch (p.repack) {
+    case EDGELLM_REPACK_AUTO: sp.load.repack = RepackMode::kAuto; break;
+    case EDGELLM_REPACK_ON: sp.load.repack = RepackMode::kOn; break;
+    case EDGELLM_REPACK_OFF: sp.load.repack = RepackMode::kOff; break;
+    default: throw Error(ErrorCode::kInvalidArgument, "repack " + std::to_string(static_cast<int>(p.repack)) + " is unknown");
+  }
+  sp.max_queued = p.max_queued;
+  sp.step_tokens = p.step_tokens;
+  sp.warmup_min_free_bytes = static_cast<size_t>(p.warmup_min_free_bytes);
+  if (p.chat_template != nullptr) sp.chat_template = p.chat_template;
+  return sp;
+}
+
+std::string checked_string(const char* s, const std::string& what) {
+  if (s == nullptr) throw Error(ErrorCode::kInvalidArgument, what + " is NULL");
+  return s;
+}
+
+// Copies the C request into the service's request; the callbacks forward to the C functions.
+ServiceRequest to_request(const edgellm_request_params& p) {
+  ServiceRequest r;
+  const int inputs = (p.prompt != nullptr ? 1 : 0) + (p.messages != nullptr || p.n_messages > 0 ? 1 : 0) +
+                     (p.tokens != nullptr || p.n_tokens > 0 ? 1 : 0);
+  if (inputs != 1) {
+    throw Error(ErrorCode::kInvalidArgument, inputs == 0 ? "no input: set prompt, messages or tokens"
+                                                         : "more than one input: set exactly one of prompt, messages, tokens");
+  }
+  if (p.prompt != nullptr) {
+    r.prompt = p.prompt;
+    if (r.prompt.empty()) throw Error(ErrorCode::kInvalidArgument, "prompt is empty");
+  }
+  if (p.messages != nullptr || p.n_messages > 0) {
+    if (p.messages == nullptr) throw Error(ErrorCode::kInvalidArgument, "messages is NULL but n_messages > 0");
+    if (p.n_messages == 0) throw Error(ErrorCode::kInvalidArgument, "n_messages is 0");
+    if (p.n_messages > 4096) throw Error(ErrorCode::kInvalidArgument, "more than 4096 messages");
+    r.messages = Json::array();
+    for (size_t i = 0; i < p.n_messages; ++i) {
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      Json m = Json::object();
+      m.set("role", Json(checked_string(p.messages[i].role, where + ".role")));
+      m.set("content", Json(checked_string(p.messages[i].content, where + ".content")));
+      r.messages.push_back(std::move(m));
+    }
+  }
+  if (p.tokens != nullptr || p.n_tokens > 0) {
+    if (p.tokens == nullptr) throw Error(ErrorCode::kInvalidArgument, "tokens is NULL but n_tokens > 0");
+    if (p.n_tokens == 0) throw Error(ErrorCode::kInvalidArgument, "n_tokens is 0");
+    if (p.n_tokens > (size_t{1} << 24)) throw Error(ErrorCode::kInvalidArgument, "more than 16M tokens");
+    r.tokens.assign(p.tokens, p.tokens + p.n_tokens);
+  }
+  r.add_special = p.add_special;
+  r.parse_special = p.parse_special;
+  SamplerParams& s = r.sampling;
+  s.temperature = p.sampling.temperature;
+  s.top_k = p.sampling.top_k;
+  s.top_p = p.sampling.top_p;
+  s.min_p = p.sampling.min_p;
+  s.repeat_penalty = p.sampling.repeat_penalty;
+  s.frequency_penalty = p.sampling.frequency_penalty;
+  s.presence_penalty = p.sampling.presence_penalty;
+  s.penalty_last_n = p.sampling.penalty_last_n;
+  s.seed = p.sampling.seed;
+  r.max_tokens = p.max_tokens;
+  if (p.n_stop > 0 && p.stop == nullptr) throw Error(ErrorCode::kInvalidArgument, "stop is NULL but n_stop > 0");
+  if (p.n_stop > 16) throw Error(ErrorCode::kInvalidArgument, "at most 16 stop strings");
+  for (size_t i = 0; i < p.n_stop; ++i) r.stop.push_back(checked_string(p.stop[i], "stop[" + std::to_string(i) + "]"));
+  r.ignore_eog = p.ignore_eos;
+  r.deadline_ms = p.deadline_ms;
+  if (p.priority != EDGELLM_PRIORITY_INTERACTIVE && p.priority != EDGELLM_PRIORITY_BACKGROUND) {
+    throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(static_cast<int>(p.priority)) + " is unknown");
+  }
+  r.priority = p.priority == EDGELLM_PRIORITY_INTERACTIVE ? Priority::kInteractive : Priority::kBackground;
+
+  if (p.on_token != nullptr) {
+    r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {
+      edgellm_token_event e{};
+      e.id = ev.id;
+      e.token = ev.token;
+      // The view points into a std::string that outlives the call, so it is NUL-terminated.
+      e.text = ev.text.data() != nullptr ? ev.text.data() : "";
+      e.text_len = ev.text.size();
+      e.index = ev.index;
+      return fn(&e, user);
+    };
+  }
+  if (p.on_finish != nullptr) {
+    r.on_finish = [fn = p.on_finish, user = p.user_data](const RequestResult& res) {
+      edgellm_result out{};
+      out.id = res.id;
+      out.finish_reason = static_cast<edgellm_finish_reason>(static_cast<int>(res.finish_reason));
+      out.status = res.finish_reason == FinishReason::kError ? capi::status_of(res.error_code) : EDGELLM_OK;
+      out.error_message = res.error.c_str();
+      out.text = res.text.c_str();
+      out.text_len = res.text.size();
+      out.stop_string = res.stop_string.c_str();
+      const RequestStats& st = res.stats;
+      out.stats.queue_ms = st.queue_ms;
+      out.stats.ttft_ms = st.ttft_ms;
+      out.stats.prefill_ms = st.prefill_ms;
+      out.stats.decode_ms = st.decode_ms;
+      out.stats.total_ms = st.total_ms;
+      out.stats.prompt_tokens = st.prompt_tokens;
+      out.stats.completion_tokens = st.completion_tokens;
+      out.stats.prefill_tokens_per_second = st.prefill_tokens_per_second;
+      out.stats.decode_tokens_per_second = st.decode_tokens_per_second;
+      out.stats.kv_blocks = st.kv_blocks;
+      out.stats.peak_rss_bytes = st.peak_rss_bytes;
+      fn(&out, user);
+    };
+  }
+  return r;
+}
+
+}  // namespace
+
+static_assert(static_cast<int>(FinishReason::kStop) == EDGELLM_FINISH_STOP &&
+                  static_cast<int>(FinishReason::kLength) == EDGELLM_FINISH_LENGTH &&
+                  static_cast<int>(FinishReason::kCancelled) == EDGELLM_FINISH_CANCELLED &&
+                  static_cast<int>(FinishReason::kTimeout) == EDGELLM_FINISH_TIMEOUT &&
+                  static_cast<int>(FinishReason::kError) == EDGELLM_FINISH_ERROR,
+              "the C finish reasons mirror FinishReason");
+
+extern "C" {
+
+edgellm_service_params edgellm_service_default_params(void) {
+  edgellm_service_params p{};
+  const ServiceParams d;
+  p.n_ctx = 0;
+  p.n_parallel = d.context.n_seq_max;
+  p.max_queued = d.max_queued;
+  p.step_tokens = d.step_tokens;
+  p.n_threads = 0;
+  p.n_threads_batch = 0;
+  p.kv_type = EDGELLM_KV_F16;
+  p.kv_budget_bytes = 0;
+  p.repack = EDGELLM_REPACK_AUTO;
+  p.warmup_min_free_bytes = d.warmup_min_free_bytes;
+  p.chat_template = nullptr;
+  p.pin_threads = false;
+  return p;
+}
+
+edgellm_request_params edgellm_request_default_params(void) {
+  edgellm_request_params p{};
+  const ServiceRequest d;
+  p.add_special = d.add_special;
+  p.parse_special = d.parse_special;
+  p.sampling.temperature = d.sampling.temperature;
+  p.sampling.top_k = d.sampling.top_k;
+  p.sampling.top_p = d.sampling.top_p;
+  p.sampling.min_p = d.sampling.min_p;
+  p.sampling.repeat_penalty = d.sampling.repeat_penalty;
+  p.sampling.frequency_penalty = d.sampling.frequency_penalty;
+  p.sampling.presence_penalty = d.sampling.presence_penalty;
+  p.sampling.penalty_last_n = d.sampling.penalty_last_n;
+  p.sampling.seed = d.sampling.seed;
+  p.max_tokens = d.max_tokens;
+  p.deadline_ms = d.deadline_ms;
+  p.priority = EDGELLM_PRIORITY_INTERACTIVE;
+  return p;
+}
+
+edgellm_status edgellm_service_create(const char* model_path, const edgellm_service_params* params,
+                                      edgellm_service** out) {
+  if (out == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  return guard([&] {
+    if (model_path == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "model_path is NULL");
+    const edgellm_service_params p = params != nullptr ? *params : edgellm_service_default_params();
+    auto handle = std::make_unique<edgellm_service>();
+    handle->service = InferenceService::open(model_path, to_service_params(p));
+    *out = handle.release();
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_service_destroy(edgellm_service* service) {
+  if (service == nullptr) return EDGELLM_OK;
+  return guard([&] {
+    if (service->service->on_scheduler_thread()) {
+      return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_service_destroy called from the service's own callback");
+    }
+    service->service->shutdown();
+    delete service;
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_submit(edgellm_service* service, const edgellm_request_params* params,
+                              edgellm_request_id* out_id) {
+  if (out_id != nullptr) *out_id = 0;
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    if (params == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "params is NULL");
+    if (out_id == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "out_id is NULL");
+    *out_id = service->service->submit(to_request(*params));
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_cancel(edgellm_service* service, edgellm_request_id id) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    if (!service->service->cancel(id)) {
+      return fail(EDGELLM_ERR_NOT_FOUND, "no waiting or running request has id " + std::to_string(id));
+    }
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_pause(edgellm_service* service) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    service->service->pause();
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_resume(edgellm_service* service) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    service->service->resume();
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_trim(edgellm_service* service, edgellm_trim_callback done, void* user_data) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    std::function<void(size_t)> cb;
+    if (done != nullptr) cb = [done, user_data](size_t bytes) { done(bytes, user_data); };
+    service->service->trim(std::move(cb));
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_warmup(edgellm_service* service, edgellm_warmup_callback done, void* user_data) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    std::function<void(bool, const std::string&)> cb;
+    if (done != nullptr) cb = [done, user_data](bool ran, const std::string& why) { done(ran, why.c_str(), user_data); };
+    service->service->warmup(std::move(cb));
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out) {
+  return guard([&] {
+    if (service == nullptr || out == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service or out is NULL");
+    const ServiceMetrics m = service->service->metrics();
+    edgellm_metrics r{};
+    r.requests_submitted = m.requests_submitted;
+    r.requests_finished = m.requests_finished;
+    r.busy_rejections = m.busy_rejections;
+    r.invalid_requests = m.invalid_requests;
+    r.finished_stop = m.finished_stop;
+    r.finished_length = m.finished_length;
+    r.cancellations = m.cancellations;
+    r.timeouts = m.timeouts;
+    r.errors = m.errors;
+    r.prompt_tokens = m.prompt_tokens;
+    r.completion_tokens = m.completion_tokens;
+    r.steps = m.steps;
+    r.step_tokens = m.step_tokens;
+    r.aborted_steps = m.aborted_steps;
+    r.prefill_tokens_per_second = m.prefill_tokens_per_second();
+    r.decode_tokens_per_second = m.decode_tokens_per_second();
+    r.ttft_ms_mean = m.ttft_ms.count > 0 ? m.ttft_ms.sum_ms / static_cast<double>(m.ttft_ms.count) : 0.0;
+    r.queue_ms_mean = m.queue_ms.count > 0 ? m.queue_ms.sum_ms / static_cast<double>(m.queue_ms.count) : 0.0;
+    r.running = m.running;
+    r.waiting = m.waiting;
+    r.kv_blocks_used = m.kv_blocks_used;
+    r.kv_blocks_total = m.kv_blocks_total;
+    r.paused = m.paused;
+    r.rss_bytes = m.rss_bytes;
+    r.peak_rss_bytes = m.peak_rss_bytes;
+    *out = r;
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_metrics_json(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    return capi::copy_out(service->service->metrics().to_json().dump(), buf, capacity, length);
+  });
+}
+
+edgellm_status edgellm_metrics_prometheus(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    return capi::copy_out(service->service->metrics().to_prometheus(), buf, capacity, length);
+  });
+}
+
+}  // extern "C"

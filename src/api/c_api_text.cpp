@@ -1,0 +1,123 @@
+// The text half of the C ABI: model info, tokenize / detokenize, chat-template rendering. The
+// tokenizer and the template are immutable, so these run on the calling thread, concurrently
+// with the scheduler.
+#include <string>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "core/json.h"
+#include "core/utf8.h"
+#include "kernels/tensor_type.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace edgellm;
+using capi::fail;
+using capi::guard;
+
+namespace {
+
+void check_utf8(const char* text, const char* what) {
+  if (text == nullptr) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is NULL");
+  if (!utf8::is_valid(text)) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is not valid UTF-8");
+}
+
+}  // namespace
+
+extern "C" {
+
+edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    const InferenceService& s = *service->service;
+    const Model& m = s.model();
+    const HParams& hp = m.hparams();
+    Json j = Json::object();
+    j.set("architecture", Json(hp.arch));
+    j.set("n_vocab", static_cast<int>(hp.n_vocab));
+    j.set("n_ctx_train", static_cast<int>(hp.n_ctx_train));
+    j.set("n_embd", static_cast<int>(hp.n_embd));
+    j.set("n_layer", static_cast<int>(hp.n_layer));
+    j.set("n_head", static_cast<int>(hp.n_head));
+    j.set("n_head_kv", static_cast<int>(hp.n_head_kv));
+    j.set("head_dim", static_cast<int>(hp.head_dim));
+    j.set("n_ff", static_cast<int>(hp.n_ff));
+    j.set("rope_freq_base", static_cast<double>(hp.rope_freq_base));
+    int64_t n_params = 0;
+    Json types = Json::object();
+    for (const WeightView* w : m.matrices()) {
+      n_params += w->n_in * w->n_out;
+      const std::string name = tensor_type_name(w->type);
+      const Json* seen = types.find(name);
+      types.set(name, Json((seen != nullptr ? seen->as_number() : 0.0) + 1.0));
+    }
+    j.set("matrix_parameters", n_params);
+    j.set("matrix_types", std::move(types));
+    j.set("weight_bytes", static_cast<uint64_t>(m.weight_bytes()));
+    j.set("repacked_bytes", static_cast<uint64_t>(m.repacked_bytes()));
+    const ContextParams& cp = s.context_params();
+    j.set("n_ctx", static_cast<int>(cp.n_ctx));
+    j.set("n_parallel", static_cast<int>(cp.n_seq_max));
+    j.set("kv_type", Json(tensor_type_name(cp.kv_type)));
+    j.set("kv_block_tokens", static_cast<int>(cp.kv_block_tokens));
+    j.set("n_threads", static_cast<int>(cp.n_threads));
+    j.set("n_threads_batch", static_cast<int>(cp.n_threads_batch));
+    return capi::copy_out(j.dump(), buf, capacity, length);
+  });
+}
+
+edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool add_special, bool parse_special,
+                                int32_t* tokens, size_t capacity, size_t* n_tokens) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    if (n_tokens == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "n_tokens is NULL");
+    check_utf8(text, "text");
+    const std::vector<int32_t> ids = service->service->tokenizer().encode(text, add_special, parse_special);
+    *n_tokens = ids.size();
+    if (tokens == nullptr || capacity < ids.size()) {
+      return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(capacity) + " tokens; " +
+                                                    std::to_string(ids.size()) + " are needed");
+    }
+    std::copy(ids.begin(), ids.end(), tokens);
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_detokenize(edgellm_service* service, const int32_t* tokens, size_t n_tokens,
+                                  bool render_special, char* buf, size_t capacity, size_t* length) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    if (tokens == nullptr && n_tokens > 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "tokens is NULL");
+    const Tokenizer& tok = service->service->tokenizer();
+    std::vector<int32_t> ids(tokens, tokens + n_tokens);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= tok.n_vocab()) {
+        return fail(EDGELLM_ERR_INVALID_ARGUMENT, "tokens[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                                      " is outside the vocabulary [0, " +
+                                                      std::to_string(tok.n_vocab()) + ")");
+      }
+    }
+    return capi::copy_out(tok.decode(ids, render_special), buf, capacity, length);
+  });
+}
+
+edgellm_status edgellm_apply_template(edgellm_service* service, const edgellm_message* messages, size_t n_messages,
+                                      bool add_generation_prompt, char* buf, size_t capacity, size_t* length) {
+  return guard([&] {
+    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    if (messages == nullptr || n_messages == 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "no messages");
+    Json conv = Json::array();
+    for (size_t i = 0; i < n_messages; ++i) {
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      check_utf8(messages[i].role, (where + ".role").c_str());
+      check_utf8(messages[i].content, (where + ".content").c_str());
+      Json m = Json::object();
+      m.set("role", Json(messages[i].role));
+      m.set("content", Json(messages[i].content));
+      conv.push_back(std::move(m));
+    }
+    return capi::copy_out(service->service->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
+  });
+}
+
+}  // extern "C"

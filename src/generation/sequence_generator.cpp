@@ -1,0 +1,157 @@
+#include "generation/sequence_generator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "engine/sampler.h"
+#include "generation/answer_room.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Validates the prompt against the vocabulary and the free context; returns the ids to prefill
+// (the prompt itself, or its truncated form when allowed).
+std::vector<int32_t> checked_prompt(const std::vector<int32_t>& prompt, int32_t n_vocab, int32_t n_ctx,
+                                    int32_t pos0, const Tokenizer* tokenizer, const GenerationParams& params,
+                                    int32_t* dropped) {
+  require(!prompt.empty(), ErrorCode::kInvalidArgument, "generate: the prompt is empty (no token ids)");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= n_vocab) {
+      throw Error(ErrorCode::kInvalidArgument, "generate: prompt token #" + std::to_string(i) + " has id " +
+                                                   std::to_string(prompt[i]) + ", outside the vocabulary [0, " +
+                                                   std::to_string(n_vocab) + ")");
+    }
+  }
+  *dropped = 0;
+  const int64_t free_positions = static_cast<int64_t>(n_ctx) - pos0;
+  if (n_ctx <= 0 || static_cast<int64_t>(prompt.size()) <= free_positions) return prompt;
+  const std::string what = "generate: the prompt has " + std::to_string(prompt.size()) +
+                           " tokens but only " + std::to_string(std::max<int64_t>(free_positions, 0)) +
+                           " of the context's " + std::to_string(n_ctx) + " positions are free";
+  require(params.truncate_prompt, ErrorCode::kContextFull, what + " (raise the context size or allow truncation)");
+  require(free_positions >= 2, ErrorCode::kContextFull, what + "; too few to truncate into");
+  const int64_t keep = free_positions - answer_room(params.max_tokens, free_positions);
+  const bool keep_bos = pos0 == 0 && tokenizer != nullptr && prompt.front() == tokenizer->bos();
+  std::vector<int32_t> out;
+  if (keep_bos) out.push_back(prompt.front());
+  const size_t tail = static_cast<size_t>(keep) - out.size();
+  out.insert(out.end(), prompt.end() - static_cast<std::ptrdiff_t>(tail), prompt.end());
+  *dropped = static_cast<int32_t>(prompt.size() - out.size());
+  return out;
+}
+
+}  // namespace
+
+SequenceGenerator::SequenceGenerator(Sampler& sampler, const Tokenizer* tokenizer, int32_t n_vocab, int32_t n_ctx,
+                                     int32_t pos0, const std::vector<int32_t>& prompt, const GenerationParams& params)
+    : sampler_(sampler), tokenizer_(tokenizer), params_(params), n_ctx_(n_ctx), pos0_(pos0), t_start_(Clock::now()) {
+  if (sampler.n_vocab() != n_vocab) {
+    throw Error(ErrorCode::kInvalidArgument, "generate: the sampler was built for a vocabulary of " +
+                                                 std::to_string(sampler.n_vocab()) + " tokens but the model has " +
+                                                 std::to_string(n_vocab));
+  }
+  require(params.stop.empty() || tokenizer != nullptr, ErrorCode::kInvalidArgument,
+          "generate: stop strings need a tokenizer (the model's vocabulary) to turn tokens into text");
+  prompt_ = checked_prompt(prompt, n_vocab, n_ctx, pos0, tokenizer, params, &result_.prompt_tokens_dropped);
+  stops_ = StopStringFilter(params.stop);  // validates the stop strings before any work
+  if (tokenizer != nullptr) {
+    // The output is the start of the text only when nothing but BOS precedes it; after a real
+    // prompt the first token's leading space is part of the continuation (" They ...").
+    const bool text_start = pos0 == 0 && prompt_.size() == 1 && prompt_.front() == tokenizer->bos();
+    detok_.emplace(*tokenizer, text_start);
+  }
+  if (params.penalize_prompt) {
+    for (int32_t id : prompt_) sampler_.accept(id);
+  }
+  result_.timings.prompt_tokens = static_cast<int32_t>(prompt_.size());
+}
+
+void SequenceGenerator::prefill_advanced(int32_t n) {
+  if (n < 0 || n > prompt_remaining()) {
+    throw Error(ErrorCode::kInternal, "SequenceGenerator: prefill advanced past the prompt");
+  }
+  n_prefilled_ += n;
+  if (!prefill_done()) return;
+  result_.timings.prefill_seconds = seconds_between(t_start_, Clock::now());
+  if (params_.max_tokens == 0) {
+    finished_ = true;
+    result_.finish_reason = FinishReason::kLength;
+  }
+}
+
+std::string SequenceGenerator::release_tail() {
+  std::string tail = detok_ ? stops_.push(detok_->flush()) : std::string();
+  tail += stops_.flush();
+  result_.text += tail;
+  return tail;
+}
+
+StepOutput SequenceGenerator::finished_output(FinishReason reason, std::string tail) {
+  finished_ = true;
+  result_.finish_reason = reason;
+  StepOutput out;
+  out.finished = true;
+  out.reason = reason;
+  out.tail = std::move(tail);
+  return out;
+}
+
+StepOutput SequenceGenerator::step(const float* logits) {
+  if (finished_ || !prefill_done()) {
+    throw Error(ErrorCode::kInternal, "SequenceGenerator: step() before the prompt is prefilled or after the end");
+  }
+  const int32_t id = sampler_.sample(logits);
+  const Clock::time_point now = Clock::now();
+  if (t_first_ == Clock::time_point{}) {
+    t_first_ = now;
+    result_.timings.ttft_seconds = seconds_between(t_start_, now);
+  } else {
+    result_.timings.decode_tokens++;
+    result_.timings.decode_seconds = seconds_between(t_first_, now);
+  }
+  if (!params_.ignore_eog && tokenizer_ != nullptr && tokenizer_->is_eog(id)) {
+    result_.eog_token = id;
+    return finished_output(FinishReason::kStop, release_tail());
+  }
+  sampler_.accept(id);
+  result_.tokens.push_back(id);
+  last_token_ = id;
+
+  StepOutput out;
+  out.token = id;
+  out.text = detok_ ? stops_.push(detok_->push(id)) : std::string();
+  result_.text += out.text;
+  if (stops_.matched()) {
+    result_.stop_string = stops_.matched_stop();
+    StepOutput done = finished_output(FinishReason::kStop, {});
+    done.token = id;
+    done.text = std::move(out.text);
+    return done;
+  }
+  const bool at_max = params_.max_tokens > 0 && static_cast<int64_t>(result_.tokens.size()) >= params_.max_tokens;
+  // The sampled token needs a position of its own to be decoded at.
+  const bool no_room = n_ctx_ > 0 && next_pos() >= n_ctx_;
+  if (at_max || no_room) {
+    StepOutput done = finished_output(FinishReason::kLength, release_tail());
+    done.token = id;
+    done.text = std::move(out.text);
+    return done;
+  }
+  return out;
+}
+
+StepOutput SequenceGenerator::finish(FinishReason reason, const std::string& error) {
+  if (finished_) return StepOutput{};
+  const bool keeps_tail = reason == FinishReason::kLength || reason == FinishReason::kTimeout;
+  if (reason == FinishReason::kError) result_.error = error;
+  return finished_output(reason, keeps_tail ? release_tail() : std::string());
+}
+
+}  // namespace edgellm

@@ -1,0 +1,107 @@
+// The generation of one sequence as a step machine: the driver (generate(), the service's
+// scheduler) runs the forward passes, the SequenceGenerator owns everything between two of them —
+// the validated prompt and how much of it is prefilled, sampling, end-of-generation detection,
+// the streaming detokenizer, the stop-string filter, the finish logic and the result.
+//
+//   SequenceGenerator g(sampler, tokenizer, n_vocab, n_ctx, pos0, prompt, params);
+//   while (!g.prefill_done()) { decode g.pending_prompt()[0, n) at g.prefill_pos(); g.prefill_advanced(n); }
+//   for (;;) {
+//     StepOutput out = g.step(logits of the last decoded position);   // one sampled token
+//     deliver out.token / out.text, then out.tail (with id -1)
+//     if (out.finished) break;
+//     decode g.next_token() at g.next_pos()
+//   }
+//   a reason from outside (cancel, deadline, KV exhausted, forward error): g.finish(reason)
+//
+// Nothing here touches the Context, so one scheduler step can advance many generators from one
+// batched forward pass; a generator is owned by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "generation/generate.h"
+#include "generation/stop_strings.h"
+#include "tokenizer/streaming_decoder.h"
+
+namespace edgellm {
+
+class Sampler;
+class Tokenizer;
+
+// What one step (or an outside finish) produced for the stream.
+struct StepOutput {
+  int32_t token = -1;    // the sampled id to stream with `text`; -1 when none (end-of-generation token)
+  std::string text;      // text that became final with `token` (may be empty: held back)
+  std::string tail;      // text released because generation ended (streamed with id -1); may be empty
+  bool finished = false;
+  FinishReason reason = FinishReason::kStop;  // valid when finished
+};
+
+class SequenceGenerator {
+ public:
+  // Validates and keeps `prompt` (to be decoded at positions pos0, pos0 + 1, ... of a sequence
+  // holding pos0 positions), truncating it when params.truncate_prompt allows (answer_room()).
+  // Throws Error(kInvalidArgument) for an empty prompt, an id outside the vocabulary, stop strings
+  // without a tokenizer or a sampler of another vocabulary; Error(kContextFull) when the prompt
+  // does not fit n_ctx - pos0 positions and may not be truncated. The prompt tokens enter the
+  // sampler's penalty window here (params.penalize_prompt). `sampler` and `tokenizer` (may be
+  // null: ids only) must outlive the generator.
+  SequenceGenerator(Sampler& sampler, const Tokenizer* tokenizer, int32_t n_vocab, int32_t n_ctx, int32_t pos0,
+                    const std::vector<int32_t>& prompt, const GenerationParams& params);
+
+  // ---- prefill
+  // The prompt (after truncation) and the part of it not yet decoded.
+  const std::vector<int32_t>& prompt() const { return prompt_; }
+  int32_t prompt_remaining() const { return static_cast<int32_t>(prompt_.size()) - n_prefilled_; }
+  const int32_t* pending_prompt() const { return prompt_.data() + n_prefilled_; }
+  int32_t prefill_pos() const { return pos0_ + n_prefilled_; }  // position of pending_prompt()[0]
+  bool prefill_done() const { return n_prefilled_ == static_cast<int32_t>(prompt_.size()); }
+  // `n` more prompt tokens are in the KV cache. When that completes the prompt and max_tokens is 0
+  // the generation is finished (length).
+  void prefill_advanced(int32_t n);
+
+  // ---- decode
+  // Samples from the logits (n_vocab floats) of the last decoded position and applies every
+  // finish rule: end-of-generation token (stop), stop string (stop), max_tokens (length), no
+  // position left for the sampled token (length). Precondition: prefill_done() && !finished().
+  StepOutput step(const float* logits);
+  // The token sampled by the last step and the position to decode it at (valid after a step that
+  // did not finish).
+  int32_t next_token() const { return last_token_; }
+  int32_t next_pos() const { return pos0_ + static_cast<int32_t>(prompt_.size() + result_.tokens.size()) - 1; }
+
+  // Ends the generation for a reason from outside. kLength and kTimeout release the text the
+  // filters hold back (it is real output); kCancelled and kError do not. `error` is kept for
+  // kError. A no-op returning an empty output when already finished.
+  StepOutput finish(FinishReason reason, const std::string& error = {});
+
+  bool finished() const { return finished_; }
+  const GenerationResult& result() const { return result_; }
+  GenerationResult take_result() { return std::move(result_); }
+
+ private:
+  std::string release_tail();
+  StepOutput finished_output(FinishReason reason, std::string tail);
+
+  Sampler& sampler_;
+  const Tokenizer* tokenizer_;
+  GenerationParams params_;
+  int32_t n_ctx_;
+  int32_t pos0_;
+  std::vector<int32_t> prompt_;
+  int32_t n_prefilled_ = 0;
+  StopStringFilter stops_;
+  std::optional<StreamingDecoder> detok_;
+  int32_t last_token_ = -1;
+  bool finished_ = false;
+  GenerationResult result_;
+  // Timings: construction is the start (the caller adds what came before, e.g. queue wait).
+  std::chrono::steady_clock::time_point t_start_;
+  std::chrono::steady_clock::time_point t_first_;
+};
+
+}  // namespace edgellm

@@ -1,0 +1,719 @@
+#include "service/inference_service.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <exception>
+#include <limits>
+#include <utility>
+
+#include "core/log.h"
+#include "core/utf8.h"
+#include "engine/batch.h"
+#include "engine/sampler.h"
+#include "generation/chat_session.h"
+#include "generation/sequence_generator.h"
+#include "kv/kv_cache.h"
+#include "runtime/memory_stats.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Limits on what one request may carry: far beyond any real use, small enough that a hostile
+// caller cannot make the scheduler thread spend seconds on one request's bookkeeping.
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopBytes = 256;
+constexpr size_t kMaxMessages = 4096;
+constexpr int32_t kWarmupTokens = 8;
+
+void check_text(std::string_view text, const std::string& what) {
+  const size_t bad = utf8::first_invalid(text);
+  if (bad != text.size()) {
+    throw Error(ErrorCode::kInvalidArgument, what + " is not valid UTF-8 (ill-formed sequence at byte " +
+                                                 std::to_string(bad) + ")");
+  }
+}
+
+void check_range(double v, double lo, double hi, const char* name) {
+  if (!(v >= lo && v <= hi)) {  // NaN fails too
+    throw Error(ErrorCode::kInvalidArgument, std::string("sampling: ") + name + " must be in [" + std::to_string(lo) +
+                                                 ", " + std::to_string(hi) + "], got " + std::to_string(v));
+  }
+}
+
+// What the sampler itself accepts is wider (it is also the CLI's); a service request gets the
+// ranges the OpenAI API documents, so an absurd value is an error and not a silent surprise.
+void check_sampling(const SamplerParams& s) {
+  check_range(s.temperature, 0.0, 100.0, "temperature");
+  check_range(s.top_p, 0.0, 1.0, "top_p");
+  check_range(s.min_p, 0.0, 1.0, "min_p");
+  check_range(s.repeat_penalty, 1e-3, 100.0, "repeat_penalty");
+  check_range(s.frequency_penalty, -2.0, 2.0, "frequency_penalty");
+  check_range(s.presence_penalty, -2.0, 2.0, "presence_penalty");
+  if (s.top_k < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "sampling: top_k must be >= 0 (0 disables it), got " + std::to_string(s.top_k));
+  }
+  if (s.penalty_last_n < -1) {
+    throw Error(ErrorCode::kInvalidArgument, "sampling: penalty_last_n must be >= -1, got " + std::to_string(s.penalty_last_n));
+  }
+}
+
+void check_messages(const Json& messages) {
+  if (!messages.is_array() || messages.size() == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "messages: expected a non-empty array of {role, content}");
+  }
+  if (messages.size() > kMaxMessages) {
+    throw Error(ErrorCode::kInvalidArgument, "messages: more than " + std::to_string(kMaxMessages) + " messages");
+  }
+  const Json::Array& a = messages.as_array();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const Json* role = a[i].is_object() ? a[i].find("role") : nullptr;
+    const Json* content = a[i].is_object() ? a[i].find("content") : nullptr;
+    if (role == nullptr || !role->is_string()) throw Error(ErrorCode::kInvalidArgument, where + ": no string \"role\"");
+    if (content == nullptr || !content->is_string()) {
+      throw Error(ErrorCode::kInvalidArgument, where + ": no string \"content\"");
+    }
+    const std::string& r = role->as_string();
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+      check_text(r, where + ".role");
+      throw Error(ErrorCode::kInvalidArgument,
+                  where + ": unknown role \"" + r + "\" (expected system, user, assistant or tool)");
+    }
+    check_text(content->as_string(), where + ".content");
+  }
+  if (a.back().at("role").as_string() == "assistant") {
+    throw Error(ErrorCode::kInvalidArgument, "messages: the last message is from the assistant; there is nothing to answer");
+  }
+}
+
+}  // namespace
+
+struct InferenceService::Live {
+  RequestId id = 0;
+  ServiceRequest req;
+  Clock::time_point submitted;
+  Clock::time_point deadline = Clock::time_point::max();
+  Clock::time_point admitted;
+  Clock::time_point first_token;
+  std::unique_ptr<Sampler> sampler;  // built (validated) at submit
+  std::vector<int32_t> prompt;       // tokenized at admission
+  bool prepared = false;
+  std::unique_ptr<SequenceGenerator> gen;
+  int32_t seq = -1;
+  int32_t reserved_blocks = 0;
+  int32_t events = 0;
+  ErrorCode error_code = ErrorCode::kInternal;
+  std::string error_message;
+};
+
+std::unique_ptr<InferenceService> InferenceService::open(const std::string& model_path, const ServiceParams& params) {
+  std::shared_ptr<const Model> model = Model::load(model_path, params.load);
+  return std::make_unique<InferenceService>(std::move(model), params);
+}
+
+InferenceService::InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params)
+    : params_(params), model_(std::move(model)), queue_(static_cast<size_t>(std::max(0, params.max_queued))) {
+  require(model_ != nullptr, ErrorCode::kInvalidArgument, "service: no model");
+  require(params_.max_queued >= 0 && params_.max_queued <= 1 << 16, ErrorCode::kInvalidArgument,
+          "service: max_queued " + std::to_string(params_.max_queued) + " is outside [0, 65536]");
+  ContextParams cp = params_.context;
+  require(cp.n_seq_max >= 1 && cp.n_seq_max <= 256, ErrorCode::kInvalidArgument,
+          "service: n_parallel (n_seq_max) " + std::to_string(cp.n_seq_max) + " is outside [1, 256]");
+  require(params_.step_tokens > cp.n_seq_max && params_.step_tokens <= 1 << 16, ErrorCode::kInvalidArgument,
+          "service: step_tokens " + std::to_string(params_.step_tokens) +
+              " must exceed n_parallel (one decode token each plus prefill) and be at most 65536");
+  cp.n_batch = std::max(cp.n_batch, params_.step_tokens);
+  tokenizer_ = Tokenizer::from_gguf(model_->gguf());
+  require(tokenizer_->n_vocab() == model_->hparams().n_vocab, ErrorCode::kInvalidFile,
+          "service: the vocabulary has " + std::to_string(tokenizer_->n_vocab()) + " tokens but the model " +
+              std::to_string(model_->hparams().n_vocab));
+  std::string description;
+  std::string warning;
+  template_ = std::make_unique<ChatTemplate>(
+      select_chat_template(model_->gguf(), *tokenizer_, params_.chat_template, &description, &warning));
+  if (!warning.empty()) log_message(LogLevel::kInfo, "service: " + warning);
+  ctx_ = std::make_unique<Context>(*model_, cp);
+  ctx_params_ = ctx_->params();
+  ctx_->set_abort_check(AbortCheck{&InferenceService::abort_check, this});
+  for (int32_t s = ctx_params_.n_seq_max - 1; s >= 0; --s) free_seqs_.push_back(s);
+  metrics_.max_queued = params_.max_queued;
+  metrics_.n_parallel = ctx_params_.n_seq_max;
+  metrics_.kv_blocks_total = ctx_->kv_blocks_total();
+  metrics_.kv_block_tokens = ctx_params_.kv_block_tokens;
+  thread_ = std::thread([this] { run(); });
+  log_message(LogLevel::kInfo, "service: started (" + std::to_string(ctx_params_.n_seq_max) + " sequences of " +
+                                   std::to_string(ctx_params_.n_ctx) + " positions, " +
+                                   std::to_string(ctx_->kv_blocks_total()) + " KV blocks, queue " +
+                                   std::to_string(params_.max_queued) + ", chat template " + description + ")");
+}
+
+InferenceService::~InferenceService() {
+  try {
+    shutdown();
+  } catch (...) {
+    // Destroyed from its own callback: cannot join itself. Detach rather than terminate; the
+    // C ABI refuses this case before it gets here.
+    if (thread_.joinable()) thread_.detach();
+  }
+}
+
+bool InferenceService::abort_check(void* self) {
+  auto* s = static_cast<InferenceService*>(self);
+  return s->interrupt_.load(std::memory_order_relaxed) || Clock::now() >= s->step_deadline_;
+}
+
+RequestId InferenceService::submit(ServiceRequest request) {
+  auto r = std::make_unique<Live>();
+  r->submitted = Clock::now();
+  try {
+    const int inputs = (!request.prompt.empty() ? 1 : 0) + (!request.messages.is_null() ? 1 : 0) +
+                       (!request.tokens.empty() ? 1 : 0);
+    require(inputs == 1, ErrorCode::kInvalidArgument,
+            inputs == 0 ? "request: no input (give a prompt, messages or tokens)"
+                        : "request: more than one input (give exactly one of prompt, messages, tokens)");
+    if (!request.prompt.empty()) check_text(request.prompt, "prompt");
+    if (!request.messages.is_null()) check_messages(request.messages);
+    const int32_t n_vocab = model_->hparams().n_vocab;
+    for (size_t i = 0; i < request.tokens.size(); ++i) {
+      if (request.tokens[i] < 0 || request.tokens[i] >= n_vocab) {
+        throw Error(ErrorCode::kInvalidArgument, "tokens[" + std::to_string(i) + "] = " +
+                                                     std::to_string(request.tokens[i]) + " is outside the vocabulary [0, " +
+                                                     std::to_string(n_vocab) + ")");
+      }
+    }
+    require(request.stop.size() <= kMaxStopStrings, ErrorCode::kInvalidArgument,
+            "stop: at most " + std::to_string(kMaxStopStrings) + " stop strings");
+    for (size_t i = 0; i < request.stop.size(); ++i) {
+      const std::string& s = request.stop[i];
+      require(!s.empty() && s.size() <= kMaxStopBytes, ErrorCode::kInvalidArgument,
+              "stop[" + std::to_string(i) + "]: must be 1 to " + std::to_string(kMaxStopBytes) + " bytes");
+      check_text(s, "stop[" + std::to_string(i) + "]");
+    }
+    require(request.priority == Priority::kInteractive || request.priority == Priority::kBackground,
+            ErrorCode::kInvalidArgument, "request: unknown priority");
+    check_sampling(request.sampling);
+    r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
+  } catch (const Error&) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++metrics_.invalid_requests;
+    throw;
+  }
+  if (request.deadline_ms > 0) {
+    r->deadline = r->submitted + std::chrono::milliseconds(request.deadline_ms);
+  }
+  const Priority priority = request.priority;
+  r->req = std::move(request);
+  RequestId id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw Error(ErrorCode::kCancelled, "the service is shut down");
+    // A request the scheduler took from the queue while it waits for KV blocks still waits.
+    if (queue_.size() + static_cast<size_t>(blocked_count_) >= queue_.capacity()) {
+      ++metrics_.busy_rejections;
+      throw Error(ErrorCode::kBusy, "busy: " + std::to_string(queue_.capacity()) +
+                                        " requests are already waiting; try again later");
+    }
+    id = next_id_++;
+    r->id = id;
+    queue_.push(priority, r);
+    live_.emplace(id, Where::kQueued);
+    ++metrics_.requests_submitted;
+  }
+  wake_.notify_one();
+  return id;
+}
+
+bool InferenceService::cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(id);
+    if (it == live_.end()) return false;
+    if (it->second == Where::kQueued) {
+      for (auto& r : queue_.remove_if([id](const Live& r) { return r.id == id; })) {
+        cancelled_queued_.push_back(std::move(r));
+      }
+      it->second = Where::kScheduler;  // the scheduler delivers its on_finish
+    } else {
+      cancels_.push_back(id);
+      interrupt_.store(true, std::memory_order_relaxed);
+    }
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void InferenceService::pause() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paused_ = true;
+    interrupt_.store(true, std::memory_order_relaxed);
+  }
+  wake_.notify_one();
+}
+
+void InferenceService::resume() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paused_ = false;
+  }
+  wake_.notify_one();
+}
+
+bool InferenceService::paused() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return paused_;
+}
+
+void InferenceService::trim(std::function<void(size_t)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trims_.push_back(done ? std::move(done) : [](size_t) {});
+  }
+  wake_.notify_one();
+}
+
+void InferenceService::warmup(std::function<void(bool, const std::string&)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    warmups_.push_back(done ? std::move(done) : [](bool, const std::string&) {});
+  }
+  wake_.notify_one();
+}
+
+ServiceMetrics InferenceService::metrics() const {
+  ServiceMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    m = metrics_;
+    m.waiting = static_cast<int32_t>(queue_.size()) + blocked_count_;
+    m.running = held_ - blocked_count_;
+    m.kv_blocks_used = kv_used_;
+    m.paused = paused_;
+  }
+  const ProcessMemory pm = read_process_memory();
+  m.rss_bytes = pm.rss_bytes;
+  m.peak_rss_bytes = pm.peak_bytes;
+  return m;
+}
+
+void InferenceService::shutdown() {
+  if (on_scheduler_thread()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the service cannot be shut down from its own callback (it would wait for itself)");
+  }
+  std::lock_guard<std::mutex> once(shutdown_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    interrupt_.store(true, std::memory_order_relaxed);
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+// ------------------------------------------------------------------------ scheduler thread
+
+Clock::time_point InferenceService::next_deadline_locked() const {
+  Clock::time_point t = Clock::time_point::max();
+  queue_.for_each([&](const Live& r) { t = std::min(t, r.deadline); });
+  for (const auto& r : running_) t = std::min(t, r->deadline);
+  if (blocked_) t = std::min(t, blocked_->deadline);
+  return t;
+}
+
+bool InferenceService::has_work_locked(Clock::time_point now) const {
+  if (stopping_ || !cancels_.empty() || !cancelled_queued_.empty() || !trims_.empty()) return true;
+  if (next_deadline_locked() <= now) return true;
+  if (paused_) return false;
+  if (!running_.empty() || !warmups_.empty() || blocked_ != nullptr) return true;
+  return !queue_.empty() && !free_seqs_.empty();
+}
+
+void InferenceService::run() {
+  thread_id_.store(std::this_thread::get_id());
+  for (;;) {
+    std::vector<RequestId> cancels;
+    std::vector<std::unique_ptr<Live>> cancelled_queued;
+    std::deque<std::unique_ptr<Live>> expired_queued;
+    std::vector<std::function<void(size_t)>> trims;
+    std::vector<std::function<void(bool, const std::string&)>> warmups;
+    bool stop = false;
+    bool paused = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (;;) {
+        const Clock::time_point now = Clock::now();
+        if (has_work_locked(now)) break;
+        const Clock::time_point wake_at = next_deadline_locked();
+        if (wake_at == Clock::time_point::max()) {
+          wake_.wait(lock);
+        } else {
+          wake_.wait_until(lock, wake_at);
+        }
+      }
+      // Everything that can interrupt a forward is consumed here, so the flag is re-armed only
+      // by what arrives after this point.
+      interrupt_.store(false, std::memory_order_relaxed);
+      stop = stopping_;
+      paused = paused_;
+      cancels.swap(cancels_);
+      cancelled_queued.swap(cancelled_queued_);
+      trims.swap(trims_);
+      if (!paused || stop) warmups.swap(warmups_);
+      const Clock::time_point now = Clock::now();
+      expired_queued = queue_.remove_if([&](const Live& r) { return stop || r.deadline <= now; });
+      for (auto& r : expired_queued) live_[r->id] = Where::kScheduler;
+    }
+
+    for (auto& r : cancelled_queued) finish(std::move(r), FinishReason::kCancelled);
+    const Clock::time_point now = Clock::now();
+    for (auto& r : expired_queued) {
+      finish(std::move(r), stop ? FinishReason::kCancelled : FinishReason::kTimeout);
+    }
+    // Cancellations and deadlines of the requests the scheduler holds.
+    auto cancelled = [&](RequestId id) { return std::find(cancels.begin(), cancels.end(), id) != cancels.end(); };
+    if (blocked_ && (stop || cancelled(blocked_->id) || blocked_->deadline <= now)) {
+      const FinishReason why = stop || cancelled(blocked_->id) ? FinishReason::kCancelled : FinishReason::kTimeout;
+      finish(std::move(blocked_), why);
+    }
+    for (size_t i = running_.size(); i-- > 0;) {
+      Live& r = *running_[i];
+      if (stop || cancelled(r.id)) {
+        finish_running(i, FinishReason::kCancelled);
+      } else if (r.deadline <= now) {
+        finish_running(i, FinishReason::kTimeout);
+      }
+    }
+    for (auto& done : trims) {
+      const size_t bytes = ctx_->trim();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++metrics_.trims;
+        metrics_.trimmed_bytes += bytes;
+      }
+      log_message(LogLevel::kInfo, "service: trim released " + std::to_string(bytes >> 10) + " KiB");
+      done(bytes);
+    }
+    if (stop) {
+      for (auto& done : warmups) done(false, "the service is shutting down");
+      publish_gauges();
+      return;
+    }
+    run_warmups(warmups);
+    if (paused) {
+      publish_gauges();
+      continue;
+    }
+    admit();
+    publish_gauges();
+    if (!running_.empty()) step();
+  }
+}
+
+void InferenceService::publish_gauges() {
+  const int32_t used = ctx_->kv_blocks_total() - ctx_->kv_blocks_free();
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_ = static_cast<int32_t>(running_.size()) + (blocked_ ? 1 : 0);
+  blocked_count_ = blocked_ ? 1 : 0;
+  kv_used_ = used;
+}
+
+void InferenceService::run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters) {
+  if (waiters.empty()) return;
+  bool ran = false;
+  std::string why;
+  const size_t available = available_memory_bytes();
+  if (!running_.empty() || blocked_ || free_seqs_.empty()) {
+    why = "requests are already running (the model is warm)";
+  } else if (available != 0 && available < params_.warmup_min_free_bytes) {
+    why = "only " + std::to_string(available >> 20) + " MiB of memory available, below the warm-up threshold of " +
+          std::to_string(params_.warmup_min_free_bytes >> 20) + " MiB";
+  } else {
+    const int32_t seq = free_seqs_.back();
+    const int32_t n = std::min<int32_t>(kWarmupTokens, ctx_params_.n_ctx);
+    const int32_t token = tokenizer_->bos() >= 0 ? tokenizer_->bos() : 0;
+    Batch batch;
+    for (int32_t i = 0; i < n; ++i) batch.add(seq, token, i, i + 1 == n);
+    step_deadline_ = Clock::time_point::max();
+    try {
+      ctx_->decode(batch);
+      ran = true;
+    } catch (const std::exception& e) {
+      why = std::string("the warm-up forward failed: ") + e.what();
+    }
+    ctx_->seq_clear(seq);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    metrics_.warmups += ran ? waiters.size() : 0;
+    metrics_.warmups_skipped += ran ? 0 : waiters.size();
+  }
+  log_message(ran ? LogLevel::kInfo : LogLevel::kWarn, ran ? "service: warm-up done" : "service: warm-up skipped: " + why);
+  for (auto& done : waiters) done(ran, why);
+}
+
+bool InferenceService::prepare(Live& r) {
+  // Tokenize (once: a request blocked on KV keeps its ids) and check that it can ever fit.
+  try {
+    if (!r.prepared) {
+      std::vector<std::string> stop = r.req.stop;
+      if (!r.req.tokens.empty()) {
+        r.prompt = r.req.tokens;
+      } else if (!r.req.messages.is_null()) {
+        r.prompt = chat_prompt_tokens(*template_, *tokenizer_, r.req.messages);
+        stop = chat_stop_strings(*template_, *tokenizer_, std::move(stop));
+      } else {
+        r.prompt = tokenizer_->encode(r.req.prompt, r.req.add_special, r.req.parse_special);
+      }
+      r.req.stop = std::move(stop);
+      r.prepared = true;
+    }
+    const int64_t n_ctx = ctx_params_.n_ctx;
+    const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
+    if (n_prompt == 0) throw Error(ErrorCode::kInvalidArgument, "the prompt tokenizes to no tokens");
+    if (n_prompt >= n_ctx) {
+      throw Error(ErrorCode::kContextFull, "the prompt has " + std::to_string(n_prompt) +
+                                               " tokens; the context holds " + std::to_string(n_ctx) +
+                                               " positions and the answer needs at least one");
+    }
+    const int64_t answer = r.req.max_tokens < 0 ? n_ctx : r.req.max_tokens;
+    r.reserved_blocks = ctx_->kv_blocks_for(std::min<int64_t>(n_ctx, n_prompt + answer));
+    if (r.reserved_blocks > ctx_->kv_blocks_total()) {
+      throw Error(ErrorCode::kOutOfMemory, "the request needs " + std::to_string(r.reserved_blocks) +
+                                               " KV blocks (prompt + max_tokens); the pool has " +
+                                               std::to_string(ctx_->kv_blocks_total()));
+    }
+    return true;
+  } catch (const Error& e) {
+    r.error_code = e.code();
+    r.error_message = e.what();
+    log_message(LogLevel::kWarn, "service: request " + std::to_string(r.id) + " refused: " + e.what());
+    return false;
+  } catch (const std::exception& e) {
+    r.error_code = ErrorCode::kInternal;
+    r.error_message = e.what();
+    log_message(LogLevel::kError, "service: request " + std::to_string(r.id) + " failed to start: " + e.what());
+    return false;
+  }
+}
+
+void InferenceService::admit() {
+  for (;;) {
+    if (free_seqs_.empty()) return;
+    std::unique_ptr<Live> r = std::move(blocked_);
+    if (!r) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty()) return;
+      r = queue_.pop();
+      live_[r->id] = Where::kScheduler;
+    }
+    if (!prepare(*r)) {
+      const ErrorCode code = r->error_code;
+      const std::string why = std::move(r->error_message);
+      finish(std::move(r), FinishReason::kError, code, why);
+      continue;
+    }
+    if (reserved_blocks_ + r->reserved_blocks > ctx_->kv_blocks_total()) {
+      blocked_ = std::move(r);  // waits for running requests to release their blocks
+      return;
+    }
+    GenerationParams gp;
+    gp.max_tokens = r->req.max_tokens;
+    gp.stop = r->req.stop;
+    gp.ignore_eog = r->req.ignore_eog;
+    const int32_t seq = free_seqs_.back();
+    try {
+      r->gen = std::make_unique<SequenceGenerator>(*r->sampler, tokenizer_.get(), model_->hparams().n_vocab,
+                                                   ctx_params_.n_ctx, ctx_->seq_length(seq), r->prompt, gp);
+    } catch (const Error& e) {
+      const ErrorCode code = e.code();
+      const std::string why = e.what();
+      finish(std::move(r), FinishReason::kError, code, why);
+      continue;
+    }
+    free_seqs_.pop_back();
+    r->seq = seq;
+    r->admitted = Clock::now();
+    reserved_blocks_ += r->reserved_blocks;
+    running_.push_back(std::move(r));
+  }
+}
+
+bool InferenceService::deliver(Live& r, const StepOutput& out) {
+  bool keep_going = true;
+  try {
+    if (out.token >= 0 && r.req.on_token) {
+      const TokenEvent ev{r.id, out.token, out.text, r.events++};
+      keep_going = r.req.on_token(ev);
+    }
+    if (!out.tail.empty() && r.req.on_token) {
+      const TokenEvent ev{r.id, -1, out.tail, r.events++};
+      (void)r.req.on_token(ev);
+    }
+  } catch (const std::exception& e) {
+    log_message(LogLevel::kError, std::string("service: a token callback threw: ") + e.what());
+    keep_going = false;
+  } catch (...) {
+    log_message(LogLevel::kError, "service: a token callback threw");
+    keep_going = false;
+  }
+  return keep_going;
+}
+
+void InferenceService::step() {
+  // Batch: every decoding sequence's next token, then prompt chunks (interactive requests first,
+  // then in admission order) up to the step's token budget.
+  struct Part {
+    Live* r;
+    int32_t prefill;  // prompt tokens in this batch (0: a decode entry)
+    bool logits;
+  };
+  std::vector<Part> parts;
+  Batch batch;
+  Clock::time_point deadline = Clock::time_point::max();
+  for (auto& rp : running_) {
+    Live& r = *rp;
+    if (!r.gen->prefill_done()) continue;
+    batch.add(r.seq, r.gen->next_token(), r.gen->next_pos(), true);
+    parts.push_back({&r, 0, true});
+    deadline = std::min(deadline, r.deadline);
+  }
+  int32_t budget = params_.step_tokens - static_cast<int32_t>(batch.size());
+  for (Priority p : {Priority::kInteractive, Priority::kBackground}) {
+    for (auto& rp : running_) {
+      Live& r = *rp;
+      if (budget <= 0) break;
+      if (r.req.priority != p || r.gen->prefill_done()) continue;
+      const int32_t n = std::min(budget, r.gen->prompt_remaining());
+      const bool completes = n == r.gen->prompt_remaining();
+      for (int32_t i = 0; i < n; ++i) {
+        batch.add(r.seq, r.gen->pending_prompt()[i], r.gen->prefill_pos() + i, completes && i + 1 == n);
+      }
+      parts.push_back({&r, n, completes});
+      budget -= n;
+      deadline = std::min(deadline, r.deadline);
+    }
+  }
+  if (batch.empty()) return;
+
+  step_deadline_ = deadline;
+  const Clock::time_point t0 = Clock::now();
+  try {
+    ctx_->decode(batch);
+  } catch (const Error& e) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (e.code() == ErrorCode::kCancelled) {  // abandoned between layers: housekeeping decides
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++metrics_.aborted_steps;
+      metrics_.forward_seconds += seconds;
+      return;
+    }
+    log_message(LogLevel::kError, std::string("service: forward pass failed: ") + e.what());
+    for (size_t i = running_.size(); i-- > 0;) {
+      const Live* r = running_[i].get();
+      if (std::any_of(parts.begin(), parts.end(), [&](const Part& p) { return p.r == r; })) {
+        finish_running(i, FinishReason::kError, e.code(), e.what());
+      }
+    }
+    return;
+  } catch (const std::exception& e) {
+    log_message(LogLevel::kError, std::string("service: forward pass failed: ") + e.what());
+    for (size_t i = running_.size(); i-- > 0;) finish_running(i, FinishReason::kError, ErrorCode::kInternal, e.what());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++metrics_.steps;
+    metrics_.step_tokens += batch.size();
+    metrics_.forward_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  int32_t out_row = 0;
+  for (const Part& part : parts) {
+    Live& r = *part.r;
+    if (part.prefill > 0) r.gen->prefill_advanced(part.prefill);
+    if (!part.logits) continue;
+    const float* logits = ctx_->logits(out_row++);
+    if (r.gen->finished()) continue;  // max_tokens 0: prefill only
+    if (r.first_token == Clock::time_point{}) r.first_token = Clock::now();
+    const StepOutput out = r.gen->step(logits);
+    if (!deliver(r, out) && !r.gen->finished()) r.gen->finish(FinishReason::kCancelled);
+  }
+  for (size_t i = running_.size(); i-- > 0;) {
+    if (running_[i]->gen->finished()) finish_running(i, running_[i]->gen->result().finish_reason);
+  }
+}
+
+void InferenceService::finish_running(size_t index, FinishReason reason, ErrorCode code, const std::string& error) {
+  std::unique_ptr<Live> r = std::move(running_[index]);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
+  if (!r->gen->finished()) {
+    const StepOutput out = r->gen->finish(reason, error);
+    (void)deliver(*r, out);  // the text the filters held back, for length and timeout
+  }
+  r->error_code = code;
+  finish(std::move(r), reason, code, error);
+}
+
+void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, ErrorCode code, const std::string& error) {
+  const Clock::time_point now = Clock::now();
+  RequestResult res;
+  res.id = r->id;
+  res.finish_reason = reason;
+  res.error_code = code;
+  RequestStats& st = res.stats;
+  st.total_ms = ms_between(r->submitted, now);
+  st.queue_ms = r->admitted != Clock::time_point{} ? ms_between(r->submitted, r->admitted) : st.total_ms;
+  if (r->gen) {
+    const GenerationResult& g = r->gen->result();
+    res.finish_reason = g.finish_reason;
+    res.text = g.text;
+    res.stop_string = g.stop_string;
+    st.prompt_tokens = g.timings.prompt_tokens;
+    st.completion_tokens = static_cast<int32_t>(g.tokens.size());
+    st.prefill_ms = g.timings.prefill_seconds * 1e3;
+    st.decode_ms = g.timings.decode_seconds * 1e3;
+    st.prefill_tokens_per_second = g.timings.prefill_tokens_per_second();
+    st.decode_tokens_per_second = g.timings.decode_tokens_per_second();
+    if (r->first_token != Clock::time_point{}) st.ttft_ms = ms_between(r->submitted, r->first_token);
+  }
+  if (res.finish_reason == FinishReason::kError) res.error = error.empty() ? std::string("error") : error;
+  if (r->seq >= 0) {
+    st.kv_blocks = static_cast<int32_t>(ctx_->kv_cache().block_table(r->seq).size());
+    ctx_->seq_clear(r->seq);
+    free_seqs_.push_back(r->seq);
+    reserved_blocks_ -= r->reserved_blocks;
+    r->seq = -1;
+  }
+  st.peak_rss_bytes = read_process_memory().peak_bytes;
+  const int32_t kv_used = ctx_->kv_blocks_total() - ctx_->kv_blocks_free();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(r->id);
+    metrics_.add_finished(res);
+    // Gauges as of now, so a metrics() call from on_finish already sees this request gone.
+    held_ = static_cast<int32_t>(running_.size()) + (blocked_ ? 1 : 0);
+    blocked_count_ = blocked_ ? 1 : 0;
+    kv_used_ = kv_used;
+  }
+  if (r->req.on_finish) {
+    try {
+      r->req.on_finish(res);
+    } catch (const std::exception& e) {
+      log_message(LogLevel::kError, std::string("service: a finish callback threw: ") + e.what());
+    } catch (...) {
+      log_message(LogLevel::kError, "service: a finish callback threw");
+    }
+  }
+}
+
+}  // namespace edgellm

@@ -1,0 +1,179 @@
+// The InferenceService: one model, one Context, one scheduler thread that owns the Context and
+// serves many requests at once by continuous batching. Callers on any thread only enqueue
+// (submit, cancel, pause, ...: each returns after a queue push); every forward pass, tokenizer
+// run and callback happens on the scheduler thread.
+//
+// One step of the scheduler (inference_service.cpp):
+//   housekeeping   cancellations, deadlines (finish reason timeout with the partial text), trims;
+//                  while paused nothing else runs (KV kept)
+//   admission      waiting requests in priority order, while a sequence is free and the KV pool
+//                  can reserve blocks for prompt + max_tokens: tokenize / render the template,
+//                  build the sampler state; a request that cannot be served ends with an error
+//   batch          one decode token for every running sequence, then chunks of pending prompts
+//                  up to step_tokens entries in all (long prompts are prefilled across steps
+//                  while the other streams keep decoding)
+//   forward        Context::decode, abandoned between layers when a request of the batch is
+//                  cancelled or times out, the service pauses or shuts down (rolled back, redone)
+//   stream         SequenceGenerator::step per sequence with logits -> on_token; finished
+//                  requests release their sequence and get on_finish
+//
+// KV admission reserves ceil(min(n_ctx, prompt + max_tokens) / block_tokens) blocks for each
+// running request, so a running batch never runs out of blocks half way.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "engine/context.h"
+#include "model/model.h"
+#include "service/request.h"
+#include "service/request_queue.h"
+#include "service/service_metrics.h"
+
+namespace edgellm {
+
+class Tokenizer;
+class Sampler;
+class SequenceGenerator;
+struct StepOutput;
+
+struct ServiceParams {
+  // n_ctx (0: the model's, capped at 4096), n_seq_max = requests decoded at once (default 4
+  // here), threads, KV type and budget. n_batch is raised to step_tokens when smaller.
+  ContextParams context = default_context_params();
+  ModelLoadParams load;
+  int32_t max_queued = 3;        // waiting requests beyond the running ones; more -> BUSY
+  int32_t step_tokens = 256;     // most batch entries per step (decode tokens + prefill chunk)
+  size_t warmup_min_free_bytes = size_t{256} << 20;  // warm-up skipped below this MemAvailable
+  std::string chat_template;     // built-in name or file; empty: the model's own (or a guess)
+
+  static ContextParams default_context_params() {
+    ContextParams p;
+    p.n_seq_max = 4;
+    return p;
+  }
+};
+
+class InferenceService {
+ public:
+  // Loads the model (on the calling thread: this is initialisation), creates the Context and
+  // starts the scheduler thread. Throws Error (kIo, kInvalidFile, kUnsupported,
+  // kInvalidArgument for bad parameters, kOutOfMemory).
+  static std::unique_ptr<InferenceService> open(const std::string& model_path, const ServiceParams& params);
+  InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params);
+  // shutdown().
+  ~InferenceService();
+  InferenceService(const InferenceService&) = delete;
+  InferenceService& operator=(const InferenceService&) = delete;
+
+  // Validates the request (input present and valid UTF-8, known roles, sampling values, stop
+  // strings) and queues it. Throws Error(kInvalidArgument) naming what is wrong, Error(kBusy)
+  // when the waiting queue is full, Error(kCancelled) after shutdown(). On success on_finish
+  // will run exactly once. Any thread, including the callbacks.
+  RequestId submit(ServiceRequest request);
+
+  // Ends a waiting or running request with finish reason cancelled (its on_finish follows on
+  // the scheduler thread; a running request streams no token after the step in flight). False
+  // when the id is unknown or already finished. Any thread.
+  bool cancel(RequestId id);
+
+  // pause(): the step in flight is abandoned (and redone after resume(), so outputs do not
+  // change), nothing is scheduled, KV is kept; cancellations and deadlines still end requests.
+  // resume() continues. Deadlines keep running while paused. Any thread.
+  void pause();
+  void resume();
+  bool paused() const;
+
+  // Releases the Context's scratch (and the KV pool's pages when no request holds KV) between
+  // two steps; done(bytes released) runs on the scheduler thread. Any thread.
+  void trim(std::function<void(size_t bytes)> done = {});
+
+  // A short forward pass in the background so the first request does not pay for cold caches
+  // and page faults. Skipped (done(false, why)) when MemAvailable is below
+  // warmup_min_free_bytes, when requests are already running (the model is warm) or on
+  // shutdown; done(true, "") after it ran. Deferred while paused. Any thread.
+  void warmup(std::function<void(bool ran, const std::string& why)> done = {});
+
+  // A snapshot of the aggregated metrics. Any thread.
+  ServiceMetrics metrics() const;
+
+  // Cancels every waiting and running request (each gets on_finish, reason cancelled), stops
+  // and joins the scheduler thread. Idempotent. Throws Error(kInvalidArgument) when called from
+  // the scheduler thread (a callback), which would wait for itself.
+  void shutdown();
+
+  bool on_scheduler_thread() const { return std::this_thread::get_id() == thread_id_.load(); }
+
+  // Immutable after construction: safe from any thread.
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ChatTemplate& chat_template() const { return *template_; }
+  const ContextParams& context_params() const { return ctx_params_; }
+  const ServiceParams& params() const { return params_; }
+
+ private:
+  struct Live;  // one accepted request, from submit to on_finish
+  enum class Where { kQueued, kScheduler };
+
+  void run();  // the scheduler thread
+  bool has_work_locked(std::chrono::steady_clock::time_point now) const;
+  std::chrono::steady_clock::time_point next_deadline_locked() const;
+  void admit();
+  bool prepare(Live& r);           // tokenizes, builds the generator; false: finished with an error
+  void step();
+  void run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters);
+  bool deliver(Live& r, const StepOutput& out);
+  void finish(std::unique_ptr<Live> r, FinishReason reason, ErrorCode code = ErrorCode::kInternal,
+              const std::string& error = {});
+  void finish_running(size_t index, FinishReason reason, ErrorCode code = ErrorCode::kInternal,
+                      const std::string& error = {});
+  void publish_gauges();
+  static bool abort_check(void* self);
+
+  ServiceParams params_;
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> template_;
+  std::unique_ptr<Context> ctx_;  // scheduler thread only (after construction)
+  ContextParams ctx_params_;
+
+  // ---- shared with callers, under mutex_
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  RequestQueue<Live> queue_;
+  std::unordered_map<RequestId, Where> live_;      // accepted, no on_finish yet
+  std::vector<RequestId> cancels_;                  // for requests the scheduler holds
+  std::vector<std::unique_ptr<Live>> cancelled_queued_;  // taken out of the queue by cancel()
+  std::vector<std::function<void(size_t)>> trims_;
+  std::vector<std::function<void(bool, const std::string&)>> warmups_;
+  RequestId next_id_ = 1;
+  bool paused_ = false;
+  bool stopping_ = false;
+  ServiceMetrics metrics_;  // counters; gauges filled in by metrics()
+  int32_t held_ = 0;        // requests the scheduler holds (running + blocked on KV)
+  int32_t blocked_count_ = 0;
+  int32_t kv_used_ = 0;
+
+  // ---- scheduler thread only
+  std::vector<std::unique_ptr<Live>> running_;
+  std::unique_ptr<Live> blocked_;  // admitted from the queue, waiting for KV blocks
+  std::vector<int32_t> free_seqs_;
+  int64_t reserved_blocks_ = 0;
+  std::chrono::steady_clock::time_point step_deadline_;
+
+  std::atomic<bool> interrupt_{false};  // abandon the forward in flight
+  std::atomic<std::thread::id> thread_id_{};
+  std::thread thread_;
+  std::mutex shutdown_mutex_;  // one shutdown() at a time
+};
+
+}  // namespace edgellm

@@ -1,0 +1,78 @@
+// What a caller hands the InferenceService, and what it gets back: the C++ shapes behind the C
+// ABI's edgellm_request_params / edgellm_token_event / edgellm_result.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "engine/sampler.h"
+#include "generation/generate.h"
+
+namespace edgellm {
+
+using RequestId = uint64_t;  // 0 is never a valid id
+
+// Interactive requests are admitted before background ones; FIFO within a priority.
+enum class Priority { kInteractive = 0, kBackground = 1 };
+
+struct TokenEvent {
+  RequestId id = 0;
+  int32_t token = -1;     // the sampled id; -1 for text released at the end (held-back bytes)
+  std::string_view text;  // text that became final with it (may be empty); valid during the call
+  int32_t index = 0;      // 0-based count of events before this one
+};
+
+// Per-request numbers (never the request's text). Times in milliseconds from submit().
+struct RequestStats {
+  double queue_ms = 0;        // submit -> admitted (tokenized, KV reserved, sequence assigned)
+  double ttft_ms = 0;         // submit -> first token sampled (0 when none was)
+  double prefill_ms = 0;      // admitted -> prompt prefilled
+  double decode_ms = 0;       // first -> last sampled token
+  double total_ms = 0;        // submit -> final callback
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;  // sampled tokens (an end-of-generation token not counted)
+  double prefill_tokens_per_second = 0;
+  double decode_tokens_per_second = 0;  // (completion_tokens - 1) / decode time
+  int32_t kv_blocks = 0;      // KV blocks the request held when it ended
+  size_t peak_rss_bytes = 0;  // process VmHWM when it ended
+};
+
+struct RequestResult {
+  RequestId id = 0;
+  FinishReason finish_reason = FinishReason::kError;
+  ErrorCode error_code = ErrorCode::kInternal;  // meaningful when finish_reason == kError
+  std::string error;        // message when finish_reason == kError
+  std::string text;         // every byte the token events delivered, in order
+  std::string stop_string;  // the stop string that ended it, if any
+  RequestStats stats;
+};
+
+struct ServiceRequest {
+  // The input: exactly one of prompt (raw text), messages (a JSON array of {role, content} with
+  // roles system / user / assistant / tool, rendered with the model's chat template) or tokens.
+  std::string prompt;
+  Json messages;  // null when unused
+  std::vector<int32_t> tokens;
+  bool add_special = true;     // raw prompt: BOS (and EOS) as the vocabulary asks
+  bool parse_special = false;  // raw prompt: "<|im_start|>" in the text becomes the control token
+
+  SamplerParams sampling;
+  int32_t max_tokens = 256;  // < 0: until a stop or the context is full; 0: prefill only
+  std::vector<std::string> stop;
+  bool ignore_eog = false;
+  int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
+  Priority priority = Priority::kInteractive;
+
+  // Both run on the scheduler thread, never under a lock of the service; they must not block
+  // for long (they hold up every running request). on_token returning false cancels the
+  // request. on_finish runs exactly once per accepted request, after its last on_token.
+  std::function<bool(const TokenEvent&)> on_token;
+  std::function<void(const RequestResult&)> on_finish;
+};
+
+}  // namespace edgellm

@@ -1,0 +1,166 @@
+#include "service/service_metrics.h"
+
+#include <cstdio>
+
+namespace edgellm {
+
+void LatencyHistogram::add(double ms) {
+  size_t b = 0;
+  while (b < kBoundsMs.size() && ms > kBoundsMs[b]) ++b;
+  ++counts[b];
+  ++count;
+  sum_ms += ms;
+}
+
+Json LatencyHistogram::to_json() const {
+  Json buckets = Json::array();
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    cumulative += counts[b];
+    Json e = Json::object();
+    e.set("le", b < kBoundsMs.size() ? Json(kBoundsMs[b]) : Json("+Inf"));
+    e.set("count", cumulative);
+    buckets.push_back(std::move(e));
+  }
+  Json j = Json::object();
+  j.set("count", count);
+  j.set("sum_ms", sum_ms);
+  j.set("mean_ms", count > 0 ? sum_ms / static_cast<double>(count) : 0.0);
+  j.set("buckets", std::move(buckets));
+  return j;
+}
+
+void ServiceMetrics::add_finished(const RequestResult& r) {
+  ++requests_finished;
+  switch (r.finish_reason) {
+    case FinishReason::kStop: ++finished_stop; break;
+    case FinishReason::kLength: ++finished_length; break;
+    case FinishReason::kCancelled: ++cancellations; break;
+    case FinishReason::kTimeout: ++timeouts; break;
+    case FinishReason::kError: ++errors; break;
+  }
+  const RequestStats& s = r.stats;
+  prompt_tokens += static_cast<uint64_t>(s.prompt_tokens);
+  completion_tokens += static_cast<uint64_t>(s.completion_tokens);
+  prefill_seconds += s.prefill_ms / 1e3;
+  decode_seconds += s.decode_ms / 1e3;
+  if (s.completion_tokens > 1) decode_tokens += static_cast<uint64_t>(s.completion_tokens - 1);
+  if (s.ttft_ms > 0) ttft_ms.add(s.ttft_ms);
+  queue_ms.add(s.queue_ms);
+}
+
+Json ServiceMetrics::to_json() const {
+  Json j = Json::object();
+  j.set("requests_submitted", requests_submitted);
+  j.set("requests_finished", requests_finished);
+  j.set("busy_rejections", busy_rejections);
+  j.set("invalid_requests", invalid_requests);
+  Json fin = Json::object();
+  fin.set("stop", finished_stop);
+  fin.set("length", finished_length);
+  fin.set("cancelled", cancellations);
+  fin.set("timeout", timeouts);
+  fin.set("error", errors);
+  j.set("finish_reasons", std::move(fin));
+  j.set("prompt_tokens", prompt_tokens);
+  j.set("completion_tokens", completion_tokens);
+  j.set("steps", steps);
+  j.set("step_tokens", step_tokens);
+  j.set("aborted_steps", aborted_steps);
+  j.set("warmups", warmups);
+  j.set("warmups_skipped", warmups_skipped);
+  j.set("trims", trims);
+  j.set("trimmed_bytes", trimmed_bytes);
+  j.set("forward_seconds", forward_seconds);
+  j.set("prefill_tokens_per_second", prefill_tokens_per_second());
+  j.set("decode_tokens_per_second", decode_tokens_per_second());
+  j.set("running", static_cast<int>(running));
+  j.set("waiting", static_cast<int>(waiting));
+  j.set("max_queued", static_cast<int>(max_queued));
+  j.set("n_parallel", static_cast<int>(n_parallel));
+  j.set("kv_blocks_used", static_cast<int>(kv_blocks_used));
+  j.set("kv_blocks_total", static_cast<int>(kv_blocks_total));
+  j.set("kv_block_tokens", static_cast<int>(kv_block_tokens));
+  j.set("paused", paused);
+  j.set("rss_bytes", static_cast<uint64_t>(rss_bytes));
+  j.set("peak_rss_bytes", static_cast<uint64_t>(peak_rss_bytes));
+  j.set("ttft_ms", ttft_ms.to_json());
+  j.set("queue_ms", queue_ms.to_json());
+  return j;
+}
+
+namespace {
+
+void metric(std::string& out, const char* name, const char* type, const char* help, double value,
+            const char* labels = "") {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "# HELP edgellm_%s %s\n# TYPE edgellm_%s %s\nedgellm_%s%s %.17g\n", name, help, name,
+                type, name, labels, value);
+  out += buf;
+}
+
+void histogram(std::string& out, const char* name, const char* help, const LatencyHistogram& h) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "# HELP edgellm_%s %s\n# TYPE edgellm_%s histogram\n", name, help, name);
+  out += buf;
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b < h.counts.size(); ++b) {
+    cumulative += h.counts[b];
+    if (b < LatencyHistogram::kBoundsMs.size()) {
+      std::snprintf(buf, sizeof(buf), "edgellm_%s_bucket{le=\"%g\"} %llu\n", name,
+                    LatencyHistogram::kBoundsMs[b] / 1e3, static_cast<unsigned long long>(cumulative));
+    } else {
+      std::snprintf(buf, sizeof(buf), "edgellm_%s_bucket{le=\"+Inf\"} %llu\n", name,
+                    static_cast<unsigned long long>(cumulative));
+    }
+    out += buf;
+  }
+  std::snprintf(buf, sizeof(buf), "edgellm_%s_sum %.17g\nedgellm_%s_count %llu\n", name, h.sum_ms / 1e3, name,
+                static_cast<unsigned long long>(h.count));
+  out += buf;
+}
+
+}  // namespace
+
+std::string ServiceMetrics::to_prometheus() const {
+  std::string out;
+  const auto d = [](uint64_t v) { return static_cast<double>(v); };
+  metric(out, "requests_submitted_total", "counter", "Requests accepted by submit.", d(requests_submitted));
+  metric(out, "requests_finished_total", "counter", "Requests that received their final callback.", d(requests_finished));
+  metric(out, "busy_rejections_total", "counter", "Submissions answered BUSY because the queue was full.", d(busy_rejections));
+  metric(out, "invalid_requests_total", "counter", "Submissions refused for invalid contents.", d(invalid_requests));
+  out += "# HELP edgellm_requests_by_reason_total Finished requests by finish reason.\n"
+         "# TYPE edgellm_requests_by_reason_total counter\n";
+  const std::pair<const char*, uint64_t> reasons[] = {
+      {"stop", finished_stop}, {"length", finished_length}, {"cancelled", cancellations},
+      {"timeout", timeouts},   {"error", errors}};
+  for (const auto& [name, v] : reasons) {
+    out += "edgellm_requests_by_reason_total{reason=\"" + std::string(name) + "\"} " + std::to_string(v) + "\n";
+  }
+  metric(out, "prompt_tokens_total", "counter", "Prompt tokens prefilled.", d(prompt_tokens));
+  metric(out, "completion_tokens_total", "counter", "Tokens sampled.", d(completion_tokens));
+  metric(out, "steps_total", "counter", "Scheduler steps that ran a forward pass.", d(steps));
+  metric(out, "step_tokens_total", "counter", "Batch entries forwarded over all steps.", d(step_tokens));
+  metric(out, "aborted_steps_total", "counter", "Forward passes abandoned between layers.", d(aborted_steps));
+  metric(out, "warmups_total", "counter", "Warm-up forwards run.", d(warmups));
+  metric(out, "warmups_skipped_total", "counter", "Warm-ups skipped.", d(warmups_skipped));
+  metric(out, "trims_total", "counter", "Memory trims.", d(trims));
+  metric(out, "trimmed_bytes_total", "counter", "Bytes released by trims.", d(trimmed_bytes));
+  metric(out, "forward_seconds_total", "counter", "Wall time inside forward passes.", forward_seconds);
+  metric(out, "prefill_tokens_per_second", "gauge", "Prompt tokens per second of request prefill time.",
+         prefill_tokens_per_second());
+  metric(out, "decode_tokens_per_second", "gauge", "Per-request decode tokens per second.", decode_tokens_per_second());
+  metric(out, "requests_running", "gauge", "Requests holding a sequence.", running);
+  metric(out, "requests_waiting", "gauge", "Requests in the waiting queue.", waiting);
+  metric(out, "queue_capacity", "gauge", "Waiting-queue bound.", max_queued);
+  metric(out, "kv_blocks_used", "gauge", "KV blocks in use.", kv_blocks_used);
+  metric(out, "kv_blocks_total", "gauge", "KV blocks in the pool.", kv_blocks_total);
+  metric(out, "paused", "gauge", "1 while the service is paused.", paused ? 1 : 0);
+  metric(out, "resident_memory_bytes", "gauge", "Process resident set size.", static_cast<double>(rss_bytes));
+  metric(out, "peak_resident_memory_bytes", "gauge", "Process peak resident set size.", static_cast<double>(peak_rss_bytes));
+  histogram(out, "time_to_first_token_seconds", "Submit to first token.", ttft_ms);
+  histogram(out, "queue_wait_seconds", "Submit to admission.", queue_ms);
+  return out;
+}
+
+}  // namespace edgellm

@@ -1,0 +1,529 @@
+// The C ABI exactly as an app sees it (libedgellm.so + include/edgellm/edgellm.h, nothing
+// internal): concurrent submits from 8 threads, cancel, deadlines, BUSY, pause / resume, destroy
+// with requests in flight, and bad input of every kind — each a documented status, never a crash.
+// Runs in the normal, the ASan+UBSan and the TSan builds.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "edgellm/edgellm.h"
+#include "support/test_env.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// One request's events, filled on the scheduler thread.
+struct Sink {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::string streamed;
+  std::vector<int32_t> tokens;
+  int events = 0;
+  int finals = 0;
+  edgellm_finish_reason reason = EDGELLM_FINISH_ERROR;
+  edgellm_status status = EDGELLM_ERR_INTERNAL;
+  std::string text;
+  std::string error;
+  int32_t completion_tokens = 0;
+  int cancel_after = -1;  // on_token returns false at this index
+
+  bool wait_final(std::chrono::milliseconds limit = 60s) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, limit, [&] { return finals > 0; });
+  }
+  bool wait_events(int n) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, 60s, [&] { return events >= n || finals > 0; });
+  }
+  int n_events() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return events;
+  }
+};
+
+bool on_token(const edgellm_token_event* ev, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    s->streamed.append(ev->text, ev->text_len);
+    if (ev->token >= 0) s->tokens.push_back(ev->token);
+    ++s->events;
+    s->cv.notify_all();  // under the lock: the waiter may destroy the Sink once it sees the change
+  }
+  return s->cancel_after < 0 || ev->index < s->cancel_after;
+}
+
+void on_finish(const edgellm_result* r, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    ++s->finals;
+    s->reason = r->finish_reason;
+    s->status = r->status;
+    s->text.assign(r->text, r->text_len);
+    s->error = r->error_message;
+    s->completion_tokens = r->stats.completion_tokens;
+    s->cv.notify_all();
+  }
+}
+
+class CApi : public ::testing::Test {
+ public:
+  static std::string model_path() { return edgellm::test::shared_model("stories260K.gguf"); }
+
+ protected:
+  void SetUp() override {
+    edgellm_service_params p = edgellm_service_default_params();
+    p.n_ctx = 256;
+    p.n_parallel = 4;
+    p.max_queued = 8;
+    ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &svc_), EDGELLM_OK) << edgellm_last_error();
+  }
+  void TearDown() override { EXPECT_EQ(edgellm_service_destroy(svc_), EDGELLM_OK); }
+
+  static edgellm_request_params greedy(Sink& sink, const char* prompt, int32_t max_tokens) {
+    edgellm_request_params r = edgellm_request_default_params();
+    r.prompt = prompt;
+    r.sampling.temperature = 0;
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+    r.on_token = on_token;
+    r.on_finish = on_finish;
+    r.user_data = &sink;
+    return r;
+  }
+  edgellm_status submit(const edgellm_request_params& r, edgellm_request_id* id = nullptr) {
+    edgellm_request_id local = 0;
+    return edgellm_submit(svc_, &r, id != nullptr ? id : &local);
+  }
+  edgellm_service* svc_ = nullptr;
+};
+
+TEST(CApiBasics, VersionStatusNamesAndDefaults) {
+  EXPECT_EQ(edgellm_abi_version(), static_cast<uint32_t>(EDGELLM_ABI_VERSION));
+  EXPECT_STREQ(edgellm_version(), "0.1.0");
+  EXPECT_STREQ(edgellm_status_name(EDGELLM_ERR_BUSY), "busy");
+  EXPECT_STREQ(edgellm_status_name(static_cast<edgellm_status>(999)), "unknown");
+  EXPECT_STREQ(edgellm_finish_reason_name(EDGELLM_FINISH_TIMEOUT), "timeout");
+  const edgellm_service_params sp = edgellm_service_default_params();
+  EXPECT_EQ(sp.max_queued, 3);
+  EXPECT_EQ(sp.n_parallel, 4);
+  const edgellm_request_params rp = edgellm_request_default_params();
+  EXPECT_EQ(rp.deadline_ms, 15000);
+  EXPECT_EQ(rp.priority, EDGELLM_PRIORITY_INTERACTIVE);
+}
+
+TEST(CApiBasics, CreateFailuresAreStatuses) {
+  edgellm_service* s = reinterpret_cast<edgellm_service*>(0x1);
+  EXPECT_EQ(edgellm_service_create(nullptr, nullptr, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_EQ(edgellm_service_create("/nonexistent/model.gguf", nullptr, &s), EDGELLM_ERR_IO);
+  EXPECT_NE(std::string(edgellm_last_error()).find("model.gguf"), std::string::npos) << edgellm_last_error();
+  const std::string junk = edgellm::test::temp_dir() + "/junk.gguf";
+  {
+    FILE* f = std::fopen(junk.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("this is not a model file, just text", f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(edgellm_service_create(junk.c_str(), nullptr, &s), EDGELLM_ERR_INVALID_FILE);
+  EXPECT_EQ(edgellm_service_create("x", nullptr, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  edgellm_service_params p = edgellm_service_default_params();
+  p.n_parallel = 0;
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p = edgellm_service_default_params();
+  p.kv_type = static_cast<edgellm_kv_type>(77);
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_service_destroy(nullptr), EDGELLM_OK);
+}
+
+TEST_F(CApi, StreamsAndFinishesOnce) {
+  Sink sink;
+  edgellm_request_id id = 0;
+  ASSERT_EQ(submit(greedy(sink, "Once upon a time", 32), &id), EDGELLM_OK) << edgellm_last_error();
+  EXPECT_NE(id, 0u);
+  ASSERT_TRUE(sink.wait_final());
+  EXPECT_EQ(sink.finals, 1);
+  EXPECT_EQ(sink.reason, EDGELLM_FINISH_LENGTH);
+  EXPECT_EQ(sink.status, EDGELLM_OK);
+  EXPECT_EQ(sink.text, sink.streamed);
+  EXPECT_EQ(sink.completion_tokens, 32);
+  EXPECT_EQ(edgellm_cancel(svc_, id), EDGELLM_ERR_NOT_FOUND);
+}
+
+TEST_F(CApi, ConcurrentSubmitFromEightThreads) {
+  // Greedy references first, one at a time.
+  const char* prompts[] = {"Once upon a time", "The little dog", "Lily", "Tom and his friend"};
+  std::vector<std::vector<int32_t>> want;
+  for (const char* p : prompts) {
+    Sink s;
+    ASSERT_EQ(submit(greedy(s, p, 24)), EDGELLM_OK);
+    ASSERT_TRUE(s.wait_final());
+    want.push_back(s.tokens);
+  }
+  constexpr int kThreads = 8, kPerThread = 4;
+  std::vector<Sink> sinks(kThreads * kPerThread);
+  std::atomic<int> accepted{0}, busy{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int k = t * kPerThread + i;
+        edgellm_request_params r = greedy(sinks[k], prompts[k % 4], 24);
+        for (;;) {  // BUSY is the documented answer to a full queue: retry
+          const edgellm_status st = submit(r);
+          if (st == EDGELLM_OK) {
+            ++accepted;
+            break;
+          }
+          ASSERT_EQ(st, EDGELLM_ERR_BUSY);
+          ++busy;
+          std::this_thread::sleep_for(1ms);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int k = 0; k < kThreads * kPerThread; ++k) {
+    ASSERT_TRUE(sinks[k].wait_final());
+    EXPECT_EQ(sinks[k].finals, 1);
+    EXPECT_EQ(sinks[k].tokens, want[static_cast<size_t>(k % 4)]) << "request " << k;
+  }
+  edgellm_metrics m{};
+  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  EXPECT_EQ(m.busy_rejections, static_cast<uint64_t>(busy.load()));
+  EXPECT_EQ(m.requests_finished, static_cast<uint64_t>(accepted.load()) + 4);
+}
+
+TEST_F(CApi, CancelMidStream) {
+  Sink sink;
+  edgellm_request_id id = 0;
+  ASSERT_EQ(submit(greedy(sink, "Once upon a time", -1), &id), EDGELLM_OK);
+  ASSERT_TRUE(sink.wait_events(4));
+  ASSERT_EQ(edgellm_cancel(svc_, id), EDGELLM_OK);
+  const int at_return = sink.n_events();
+  ASSERT_TRUE(sink.wait_final());
+  EXPECT_EQ(sink.reason, EDGELLM_FINISH_CANCELLED);
+  EXPECT_LE(sink.n_events(), at_return + 1);
+  EXPECT_EQ(sink.text, sink.streamed);
+}
+
+TEST_F(CApi, TokenCallbackReturningFalseCancels) {
+  Sink sink;
+  sink.cancel_after = 2;
+  ASSERT_EQ(submit(greedy(sink, "Once upon a time", -1)), EDGELLM_OK);
+  ASSERT_TRUE(sink.wait_final());
+  EXPECT_EQ(sink.reason, EDGELLM_FINISH_CANCELLED);
+  EXPECT_EQ(sink.tokens.size(), 3u);
+}
+
+TEST_F(CApi, DeadlineGivesTimeoutWithPartialText) {
+  // Paused after some tokens, the request cannot finish by itself: its deadline ends it.
+  struct Ctx {
+    Sink sink;
+    edgellm_service* svc;
+  } c;
+  c.svc = svc_;
+  edgellm_request_params r = greedy(c.sink, "Once upon a time", -1);
+  r.deadline_ms = 250;
+  r.user_data = &c;
+  r.on_token = [](const edgellm_token_event* ev, void* user) {
+    auto* cx = static_cast<Ctx*>(user);
+    if (ev->index == 3) edgellm_pause(cx->svc);  // allowed from a callback
+    return on_token(ev, &cx->sink);
+  };
+  r.on_finish = [](const edgellm_result* res, void* user) { on_finish(res, &static_cast<Ctx*>(user)->sink); };
+  ASSERT_EQ(submit(r), EDGELLM_OK);
+  ASSERT_TRUE(c.sink.wait_final(10s));
+  EXPECT_EQ(c.sink.reason, EDGELLM_FINISH_TIMEOUT);
+  EXPECT_FALSE(c.sink.text.empty());
+  EXPECT_EQ(c.sink.text, c.sink.streamed);
+  EXPECT_EQ(edgellm_resume(svc_), EDGELLM_OK);
+}
+
+TEST_F(CApi, QueueFullIsBusyInUnderAMillisecond) {
+  ASSERT_EQ(edgellm_pause(svc_), EDGELLM_OK);
+  std::vector<Sink> sinks(9);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(submit(greedy(sinks[i], "Once", 4)), EDGELLM_OK);
+  edgellm_request_id id = 77;
+  const auto t0 = std::chrono::steady_clock::now();
+  const edgellm_request_params r = greedy(sinks[8], "Once", 4);
+  const edgellm_status st = edgellm_submit(svc_, &r, &id);
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(st, EDGELLM_ERR_BUSY);
+  EXPECT_EQ(id, 0u);
+  EXPECT_LT(us, 1000.0) << "BUSY took " << us << " us";  // measured: ~10-30 us (ASan ~50 us)
+  ASSERT_EQ(edgellm_resume(svc_), EDGELLM_OK);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(sinks[i].wait_final());
+  EXPECT_EQ(sinks[8].finals, 0);
+}
+
+TEST_F(CApi, PauseResumeKeepsTheOutput) {
+  Sink ref;
+  ASSERT_EQ(submit(greedy(ref, "The little dog", 40)), EDGELLM_OK);
+  ASSERT_TRUE(ref.wait_final());
+  Sink sink;
+  ASSERT_EQ(submit(greedy(sink, "The little dog", 40)), EDGELLM_OK);
+  ASSERT_TRUE(sink.wait_events(5));
+  ASSERT_EQ(edgellm_pause(svc_), EDGELLM_OK);
+  std::this_thread::sleep_for(30ms);
+  const int n = sink.n_events();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(sink.n_events(), n) << "tokens while paused";
+  edgellm_metrics m{};
+  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  EXPECT_TRUE(m.paused);
+  if (sink.finals == 0) {
+    EXPECT_GT(m.kv_blocks_used, 0);
+  }
+  ASSERT_EQ(edgellm_resume(svc_), EDGELLM_OK);
+  ASSERT_TRUE(sink.wait_final());
+  EXPECT_EQ(sink.tokens, ref.tokens);
+}
+
+TEST(CApiLifecycle, DestroyWithRequestsInFlight) {
+  edgellm_service_params p = edgellm_service_default_params();
+  p.n_ctx = 256;
+  p.n_parallel = 2;
+  p.max_queued = 4;
+  edgellm_service* svc = nullptr;
+  ASSERT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &svc), EDGELLM_OK);
+  std::vector<Sink> sinks(6);
+  for (auto& s : sinks) {
+    edgellm_request_params r = edgellm_request_default_params();
+    r.prompt = "Once upon a time";
+    r.max_tokens = -1;
+    r.ignore_eos = true;
+    r.on_token = on_token;
+    r.on_finish = on_finish;
+    r.user_data = &s;
+    edgellm_request_id id = 0;
+    ASSERT_EQ(edgellm_submit(svc, &r, &id), EDGELLM_OK);
+  }
+  ASSERT_TRUE(sinks[0].wait_events(2));
+  ASSERT_EQ(edgellm_service_destroy(svc), EDGELLM_OK);  // returns: no hang
+  for (auto& s : sinks) {
+    EXPECT_EQ(s.finals, 1);  // delivered before destroy returned
+    EXPECT_EQ(s.reason, EDGELLM_FINISH_CANCELLED);
+  }
+}
+
+TEST(CApiLifecycle, DestroyFromOwnCallbackIsWrongThread) {
+  edgellm_service* svc = nullptr;
+  ASSERT_EQ(edgellm_service_create(CApi::model_path().c_str(), nullptr, &svc), EDGELLM_OK);
+  struct Ctx {
+    Sink sink;
+    edgellm_service* svc;
+    std::atomic<int> status{-1};
+  } c;
+  c.svc = svc;
+  edgellm_request_params r = edgellm_request_default_params();
+  r.prompt = "Once";
+  r.max_tokens = 2;
+  r.user_data = &c;
+  r.on_finish = [](const edgellm_result* res, void* user) {
+    auto* cx = static_cast<Ctx*>(user);
+    cx->status = edgellm_service_destroy(cx->svc);
+    on_finish(res, &cx->sink);
+  };
+  edgellm_request_id id = 0;
+  ASSERT_EQ(edgellm_submit(svc, &r, &id), EDGELLM_OK);
+  ASSERT_TRUE(c.sink.wait_final());
+  EXPECT_EQ(c.status.load(), EDGELLM_ERR_WRONG_THREAD);
+  EXPECT_EQ(edgellm_service_destroy(svc), EDGELLM_OK);
+}
+
+TEST_F(CApi, BadInputIsAStatusNeverACrash) {
+  Sink sink;
+  edgellm_request_id id = 5;
+  const edgellm_request_params ok = greedy(sink, "Once", 4);
+  EXPECT_EQ(edgellm_submit(nullptr, &ok, &id), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(id, 0u);
+  EXPECT_EQ(edgellm_submit(svc_, nullptr, &id), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_submit(svc_, &ok, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+
+  auto expect_invalid = [&](edgellm_request_params r, const char* needle) {
+    edgellm_request_id rid = 9;
+    EXPECT_EQ(edgellm_submit(svc_, &r, &rid), EDGELLM_ERR_INVALID_ARGUMENT) << needle;
+    EXPECT_EQ(rid, 0u);
+    EXPECT_NE(std::string(edgellm_last_error()).find(needle), std::string::npos)
+        << "message: " << edgellm_last_error() << " (expected to mention " << needle << ")";
+  };
+  edgellm_request_params r = ok;
+  r.prompt = nullptr;
+  expect_invalid(r, "no input");
+  r = ok;
+  r.prompt = "";
+  expect_invalid(r, "empty");
+  r = ok;
+  r.prompt = "ab\xC3\x28zz";  // invalid UTF-8
+  expect_invalid(r, "UTF-8");
+  r = ok;
+  r.prompt = "\xED\xA0\x80";  // a surrogate
+  expect_invalid(r, "UTF-8");
+  const edgellm_message unknown_role[] = {{"wizard", "hi"}};
+  r = ok;
+  r.prompt = nullptr;
+  r.messages = unknown_role;
+  r.n_messages = 1;
+  expect_invalid(r, "role");
+  const edgellm_message null_content[] = {{"user", nullptr}};
+  r.messages = null_content;
+  expect_invalid(r, "content");
+  const edgellm_message bad_utf8[] = {{"user", "\xFF"}};
+  r.messages = bad_utf8;
+  expect_invalid(r, "UTF-8");
+  const edgellm_message last_assistant[] = {{"user", "hi"}, {"assistant", "hello"}};
+  r.messages = last_assistant;
+  r.n_messages = 2;
+  expect_invalid(r, "assistant");
+  r.messages = nullptr;
+  expect_invalid(r, "NULL");
+  r = ok;
+  r.messages = unknown_role;  // prompt and messages
+  r.n_messages = 1;
+  expect_invalid(r, "more than one");
+  const int32_t bad_ids[] = {1, 2, 1 << 30};
+  r = ok;
+  r.prompt = nullptr;
+  r.tokens = bad_ids;
+  r.n_tokens = 3;
+  expect_invalid(r, "vocabulary");
+  r = ok;
+  r.sampling.temperature = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid(r, "temperature");
+  r = ok;
+  r.sampling.temperature = -1;
+  expect_invalid(r, "temperature");
+  r = ok;
+  r.sampling.top_p = 7;
+  expect_invalid(r, "top_p");
+  r = ok;
+  r.sampling.top_k = -3;
+  expect_invalid(r, "top_k");
+  r = ok;
+  r.sampling.repeat_penalty = 0;
+  expect_invalid(r, "repeat_penalty");
+  r = ok;
+  r.sampling.frequency_penalty = 1e30f;
+  expect_invalid(r, "frequency_penalty");
+  r = ok;
+  r.sampling.penalty_last_n = -7;
+  expect_invalid(r, "penalty_last_n");
+  r = ok;
+  r.priority = static_cast<edgellm_priority>(42);
+  expect_invalid(r, "priority");
+  const char* stops[] = {""};
+  r = ok;
+  r.stop = stops;
+  r.n_stop = 1;
+  expect_invalid(r, "stop");
+  r.stop = nullptr;
+  expect_invalid(r, "stop");
+  EXPECT_EQ(edgellm_cancel(nullptr, 1), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_cancel(svc_, 123456), EDGELLM_ERR_NOT_FOUND);
+  EXPECT_EQ(edgellm_pause(nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_get_metrics(svc_, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  edgellm_metrics m{};
+  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  EXPECT_EQ(m.requests_submitted, 0u);  // nothing bad was queued
+
+  // A prompt longer than the context: accepted, then an error result with CONTEXT_FULL.
+  std::string longp;
+  for (int i = 0; i < 200; ++i) longp += "The cat sat on the mat. ";
+  Sink too_long;
+  ASSERT_EQ(submit(greedy(too_long, longp.c_str(), 4)), EDGELLM_OK);
+  ASSERT_TRUE(too_long.wait_final());
+  EXPECT_EQ(too_long.reason, EDGELLM_FINISH_ERROR);
+  EXPECT_EQ(too_long.status, EDGELLM_ERR_CONTEXT_FULL);
+  EXPECT_NE(too_long.error.find("context"), std::string::npos) << too_long.error;
+}
+
+TEST_F(CApi, ChatMessagesTokenizeAndBuffers) {
+  const edgellm_message chat[] = {{"system", "You are helpful."}, {"user", "Tell me a story."}};
+  size_t len = 0;
+  EXPECT_EQ(edgellm_apply_template(svc_, chat, 2, true, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  ASSERT_GT(len, 0u);
+  std::string rendered(len + 1, '\0');
+  ASSERT_EQ(edgellm_apply_template(svc_, chat, 2, true, rendered.data(), rendered.size(), &len), EDGELLM_OK);
+  rendered.resize(len);
+  EXPECT_NE(rendered.find("Tell me a story."), std::string::npos) << rendered;
+
+  Sink sink;
+  edgellm_request_params r = greedy(sink, nullptr, 8);
+  r.prompt = nullptr;
+  r.messages = chat;
+  r.n_messages = 2;
+  ASSERT_EQ(submit(r), EDGELLM_OK) << edgellm_last_error();
+  ASSERT_TRUE(sink.wait_final());
+  EXPECT_NE(sink.reason, EDGELLM_FINISH_ERROR) << sink.error;
+
+  size_t n = 0;
+  EXPECT_EQ(edgellm_tokenize(svc_, "Once upon a time", true, false, nullptr, 0, &n), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  std::vector<int32_t> ids(n);
+  ASSERT_EQ(edgellm_tokenize(svc_, "Once upon a time", true, false, ids.data(), ids.size(), &n), EDGELLM_OK);
+  EXPECT_EQ(edgellm_tokenize(svc_, "\xC0\x80", true, false, ids.data(), ids.size(), &n), EDGELLM_ERR_INVALID_ARGUMENT);
+  char text[256];
+  ASSERT_EQ(edgellm_detokenize(svc_, ids.data(), ids.size(), false, text, sizeof(text), &len), EDGELLM_OK);
+  EXPECT_NE(std::string(text, len).find("Once upon a time"), std::string::npos) << text;
+  const int32_t bad = -1;
+  EXPECT_EQ(edgellm_detokenize(svc_, &bad, 1, false, text, sizeof(text), &len), EDGELLM_ERR_INVALID_ARGUMENT);
+
+  ASSERT_EQ(edgellm_model_info_json(svc_, text, 4, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  std::string info(len + 1, '\0');
+  ASSERT_EQ(edgellm_model_info_json(svc_, info.data(), info.size(), &len), EDGELLM_OK);
+  EXPECT_NE(info.find("\"architecture\": \"llama\""), std::string::npos) << info;
+  ASSERT_EQ(edgellm_metrics_prometheus(svc_, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  std::string prom(len + 1, '\0');
+  ASSERT_EQ(edgellm_metrics_prometheus(svc_, prom.data(), prom.size(), &len), EDGELLM_OK);
+  EXPECT_NE(prom.find("edgellm_requests_finished_total 1"), std::string::npos) << prom;
+  EXPECT_EQ(edgellm_metrics_json(svc_, nullptr, 0, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(CApi, WarmupAndTrimCallBack) {
+  struct Done {
+    std::mutex m;
+    std::condition_variable cv;
+    int n = 0;
+    bool ran = false;
+    uint64_t bytes = 0;
+  } d;
+  ASSERT_EQ(edgellm_warmup(
+                svc_,
+                [](bool ran, const char*, void* u) {
+                  auto* x = static_cast<Done*>(u);
+                  std::lock_guard<std::mutex> lock(x->m);
+                  x->ran = ran;
+                  ++x->n;
+                  x->cv.notify_all();
+                },
+                &d),
+            EDGELLM_OK);
+  ASSERT_EQ(edgellm_trim(
+                svc_,
+                [](uint64_t bytes, void* u) {
+                  auto* x = static_cast<Done*>(u);
+                  std::lock_guard<std::mutex> lock(x->m);
+                  x->bytes = bytes;
+                  ++x->n;
+                  x->cv.notify_all();
+                },
+                &d),
+            EDGELLM_OK);
+  std::unique_lock<std::mutex> lock(d.m);
+  ASSERT_TRUE(d.cv.wait_for(lock, 30s, [&] { return d.n == 2; }));
+  EXPECT_TRUE(d.ran);
+  EXPECT_GT(d.bytes, 0u);
+}
+
+}  // namespace
