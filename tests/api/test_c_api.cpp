@@ -295,7 +295,7 @@ TEST(CApiLifecycle, DestroyWithRequestsInFlight) {
   edgellm_service_params p = edgellm_service_default_params();
   p.n_ctx = 256;
   p.n_parallel = 2;
-  p.max_queued = 4;
+  p.max_queued = 6;  // all six fit even before the scheduler admits any
   edgellm_service* svc = nullptr;
   ASSERT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &svc), EDGELLM_OK);
   std::vector<Sink> sinks(6);

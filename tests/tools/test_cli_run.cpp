@@ -183,6 +183,49 @@ TEST_F(CliRun, StatsGoToStderr) {
   EXPECT_EQ(r.out.find("tok/s"), std::string::npos);
 }
 
+// --parallel serves every line of the file through the service at once; each prompt's text is
+// the one a plain `run` of it alone prints (greedy, F32 KV).
+TEST_F(CliRun, ParallelPromptsMatchTheirSoloRuns) {
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Lily went to the park",
+                                            "Tom and his friend", "A bird"};
+  std::string file_text;
+  for (const auto& p : prompts) file_text += p + "\n";
+  const std::string path = test::temp_dir() + "/parallel-prompts.txt";
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(file_text.data(), 1, file_text.size(), f);
+    std::fclose(f);
+  }
+  const RunResult r = run_cli({"run", "-m", model_, "-f", path, "--parallel", "3", "-n", "40", "--temp", "0",
+                               "--kv-type", "f32", "--json", "--step-tokens", "8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<Json> lines;
+  size_t start = 0;
+  while (start < r.out.size()) {
+    const size_t end = r.out.find('\n', start);
+    lines.push_back(Json::parse(std::string_view(r.out).substr(start, end - start)));
+    start = end + 1;
+  }
+  ASSERT_EQ(lines.size(), prompts.size() + 1);  // one per prompt + the summary
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(lines[i].at("index").as_int(), static_cast<int64_t>(i));
+    const RunResult solo = run_cli({"run", "-m", model_, "-p", prompts[i], "-n", "40", "--temp", "0", "--kv-type", "f32",
+                                    "--json"});
+    ASSERT_EQ(solo.exit_code, 0) << solo.err;
+    EXPECT_EQ(lines[i].at("text").as_string(), Json::parse(solo.out).at("text").as_string()) << "prompt " << i;
+    EXPECT_EQ(lines[i].at("stats").at("completion_tokens").as_int(), 40);
+  }
+  const Json& sum = lines.back().at("summary");
+  EXPECT_EQ(sum.at("prompts").as_int(), 5);
+  EXPECT_EQ(sum.at("completion_tokens").as_int(), 200);
+  EXPECT_GT(sum.at("mean_batch").as_number(), 1.0);  // several sequences per forward pass
+  // Without -f the flag is refused with a message.
+  const RunResult bad = run_cli({"run", "-m", model_, "-p", "hi", "--parallel", "2"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("-f FILE"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliRun, BadInputFailsCleanly) {
   struct Case {
     std::vector<std::string> args;

@@ -2,6 +2,7 @@
 // Output modes: text (default, flushed per piece), --ids (token ids, space separated) and --json
 // (nothing streamed; one JSON record at the end). --stats adds timings and memory on stderr;
 // --dump-logits writes the raw logits of every sampled position for offline comparison.
+// --parallel N -f FILE serves one prompt per line through the InferenceService (run_parallel.h).
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "command.h"
 #include "generation_options.h"
 #include "interrupt.h"
+#include "run_parallel.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "engine/context.h"
@@ -46,6 +48,9 @@ struct RunOptions {
   bool truncate = false;
   std::string dump_logits;
   SamplerParams sampling;
+  int32_t parallel = 0;
+  int32_t step_tokens = 256;
+  int64_t deadline_ms = 0;
 };
 
 // Raw little-endian F32 rows, n_vocab per sampled position.
@@ -138,7 +143,36 @@ int run_command(const std::vector<std::string>& args) {
   ap.add_flag("--stats", &o.stats, "print timings and memory to stderr at the end");
   ap.add_flag("--json", &o.json, "print one JSON record on stdout at the end instead of streaming text");
   ap.add_string("--dump-logits", &o.dump_logits, "FILE", "write raw little-endian F32 logits of every sampled position");
+  ap.add_int("--parallel", &o.parallel, "N",
+             "serve the prompts of -f FILE (one per line) through the service, N decoded at once", 1);
+  ap.add_int("--step-tokens", &o.step_tokens, "N", "with --parallel: tokens per scheduler step (default 256)", 2);
+  std::string deadline;
+  ap.add_string("--deadline-ms", &deadline, "MS", "with --parallel: per-request deadline (default none)");
   if (!ap.parse(args)) return 0;
+
+  if (ap.seen("--parallel")) {
+    require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+    require(ap.seen("-f") && !ap.seen("-p") && !ap.seen("--prompt-ids"), ErrorCode::kInvalidArgument,
+            "--parallel reads its prompts from -f FILE (one per line)");
+    require(!o.ids && o.dump_logits.empty() && !o.truncate, ErrorCode::kInvalidArgument,
+            "--parallel does not combine with --ids, --dump-logits or --truncate");
+    ParallelRunOptions po;
+    po.model = o.model;
+    po.prompts = prompts_from_lines(read_text_file(o.prompt_file, "prompt file"));
+    po.parallel = o.parallel;
+    po.step_tokens = o.step_tokens;
+    po.max_tokens = o.max_tokens;
+    po.deadline_ms = deadline.empty() ? 0 : parse_int(deadline, "--deadline-ms", 0, int64_t{1} << 40);
+    po.stop = o.stop;
+    po.ignore_eos = o.ignore_eos;
+    po.no_bos = o.no_bos;
+    po.json = o.json;
+    po.context = context_params(o.context);
+    po.load = model_load_params(o.context);
+    resolve_seed(&o.seed, &s);
+    po.sampling = s;
+    return run_parallel(po);
+  }
 
   require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   const int n_prompt_sources = (ap.seen("-p") ? 1 : 0) + (ap.seen("-f") ? 1 : 0) + (ap.seen("--prompt-ids") ? 1 : 0);
