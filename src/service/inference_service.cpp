@@ -570,8 +570,7 @@ bool InferenceService::deliver(Live& r, const StepOutput& out) {
 }
 
 void InferenceService::step() {
-  // Batch: every decoding sequence's next token, then prompt chunks (interactive requests first,
-  // then in admission order) up to the step's token budget.
+  // Batch: every decoding sequence's next token, then prompt chunks up to the step's token budget.
   struct Part {
     Live* r;
     int32_t prefill;  // prompt tokens in this batch (0: a decode entry)
@@ -587,12 +586,22 @@ void InferenceService::step() {
     parts.push_back({&r, 0, true});
     deadline = std::min(deadline, r.deadline);
   }
+  // Prompts in order of (priority, tokens left): a short prompt that arrives while a long one is
+  // being prefilled is prefilled in the next step, not after the long one (shortest remaining
+  // first minimises the mean time to first token); the long one takes the rest of the budget.
+  std::vector<Live*> prefilling;
+  for (auto& rp : running_) {
+    if (!rp->gen->prefill_done()) prefilling.push_back(rp.get());
+  }
+  std::stable_sort(prefilling.begin(), prefilling.end(), [](const Live* a, const Live* b) {
+    if (a->req.priority != b->req.priority) return a->req.priority < b->req.priority;
+    return a->gen->prompt_remaining() < b->gen->prompt_remaining();
+  });
   int32_t budget = params_.step_tokens - static_cast<int32_t>(batch.size());
-  for (Priority p : {Priority::kInteractive, Priority::kBackground}) {
-    for (auto& rp : running_) {
+  {
+    for (Live* rp : prefilling) {
       Live& r = *rp;
       if (budget <= 0) break;
-      if (r.req.priority != p || r.gen->prefill_done()) continue;
       const int32_t n = std::min(budget, r.gen->prompt_remaining());
       const bool completes = n == r.gen->prompt_remaining();
       for (int32_t i = 0; i < n; ++i) {

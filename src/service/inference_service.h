@@ -10,6 +10,7 @@
 //                  can reserve blocks for prompt + max_tokens: tokenize / render the template,
 //                  build the sampler state; a request that cannot be served ends with an error
 //   batch          one decode token for every running sequence, then chunks of pending prompts
+//                  (interactive first, then the shortest remaining prompt first)
 //                  up to step_tokens entries in all (long prompts are prefilled across steps
 //                  while the other streams keep decoding)
 //   forward        Context::decode, abandoned between layers when a request of the batch is
