@@ -1,14 +1,21 @@
 # Two entry points for a fresh Debian machine (both install their own packages):
 #   make demo   build the CLI and generate text with a small model
 #   make test   build everything and run every test (what .ci/run calls)
+# docs/testing.md: what each configuration of `make test` builds and runs, how long it takes, and
+# how to reproduce one failing test in each.
 BUILD      ?= build
 JOBS       ?= $(shell nproc)
 TESTDATA   ?= $(abspath ../shared)
 export EDGELLM_TESTDATA ?= $(TESTDATA)
 
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
+# Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG).
+SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1"
+# TSan: the thread pool (runtime), the parallel forward pass and repacking (engine), the service
+# and the C ABI (api: tests/api and the examples). Only these areas' tests are built.
+TSAN_AREAS ?= runtime;engine;service;api
 
-.PHONY: all deps build demo test test-unit test-musl fuzz test-arm64 clean
+.PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 clean
 
 all: build
 
@@ -25,7 +32,8 @@ demo: build
 	  $(BUILD)/edgellm run -m "$$model" -p "Once upon a time" -n 120 --stats
 
 # Every test once on the best ISA, then the kernel tests again with lower ISAs pinned so each
-# SIMD path is compared with the scalar reference on this one machine.
+# SIMD path is compared with the scalar reference on this one machine; then the exports of
+# libedgellm.so.
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@if [ "$$(uname -m)" = x86_64 ]; then \
@@ -34,6 +42,25 @@ test-unit: build
 	    (cd $(BUILD) && EDGELLM_ISA=$$isa ctest --output-on-failure -L kernels -j $(JOBS)) || exit 1; \
 	  done; \
 	fi
+	$(MAKE) test-exports
+
+# libedgellm.so exports only edgellm_* and needs only the C/C++ runtime (nm -D, readelf -d).
+test-exports:
+	scripts/check-exports.sh $(BUILD)
+
+# ASan + UBSan (-fno-sanitize-recover=all): the whole GoogleTest suite and the C examples, except
+# the self-timing tests (label "speed"). The CLI is built too: tests/tools and tests/quant run it.
+test-asan: deps
+	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DEDGELLM_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -LE speed
+
+# ThreadSanitizer: the areas of TSAN_AREAS (without the self-timing tests); no CLI.
+test-tsan: deps
+	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF \
+	  "-DEDGELLM_TEST_AREAS=$(TSAN_AREAS)"
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE speed
 
 # HarmonyOS / musl: every library source compiled (not linked) by clang against musl's C headers
 # and libc++ for x86_64 and aarch64, so a glibc-only call fails (scripts/check-musl.sh,
@@ -45,7 +72,8 @@ test-musl:
 # Short coverage-guided run of every fuzzer over the checked-in corpus (clang + libFuzzer).
 fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_C_COMPILER=clang \
-	  -DCMAKE_CXX_COMPILER=clang++ -DEDGELLM_FUZZ=ON -DEDGELLM_BUILD_TESTS=OFF -DEDGELLM_BUILD_TOOLS=OFF
+	  -DCMAKE_CXX_COMPILER=clang++ -DEDGELLM_FUZZ=ON -DEDGELLM_BUILD_TESTS=OFF -DEDGELLM_BUILD_TOOLS=OFF \
+	  -DEDGELLM_BUILD_SHARED=OFF
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	scripts/run-fuzzers.sh $(BUILD)-fuzz
 
@@ -54,9 +82,10 @@ fuzz: deps
 test-arm64:
 	scripts/test-arm64.sh $(BUILD)-arm64
 
-# The ARM64 step runs last (after everything native has passed).
-test: test-unit test-musl fuzz
+# Native configurations first (plain, then the sanitizers), the ARM64 step last (after
+# everything native has passed).
+test: test-unit test-asan test-tsan test-musl fuzz
 	$(MAKE) test-arm64
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-fuzz $(BUILD)-arm64
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz $(BUILD)-arm64

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # HarmonyOS / musl check (issue 4): the OpenHarmony NDK builds with clang, LLVM's libc++ and musl,
 # so the core library must not use glibc-only functions, macros or headers. The NDK is not a
-# Debian package, so this compiles every source of the `edgellm` library (src/**/*.cpp) with
-# clang against musl's C headers and libc++'s headers instead of glibc + libstdc++: a glibc-only
-# call becomes a compile error here. It compiles (-c -O0 to /dev/null, so target-feature errors
+# Debian package, so this compiles every library source (src/**/*.cpp: edgellm_core, the tools
+# library and the C ABI of libedgellm.so, src/api) with clang against musl's C headers and
+# libc++'s headers instead of glibc + libstdc++, and every C example (examples/*.c, C11, public
+# include/ only) against musl: a glibc-only call becomes a compile error here. It compiles (-c -O0 to /dev/null, so target-feature errors
 # of the SIMD intrinsics are reported too) but does not link: no musl libc++ runtime exists here.
 #
 #   generic sources        x86_64-linux-musl, and aarch64-linux-musl when its headers exist
@@ -25,6 +26,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Must match CMakeLists.txt (EDGELLM_WARNINGS and the per-ISA COMPILE_OPTIONS).
 warnings=(-Wall -Wextra -Wpedantic -Wno-missing-field-initializers -Werror)
+c_warnings=(-Wall -Wextra -Wpedantic -Werror)  # EDGELLM_C_WARNINGS (the C examples)
 avx2_flags=(-mavx2 -mfma -mf16c -mbmi2)
 avx512_flags=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c -mbmi2)
 dotprod_flags=(-march=armv8.2-a+dotprod+fp16)
@@ -40,6 +42,8 @@ if [[ -z $cxx || $("$cxx" --version 2>/dev/null) != *clang* ]]; then
   echo "check-musl: needs clang++ (set CXX); run scripts/install-deps.sh" >&2
   exit 2
 fi
+# The C compiler next to it (clang++-14 -> clang-14) for examples/*.c; CC overrides.
+cc=${CC:-${cxx/clang++/clang}}
 # libc++ headers of the same LLVM as the compiler (/usr/lib/llvm-14/bin/clang++ -> include/c++/v1).
 llvm_root=$(dirname "$(dirname "$(readlink -f "$(command -v "$cxx")")")")
 libcxx=${LIBCXX_INCLUDE:-$llvm_root/include/c++/v1}
@@ -65,10 +69,16 @@ if [[ ${1:-} == --one ]]; then
   # -nostdinc/-nostdinc++ drop glibc's /usr/include and libstdc++; the search path is exactly
   # libc++, clang's own headers (intrinsics, stddef.h), musl. _LIBCPP_HAS_MUSL_LIBC is what a
   # musl build of libc++ records in its __config_site (Debian's is configured for glibc).
-  if out=$(cd "$root" && "$cxx" --target="$target-linux-musl" -std=c++20 -O0 -c -o /dev/null \
-      -nostdinc -nostdinc++ -isystem "$libcxx" -isystem "$resource/include" -isystem "$musl" \
-      -D_LIBCPP_HAS_MUSL_LIBC -Iinclude -Isrc "${arch[@]}" "${warnings[@]}" "${isa_flags[@]}" \
-      "$file" 2>&1); then
+  if [[ $file == *.c ]]; then
+    # A C program of the public API (examples/*.c): strict C11 against musl alone, include/ only.
+    compile=("$cc" --target="$target-linux-musl" -std=c11 -O0 -c -o /dev/null -nostdinc
+      -isystem "$resource/include" -isystem "$musl" -Iinclude "${c_warnings[@]}" "$file")
+  else
+    compile=("$cxx" --target="$target-linux-musl" -std=c++20 -O0 -c -o /dev/null
+      -nostdinc -nostdinc++ -isystem "$libcxx" -isystem "$resource/include" -isystem "$musl"
+      -D_LIBCPP_HAS_MUSL_LIBC -Iinclude -Isrc "${arch[@]}" "${warnings[@]}" "${isa_flags[@]}" "$file")
+  fi
+  if out=$(cd "$root" && "${compile[@]}" 2>&1); then
     echo "ok $file [$target]"
   else
     first=$(grep -m1 -E 'error:' <<<"$out" || true)
@@ -110,6 +120,11 @@ while IFS= read -r f; do
       ;;
   esac
 done < <(cd "$root" && find src -name '*.cpp' | LC_ALL=C sort)
+# The C examples (public header only, as an app on the device would build them).
+while IFS= read -r f; do
+  jobs_list+=("x86_64 - $f")
+  if ((have_arm)); then jobs_list+=("aarch64 - $f"); fi
+done < <(cd "$root" && find examples -maxdepth 1 -name '*.c' 2>/dev/null | LC_ALL=C sort)
 
 start=$(date +%s)
 results=$(printf '%s\n' "${jobs_list[@]}" | xargs -P "${JOBS:-2}" -L1 "${BASH_SOURCE[0]}" --one) || true
