@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
     report_failure("edgellm_service_destroy", st);
     ok = false;
   }
-  if (state.streamed_bytes > 0 && fputc('\n', stdout) == EOF) ok = false;
+  /* End the streamed line, and flush it before the report on stderr so the two do not interleave. */
+  if (state.streamed_bytes > 0 && (fputc('\n', stdout) == EOF || fflush(stdout) != 0)) ok = false;
 
   if (state.done) {
     const edgellm_request_stats* s = &state.stats;

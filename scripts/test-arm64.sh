@@ -6,7 +6,9 @@
 #      on the default ISA unless EDGELLM_ARM64_FULL=1, see below);
 #   2. quantized models end to end: quantize tiny-zh-poems (Q4_K_M, Q5_1) and compare perplexity
 #      on every ISA (SIMD ISAs bit-identical, scalar within a tolerance);
-#   3. feature detection: on `-cpu cortex-a53` (NEON only) and `-cpu cortex-a76` (dotprod, no
+#   3. the C ABI: libedgellm.so's exports (scripts/check-exports.sh with the cross nm), tests/api
+#      and the C examples, on the default ISA;
+#   4. feature detection: on `-cpu cortex-a53` (NEON only) and `-cpu cortex-a76` (dotprod, no
 #      i8mm) the hwcap-based dispatch must offer exactly what those CPUs have.
 # Usage: scripts/test-arm64.sh [build-dir]   (default build-arm64; JOBS=n to limit parallelism)
 # Prints "arm64: N passed, N failed" last; exits non-zero if anything failed.
@@ -34,7 +36,25 @@ for src in "$root"/tests/kernels/test_*.cpp; do
   kernel_tests+=("kernels_$name")
 done
 tests=("${kernel_tests[@]}" gguf_test_gguf_reader engine_test_reference_greedy tools_test_cli_run)
-cmake --build "$build" -j "$jobs" --target "${tests[@]}" edgellm_cli
+# The C ABI: libedgellm.so (exports checked with the cross binutils), its header checks, the C
+# examples and tests/api (run once, on the default ISA, below). Absent until src/api exists.
+api_targets=()
+api_tests=()
+examples=()
+if compgen -G "$root/src/api/*.cpp" >/dev/null; then
+  api_targets+=(libedgellm.so)
+  compgen -G "$root/include/edgellm/*.h*" >/dev/null && api_targets+=(edgellm_header_check)
+  for src in "$root"/tests/api/test_*.cpp; do
+    [[ -e $src ]] || continue
+    api_tests+=("api_$(basename "$src" .cpp)")
+  done
+  for src in "$root"/examples/*.c; do
+    [[ -e $src ]] || continue
+    examples+=("example_$(basename "$src" .c)")
+  done
+  api_targets+=("${api_tests[@]}" "${examples[@]}")
+fi
+cmake --build "$build" -j "$jobs" --target "${tests[@]}" edgellm_cli "${api_targets[@]}"
 built=$(date +%s)
 
 # qemu-user reads these from the environment; they also reach every child the tests start.
@@ -87,6 +107,34 @@ for isa in default neon dotprod i8mm; do
     run "$isa" "$t" "${pin[@]}"
   done
 done
+
+# The C ABI on ARM64: exports of the cross-built libedgellm.so, then tests/api and the examples
+# (through ctest: the examples' run-example.cmake starts them with the toolchain's qemu).
+if ((${#api_targets[@]})); then
+  if NM=aarch64-linux-gnu-nm READELF=aarch64-linux-gnu-readelf "$root/scripts/check-exports.sh" \
+      "$build/libedgellm.so" >"$build/check-exports.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "arm64 [exports] libedgellm.so: ok"
+  else
+    failed=$((failed + 1))
+    failures+=("[exports] libedgellm.so")
+    echo "arm64 [exports] libedgellm.so: FAILED"
+    cat "$build/check-exports.log"
+  fi
+  for t in "${api_tests[@]}"; do run default "$t"; done
+  for t in "${examples[@]}"; do
+    t0=$(date +%s)
+    if (cd "$build" && ctest -R "^$t\$" --output-on-failure >"$build/$t.log" 2>&1); then
+      passed=$((passed + 1))
+      echo "arm64 [default] $t: ok ($(( $(date +%s) - t0 ))s)"
+    else
+      failed=$((failed + 1))
+      failures+=("[default] $t")
+      echo "arm64 [default] $t: FAILED, log:"
+      tail -n 40 "$build/$t.log"
+    fi
+  done
+fi
 
 # Quantized models end to end (the reference-greedy test covers only F32 weights): quantize the
 # tiny-zh-poems model on the emulated CPU, then evaluate perplexity on 2 chunks of 128 tokens

@@ -32,7 +32,6 @@ edgellm_status status_of(ErrorCode code) {
     case ErrorCode::kOutOfMemory: return EDGELLM_ERR_OUT_OF_MEMORY;
     case ErrorCode::kContextFull: return EDGELLM_ERR_CONTEXT_FULL;
     case ErrorCode::kCancelled: return EDGELLM_ERR_SHUT_DOWN;  // the only cancellation a call reports
-    case ErrorCode::kTimeout: return EDGELLM_ERR_INTERNAL;     // deadlines end requests, not calls
     case ErrorCode::kBusy: return EDGELLM_ERR_BUSY;
     case ErrorCode::kInternal: return EDGELLM_ERR_INTERNAL;
   }

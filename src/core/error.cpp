@@ -11,7 +11,6 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kOutOfMemory: return "out of memory";
     case ErrorCode::kContextFull: return "context full";
     case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kTimeout: return "timeout";
     case ErrorCode::kBusy: return "busy";
     case ErrorCode::kInternal: return "internal error";
   }

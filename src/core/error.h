@@ -16,7 +16,6 @@ enum class ErrorCode {
   kOutOfMemory,      // an allocation or a memory budget (KV blocks) was exhausted
   kContextFull,      // a sequence does not fit the context / KV budget
   kCancelled,        // the caller asked to stop
-  kTimeout,          // a deadline passed
   kBusy,             // the service's waiting queue is full: try again later
   kInternal,         // a broken invariant: a bug in EdgeLLM
 };

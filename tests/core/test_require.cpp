@@ -59,7 +59,7 @@ TEST(Require, EveryMessageFormThrowsItsCodeAndMessage) {
   EXPECT_STREQ(d.what(), "needs 42 positions");
 
   // A callable may return a C string too.
-  Error e = caught([] { require(false, ErrorCode::kTimeout, [] { return "late"; }); });
+  Error e = caught([] { require(false, ErrorCode::kBusy, [] { return "late"; }); });
   EXPECT_STREQ(e.what(), "late");
 }
 

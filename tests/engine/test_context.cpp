@@ -166,6 +166,79 @@ TEST_F(ContextTest, KvBudgetExhaustionKeepsCompletedChunksOnly) {
   EXPECT_EQ(got, logits_copy(fresh, 0));
 }
 
+// The abort check is polled before every layer: a forward abandoned after k layers throws
+// kCancelled, leaves every sequence as it was (the chunk is rolled back) and a rerun gives the
+// logits of a context that never saw the aborted attempt.
+TEST_F(ContextTest, AbortBetweenLayersRollsBackTheChunk) {
+  struct Counter {
+    int calls = 0;
+    int abort_at = -1;
+    static bool check(void* self) {
+      auto* c = static_cast<Counter*>(self);
+      return c->calls++ == c->abort_at;
+    }
+  };
+  const int n_layer = model_->hparams().n_layer;
+  std::vector<float> want;
+  {
+    Context ctx(*model_, params());
+    Batch b;
+    b.add_sequence(0, kPrompt, 0);
+    ctx.decode(b);
+    want = logits_copy(ctx, 0);
+  }
+  for (int abort_at : {0, 1, n_layer - 1}) {
+    Context ctx(*model_, params());  // n_batch 8: kPrompt runs as two chunks
+    Counter counter;
+    counter.abort_at = abort_at;
+    ctx.set_abort_check(AbortCheck{&Counter::check, &counter});
+    Batch b;
+    b.add_sequence(0, kPrompt, 0);
+    EXPECT_EQ(error_of([&] { ctx.decode(b); }), ErrorCode::kCancelled) << "abort at layer " << abort_at;
+    EXPECT_EQ(counter.calls, abort_at + 1) << "the check runs once per layer until it fires";
+    EXPECT_EQ(ctx.seq_length(0), 0) << "the aborted chunk stayed in the cache";
+    EXPECT_EQ(ctx.kv_blocks_free(), ctx.kv_blocks_total());
+    ctx.set_abort_check(AbortCheck{});
+    ctx.decode(b);
+    EXPECT_EQ(logits_copy(ctx, 0), want) << "a rerun after an abort at layer " << abort_at;
+  }
+  // An abort in the second chunk keeps the first chunk (as for any error).
+  Context ctx(*model_, params());
+  Counter counter;
+  counter.abort_at = n_layer + 2;  // chunk 1: n_layer checks, chunk 2: aborts before layer 2
+  ctx.set_abort_check(AbortCheck{&Counter::check, &counter});
+  Batch b;
+  b.add_sequence(0, kPrompt, 0);
+  EXPECT_EQ(error_of([&] { ctx.decode(b); }), ErrorCode::kCancelled);
+  EXPECT_EQ(ctx.seq_length(0), 8);
+}
+
+// Capacity queries answer what seq_grow will take, so admission never rolls back a batch.
+TEST_F(ContextTest, KvCapacityQueriesMatchWhatDecodeTakes) {
+  ContextParams p = params();
+  p.kv_block_tokens = 4;
+  Context ctx(*model_, p);
+  EXPECT_EQ(ctx.kv_blocks_for(0), 0);
+  EXPECT_EQ(ctx.kv_blocks_for(5), 2);
+  EXPECT_EQ(ctx.kv_blocks_needed(0, 5), 2);
+  const int32_t free0 = ctx.kv_blocks_free();
+  Batch b;
+  b.add_sequence(0, {1, 403, 407, 261, 378}, 0);
+  ctx.decode(b);
+  EXPECT_EQ(ctx.kv_blocks_free(), free0 - 2);
+  EXPECT_EQ(ctx.kv_blocks_needed(0, 3), 0);  // positions 5..7 fit the partial block
+  EXPECT_EQ(ctx.kv_blocks_needed(0, 4), 1);
+  ctx.seq_fork(0, 1);  // shares the full block, copies the partial one
+  ctx.seq_truncate(1, 2);
+  ctx.seq_truncate(0, 2);  // now both hold the shared first block, partially
+  EXPECT_EQ(ctx.kv_blocks_needed(0, 1), 1) << "a write into a shared partial block needs a copy";
+  const int32_t before = ctx.kv_blocks_free();
+  Batch c;
+  c.add(0, 432, 2, true);
+  ctx.decode(c);
+  EXPECT_EQ(ctx.kv_blocks_free(), before - 1);
+}
+
 TEST_F(ContextTest, ChunkingAndThreadsDoNotChangeLogits) {
   // Threads split work, never a sum: bit-identical logits for every chunking. Chunks of 512 and
   // 5 both run prompt attention by query blocks, whose per-query arithmetic does not depend on
