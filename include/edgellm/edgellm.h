@@ -68,8 +68,8 @@ typedef enum edgellm_status {
   /* A null pointer where one is required, a value out of range, text that is not valid UTF-8,
    * an unknown message role, no input or more than one. Nothing was changed or queued. */
   EDGELLM_ERR_INVALID_ARGUMENT = 1,
-  /* The waiting queue is full (max_queued requests wait already). Nothing was queued; try again
-   * later. Answered at once, never after a wait. */
+  /* The waiting queue is full: max_queued requests already wait beyond those the free sequences
+   * take at once. Nothing was queued; try again later. Answered at once, never after a wait. */
   EDGELLM_ERR_BUSY = 2,
   /* edgellm_cancel: no waiting or running request has this id (unknown or already finished). */
   EDGELLM_ERR_NOT_FOUND = 3,
@@ -131,7 +131,7 @@ typedef enum edgellm_repack {
 typedef struct edgellm_service_params {
   int32_t n_ctx;           /* positions per sequence; 0: the model's training context, at most 4096 */
   int32_t n_parallel;      /* requests decoded at once (sequences); default 4 */
-  int32_t max_queued;      /* requests that may wait beyond the running ones; default 3 */
+  int32_t max_queued;      /* requests that may wait for a sequence (0: none wait); default 3 */
   int32_t step_tokens;     /* most tokens one step runs (decode tokens + a prompt chunk); default 256 */
   int32_t n_threads;       /* threads for decode; 0: the big cores */
   int32_t n_threads_batch; /* threads for prefill; 0: n_threads */

@@ -74,7 +74,7 @@ edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool
     check_utf8(text, "text");
     const std::vector<int32_t> ids = service->service->tokenizer().encode(text, add_special, parse_special);
     *n_tokens = ids.size();
-    if (tokens == nullptr || capacity < ids.size()) {
+    if (ids.size() > capacity || (tokens == nullptr && !ids.empty())) {
       return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(capacity) + " tokens; " +
                                                     std::to_string(ids.size()) + " are needed");
     }

@@ -121,7 +121,7 @@ std::unique_ptr<InferenceService> InferenceService::open(const std::string& mode
 }
 
 InferenceService::InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params)
-    : params_(params), model_(std::move(model)), queue_(static_cast<size_t>(std::max(0, params.max_queued))) {
+    : params_(params), model_(std::move(model)), queue_(static_cast<size_t>(std::max(0, params.max_queued)) + static_cast<size_t>(std::max(1, params.context.n_seq_max))) {
   require(model_ != nullptr, ErrorCode::kInvalidArgument, "service: no model");
   require(params_.max_queued >= 0 && params_.max_queued <= 1 << 16, ErrorCode::kInvalidArgument,
           "service: max_queued " + std::to_string(params_.max_queued) + " is outside [0, 65536]");
@@ -216,16 +216,26 @@ RequestId InferenceService::submit(ServiceRequest request) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw Error(ErrorCode::kCancelled, "the service is shut down");
-    // A request the scheduler took from the queue while it waits for KV blocks still waits.
-    if (queue_.size() + static_cast<size_t>(blocked_count_) >= queue_.capacity()) {
+    // Waiting = beyond what free sequences take at once: queued requests a free sequence will
+    // admit in the next step do not wait. A request the scheduler holds for KV blocks waits
+    // (and then no sequence is free for the queue).
+    const int64_t running = held_ - blocked_count_;
+    const int64_t free_slots = blocked_count_ > 0 ? 0 : std::max<int64_t>(0, ctx_params_.n_seq_max - running);
+    const int64_t waiting = static_cast<int64_t>(queue_.size()) + blocked_count_ - free_slots;
+    if (waiting >= params_.max_queued) {
       ++metrics_.busy_rejections;
-      throw Error(ErrorCode::kBusy, "busy: " + std::to_string(queue_.capacity()) +
+      throw Error(ErrorCode::kBusy, "busy: " + std::to_string(params_.max_queued) +
                                         " requests are already waiting; try again later");
     }
     id = next_id_++;
     r->id = id;
-    queue_.push(priority, r);
     live_.emplace(id, Where::kQueued);
+    try {
+      queue_.push(priority, r);
+    } catch (...) {
+      live_.erase(id);  // nothing queued, no callback: as the caller is told
+      throw;
+    }
     ++metrics_.requests_submitted;
   }
   wake_.notify_one();
@@ -515,6 +525,7 @@ void InferenceService::admit() {
       if (queue_.empty()) return;
       r = queue_.pop();
       live_[r->id] = Where::kScheduler;
+      ++held_;  // counted as held from here, so submit() never sees it neither queued nor held
     }
     if (!prepare(*r)) {
       const ErrorCode code = r->error_code;
@@ -545,6 +556,7 @@ void InferenceService::admit() {
     r->admitted = Clock::now();
     reserved_blocks_ += r->reserved_blocks;
     running_.push_back(std::move(r));
+    publish_gauges();
   }
 }
 

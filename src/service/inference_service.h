@@ -52,7 +52,8 @@ struct ServiceParams {
   // here), threads, KV type and budget. n_batch is raised to step_tokens when smaller.
   ContextParams context = default_context_params();
   ModelLoadParams load;
-  int32_t max_queued = 3;        // waiting requests beyond the running ones; more -> BUSY
+  int32_t max_queued = 3;        // requests that may wait for a sequence (beyond those a free
+                                 // sequence takes at once); one more -> BUSY
   int32_t step_tokens = 256;     // most batch entries per step (decode tokens + prefill chunk)
   size_t warmup_min_free_bytes = size_t{256} << 20;  // warm-up skipped below this MemAvailable
   std::string chat_template;     // built-in name or file; empty: the model's own (or a guess)

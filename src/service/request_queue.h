@@ -1,5 +1,6 @@
-// The bounded waiting queue of the service: requests accepted but not yet admitted to a
-// sequence. Full means BUSY at once (the caller decides to retry or give up), never a wait.
+// The waiting queue of the service: requests accepted but not yet admitted to a sequence. Its
+// capacity is a hard bound (max_queued + n_parallel); the service answers BUSY before it is
+// reached (inference_service.cpp: submit). Full is BUSY at once, never a wait.
 // Order: priority (interactive first), then arrival. Not thread-safe: the service guards it.
 #pragma once
 

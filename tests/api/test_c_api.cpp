@@ -253,19 +253,20 @@ TEST_F(CApi, DeadlineGivesTimeoutWithPartialText) {
 
 TEST_F(CApi, QueueFullIsBusyInUnderAMillisecond) {
   ASSERT_EQ(edgellm_pause(svc_), EDGELLM_OK);
-  std::vector<Sink> sinks(9);
-  for (int i = 0; i < 8; ++i) ASSERT_EQ(submit(greedy(sinks[i], "Once", 4)), EDGELLM_OK);
+  // n_parallel 4 requests that free sequences take at once + max_queued 8 waiting.
+  std::vector<Sink> sinks(13);
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(submit(greedy(sinks[i], "Once", 4)), EDGELLM_OK) << i;
   edgellm_request_id id = 77;
   const auto t0 = std::chrono::steady_clock::now();
-  const edgellm_request_params r = greedy(sinks[8], "Once", 4);
+  const edgellm_request_params r = greedy(sinks[12], "Once", 4);
   const edgellm_status st = edgellm_submit(svc_, &r, &id);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(st, EDGELLM_ERR_BUSY);
   EXPECT_EQ(id, 0u);
   EXPECT_LT(us, 1000.0) << "BUSY took " << us << " us";  // measured: ~10-30 us (ASan ~50 us)
   ASSERT_EQ(edgellm_resume(svc_), EDGELLM_OK);
-  for (int i = 0; i < 8; ++i) ASSERT_TRUE(sinks[i].wait_final());
-  EXPECT_EQ(sinks[8].finals, 0);
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(sinks[i].wait_final());
+  EXPECT_EQ(sinks[12].finals, 0);
 }
 
 TEST_F(CApi, PauseResumeKeepsTheOutput) {

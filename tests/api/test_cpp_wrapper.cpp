@@ -120,8 +120,8 @@ TEST_F(CppWrapper, StreamsAGreedyRequest) {
 }
 
 TEST_F(CppWrapper, FullQueueThrowsBusyAndFreesTheCallbacks) {
-  svc_.pause();  // nothing is admitted: the queue fills with exactly max_queued requests
-  Sink sinks[2];
+  svc_.pause();  // nothing is admitted: n_parallel (2) requests a free sequence would take, then max_queued (2) waiting
+  Sink sinks[4];
   for (Sink& s : sinks) svc_.submit(greedy("Once", 4), s.on_token(), s.on_finish());
   auto witness = std::make_shared<int>(0);  // captured by the rejected request's callbacks
   std::atomic<bool> called{false};
@@ -133,7 +133,7 @@ TEST_F(CppWrapper, FullQueueThrowsBusyAndFreesTheCallbacks) {
           return true;
         },
         [witness, &called](const edgellm_result&) { called = true; });
-    FAIL() << "a third request fit a queue of two";
+    FAIL() << "a fifth request fit two sequences and a queue of two";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), EDGELLM_ERR_BUSY) << e.what();
   }

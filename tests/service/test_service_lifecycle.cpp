@@ -120,25 +120,25 @@ TEST_F(ServiceTest, GreedyResultMatchesItsStream) {
 
 TEST_F(ServiceTest, FullQueueAnswersBusyAtOnce) {
   InferenceService s(model(), params(1, 2));
-  s.pause();  // nothing is admitted: the queue keeps what it gets
-  Outcome o[3];
+  s.pause();  // nothing is admitted: one request for the free sequence, then two waiting
+  Outcome o[4];
   s.submit(request(o[0]));
   s.submit(request(o[1]));
+  s.submit(request(o[2]));
   const Clock::time_point t0 = Clock::now();
   try {
-    s.submit(request(o[2]));
-    FAIL() << "a third request fit a queue of two";
+    s.submit(request(o[3]));
+    FAIL() << "a fourth request fit one sequence and a queue of two";
   } catch (const Error& e) {
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     EXPECT_EQ(e.code(), ErrorCode::kBusy);
     EXPECT_LT(us, 1000.0) << "BUSY took " << us << " us";  // measured: ~5-20 us
   }
   EXPECT_EQ(s.metrics().busy_rejections, 1u);
-  EXPECT_EQ(s.metrics().waiting, 2);
+  EXPECT_EQ(s.metrics().waiting, 3);  // paused: all three sit in the queue
   s.resume();
-  ASSERT_TRUE(o[0].wait_final());
-  ASSERT_TRUE(o[1].wait_final());
-  EXPECT_EQ(o[2].finals, 0);  // refused requests never get a callback
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(o[i].wait_final());
+  EXPECT_EQ(o[3].finals, 0);  // refused requests never get a callback
 }
 
 TEST_F(ServiceTest, CancelMidStreamStopsWithinOneStep) {
