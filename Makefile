@@ -49,18 +49,25 @@ test-exports:
 	scripts/check-exports.sh $(BUILD)
 
 # ASan + UBSan (-fno-sanitize-recover=all): the whole GoogleTest suite and the C examples, except
-# the self-timing tests (label "speed"). The CLI is built too: tests/tools and tests/quant run it.
+# the self-timing and RSS-bound tests (labels "speed", "rss"), then the kernel tests at the lower x86 ISAs. The CLI is
+# built too: tests/tools and tests/quant run it.
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DEDGELLM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -LE speed
+	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -LE 'speed|rss'
+	@if [ "$$(uname -m)" = x86_64 ]; then \
+	  for isa in avx2 scalar; do \
+	    echo "== ASan kernel tests with EDGELLM_ISA=$$isa"; \
+	    (cd $(BUILD)-asan && EDGELLM_ISA=$$isa ctest --output-on-failure -L kernels -j $(JOBS)) || exit 1; \
+	  done; \
+	fi
 
-# ThreadSanitizer: the areas of TSAN_AREAS (without the self-timing tests); no CLI.
+# ThreadSanitizer: the areas of TSAN_AREAS (without the "speed" and "rss" tests); no CLI.
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF \
 	  "-DEDGELLM_TEST_AREAS=$(TSAN_AREAS)"
 	cmake --build $(BUILD)-tsan -j $(JOBS)
-	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE speed
+	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE 'speed|rss'
 
 # HarmonyOS / musl: every library source compiled (not linked) by clang against musl's C headers
 # and libc++ for x86_64 and aarch64, so a glibc-only call fails (scripts/check-musl.sh,

@@ -18,6 +18,8 @@
 #
 # Usage: scripts/check-musl.sh          (CXX=clang++-14, JOBS=2, MUSL_X86_64_INCLUDE,
 #                                        MUSL_AARCH64_INCLUDE, LIBCXX_INCLUDE override defaults)
+#        CHECK_MUSL_VERBOSE=1 scripts/check-musl.sh --one x86_64|aarch64 -|avx2|avx512|neon|dotprod|i8mm FILE
+#                                       re-checks one file, with the compiler's whole output
 # Prints one line per failing compile (file, target, first error), then a summary; exits non-zero
 # if any compile failed, 2 if the toolchain pieces are missing.
 set -euo pipefail
@@ -83,6 +85,8 @@ if [[ ${1:-} == --one ]]; then
   else
     first=$(grep -m1 -E 'error:' <<<"$out" || true)
     echo "FAIL $file [$target${isa:+ $isa}]: ${first:-$(head -n1 <<<"$out")}"
+    # CHECK_MUSL_VERBOSE=1: the whole compiler output too (stderr), e.g. when re-checking one file.
+    [[ ${CHECK_MUSL_VERBOSE:-0} == 1 ]] && printf '%s\n' "$out" >&2
   fi
   exit 0
 fi
