@@ -54,6 +54,17 @@ edgellm_status guard(Fn&& fn) noexcept {
   }
 }
 
+// The int behind an enum value that came from C. A C caller may store any int in an enum
+// field (C enums are ints); loading an out-of-range value as the C++ enum type is undefined
+// behaviour, so the bytes are copied into an int and compared as one.
+template <typename E>
+int enum_value(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "the C ABI's enums are int-sized");
+  int v = 0;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 inline edgellm_status fail(edgellm_status status, std::string message) {
   set_last_error(std::move(message));
   return status;

@@ -21,19 +21,21 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
   cp.n_seq_max = p.n_parallel;
   cp.n_threads = p.n_threads;
   cp.n_threads_batch = p.n_threads_batch;
-  switch (p.kv_type) {
+  const int kv_type = capi::enum_value(p.kv_type);
+  switch (kv_type) {
     case EDGELLM_KV_F16: cp.kv_type = TensorType::F16; break;
     case EDGELLM_KV_F32: cp.kv_type = TensorType::F32; break;
     case EDGELLM_KV_Q8_0: cp.kv_type = TensorType::Q8_0; break;
-    default: throw Error(ErrorCode::kInvalidArgument, "kv_type " + std::to_string(static_cast<int>(p.kv_type)) + " is unknown");
+    default: throw Error(ErrorCode::kInvalidArgument, "kv_type " + std::to_string(kv_type) + " is unknown");
   }
   cp.kv_budget_bytes = static_cast<size_t>(p.kv_budget_bytes);
   cp.pin_threads = p.pin_threads;
-  switch (p.repack) {
+  const int repack = capi::enum_value(p.repack);
+  switch (repack) {
     case EDGELLM_REPACK_AUTO: sp.load.repack = RepackMode::kAuto; break;
     case EDGELLM_REPACK_ON: sp.load.repack = RepackMode::kOn; break;
     case EDGELLM_REPACK_OFF: sp.load.repack = RepackMode::kOff; break;
-    default: throw Error(ErrorCode::kInvalidArgument, "repack " + std::to_string(static_cast<int>(p.repack)) + " is unknown");
+    default: throw Error(ErrorCode::kInvalidArgument, "repack " + std::to_string(repack) + " is unknown");
   }
   sp.max_queued = p.max_queued;
   sp.step_tokens = p.step_tokens;
@@ -97,10 +99,11 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   for (size_t i = 0; i < p.n_stop; ++i) r.stop.push_back(checked_string(p.stop[i], "stop[" + std::to_string(i) + "]"));
   r.ignore_eog = p.ignore_eos;
   r.deadline_ms = p.deadline_ms;
-  if (p.priority != EDGELLM_PRIORITY_INTERACTIVE && p.priority != EDGELLM_PRIORITY_BACKGROUND) {
-    throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(static_cast<int>(p.priority)) + " is unknown");
+  const int priority = capi::enum_value(p.priority);
+  if (priority != EDGELLM_PRIORITY_INTERACTIVE && priority != EDGELLM_PRIORITY_BACKGROUND) {
+    throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(priority) + " is unknown");
   }
-  r.priority = p.priority == EDGELLM_PRIORITY_INTERACTIVE ? Priority::kInteractive : Priority::kBackground;
+  r.priority = priority == EDGELLM_PRIORITY_INTERACTIVE ? Priority::kInteractive : Priority::kBackground;
 
   if (p.on_token != nullptr) {
     r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {

@@ -60,7 +60,7 @@ const char* edgellm_version(void) { return "0.1.0"; }
 uint32_t edgellm_abi_version(void) { return EDGELLM_ABI_VERSION; }
 
 const char* edgellm_status_name(edgellm_status status) {
-  switch (status) {
+  switch (capi::enum_value(status)) {
     case EDGELLM_OK: return "ok";
     case EDGELLM_ERR_INVALID_ARGUMENT: return "invalid_argument";
     case EDGELLM_ERR_BUSY: return "busy";
@@ -79,7 +79,7 @@ const char* edgellm_status_name(edgellm_status status) {
 }
 
 const char* edgellm_finish_reason_name(edgellm_finish_reason reason) {
-  switch (reason) {
+  switch (capi::enum_value(reason)) {
     case EDGELLM_FINISH_STOP: return "stop";
     case EDGELLM_FINISH_LENGTH: return "length";
     case EDGELLM_FINISH_CANCELLED: return "cancelled";
@@ -110,7 +110,7 @@ void edgellm_set_log_callback(edgellm_log_callback fn, void* user_data, edgellm_
     }
     std::lock_guard<std::mutex> lock(mutex);
     pairs.push_back(std::make_unique<std::pair<edgellm_log_callback, void*>>(fn, user_data));
-    const int level = std::clamp(static_cast<int>(min_level), 0, 3);
+    const int level = std::clamp(capi::enum_value(min_level), 0, 3);
     set_log_sink(&Thunk::call, pairs.back().get(), static_cast<LogLevel>(level));
   } catch (...) {
   }

@@ -1,6 +1,7 @@
 // The portable reference of the attention kernels (kernels/attention.h): plain loops, F32
 // arithmetic in row order, every element widened exactly as dequantize_row widens it.
 #include <algorithm>
+#include <cstring>
 
 #include "core/fp16.h"
 #include "kernels/attention_impl.h"
@@ -12,12 +13,21 @@ namespace {
 // Heads handled together: their partial sums live in a small local array.
 constexpr int64_t kHeadChunk = 8;
 
-// Element i of a row, widened to F32.
+// Element i of a row, widened to F32. Read through memcpy: rows need not be aligned to their
+// element (callers may pack rows of any byte length; the tests pad them by 6 bytes).
 struct F32Row {
-  static float at(const uint8_t* row, int64_t i) { return reinterpret_cast<const float*>(row)[i]; }
+  static float at(const uint8_t* row, int64_t i) {
+    float v;
+    std::memcpy(&v, row + i * static_cast<int64_t>(sizeof v), sizeof v);
+    return v;
+  }
 };
 struct F16Row {
-  static float at(const uint8_t* row, int64_t i) { return fp16_to_fp32(reinterpret_cast<const uint16_t*>(row)[i]); }
+  static float at(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + i * static_cast<int64_t>(sizeof h), sizeof h);
+    return fp16_to_fp32(h);
+  }
 };
 struct Q8_0Row {
   static float at(const uint8_t* row, int64_t i) {

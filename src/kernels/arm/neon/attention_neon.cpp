@@ -30,19 +30,22 @@ constexpr int64_t kLanes = 4;
 // Chunk c (elements [4c, 4c + 4), `width` of them valid, the rest 0) of a row as 4 floats.
 struct F32Rows {
   static float32x4_t load(const uint8_t* row, int64_t c, int64_t width) {
-    const float* p = reinterpret_cast<const float*>(row) + c * kLanes;
-    if (width == kLanes) return vld1q_f32(p);
+    // Byte arithmetic and memcpy: a row need not be aligned to its element.
+    const uint8_t* p = row + c * kLanes * static_cast<int64_t>(sizeof(float));
     float tmp[4] = {};
-    for (int64_t i = 0; i < width; ++i) tmp[i] = p[i];
+    if (width == kLanes) {
+      std::memcpy(tmp, p, sizeof tmp);  // one unaligned 16-byte load
+    } else {
+      std::memcpy(tmp, p, static_cast<size_t>(width) * sizeof(float));
+    }
     return vld1q_f32(tmp);
   }
 };
 struct F16Rows {
   static float32x4_t load(const uint8_t* row, int64_t c, int64_t width) {
-    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + c * kLanes;
-    if (width == kLanes) return arm::load_f16x4(p);
+    const uint8_t* p = row + c * kLanes * static_cast<int64_t>(sizeof(uint16_t));
     uint16_t tmp[4] = {};
-    for (int64_t i = 0; i < width; ++i) tmp[i] = p[i];
+    std::memcpy(tmp, p, static_cast<size_t>(width) * sizeof(uint16_t));
     return arm::load_f16x4(tmp);
   }
 };

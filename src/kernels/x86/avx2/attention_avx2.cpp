@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/attention_head_groups.h"
 #include "kernels/attention_impl.h"
@@ -29,19 +30,20 @@ constexpr int64_t kLanes = 8;
 // Chunk c (elements [8c, 8c + 8), `width` of them valid, the rest 0) of a row as 8 floats.
 struct F32Rows {
   static __m256 load(const uint8_t* row, int64_t c, int64_t width) {
-    const float* p = reinterpret_cast<const float*>(row) + c * kLanes;
-    if (width == kLanes) return _mm256_loadu_ps(p);
+    // Byte arithmetic and memcpy: a row need not be aligned to its element.
+    const uint8_t* p = row + c * kLanes * static_cast<int64_t>(sizeof(float));
+    if (width == kLanes) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
     alignas(32) float tmp[8] = {};
-    for (int64_t i = 0; i < width; ++i) tmp[i] = p[i];
+    std::memcpy(tmp, p, static_cast<size_t>(width) * sizeof(float));
     return _mm256_load_ps(tmp);
   }
 };
 struct F16Rows {
   static __m256 load(const uint8_t* row, int64_t c, int64_t width) {
-    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + c * kLanes;
+    const uint8_t* p = row + c * kLanes * static_cast<int64_t>(sizeof(uint16_t));
     if (width == kLanes) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     alignas(16) uint16_t tmp[8] = {};
-    for (int64_t i = 0; i < width; ++i) tmp[i] = p[i];
+    std::memcpy(tmp, p, static_cast<size_t>(width) * sizeof(uint16_t));
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
   }
 };
