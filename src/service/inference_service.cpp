@@ -432,9 +432,13 @@ void InferenceService::run() {
 void InferenceService::publish_gauges() {
   const int32_t used = ctx_->kv_blocks_total() - ctx_->kv_blocks_free();
   std::lock_guard<std::mutex> lock(mutex_);
+  set_gauges_locked(used);
+}
+
+void InferenceService::set_gauges_locked(int32_t kv_used) {
   held_ = static_cast<int32_t>(running_.size()) + (blocked_ ? 1 : 0);
   blocked_count_ = blocked_ ? 1 : 0;
-  kv_used_ = used;
+  kv_used_ = kv_used;
 }
 
 void InferenceService::run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters) {
@@ -610,19 +614,17 @@ void InferenceService::step() {
     return a->gen->prompt_remaining() < b->gen->prompt_remaining();
   });
   int32_t budget = params_.step_tokens - static_cast<int32_t>(batch.size());
-  {
-    for (Live* rp : prefilling) {
-      Live& r = *rp;
-      if (budget <= 0) break;
-      const int32_t n = std::min(budget, r.gen->prompt_remaining());
-      const bool completes = n == r.gen->prompt_remaining();
-      for (int32_t i = 0; i < n; ++i) {
-        batch.add(r.seq, r.gen->pending_prompt()[i], r.gen->prefill_pos() + i, completes && i + 1 == n);
-      }
-      parts.push_back({&r, n, completes});
-      budget -= n;
-      deadline = std::min(deadline, r.deadline);
+  for (Live* rp : prefilling) {
+    Live& r = *rp;
+    if (budget <= 0) break;
+    const int32_t n = std::min(budget, r.gen->prompt_remaining());
+    const bool completes = n == r.gen->prompt_remaining();
+    for (int32_t i = 0; i < n; ++i) {
+      batch.add(r.seq, r.gen->pending_prompt()[i], r.gen->prefill_pos() + i, completes && i + 1 == n);
     }
+    parts.push_back({&r, n, completes});
+    budget -= n;
+    deadline = std::min(deadline, r.deadline);
   }
   if (batch.empty()) return;
 
@@ -721,10 +723,7 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
     std::lock_guard<std::mutex> lock(mutex_);
     live_.erase(r->id);
     metrics_.add_finished(res);
-    // Gauges as of now, so a metrics() call from on_finish already sees this request gone.
-    held_ = static_cast<int32_t>(running_.size()) + (blocked_ ? 1 : 0);
-    blocked_count_ = blocked_ ? 1 : 0;
-    kv_used_ = kv_used;
+    set_gauges_locked(kv_used);  // a metrics() call from on_finish already sees this request gone
   }
   if (r->req.on_finish) {
     try {

@@ -138,7 +138,8 @@ class InferenceService {
               const std::string& error = {});
   void finish_running(size_t index, FinishReason reason, ErrorCode code = ErrorCode::kInternal,
                       const std::string& error = {});
-  void publish_gauges();
+  void publish_gauges();                  // takes mutex_
+  void set_gauges_locked(int32_t kv_used);  // mutex_ held
   static bool abort_check(void* self);
 
   ServiceParams params_;
