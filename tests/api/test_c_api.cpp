@@ -4,6 +4,7 @@
 // Runs in the normal, the ASan+UBSan and the TSan builds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -256,13 +257,18 @@ TEST_F(CApi, QueueFullIsBusyInUnderAMillisecond) {
   // n_parallel 4 requests that free sequences take at once + max_queued 8 waiting.
   std::vector<Sink> sinks(13);
   for (int i = 0; i < 12; ++i) ASSERT_EQ(submit(greedy(sinks[i], "Once", 4)), EDGELLM_OK) << i;
-  edgellm_request_id id = 77;
-  const auto t0 = std::chrono::steady_clock::now();
+  // The fastest of five answers: one call may be preempted for longer than the bound on a
+  // loaded machine (sanitizer builds run tests two at a time on two cores).
   const edgellm_request_params r = greedy(sinks[12], "Once", 4);
-  const edgellm_status st = edgellm_submit(svc_, &r, &id);
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(st, EDGELLM_ERR_BUSY);
-  EXPECT_EQ(id, 0u);
+  double us = 1e9;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    edgellm_request_id id = 77;
+    const auto t0 = std::chrono::steady_clock::now();
+    const edgellm_status st = edgellm_submit(svc_, &r, &id);
+    us = std::min(us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    EXPECT_EQ(st, EDGELLM_ERR_BUSY);
+    EXPECT_EQ(id, 0u);
+  }
   EXPECT_LT(us, 1000.0) << "BUSY took " << us << " us";  // measured: ~10-30 us (ASan ~50 us)
   ASSERT_EQ(edgellm_resume(svc_), EDGELLM_OK);
   for (int i = 0; i < 12; ++i) ASSERT_TRUE(sinks[i].wait_final());

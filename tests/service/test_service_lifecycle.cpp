@@ -4,6 +4,7 @@
 // context, trim, warm-up and the metrics that count all of it. stories260K (real, tiny).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -125,16 +126,21 @@ TEST_F(ServiceTest, FullQueueAnswersBusyAtOnce) {
   s.submit(request(o[0]));
   s.submit(request(o[1]));
   s.submit(request(o[2]));
-  const Clock::time_point t0 = Clock::now();
-  try {
-    s.submit(request(o[3]));
-    FAIL() << "a fourth request fit one sequence and a queue of two";
-  } catch (const Error& e) {
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    EXPECT_EQ(e.code(), ErrorCode::kBusy);
-    EXPECT_LT(us, 1000.0) << "BUSY took " << us << " us";  // measured: ~5-20 us
+  // The fastest of five answers: one submit may be preempted for longer than the bound on a
+  // loaded machine (sanitizer builds run tests two at a time on two cores).
+  double fastest_us = 1e9;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const Clock::time_point t0 = Clock::now();
+    try {
+      s.submit(request(o[3]));
+      FAIL() << "a fourth request fit one sequence and a queue of two";
+    } catch (const Error& e) {
+      fastest_us = std::min(fastest_us, std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      EXPECT_EQ(e.code(), ErrorCode::kBusy);
+    }
   }
-  EXPECT_EQ(s.metrics().busy_rejections, 1u);
+  EXPECT_LT(fastest_us, 1000.0) << "BUSY took " << fastest_us << " us";  // measured: ~5-20 us
+  EXPECT_EQ(s.metrics().busy_rejections, 5u);
   EXPECT_EQ(s.metrics().waiting, 3);  // paused: all three sit in the queue
   s.resume();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(o[i].wait_final());
