@@ -1,0 +1,137 @@
+#include "registry/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace edgellm {
+namespace {
+
+[[noreturn]] void io_error(const std::string& what, int err) {
+  throw Error(ErrorCode::kIo, what + ": " + std::strerror(err));
+}
+
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+void fsync_fd(int fd, const std::string& what) {
+  if (::fsync(fd) != 0) io_error("fsync of " + what, errno);
+}
+
+void fsync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) io_error("cannot open directory '" + dir + "'", errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some file systems do not support fsync on directories (EINVAL); the rename is still atomic.
+  if (rc != 0 && err != EINVAL) io_error("fsync of directory '" + dir + "'", err);
+}
+
+void make_dirs(const std::string& dir) {
+  if (dir.empty()) return;
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    cur = dir.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) io_error("cannot create directory '" + cur + "'", errno);
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error(ErrorCode::kIo, "'" + dir + "' is not a directory");
+  }
+}
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("cannot create '" + tmp + "'", errno);
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      io_error("cannot write '" + tmp + "'", err);
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    io_error("fsync of '" + tmp + "'", err);
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    io_error("cannot close '" + tmp + "'", err);
+  }
+  try {
+    rename_durable(tmp, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+void rename_durable(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) io_error("cannot rename '" + from + "' to '" + to + "'", errno);
+  fsync_dir(parent_dir(to));
+}
+
+std::string read_small_file(const std::string& path, size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) io_error("cannot open '" + path + "'", errno);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      io_error("cannot read '" + path + "'", err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      throw Error(ErrorCode::kInvalidFile, "'" + path + "' is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+int64_t file_size_or_minus_one(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_size);
+}
+
+void remove_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) io_error("cannot remove '" + path + "'", errno);
+}
+
+}  // namespace edgellm
