@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "engine/forward.h"
+#include "engine/memory_plan.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "runtime/cpu_topology.h"
@@ -18,9 +19,6 @@ namespace edgellm {
 
 namespace {
 
-// Default context when the caller passes n_ctx = 0: the training context, capped so a model
-// trained on 128K positions does not reserve a KV pool sized for them on a phone.
-constexpr int32_t kDefaultContextCap = 4096;
 constexpr int32_t kMaxThreads = 256;
 
 }  // namespace
@@ -60,16 +58,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   kp.n_ctx = p.n_ctx;
   require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
           "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
-  const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
-  if (p.kv_budget_bytes == 0) {
-    kp.n_blocks = static_cast<int32_t>(std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX));
-  } else {
-    const size_t bb = KvCache::block_bytes(kp);
-    require(bb > 0 && p.kv_budget_bytes >= bb, ErrorCode::kInvalidArgument,
-            "kv_budget_bytes " + std::to_string(p.kv_budget_bytes) + " is smaller than one KV block (" +
-                std::to_string(bb) + " bytes)");
-    kp.n_blocks = static_cast<int32_t>(std::min<size_t>(p.kv_budget_bytes / bb, INT32_MAX));
-  }
+  kp.n_blocks = kv_pool_blocks(p, kp);  // the memory formula (engine/memory_plan.h)
 
   impl_ = std::make_unique<Impl>();
   impl_->kv = std::make_unique<KvCache>(kp);
@@ -80,8 +69,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   // One row per sequence: a decode step of every sequence never allocates. A prompt that asks for
   // more rows (perplexity: every position) grows it once. Reserving n_batch rows up front would
   // be 311 MB of address space for a 151936-token vocabulary at n_batch 512.
-  impl_->logits.reserve(static_cast<size_t>(std::max(1, std::min(p.n_batch, p.n_seq_max))) *
-                        static_cast<size_t>(hp.n_vocab));
+  impl_->logits.reserve(static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(hp.n_vocab));
   impl_->next_pos.resize(static_cast<size_t>(p.n_seq_max));
   impl_->grown.reserve(static_cast<size_t>(std::min(p.n_batch, p.n_seq_max)));
 }

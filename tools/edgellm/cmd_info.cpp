@@ -1,7 +1,6 @@
 // `edgellm info MODEL`: what a GGUF file holds and what running it will cost in memory.
 //   metadata (long arrays summarised), hyper-parameters, the tensor table, totals per type,
-//   and a memory plan: mapped weights, KV bytes per token and for --ctx, scratch for the default
-//   batch. --json prints the same as one JSON object.
+//   and the memory plan of engine/memory_plan.h (the formula the Context and the planner use). --json prints the same as one JSON object.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include "core/json.h"
 #include "engine/context.h"
 #include "engine/forward.h"
+#include "engine/memory_plan.h"
 #include "gguf/gguf_reader.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -96,12 +96,16 @@ int run_info(const std::vector<std::string>& args) {
   std::vector<std::string> positionals;
   int32_t n_ctx = 0;
   int32_t n_batch = ContextParams{}.n_batch;
+  int32_t n_parallel = 1;
   std::string kv_type_name = "f16";
+  std::string repack_name = "auto";
   bool json = false;
-  ArgParser ap("info", "MODEL [--ctx N] [--kv-type f16|f32|q8_0] [--json]");
+  ArgParser ap("info", "MODEL [--ctx N] [--batch N] [--parallel N] [--kv-type f16|f32|q8_0] [--repack MODE] [--json]");
   ap.allow_positionals(&positionals, "MODEL");
   ap.add_int("-c,--ctx", &n_ctx, "N", "context for the memory plan (0 = the model's, capped at 4096)", 0, 1 << 24);
   ap.add_int("-b,--batch", &n_batch, "N", "batch size for the scratch estimate", 1, 1 << 16);
+  ap.add_int("-np,--parallel", &n_parallel, "N", "sequences decoded at once (KV for each)", 1, 1024);
+  ap.add_string("--repack", &repack_name, "MODE", "auto|on|off: whether the plan assumes repacked weights");
   ap.add_string("--kv-type", &kv_type_name, "TYPE", "KV cache element type: f16, f32 or q8_0");
   ap.add_flag("--json", &json, "print one JSON object");
   if (!ap.parse(args)) return 0;
@@ -165,31 +169,28 @@ int run_info(const std::vector<std::string>& args) {
 
   Json plan = Json::object();
   std::string hparams_text;
+  MemoryPlan mp;
   if (model) {
-    const HParams& hp = model->hparams();
-    hparams_text = describe(hp);
-    if (n_ctx == 0) n_ctx = std::min(hp.n_ctx_train, 4096);
-    KvCacheParams kp;
-    kp.n_layer = hp.n_layer;
-    kp.n_head_kv = hp.n_head_kv;
-    kp.head_dim = hp.head_dim;
-    kp.type = *kv_type;
-    kp.block_tokens = ContextParams{}.kv_block_tokens;
-    const size_t per_token = KvCache::bytes_per_token(kp);
-    const size_t blocks = static_cast<size_t>((n_ctx + kp.block_tokens - 1) / kp.block_tokens);
-    const int threads = default_thread_count();
-    const size_t scratch = ForwardPass::scratch_bytes(*model, n_batch, n_ctx, kp.block_tokens, threads);
-    const size_t logits = static_cast<size_t>(n_batch) * static_cast<size_t>(hp.n_vocab) * sizeof(float);
-    plan.set("weights_mapped_bytes", static_cast<uint64_t>(model->weight_bytes()));
-    plan.set("kv_type", tensor_type_name(*kv_type));
+    hparams_text = describe(model->hparams());
+    // The one memory formula (engine/memory_plan.h), as the Context and the planner use it:
+    // this file under --ctx / --batch / --parallel / --kv-type, repacked as --repack says.
+    ContextParams cp;
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.n_seq_max = n_parallel;
+    cp.kv_type = *kv_type;
+    mp = plan_memory(*model, cp, parse_repack_mode(repack_name));
+    n_ctx = mp.n_ctx;
+    plan = mp.to_json();
+    const size_t per_token = KvCache::bytes_per_token([&] {
+      KvCacheParams kp;
+      kp.n_layer = model->hparams().n_layer;
+      kp.n_head_kv = model->hparams().n_head_kv;
+      kp.head_dim = model->hparams().head_dim;
+      kp.type = *kv_type;
+      return kp;
+    }());
     plan.set("kv_bytes_per_token", static_cast<uint64_t>(per_token));
-    plan.set("n_ctx", n_ctx);
-    plan.set("kv_bytes", static_cast<uint64_t>(blocks * KvCache::block_bytes(kp)));
-    plan.set("n_batch", n_batch);
-    plan.set("threads", threads);
-    plan.set("scratch_bytes", static_cast<uint64_t>(scratch + logits));
-    plan.set("total_bytes",
-             static_cast<uint64_t>(model->weight_bytes() + blocks * KvCache::block_bytes(kp) + scratch + logits));
   }
 
   if (json) {
@@ -230,14 +231,18 @@ int run_info(const std::vector<std::string>& args) {
     std::printf("  %-6s %5" PRId64 " tensors  %s\n", name.c_str(), agg.first, human(static_cast<double>(agg.second)).c_str());
   }
   if (model) {
-    auto num = [&](const char* k) { return plan.at(k).as_number(); };
-    std::printf("\nmemory plan (n_ctx %d, kv %s, batch %d, %d threads):\n", n_ctx, tensor_type_name(*kv_type), n_batch,
-                static_cast<int>(num("threads")));
-    std::printf("  weights (mapped, not copied) %s\n", human(num("weights_mapped_bytes")).c_str());
-    std::printf("  KV cache per token           %s\n", human(num("kv_bytes_per_token")).c_str());
-    std::printf("  KV cache for n_ctx           %s (per sequence)\n", human(num("kv_bytes")).c_str());
-    std::printf("  scratch + logits             %s\n", human(num("scratch_bytes")).c_str());
-    std::printf("  total                        %s\n", human(num("total_bytes")).c_str());
+    auto mib = [](size_t b) { return human(static_cast<double>(b)); };
+    std::printf("\nmemory plan (n_ctx %d x %d sequences, kv %s, batch %d, %d threads):\n", mp.n_ctx, mp.n_seq_max,
+                tensor_type_name(mp.kv_type), mp.n_batch, mp.n_threads);
+    std::printf("  weights read by the forward pass %12s  (%s repacked into anonymous memory; file maps %s)\n",
+                mib(mp.weights_touched).c_str(), mib(mp.weights_repacked).c_str(), mib(mp.weights_mapped_file).c_str());
+    std::printf("  KV cache (%d blocks)           %12s  (%s per token)\n", mp.kv_blocks, mib(mp.kv).c_str(),
+                human(plan.at("kv_bytes_per_token").as_number()).c_str());
+    std::printf("  scratch                        %12s\n", mib(mp.scratch).c_str());
+    std::printf("  logits rows                    %12s\n", mib(mp.logits).c_str());
+    std::printf("  tokenizer                      %12s\n", mib(mp.tokenizer).c_str());
+    std::printf("  runtime                        %12s\n", mib(mp.runtime).c_str());
+    std::printf("  total                          %12s\n", mib(mp.total()).c_str());
   }
   return 0;
 }

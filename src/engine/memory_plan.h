@@ -1,0 +1,66 @@
+// One memory model: what a configuration (model, context, sequences, batch, KV type, threads)
+// adds to a process, term by term. The Context sizes its KV pool and logits with the same
+// functions (kv_pool_blocks, logits_rows_reserved), `edgellm info` prints this, the planner
+// compares it with a device's budget and the degradation ladder re-plans with it
+// (docs/device-fitness.md, "The memory formula").
+//
+//   total = weights_touched + kv + scratch + logits + tokenizer + runtime
+//   weights_touched  every matrix and vector the forward pass reads: all layers, the output
+//                    head; token_embd only when tied to the output (an untied embedding is read
+//                    one row per token, so its pages mostly stay on disk). Repacked matrices are
+//                    anonymous memory of the same size whose mapped pages were released, so the
+//                    term is the same with or without repacking (weights_repacked says how much
+//                    of it cannot be evicted by the OS).
+//   kv               kv_pool_blocks x KvCache::block_bytes (the whole pool, as if every position
+//                    of every sequence were used: the worst case a phone must survive)
+//   scratch          ForwardPass buffers for n_batch entries and max threads
+//   logits           logits_rows_reserved x n_vocab x 4 bytes
+//   tokenizer        vocabulary strings and tables, merge table (estimated from the GGUF arrays)
+//   runtime          worker thread stacks touched + the library's fixed allocations (measured)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/json.h"
+#include "engine/context.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace edgellm {
+
+// The context used when params.n_ctx is 0: the model's training context, capped so a model
+// trained on 128K positions does not reserve a KV pool sized for them on a phone.
+inline constexpr int32_t kDefaultContextCap = 4096;
+
+struct MemoryPlan {
+  int32_t n_ctx = 0, n_seq_max = 0, n_batch = 0, n_threads = 0;
+  TensorType kv_type = TensorType::F16;
+  int32_t kv_blocks = 0;
+  size_t weights_touched = 0;
+  size_t weights_repacked = 0;  // part of weights_touched that is anonymous (repacked) memory
+  size_t weights_mapped_file = 0;  // every tensor of the file (address space, not resident)
+  size_t kv = 0;
+  size_t scratch = 0;
+  size_t logits = 0;
+  size_t tokenizer = 0;
+  size_t runtime = 0;
+
+  size_t total() const { return weights_touched + kv + scratch + logits + tokenizer + runtime; }
+  Json to_json() const;  // every term in bytes, plus "total"
+};
+
+// KV pool size the Context allocates: enough blocks for n_seq_max full sequences, or what
+// kv_budget_bytes holds. Throws Error(kInvalidArgument) for a budget below one block.
+int32_t kv_pool_blocks(const ContextParams& params, const KvCacheParams& kv);
+// Logits rows the Context reserves up front (one per sequence, at most n_batch).
+int32_t logits_rows_reserved(const ContextParams& params);
+// ContextParams with the Context's defaults filled in (n_ctx 0 -> the model's, capped;
+// threads 0 -> big cores), without validation beyond what the formula needs.
+ContextParams resolved_context_params(const Model& model, ContextParams params);
+
+// The plan for `model` under `params`. `repack`: how the model is (or will be) loaded; a model
+// loaded with repacking already has packed matrices and the mode does not matter.
+MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack);
+
+}  // namespace edgellm

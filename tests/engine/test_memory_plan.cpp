@@ -1,0 +1,126 @@
+// engine/memory_plan.h against the operating system's own accounting: for three real
+// configurations, a fresh child process loads the model (repacked as `auto` decides), its
+// tokenizer and a Context, fills every KV position by prefilling n_ctx - 1 tokens in n_batch
+// chunks, and reports its peak RSS (VmHWM) minus its RSS before the load: what EdgeLLM added
+// to the process. The plan's total must be within 10 % of it (the bar); the measured
+// errors are printed (docs/device-fitness.md lists them).
+#include "engine/memory_plan.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "engine/batch.h"
+#include "engine/context.h"
+#include "model/model.h"
+#include "runtime/memory_stats.h"
+#include "support/synthetic_model.h"
+#include "support/test_env.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm {
+namespace {
+
+struct Measured {
+  double added_bytes = 0;
+  double planned_bytes = 0;
+};
+
+// In a forked child: load, fill the KV, report (peak - before) and the plan through a pipe.
+Measured measure_in_child(const std::string& path, const ContextParams& cp) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    double out[2] = {-1, -1};
+    try {
+      const ProcessMemory before = read_process_memory();
+      auto model = Model::load(path);
+      auto tok = Tokenizer::from_gguf(model->gguf());
+      Context ctx(*model, cp);
+      const MemoryPlan plan = plan_memory(*model, ctx.params(), RepackMode::kAuto);
+      const int32_t n_vocab = model->hparams().n_vocab;
+      Batch b;
+      int32_t pos = 0;
+      while (pos < ctx.params().n_ctx - 1) {
+        b.clear();
+        const int32_t n = std::min(ctx.params().n_batch, ctx.params().n_ctx - 1 - pos);
+        for (int32_t i = 0; i < n; ++i) b.add(0, (pos + i) * 7 % n_vocab, pos + i, i == n - 1);
+        ctx.decode(b);
+        pos += n;
+      }
+      const ProcessMemory after = read_process_memory();
+      out[0] = static_cast<double>(after.peak_bytes) - static_cast<double>(before.rss_bytes);
+      out[1] = static_cast<double>(plan.total());
+      std::printf("  plan: %s\n", plan.to_json().dump().c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child failed: %s\n", e.what());
+    }
+    std::fflush(stdout);
+    (void)!::write(fds[1], out, sizeof out);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  double in[2] = {-1, -1};
+  EXPECT_EQ(::read(fds[0], in, sizeof in), static_cast<ssize_t>(sizeof in));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {in[0], in[1]};
+}
+
+void expect_within_10_percent(const char* what, const Measured& m) {
+  ASSERT_GT(m.added_bytes, 0) << what;
+  const double err = (m.planned_bytes - m.added_bytes) / m.added_bytes;
+  std::printf("  %-34s measured %8.2f MiB, planned %8.2f MiB, error %+.1f %%\n", what, m.added_bytes / 1048576.0,
+              m.planned_bytes / 1048576.0, 100 * err);
+  EXPECT_LE(std::fabs(err), 0.10) << what;
+}
+
+TEST(MemoryPlan, Stories260K) {
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.n_batch = 128;
+  cp.n_threads = 2;
+  expect_within_10_percent("stories260K, ctx 512", measure_in_child(test::shared_model("stories260K.gguf"), cp));
+}
+
+TEST(MemoryPlan, TinyZhPoems) {
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.n_batch = 256;
+  cp.n_threads = 2;
+  expect_within_10_percent("tiny-zh-poems, ctx 512", measure_in_child(test::shared_model("tiny-zh-poems.gguf"), cp));
+}
+
+TEST(MemoryPlan, SyntheticQwen05BQ4_0At4k) {
+  test::SyntheticModelSpec spec;  // Qwen2.5-0.5B's shape (src/synth/model_shapes.cpp)
+  spec.arch = "qwen2";
+  spec.n_vocab = 151936;
+  spec.n_embd = 896;
+  spec.n_layer = 24;
+  spec.n_ff = 4864;
+  spec.n_head = 14;
+  spec.n_head_kv = 2;
+  spec.n_ctx_train = 32768;
+  spec.rope_base = 1e6f;
+  spec.rms_eps = 1e-6f;
+  spec.tied = true;
+  spec.write_vocab = true;
+  spec.weight_type = TensorType::Q4_0;
+  const std::string path = test::temp_dir() + "/qwen05-q4_0.gguf";
+  write_synthetic_model(spec, path);
+  ContextParams cp;
+  cp.n_ctx = 4096;
+  cp.n_batch = 512;
+  cp.n_threads = 2;
+  expect_within_10_percent("synthetic Qwen2.5-0.5B Q4_0, ctx 4096", measure_in_child(path, cp));
+}
+
+}  // namespace
+}  // namespace edgellm
