@@ -1,0 +1,253 @@
+#include "device/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "registry/crash_loop_guard.h"
+#include "registry/model_registry.h"
+
+namespace edgellm {
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+  return buf;
+}
+
+struct Ranked {
+  PlanCandidate c;
+  std::unique_ptr<Model> model;
+  std::string weight_type;
+  std::string load_error;
+  size_t weights = 0;
+};
+
+}  // namespace
+
+const char* power_mode_name(PowerMode mode) {
+  switch (mode) {
+    case PowerMode::kPerformance: return "performance";
+    case PowerMode::kBalanced: return "balanced";
+    case PowerMode::kEfficiency: return "efficiency";
+  }
+  return "?";
+}
+
+PowerMode parse_power_mode(const std::string& text) {
+  if (text == "performance") return PowerMode::kPerformance;
+  if (text == "balanced") return PowerMode::kBalanced;
+  if (text == "efficiency") return PowerMode::kEfficiency;
+  throw Error(ErrorCode::kInvalidArgument, "power mode '" + text + "' is not one of performance, balanced, efficiency");
+}
+
+ThreadPlan plan_threads(const DeviceProfile& device, PowerMode mode) {
+  ThreadPlan t;
+  t.prefill = device.fast_cores(4);
+  switch (mode) {
+    case PowerMode::kPerformance:
+      t.decode = t.prefill;
+      break;
+    case PowerMode::kBalanced:
+      // Decode reads every weight once per token: about half the fast cores already saturate
+      // the memory bus on phones, and the rest only add heat.
+      t.decode = std::max(1, (t.prefill + 1) / 2);
+      break;
+    case PowerMode::kEfficiency:
+      if (device.efficiency_cores() > 0) {
+        t.decode = std::min(4, device.efficiency_cores());
+        t.decode_on_efficiency_cores = true;
+      } else {
+        t.decode = std::max(1, t.prefill / 2);
+      }
+      break;
+  }
+  return t;
+}
+
+std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type) {
+  std::string safe = label;
+  for (auto& c : safe) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-' || c == '@' || c == '=';
+    if (!ok) c = '_';
+  }
+  if (safe.size() > 120) safe = safe.substr(safe.size() - 120);
+  return safe + "/ctx=" + std::to_string(n_ctx) + "/kv=" + tensor_type_name(kv_type);
+}
+
+Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& candidates, const PlanOptions& o) {
+  require(!candidates.empty(), ErrorCode::kInvalidArgument, "the planner needs at least one candidate model");
+  require(o.min_ctx >= 16 && o.max_ctx >= o.min_ctx && o.max_ctx <= (1 << 20), ErrorCode::kInvalidArgument,
+          "plan: need 16 <= min_ctx <= max_ctx <= 1048576");
+  require(o.n_parallel >= 1 && o.n_parallel <= 256, ErrorCode::kInvalidArgument, "plan: n_parallel must be 1-256");
+  Plan plan;
+  plan.device = device;
+  plan.headroom = o.headroom;
+  plan.budget_bytes = device.budget_bytes(o.headroom);
+  plan.power = o.power;
+  plan.threads = plan_threads(device, o.power);
+
+  // Load each candidate's index and views (mmap, no repacking: cheap) to run the formula.
+  std::vector<Ranked> ranked;
+  for (const auto& c : candidates) {
+    Ranked r;
+    r.c = c;
+    try {
+      ModelLoadParams lp;
+      lp.repack = RepackMode::kOff;
+      r.model = Model::load(c.path, lp);
+      r.weight_type = dominant_weight_type(c.path);
+      r.weights = plan_memory(*r.model, ContextParams{}, RepackMode::kOff).weights_touched;
+    } catch (const Error& e) {
+      r.load_error = e.what();
+    }
+    ranked.push_back(std::move(r));
+  }
+  const bool all_scored = std::all_of(ranked.begin(), ranked.end(), [](const Ranked& r) { return r.c.task_score.has_value(); });
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
+    if (all_scored && *a.c.task_score != *b.c.task_score) return *a.c.task_score > *b.c.task_score;
+    return a.weights > b.weights;
+  });
+
+  for (const Ranked& r : ranked) {
+    PlanOption best;
+    best.label = r.c.label;
+    best.path = r.c.path;
+    best.weight_type = r.weight_type;
+    if (!r.model) {
+      best.rejected = "cannot be loaded: " + r.load_error;
+      plan.considered.push_back(best);
+      continue;
+    }
+    const int32_t top = std::min(o.max_ctx, std::max(r.model->hparams().n_ctx_train, o.min_ctx));
+    std::string last_unfit;
+    PlanOption smallest;  // the least demanding configuration, reported when nothing fits
+    bool found = false;
+    std::vector<int32_t> contexts;  // top, top / 2, ... down to min_ctx
+    for (int32_t c = top; c > o.min_ctx; c /= 2) contexts.push_back(c);
+    contexts.push_back(o.min_ctx);
+    for (int32_t ctx : contexts) {
+      for (TensorType kv : {TensorType::F16, TensorType::Q8_0}) {
+        if (kv == TensorType::Q8_0 && r.model->hparams().head_dim % 32 != 0) continue;
+        for (int32_t batch : {512, 256, 128}) {
+          ContextParams cp;
+          cp.n_ctx = ctx;
+          cp.n_batch = batch;
+          cp.n_seq_max = o.n_parallel;
+          cp.kv_type = kv;
+          cp.n_threads = plan.threads.decode;
+          cp.n_threads_batch = plan.threads.prefill;
+          PlanOption opt = best;
+          opt.n_ctx = ctx;
+          opt.kv_type = kv;
+          opt.n_batch = batch;
+          opt.memory = plan_memory(*r.model, cp, RepackMode::kAuto);
+          opt.guard_key = plan_guard_key(r.c.label, ctx, kv);
+          smallest = opt;
+          if (opt.memory.total() > plan.budget_bytes) continue;
+          std::string why;
+          if (o.guard && o.guard->is_unfit(opt.guard_key, &why)) {
+            last_unfit = opt.guard_key + ": " + why;
+            break;  // a smaller batch does not change what was killed: try the next KV / context
+          }
+          opt.fits = true;
+          best = opt;
+          found = true;
+          break;
+        }
+        if (found) break;
+      }
+      if (found) break;
+    }
+    if (!found) {
+      best = smallest;
+      best.fits = false;
+      best.rejected = !last_unfit.empty()
+                          ? "every configuration that fits is marked unfit (" + last_unfit + ")"
+                          : "needs " + mib(smallest.memory.total()) + " even at ctx " + std::to_string(smallest.n_ctx) +
+                                ", " + tensor_type_name(smallest.kv_type) + " KV, batch " +
+                                std::to_string(smallest.n_batch) + "; the budget is " + mib(plan.budget_bytes);
+    }
+    if (best.fits && !plan.choice) plan.choice = best;
+    plan.considered.push_back(best);
+  }
+  return plan;
+}
+
+Json Plan::to_json() const {
+  Json j = Json::object();
+  j.set("device", device.to_json());
+  j.set("headroom", headroom);
+  j.set("budget_bytes", budget_bytes);
+  j.set("power_mode", power_mode_name(power));
+  Json t = Json::object();
+  t.set("prefill", threads.prefill);
+  t.set("decode", threads.decode);
+  t.set("decode_on_efficiency_cores", threads.decode_on_efficiency_cores);
+  j.set("threads", t);
+  auto option_json = [](const PlanOption& o) {
+    Json x = Json::object();
+    x.set("model", o.label);
+    x.set("path", o.path);
+    x.set("weight_type", o.weight_type);
+    x.set("fits", o.fits);
+    if (!o.rejected.empty()) x.set("rejected", o.rejected);
+    if (o.n_ctx > 0) {
+      x.set("n_ctx", o.n_ctx);
+      x.set("kv_type", tensor_type_name(o.kv_type));
+      x.set("n_batch", o.n_batch);
+      x.set("guard_key", o.guard_key);
+      x.set("memory", o.memory.to_json());
+    }
+    return x;
+  };
+  j.set("choice", choice ? option_json(*choice) : Json(nullptr));
+  Json c = Json::array();
+  for (const auto& o : considered) c.push_back(option_json(o));
+  j.set("considered", c);
+  return j;
+}
+
+std::string Plan::to_text() const {
+  std::string s;
+  char line[512];
+  std::snprintf(line, sizeof line, "device %s: %s RAM, %s available, app limit %s, %d cores in %zu clusters, %s\n",
+                device.name.c_str(), mib(device.ram_total_bytes).c_str(), mib(device.ram_available_bytes).c_str(),
+                device.app_limit_bytes ? mib(device.app_limit_bytes).c_str() : "none",
+                device.total_cores(), device.clusters.size(), device.isa.c_str());
+  s += line;
+  std::snprintf(line, sizeof line, "budget %s (the smaller of limit and available, less %.0f %% headroom)\n",
+                mib(budget_bytes).c_str(), headroom * 100);
+  s += line;
+  std::snprintf(line, sizeof line, "power mode %s: prefill on %d threads, decode on %d%s\n\n", power_mode_name(power),
+                threads.prefill, threads.decode, threads.decode_on_efficiency_cores ? " (efficiency cores)" : "");
+  s += line;
+  for (const auto& o : considered) {
+    const bool chosen = choice && choice->label == o.label;
+    std::snprintf(line, sizeof line, "%s %s (%s)\n", chosen ? "=> CHOSEN" : o.fits ? "   fits  " : "   no    ",
+                  o.label.c_str(), o.weight_type.empty() ? "?" : o.weight_type.c_str());
+    s += line;
+    if (o.n_ctx > 0) {
+      const MemoryPlan& m = o.memory;
+      std::snprintf(line, sizeof line,
+                    "      ctx %d x %d seq, %s KV, batch %d:\n"
+                    "        weights   %12s\n        KV        %12s\n        scratch   %12s\n"
+                    "        logits    %12s\n        tokenizer %12s\n        runtime   %12s\n"
+                    "        total     %12s  %s budget %s\n",
+                    o.n_ctx, m.n_seq_max, tensor_type_name(o.kv_type), o.n_batch, mib(m.weights_touched).c_str(),
+                    mib(m.kv).c_str(), mib(m.scratch).c_str(), mib(m.logits).c_str(), mib(m.tokenizer).c_str(),
+                    mib(m.runtime).c_str(), mib(m.total()).c_str(), m.total() <= budget_bytes ? "<=" : ">",
+                    mib(budget_bytes).c_str());
+      s += line;
+    }
+    if (!o.rejected.empty()) s += "      " + o.rejected + "\n";
+  }
+  if (!choice) s += "\nno candidate fits this device\n";
+  return s;
+}
+
+}  // namespace edgellm

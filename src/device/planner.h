@@ -1,0 +1,89 @@
+// The planner: given a device and candidate models, recommends the model, context, KV type,
+// batch and threads that fit the device's memory budget, and shows the arithmetic (the terms of
+// engine/memory_plan.h against the budget). `edgellm plan` prints it; edgellm_plan_json() in the
+// C ABI returns it as JSON.
+//
+// Search (docs/device-fitness.md): candidates are ranked by task score when every one has one,
+// else by the bytes of weights they read (a bigger model of a family is the better one). For
+// each, configurations are tried from the most capable down — context from the wanted one
+// halving to min_ctx, F16 KV then Q8_0 KV, batch 512 / 256 / 128 — and the first that fits the
+// budget and is not marked unfit by the crash-loop guard is that candidate's best. The choice is
+// the best-ranked candidate that has one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "device/device_profile.h"
+#include "engine/memory_plan.h"
+
+namespace edgellm {
+
+class CrashLoopGuard;
+
+enum class PowerMode { kPerformance, kBalanced, kEfficiency };
+const char* power_mode_name(PowerMode mode);
+// "performance", "balanced", "efficiency"; Error(kInvalidArgument) otherwise.
+PowerMode parse_power_mode(const std::string& text);
+
+// Threads for prefill (compute-bound: the fast cores) and decode (memory-bound: fewer cores
+// read as fast; efficiency mode runs it on the efficiency cores to keep the device cool).
+struct ThreadPlan {
+  int prefill = 1;
+  int decode = 1;
+  bool decode_on_efficiency_cores = false;
+};
+ThreadPlan plan_threads(const DeviceProfile& device, PowerMode mode);
+
+struct PlanCandidate {
+  std::string label;  // a registry key ("name@version") or the file path
+  std::string path;   // the GGUF file
+  std::optional<double> task_score;
+};
+
+struct PlanOptions {
+  int32_t max_ctx = 4096;  // the context wanted (capped at the model's training context)
+  int32_t min_ctx = 512;   // a configuration below this is not offered
+  int32_t n_parallel = 1;  // sequences decoded at once (each gets n_ctx of KV)
+  double headroom = 0.15;  // fraction of the budget kept free
+  PowerMode power = PowerMode::kBalanced;
+  const CrashLoopGuard* guard = nullptr;  // configurations it marks unfit are skipped
+};
+
+struct PlanOption {
+  std::string label, path;
+  std::string weight_type;  // dominant matrix type of the file
+  int32_t n_ctx = 0;
+  TensorType kv_type = TensorType::F16;
+  int32_t n_batch = 0;
+  MemoryPlan memory;
+  bool fits = false;
+  std::string rejected;   // why this candidate has no configuration ("" when fits)
+  std::string guard_key;  // the crash-loop guard's key for this configuration
+};
+
+struct Plan {
+  DeviceProfile device;
+  double headroom = 0;
+  uint64_t budget_bytes = 0;
+  PowerMode power = PowerMode::kBalanced;
+  ThreadPlan threads;
+  std::optional<PlanOption> choice;
+  std::vector<PlanOption> considered;  // every candidate, ranked, with its best or why none
+
+  Json to_json() const;
+  std::string to_text() const;  // the arithmetic, term by term in MiB
+};
+
+// Key of a configuration for the crash-loop guard: "<label>/ctx=<n>/kv=<type>" with the
+// label's characters outside [A-Za-z0-9._@=-] replaced by '_'.
+std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type);
+
+// Never throws for a candidate that cannot be loaded (it is listed with the reason); throws
+// Error(kInvalidArgument) for bad options or no candidates.
+Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& candidates, const PlanOptions& options);
+
+}  // namespace edgellm

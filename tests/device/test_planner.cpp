@@ -1,0 +1,179 @@
+// device/planner.h: the choice fits the budget, is the most capable configuration that fits
+// (the next step up does not), better-ranked candidates that were passed over cannot fit even
+// at their least demanding configuration; device profiles from JSON are validated; and the
+// crash-loop guard: a child process killed (SIGKILL, as the low-memory killer does) twice while
+// loading the chosen configuration gets it marked unfit, and the planner's next choice differs.
+#include "device/planner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "registry/crash_loop_guard.h"
+#include "support/test_env.h"
+
+namespace edgellm {
+namespace {
+
+DeviceProfile small_device(double app_limit_mib) {
+  Json j = Json::parse(R"({"name": "test", "ram_total_mib": 4096, "ram_available_mib": 2000,
+                           "clusters": [{"cores": 4, "max_mhz": 2000}, {"cores": 2, "max_mhz": 3000}]})");
+  j.set("app_limit_mib", app_limit_mib);
+  return DeviceProfile::from_json(j);
+}
+
+std::vector<PlanCandidate> two_models() {
+  return {{"stories", test::shared_model("stories260K.gguf"), std::nullopt},
+          {"zh", test::shared_model("tiny-zh-poems.gguf"), std::nullopt}};
+}
+
+TEST(Planner, ChoiceIsTheMostCapableConfigurationThatFits) {
+  for (double limit : {8.0, 12.0, 20.0, 30.0, 60.0}) {
+    const DeviceProfile d = small_device(limit);
+    PlanOptions o;
+    o.max_ctx = 4096;
+    o.min_ctx = 128;
+    o.headroom = 0.1;
+    const Plan p = make_plan(d, two_models(), o);
+    ASSERT_EQ(p.considered.size(), 2u);
+    EXPECT_EQ(p.considered[0].label, "zh") << "the model reading more weight bytes ranks first";
+    SCOPED_TRACE(p.to_text());
+    EXPECT_EQ(p.budget_bytes, static_cast<uint64_t>(limit * 1048576 * 0.9));
+    ASSERT_TRUE(p.choice) << "stories260K fits 8 MiB at ctx 128";
+    EXPECT_LE(p.choice->memory.total(), p.budget_bytes);
+    // Candidates ranked above the choice cannot fit at all.
+    for (const auto& c : p.considered) {
+      if (c.label == p.choice->label) break;
+      EXPECT_FALSE(c.fits);
+      EXPECT_GT(c.memory.total(), p.budget_bytes) << c.label;
+    }
+    // One step more capable (double context, or F16 instead of Q8_0 KV, or a bigger batch) no
+    // longer fits, unless the choice is already at that end.
+    auto model = Model::load(p.choice->path);
+    auto plan_for = [&](int32_t ctx, TensorType kv, int32_t batch) {
+      ContextParams cp;
+      cp.n_ctx = ctx;
+      cp.n_batch = batch;
+      cp.kv_type = kv;
+      cp.n_threads = p.threads.decode;
+      cp.n_threads_batch = p.threads.prefill;
+      return plan_memory(*model, cp, RepackMode::kAuto).total();
+    };
+    const auto& c = *p.choice;
+    EXPECT_EQ(plan_for(c.n_ctx, c.kv_type, c.n_batch), c.memory.total());
+    const int32_t top = std::min(4096, std::max(model->hparams().n_ctx_train, 128));
+    if (c.n_ctx < top) {
+      EXPECT_GT(plan_for(std::min(top, c.n_ctx * 2), TensorType::Q8_0, 128), p.budget_bytes);
+    }
+    if (c.kv_type == TensorType::Q8_0) {
+      EXPECT_GT(plan_for(c.n_ctx, TensorType::F16, 128), p.budget_bytes);
+    }
+    if (c.n_batch < 512) {
+      EXPECT_GT(plan_for(c.n_ctx, c.kv_type, c.n_batch * 2), p.budget_bytes);
+    }
+  }
+}
+
+TEST(Planner, NothingFitsIsReportedWithTheArithmetic) {
+  PlanOptions o;
+  o.min_ctx = 256;
+  const Plan p = make_plan(small_device(2.0), two_models(), o);
+  EXPECT_FALSE(p.choice);
+  for (const auto& c : p.considered) {
+    EXPECT_FALSE(c.fits);
+    EXPECT_NE(c.rejected.find("the budget is"), std::string::npos) << c.rejected;
+  }
+  const Plan bad = make_plan(small_device(100), {{"junk", test::temp_dir() + "/missing.gguf", std::nullopt}}, o);
+  EXPECT_FALSE(bad.choice);
+  EXPECT_NE(bad.considered[0].rejected.find("cannot be loaded"), std::string::npos);
+}
+
+TEST(Planner, ThreadsPerPowerMode) {
+  const DeviceProfile phone = load_device_profile("phone-8gb");  // 1 + 3 + 4 cores
+  EXPECT_EQ(plan_threads(phone, PowerMode::kPerformance).prefill, 4);
+  EXPECT_EQ(plan_threads(phone, PowerMode::kPerformance).decode, 4);
+  EXPECT_EQ(plan_threads(phone, PowerMode::kBalanced).decode, 2);
+  const ThreadPlan eff = plan_threads(phone, PowerMode::kEfficiency);
+  EXPECT_TRUE(eff.decode_on_efficiency_cores);
+  EXPECT_EQ(eff.decode, 4);
+  EXPECT_EQ(phone.budget_bytes(0.0), uint64_t{3072} << 20);
+}
+
+TEST(DeviceProfile, JsonIsValidated) {
+  for (const char* bad : {"[]", "{}", R"({"ram_total_mib": -1, "clusters": [{"cores": 1}]})",
+                          R"({"ram_total_mib": 100, "clusters": []})",
+                          R"({"ram_total_mib": 100, "clusters": [{"cores": 0}]})",
+                          R"({"ram_total_mib": "x", "clusters": [{"cores": 1}]})"}) {
+    EXPECT_THROW(DeviceProfile::from_json(Json::parse(bad)), Error) << bad;
+  }
+  const DeviceProfile d = detect_this_device();
+  EXPECT_GT(d.ram_total_bytes, 0u);
+  EXPECT_GE(d.total_cores(), 1);
+  EXPECT_FALSE(d.isa.empty());
+  EXPECT_THROW(load_device_profile("phone-3gb"), Error);
+}
+
+// The child process: the guarded load of `key`, then SIGKILL before the guard's end() (an OOM
+// kill while loading). Returns the signal that ended it.
+int load_and_get_killed(const std::string& guard_dir, const std::string& key, const std::string& path) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    CrashLoopGuard guard(guard_dir);
+    if (!guard.begin(key).allowed) ::_exit(3);
+    auto model = Model::load(path);  // the real load the kill interrupts
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+}
+
+TEST(CrashLoopGuard, TwoKilledLoadsMarkTheConfigurationAndThePlannerMovesOn) {
+  const std::string dir = test::temp_dir() + "/guard";
+  CrashLoopGuard guard(dir);
+  PlanOptions o;
+  o.max_ctx = 512;
+  o.min_ctx = 128;
+  o.guard = &guard;
+  const DeviceProfile d = small_device(100);
+  const Plan first = make_plan(d, two_models(), o);
+  ASSERT_TRUE(first.choice);
+  EXPECT_EQ(first.choice->label, "zh");
+  const std::string key = first.choice->guard_key;
+
+  EXPECT_EQ(load_and_get_killed(dir, key, first.choice->path), SIGKILL);
+  EXPECT_FALSE(guard.is_unfit(key)) << "one kill is not yet a loop";
+  EXPECT_EQ(load_and_get_killed(dir, key, first.choice->path), SIGKILL);
+  // The next start: the guard sees two loads that never finished and refuses the third.
+  const auto third = guard.begin(key);
+  EXPECT_FALSE(third.allowed);
+  EXPECT_EQ(third.killed_loads, 2);
+  EXPECT_TRUE(guard.is_unfit(key));
+
+  const Plan next = make_plan(d, two_models(), o);
+  ASSERT_TRUE(next.choice);
+  EXPECT_NE(next.choice->guard_key, key);
+  EXPECT_LT(next.choice->memory.total(), first.choice->memory.total());
+  std::printf("  first choice %s (%.2f MiB), after two killed loads %s (%.2f MiB)\n", key.c_str(),
+              first.choice->memory.total() / 1048576.0, next.choice->guard_key.c_str(),
+              next.choice->memory.total() / 1048576.0);
+
+  // A load that finishes (or fails cleanly) clears its marker; clear() forgets the mark.
+  const std::string other = "stories/ctx=128/kv=f16";
+  ASSERT_TRUE(guard.begin(other).allowed);
+  guard.end(other);
+  EXPECT_EQ(guard.begin(other).killed_loads, 0);
+  guard.end(other);
+  guard.clear(key);
+  EXPECT_FALSE(guard.is_unfit(key));
+  EXPECT_THROW(guard.begin("bad key with spaces"), Error);
+}
+
+}  // namespace
+}  // namespace edgellm

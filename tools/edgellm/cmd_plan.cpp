@@ -1,0 +1,94 @@
+// `edgellm plan [MODEL.gguf | NAME[@VERSION] ...]`: which model and configuration fit a device,
+// with the memory arithmetic (device/planner.h). Candidates are GGUF files or registry entries
+// (--registry DIR; with no candidate given, every installed model); --device this (default), a
+// built-in tier (phone-4gb, phone-8gb, phone-12gb, phone-16gb), --all-tiers for the four, or a
+// JSON profile file. --json prints the plan(s) as JSON.
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "device/device_profile.h"
+#include "device/planner.h"
+#include "registry/crash_loop_guard.h"
+#include "registry/model_registry.h"
+
+namespace edgellm::cli {
+namespace {
+
+int run_plan(const std::vector<std::string>& args) {
+  std::vector<std::string> positionals;
+  std::string device = "this";
+  std::string registry_dir;
+  std::string power = "balanced";
+  PlanOptions o;
+  float headroom = 0.15f;
+  bool all_tiers = false;
+  bool json = false;
+  ArgParser ap("plan", "[MODEL.gguf | NAME[@VERSION] ...] [--device this|phone-8gb|FILE] [--registry DIR] [--json]");
+  ap.allow_positionals(&positionals, "MODEL");
+  ap.add_string("--device", &device, "NAME", "this (default), phone-4gb, phone-8gb, phone-12gb, phone-16gb or a JSON file");
+  ap.add_flag("--all-tiers", &all_tiers, "plan for the four built-in phone tiers");
+  ap.add_string("--registry", &registry_dir, "DIR", "model registry: candidates by name, crash-loop guard marks");
+  ap.add_int("-c,--ctx", &o.max_ctx, "N", "context wanted (default 4096)", 16, 1 << 20);
+  ap.add_int("--min-ctx", &o.min_ctx, "N", "smallest context worth offering (default 512)", 16, 1 << 20);
+  ap.add_int("-np,--parallel", &o.n_parallel, "N", "sequences decoded at once (default 1)", 1, 256);
+  ap.add_float("--headroom", &headroom, "F", "fraction of the budget kept free (default 0.15)", 0.0f, 0.9f);
+  ap.add_string("--power", &power, "MODE", "performance, balanced (default) or efficiency");
+  ap.add_flag("--json", &json, "print JSON");
+  if (!ap.parse(args)) return 0;
+  o.headroom = headroom;
+  o.power = parse_power_mode(power);
+
+  std::optional<ModelRegistry> registry;
+  std::optional<CrashLoopGuard> guard;
+  if (!registry_dir.empty()) {
+    registry.emplace(registry_dir);
+    guard.emplace(registry->guard_dir());
+    o.guard = &*guard;
+  }
+  std::vector<PlanCandidate> candidates;
+  auto add_manifest = [&](const ModelManifest& m) {
+    candidates.push_back({m.key(), registry->model_path(m), m.task_score});
+  };
+  if (positionals.empty()) {
+    require(registry.has_value(), ErrorCode::kInvalidArgument, "plan needs MODEL files or --registry DIR\n" + ap.usage());
+    for (const auto& m : registry->list()) add_manifest(m);
+    require(!candidates.empty(), ErrorCode::kInvalidArgument, "the registry '" + registry_dir + "' has no models");
+  }
+  for (const auto& p : positionals) {
+    std::optional<ModelManifest> m;
+    if (registry && p.find('/') == std::string::npos && p.find(".gguf") == std::string::npos) m = registry->resolve(p);
+    if (m) {
+      add_manifest(*m);
+    } else {
+      candidates.push_back({p, p, std::nullopt});
+    }
+  }
+
+  std::vector<std::string> devices = {device};
+  if (all_tiers) devices = builtin_device_names();
+  Json all = Json::array();
+  int exit_code = 0;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const Plan plan = make_plan(load_device_profile(devices[i]), candidates, o);
+    if (!plan.choice) exit_code = 3;
+    if (json) {
+      all.push_back(plan.to_json());
+    } else {
+      std::printf("%s%s", i ? "\n--------\n\n" : "", plan.to_text().c_str());
+    }
+  }
+  if (json) std::printf("%s\n", (devices.size() == 1 ? all.at(0) : all).dump(2).c_str());
+  return exit_code;
+}
+
+const CommandRegistration kRegistration("plan", "recommend a model and configuration for a device, with the memory arithmetic",
+                                        run_plan);
+
+}  // namespace
+}  // namespace edgellm::cli
