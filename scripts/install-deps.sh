@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # musl-dev, libc++-14-dev, libc++abi-14-dev: scripts/check-musl.sh (HarmonyOS / musl check).
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates
+# libcurl4-openssl-dev: the CLI's resumable model downloads (src/fetch, edgellm registry install URL).
+packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates libcurl4-openssl-dev
   musl-dev libc++-14-dev libc++abi-14-dev)
 if [[ "${1:-}" == "--arm64" || "${EDGELLM_ARM64:-0}" == "1" ]]; then
   # musl-dev:arm64 gives check-musl.sh the aarch64 musl headers (needs the arm64 dpkg architecture).
