@@ -1,0 +1,99 @@
+// `edgellm registry` and `edgellm plan` end to end, as a user runs them: add / install / list /
+// verify / use / remove, the refusals (bad digest, unknown version, not GGUF), a tampered file
+// found by verify (exit 4), and plan over the registry in text and JSON.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "core/json.h"
+#include "support/cli_runner.h"
+#include "support/test_env.h"
+
+namespace edgellm {
+namespace {
+
+using test::run_cli;
+
+TEST(CliRegistry, AddInstallListVerifyUseRemove) {
+  const std::string reg = test::temp_dir() + "/cli-reg";
+  const std::string stories = test::shared_model("stories260K.gguf");
+  const std::string zh = test::shared_model("tiny-zh-poems.gguf");
+  auto r = run_cli({"registry", "add", stories, "--name", "tiny", "--version", "1", "--registry", reg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("installed tiny@1"), std::string::npos);
+  r = run_cli({"registry", "install", zh, "--name", "tiny", "--version", "2", "--registry", reg, "--sha256",
+               "fecdd45e2bd727a1c22e3ae5fea6ccbb50715ae50685408343fdad4a2d29ca9f"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A wrong digest is refused and the current version stays.
+  r = run_cli({"registry", "install", stories, "--name", "tiny", "--version", "3", "--registry", reg, "--sha256",
+               std::string(64, '0')});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("SHA-256 mismatch"), std::string::npos) << r.err;
+  r = run_cli({"registry", "install", stories, "--name", "tiny", "--version", "3", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 1) << "install without --sha256 must be refused";
+
+  r = run_cli({"registry", "list", "--json", "--registry", reg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json list = Json::parse(r.out);
+  ASSERT_EQ(list.at("models").size(), 2u);
+  EXPECT_FALSE(list.at("models").at(0).at("current").as_bool());
+  EXPECT_TRUE(list.at("models").at(1).at("current").as_bool());
+  EXPECT_EQ(list.at("models").at(1).at("sha256").as_string(),
+            "fecdd45e2bd727a1c22e3ae5fea6ccbb50715ae50685408343fdad4a2d29ca9f");
+
+  r = run_cli({"registry", "verify", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Tamper with version 1's file: verify fails with exit 4 and names it.
+  {
+    std::fstream f(reg + "/models/tiny@1.gguf", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    f.put('\x7f');
+  }
+  r = run_cli({"registry", "verify", "tiny@1", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(r.out.find("FAIL tiny@1"), std::string::npos) << r.out;
+
+  r = run_cli({"registry", "use", "tiny@1", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli({"registry", "use", "tiny@9", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 1);
+  r = run_cli({"registry", "remove", "tiny@1", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("current: tiny@2"), std::string::npos) << r.out;
+}
+
+TEST(CliPlan, TiersAndJson) {
+  const std::string reg = test::temp_dir() + "/plan-reg";
+  ASSERT_EQ(run_cli({"registry", "add", test::shared_model("stories260K.gguf"), "--name", "s", "--version", "1",
+                     "--registry", reg}).exit_code, 0);
+  ASSERT_EQ(run_cli({"registry", "add", test::shared_model("tiny-zh-poems.gguf"), "--name", "z", "--version", "1",
+                     "--registry", reg}).exit_code, 0);
+  auto r = run_cli({"plan", "--registry", reg, "--all-tiers"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* tier : {"phone-4gb", "phone-8gb", "phone-12gb", "phone-16gb"}) {
+    EXPECT_NE(r.out.find(std::string("device ") + tier), std::string::npos) << tier;
+  }
+  EXPECT_NE(r.out.find("=> CHOSEN z@1"), std::string::npos) << r.out;
+  r = run_cli({"plan", "--registry", reg, "--device", "phone-8gb", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json plan = Json::parse(r.out);
+  EXPECT_EQ(plan.at("choice").at("model").as_string(), "z@1");
+  const Json& mem = plan.at("choice").at("memory");
+  EXPECT_EQ(mem.at("total_bytes").as_number(),
+            mem.at("weights_touched_bytes").as_number() + mem.at("kv_bytes").as_number() +
+                mem.at("scratch_bytes").as_number() + mem.at("logits_bytes").as_number() +
+                mem.at("tokenizer_bytes").as_number() + mem.at("runtime_bytes").as_number());
+  EXPECT_LE(mem.at("total_bytes").as_number(), plan.at("budget_bytes").as_number());
+  // A device profile file, and one too small for anything: exit 3 with the arithmetic.
+  const std::string dev = test::temp_dir() + "/tiny-device.json";
+  std::ofstream(dev) << R"({"name": "watch", "ram_total_mib": 64, "app_limit_mib": 4, "clusters": [{"cores": 2}]})";
+  r = run_cli({"plan", "--registry", reg, "--device", dev});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.out.find("no candidate fits"), std::string::npos) << r.out;
+  r = run_cli({"plan", "--device", "phone-3gb", test::shared_model("stories260K.gguf")});
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+}  // namespace
+}  // namespace edgellm

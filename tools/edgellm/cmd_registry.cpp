@@ -1,0 +1,228 @@
+// `edgellm registry SUBCOMMAND --registry DIR ...`: the model registry of registry/model_registry.h.
+//   add FILE --name N --version V [--sha256 HEX] [--tier T] [--task-score S]
+//                          copy a local file in (verified when --sha256 is given) and make it current
+//   install URL|FILE --name N --version V --sha256 HEX [--size BYTES]
+//                          download (resumable: run again after an interruption) or copy, verify,
+//                          install atomically, make current
+//   list [--json]          installed versions, the current one marked, unfit configurations
+//   verify [NAME[@V]]      re-hash installed files (all when no name) against their manifests
+//   use NAME@VERSION       make an installed version current (roll back)
+//   remove NAME@VERSION
+//   reset KEY              forget the crash-loop guard's marks for a configuration
+// Hashing and downloading show a progress bar on stderr when it is a terminal (and a final line
+// otherwise). Exit status: 0 ok, 1 error, 4 verification failed.
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "registry/crash_loop_guard.h"
+#include "registry/model_registry.h"
+#if defined(EDGELLM_HAVE_CURL)
+#include "fetch/http_download.h"
+#endif
+
+namespace edgellm::cli {
+namespace {
+
+// A progress bar for hashing / copying / downloading: redrawn at most 10 times a second.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string what) : what_(std::move(what)), tty_(::isatty(2) != 0) {}
+  bool operator()(uint64_t done, uint64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (tty_ && (now - last_ > std::chrono::milliseconds(100) || (total && done == total))) {
+      last_ = now;
+      const double secs = std::chrono::duration<double>(now - start_).count();
+      const double mibs = secs > 0 ? static_cast<double>(done) / 1048576.0 / secs : 0;
+      if (total) {
+        const int width = 30;
+        const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
+        std::fprintf(stderr, "\r%s [%-*s] %5.1f%% %8.1f MiB  %6.1f MiB/s", what_.c_str(), width,
+                     std::string(static_cast<size_t>(std::min(filled, width)), '#').c_str(),
+                     100.0 * static_cast<double>(done) / static_cast<double>(total), done / 1048576.0, mibs);
+      } else {
+        std::fprintf(stderr, "\r%s %8.1f MiB  %6.1f MiB/s", what_.c_str(), done / 1048576.0, mibs);
+      }
+    }
+    done_ = done;
+    return true;
+  }
+  void finish() {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "%s%s: %.1f MiB in %.2f s\n", tty_ ? "\r\033[K" : "", what_.c_str(), done_ / 1048576.0, secs);
+  }
+
+ private:
+  std::string what_;
+  bool tty_;
+  uint64_t done_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::pair<std::string, std::string> split_key(const std::string& key) {
+  const size_t at = key.find('@');
+  require(at != std::string::npos && at > 0 && at + 1 < key.size(), ErrorCode::kInvalidArgument,
+          [&] { return "'" + key + "' is not NAME@VERSION"; });
+  return {key.substr(0, at), key.substr(at + 1)};
+}
+
+void print_manifest(const ModelManifest& m, bool current) {
+  std::printf("%s %-40s %-6s %10.1f MiB  sha256 %.16s...  tier %-5s  pp %.1f t/s  tg %.1f t/s%s\n",
+              current ? "*" : " ", m.key().c_str(), m.weight_type.c_str(), m.size_bytes / 1048576.0, m.sha256.c_str(),
+              m.tier.empty() ? "-" : m.tier.c_str(), m.prefill_tokens_per_second, m.decode_tokens_per_second,
+              m.task_score ? (" score " + std::to_string(*m.task_score)).c_str() : "");
+}
+
+int run_registry(const std::vector<std::string>& args) {
+  std::vector<std::string> pos;
+  std::string dir = "models/registry";
+  std::string name, version, sha, tier;
+  float task_score = -1;
+  int64_t size = 0;
+  bool json = false;
+  ArgParser ap("registry", "add|install|list|verify|use|remove|reset ... [--registry DIR]");
+  ap.allow_positionals(&pos, "ARGS");
+  ap.add_string("--registry", &dir, "DIR", "registry folder (default models/registry)");
+  ap.add_string("--name", &name, "NAME", "model name ([A-Za-z0-9._-])");
+  ap.add_string("--version", &version, "V", "model version");
+  ap.add_string("--sha256", &sha, "HEX", "expected SHA-256 of the file");
+  ap.add_int64("--size", &size, "BYTES", "expected size of the file", 0);
+  ap.add_string("--tier", &tier, "T", "device tier the model is meant for (4GB, 8GB, ...)");
+  ap.add_float("--task-score", &task_score, "S", "task score in [0, 1] (ranks candidates in `edgellm plan`)", 0, 1);
+  ap.add_flag("--json", &json, "list as JSON");
+  if (!ap.parse(args)) return 0;
+  require(!pos.empty(), ErrorCode::kInvalidArgument, "registry needs a subcommand\n" + ap.usage());
+  const std::string sub = pos[0];
+  ModelRegistry reg(dir);
+  CrashLoopGuard guard(reg.guard_dir());
+
+  if (sub == "add" || sub == "install") {
+    require(pos.size() == 2, ErrorCode::kInvalidArgument, "registry " + sub + " needs one FILE or URL");
+    require(!name.empty() && !version.empty(), ErrorCode::kInvalidArgument, "registry " + sub + " needs --name and --version");
+    require(sub == "add" || !sha.empty(), ErrorCode::kInvalidArgument,
+            "registry install needs --sha256 (the published digest): an update is never installed unverified");
+    ModelManifest m;
+    m.name = name;
+    m.version = version;
+    m.tier = tier;
+    m.size_bytes = static_cast<uint64_t>(size);
+    if (task_score >= 0) m.task_score = task_score;
+    ModelRegistry::InstallOptions io;
+    io.expected_sha256 = sha;
+    const std::string& src = pos[1];
+    ModelManifest installed;
+    if (src.rfind("http://", 0) == 0 || src.rfind("https://", 0) == 0) {
+#if defined(EDGELLM_HAVE_CURL)
+      m.source = src;
+      const std::string part = reg.tmp_dir() + "/" + m.key() + ".download.part";
+      ProgressBar dl("download " + m.key());
+      DownloadOptions o;
+      o.expected_size = static_cast<uint64_t>(size);
+      o.progress = [&](uint64_t d, uint64_t t) { return dl(d, t); };
+      download_resumable(src, part, o);
+      dl.finish();
+      ProgressBar hb("verify   " + m.key());
+      io.progress = [&](uint64_t d, uint64_t t) { return hb(d, t); };
+      installed = reg.install_moved(part, m, io);
+      hb.finish();
+#else
+      throw Error(ErrorCode::kUnsupported, "this build has no libcurl: download the file and pass its path");
+#endif
+    } else {
+      ProgressBar cb("copy+hash " + m.key());
+      io.progress = [&](uint64_t d, uint64_t t) { return cb(d, t); };
+      installed = reg.install_file(src, m, io);
+      cb.finish();
+    }
+    std::printf("installed %s (%s, %.1f MiB, sha256 %s), current\n", installed.key().c_str(),
+                installed.weight_type.c_str(), installed.size_bytes / 1048576.0, installed.sha256.c_str());
+    return 0;
+  }
+  if (sub == "list") {
+    const auto all = reg.list();
+    if (json) {
+      Json out = Json::object();
+      Json models = Json::array();
+      for (const auto& m : all) {
+        Json j = m.to_json();
+        const auto cur = reg.current(m.name);
+        j.set("current", cur && cur->version == m.version);
+        j.set("path", reg.model_path(m));
+        models.push_back(j);
+      }
+      out.set("models", models);
+      Json unfit = Json::array();
+      for (const auto& k : guard.unfit_keys()) unfit.push_back(Json(k));
+      out.set("unfit", unfit);
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    for (const auto& m : all) {
+      const auto cur = reg.current(m.name);
+      print_manifest(m, cur && cur->version == m.version);
+    }
+    for (const auto& k : guard.unfit_keys()) {
+      std::string why;
+      guard.is_unfit(k, &why);
+      std::printf("unfit: %s (%s)\n", k.c_str(), why.c_str());
+    }
+    if (all.empty()) std::printf("(no models in %s)\n", dir.c_str());
+    return 0;
+  }
+  if (sub == "verify") {
+    std::vector<ModelManifest> todo;
+    if (pos.size() >= 2) {
+      for (size_t i = 1; i < pos.size(); ++i) {
+        auto m = reg.resolve(pos[i]);
+        require(m.has_value(), ErrorCode::kInvalidArgument, "'" + pos[i] + "' is not installed");
+        todo.push_back(*m);
+      }
+    } else {
+      todo = reg.list();
+    }
+    int bad = 0;
+    for (const auto& m : todo) {
+      ProgressBar hb("verify " + m.key());
+      const auto v = reg.verify(m, [&](uint64_t d, uint64_t t) { return hb(d, t); });
+      hb.finish();
+      std::printf("%s %s%s%s\n", v.ok ? "ok  " : "FAIL", m.key().c_str(), v.ok ? "" : ": ", v.message.c_str());
+      bad += v.ok ? 0 : 1;
+    }
+    return bad ? 4 : 0;
+  }
+  if (sub == "use" || sub == "remove") {
+    require(pos.size() == 2, ErrorCode::kInvalidArgument, "registry " + sub + " needs NAME@VERSION");
+    const auto [n, v] = split_key(pos[1]);
+    if (sub == "use") {
+      reg.set_current(n, v);
+      std::printf("%s@%s is current\n", n.c_str(), v.c_str());
+    } else {
+      reg.remove(n, v);
+      const auto cur = reg.current(n);
+      std::printf("removed %s@%s; current: %s\n", n.c_str(), v.c_str(), cur ? cur->key().c_str() : "none");
+    }
+    return 0;
+  }
+  if (sub == "reset") {
+    require(pos.size() == 2, ErrorCode::kInvalidArgument, "registry reset needs a configuration KEY (see `registry list`)");
+    guard.clear(pos[1]);
+    std::printf("forgot the crash-loop marks of %s\n", pos[1].c_str());
+    return 0;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown registry subcommand '" + sub + "'\n" + ap.usage());
+}
+
+const CommandRegistration kRegistration("registry", "model registry: add, install (download + verify), list, verify, use, remove",
+                                        run_registry);
+
+}  // namespace
+}  // namespace edgellm::cli
