@@ -334,6 +334,39 @@ EDGELLM_API edgellm_status edgellm_apply_template(edgellm_service* service, cons
                                                   size_t n_messages, bool add_generation_prompt, char* buf,
                                                   size_t capacity, size_t* length);
 
+/* ------------------------------------------------------------------------------ device fitness */
+/* docs/device-fitness.md. These functions need no service; each may be called from any thread.
+ * The registry functions take an exclusive file lock on the registry folder while they change
+ * it, so several threads and processes may share one registry. */
+
+/* Which model and configuration fit a device, with the memory arithmetic. request_json:
+ *   {"device": "this" | "phone-4gb" | "phone-8gb" | "phone-12gb" | "phone-16gb" | {profile},
+ *    "models": ["/path/a.gguf", ...]  and/or  "registry": "/path/to/registry",
+ *    "max_ctx": 4096, "min_ctx": 512, "n_parallel": 1, "headroom": 0.15,
+ *    "power_mode": "performance" | "balanced" | "efficiency"}
+ * (every field optional but one source of models). Writes the plan as JSON ("choice" is null
+ * when nothing fits). Blocks while each candidate's index is mapped (no weights are read). */
+EDGELLM_API edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t capacity, size_t* length);
+
+/* Installs file_path into the registry at registry_dir as name@version: hashed while it is
+ * copied (or, with move_file, renamed in place when it is on the same file system: a file the
+ * app downloaded itself), verified against sha256 (64 hex digits; NULL or "" records the
+ * file's digest), fsynced, then made the version new loads use in one atomic step. On any
+ * failure (INVALID_FILE: digest or format mismatch; IO: read error or full disk) the registry
+ * is unchanged and the previous version stays current. Writes the installed manifest as JSON. */
+EDGELLM_API edgellm_status edgellm_registry_install(const char* registry_dir, const char* file_path, const char* name,
+                                                    const char* version, const char* sha256, bool move_file,
+                                                    char* buf, size_t capacity, size_t* length);
+/* The path of "name" (its current version) or "name@version", verified by SHA-256 before its
+ * first use (re-hashed only when the file changed since its last verification): pass it to
+ * edgellm_service_create. INVALID_ARGUMENT when not installed, INVALID_FILE when the file no
+ * longer matches its digest (do not load it). */
+EDGELLM_API edgellm_status edgellm_registry_resolve(const char* registry_dir, const char* name_or_key, char* buf,
+                                                    size_t capacity, size_t* length);
+/* {"models": [manifest + "current" + "path", ...], "unfit": [configuration keys]}. */
+EDGELLM_API edgellm_status edgellm_registry_list_json(const char* registry_dir, char* buf, size_t capacity,
+                                                      size_t* length);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -7,6 +7,7 @@
 #include "api/c_api_internal.h"
 #include "core/json.h"
 #include "core/utf8.h"
+#include "engine/memory_plan.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -62,6 +63,8 @@ edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size
     j.set("kv_block_tokens", static_cast<int>(cp.kv_block_tokens));
     j.set("n_threads", static_cast<int>(cp.n_threads));
     j.set("n_threads_batch", static_cast<int>(cp.n_threads_batch));
+    // What this service's configuration adds to the process (engine/memory_plan.h).
+    j.set("memory", plan_memory(m, cp, RepackMode::kAuto).to_json());
     return capi::copy_out(j.dump(), buf, capacity, length);
   });
 }
