@@ -1,0 +1,90 @@
+// Hot swap: the one object an app keeps when its model can change while it serves. One
+// "current" InferenceService takes new requests; swap_model() (a new, verified model file: an
+// update) or reconfigure() (new parameters over the same mapped model: the degradation
+// ladder's actuator) builds the next service first — a failure leaves the current one serving
+// — then switches in one step under the host's lock. A request is served to its end by the
+// service it was submitted to: the old service keeps decoding what it admitted, and a reaper
+// thread shuts it down (joins its scheduler, unmaps its model when no other service shares it)
+// once its last request has finished.
+//
+//   submit ----> current generation (version "2") ----> on_finish
+//                retired generation (version "1") ----> draining, then shut down
+//
+// Thread safety: every public function may be called from any thread, including the
+// services' callbacks (except the destructor). No lock of the host is held while a service
+// runs a callback.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "service/inference_service.h"
+
+namespace edgellm {
+
+class ModelHost {
+ public:
+  // Loads `path` as `version` and starts its service. Throws what InferenceService::open throws.
+  ModelHost(const std::string& path, std::string version, const ServiceParams& params);
+  // Shuts every service down (each request gets its on_finish) and joins the reaper.
+  ~ModelHost();
+  ModelHost(const ModelHost&) = delete;
+  ModelHost& operator=(const ModelHost&) = delete;
+
+  struct Submitted {
+    uint64_t id = 0;       // host-wide id (generation in the high bits): for cancel()
+    std::string version;   // the model version that serves this request, start to end
+  };
+  // Submits to the current service (what InferenceService::submit throws: kBusy, kInvalidArgument,
+  // kCancelled after shutdown).
+  Submitted submit(ServiceRequest request);
+  bool cancel(uint64_t id);
+
+  // Loads a new model file and switches new requests to it. Throws (and changes nothing) when
+  // the file cannot be loaded. Returns once the switch is made (the old version may still be
+  // finishing its requests).
+  void swap_model(const std::string& path, const std::string& version, const ServiceParams& params);
+  // A new service over the current model with other parameters (threads, context, KV type).
+  void reconfigure(const ServiceParams& params);
+
+  std::string current_version() const;
+  ServiceParams current_params() const;
+  // The current service (for metrics, tokenize, pause...). Valid until the next swap; hold the
+  // shared_ptr to keep using it.
+  std::shared_ptr<InferenceService> current_service() const;
+  // Versions with a live service (current first, then those still draining).
+  std::vector<std::string> live_versions() const;
+  // Blocks until every retired service has been shut down, or timeout; true when none is left.
+  bool wait_drained(std::chrono::milliseconds timeout) const;
+  uint64_t swaps() const { return swaps_.load(); }
+
+ private:
+  struct Generation {
+    uint32_t index = 0;
+    std::string version;
+    ServiceParams params;
+    std::shared_ptr<const Model> model;
+    std::shared_ptr<InferenceService> service;
+    std::shared_ptr<std::atomic<int64_t>> outstanding = std::make_shared<std::atomic<int64_t>>(0);
+  };
+  void install(std::shared_ptr<Generation> next);  // the switch
+  void reap();                                       // the reaper thread
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::shared_ptr<Generation> current_;
+  std::vector<std::shared_ptr<Generation>> retired_;
+  int reaping_ = 0;  // generations taken out of retired_ and being shut down by the reaper
+  uint32_t next_index_ = 0;
+  bool stopping_ = false;
+  std::atomic<uint64_t> swaps_{0};
+  std::thread reaper_;
+};
+
+}  // namespace edgellm
