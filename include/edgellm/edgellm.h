@@ -90,7 +90,11 @@ typedef enum edgellm_status {
   /* edgellm_service_destroy called from one of the service's own callbacks. Nothing changed. */
   EDGELLM_ERR_WRONG_THREAD = 11,
   /* A bug in EdgeLLM (a broken invariant). The request or call failed; the service runs on. */
-  EDGELLM_ERR_INTERNAL = 12
+  EDGELLM_ERR_INTERNAL = 12,
+  /* The device is under pressure (memory, heat, power) and the degradation ladder refuses new
+   * requests, or ended a running one (docs/device-fitness.md); the message names the reason.
+   * Nothing was queued; retry when the pressure is gone. */
+  EDGELLM_ERR_DEGRADED = 13
 } edgellm_status;
 
 /* "ok", "invalid_argument", "busy", ... (static strings; "unknown" for other values). */

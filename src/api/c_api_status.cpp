@@ -33,6 +33,7 @@ edgellm_status status_of(ErrorCode code) {
     case ErrorCode::kContextFull: return EDGELLM_ERR_CONTEXT_FULL;
     case ErrorCode::kCancelled: return EDGELLM_ERR_SHUT_DOWN;  // the only cancellation a call reports
     case ErrorCode::kBusy: return EDGELLM_ERR_BUSY;
+    case ErrorCode::kDegraded: return EDGELLM_ERR_DEGRADED;
     case ErrorCode::kInternal: return EDGELLM_ERR_INTERNAL;
   }
   return EDGELLM_ERR_INTERNAL;
@@ -74,6 +75,7 @@ const char* edgellm_status_name(edgellm_status status) {
     case EDGELLM_ERR_BUFFER_TOO_SMALL: return "buffer_too_small";
     case EDGELLM_ERR_WRONG_THREAD: return "wrong_thread";
     case EDGELLM_ERR_INTERNAL: return "internal";
+    case EDGELLM_ERR_DEGRADED: return "degraded";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kContextFull,      // a sequence does not fit the context / KV budget
   kCancelled,        // the caller asked to stop
   kBusy,             // the service's waiting queue is full: try again later
+  kDegraded,         // refused or ended by the degradation ladder under device pressure
   kInternal,         // a broken invariant: a bug in EdgeLLM
 };
 

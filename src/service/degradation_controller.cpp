@@ -1,0 +1,221 @@
+#include "service/degradation_controller.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/model.h"
+
+namespace edgellm {
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+DegradationController::DegradationController(ModelHost& host, DegradationConfig config)
+    : host_(host), config_(std::move(config)), base_(host.current_params()), ladder_(config_.recover_ms) {
+  model_in_use_ = host_.current_version();
+  // The context in force (0 in the parameters means the model's): rung 2 halves it.
+  if (base_.context.n_ctx == 0) base_.context.n_ctx = host_.current_service()->context_params().n_ctx;
+  base_head_dim_ = host_.current_service()->model().hparams().head_dim;
+  if (!config_.smaller_models.empty()) {
+    // Mapped, not repacked: only the hyper-parameters are read. A file that does not load is
+    // reported when rung 4 tries it (apply_failures), not here.
+    try {
+      ModelLoadParams lp;
+      lp.repack = RepackMode::kOff;
+      small_head_dim_ = Model::load(config_.smaller_models.front().first, lp)->hparams().head_dim;
+    } catch (const Error& e) {
+      log_message(LogLevel::kWarn, std::string("degradation: smaller model unreadable: ") + e.what());
+    }
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+DegradationController::~DegradationController() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void DegradationController::set_signals(const PressureSignals& signals) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    host_signals_ = signals;
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+ServiceParams DegradationController::params_for(Rung r) const {
+  ServiceParams p = base_;
+  const int rung = static_cast<int>(r);
+  if (rung >= 1) {
+    const int decode = p.context.n_threads > 0 ? p.context.n_threads : 2;
+    const int prefill = p.context.n_threads_batch > 0 ? p.context.n_threads_batch : decode;
+    p.context.n_threads = std::max(1, decode / 2);
+    p.context.n_threads_batch = std::max(1, prefill / 2);
+  }
+  if (rung >= 2 && p.context.n_ctx > 0) p.context.n_ctx = std::max(64, p.context.n_ctx / 2);
+  const bool small = rung >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty();
+  const int32_t head_dim = small ? small_head_dim_ : base_head_dim_;
+  if (rung >= 3 && head_dim > 0 && head_dim % 32 == 0) p.context.kv_type = TensorType::Q8_0;
+  return p;
+}
+
+ModelHost::Submitted DegradationController::submit(ServiceRequest request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int>(applied_) >= static_cast<int>(Rung::kRefuseNew)) {
+      ++refused_;
+      throw Error(ErrorCode::kDegraded, "degraded: " + refuse_reason_ + "; new requests are refused until it eases");
+    }
+  }
+  // The id is known only after submit; on_finish may run before this function returns, so the
+  // wrapper and this function agree through `live_` under the lock: whoever comes second cleans up.
+  auto user_finish = std::move(request.on_finish);
+  auto id_box = std::make_shared<std::pair<std::mutex, uint64_t>>();
+  request.on_finish = [this, user_finish, id_box](const RequestResult& r) {
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> g(id_box->first);
+      id = id_box->second;
+    }
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      live_.erase(id);
+      if (auto it = ended_.find(id); it != ended_.end()) {
+        reason = std::move(it->second);
+        ended_.erase(it);
+      }
+    }
+    if (!user_finish) return;
+    if (reason.empty() || r.finish_reason != FinishReason::kCancelled) {
+      user_finish(r);
+      return;
+    }
+    RequestResult ended = r;  // the text so far stays; the reason says why it ended
+    ended.finish_reason = FinishReason::kError;
+    ended.error_code = ErrorCode::kDegraded;
+    ended.error = "degraded: " + reason + "; the request was ended to free memory";
+    user_finish(ended);
+  };
+  std::unique_lock<std::mutex> box(id_box->first);  // on_finish waits for the id
+  const ModelHost::Submitted s = host_.submit(std::move(request));
+  id_box->second = s.id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.insert(s.id);
+  }
+  box.unlock();
+  return s;
+}
+
+Rung DegradationController::rung() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return applied_;
+}
+
+bool DegradationController::wait_settled(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return wake_.wait_for(lock, timeout, [&] { return !ladder_.pending() && !dirty_ && applied_ == ladder_.rung(); });
+}
+
+void DegradationController::run() {
+  LinuxPressure before = config_.read_linux_signals ? read_linux_pressure() : LinuxPressure{};
+  int64_t last_linux = now_ms();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(config_.tick_ms), [&] { return stopping_ || dirty_; });
+    if (stopping_) break;
+    dirty_ = false;
+    PressureSignals s = host_signals_;
+    if (config_.read_linux_signals && now_ms() - last_linux >= 1000) {
+      lock.unlock();
+      const LinuxPressure now = read_linux_pressure();
+      lock.lock();
+      const PressureSignals linux_signals = signals_from_linux(now, before);
+      before = now;
+      last_linux = now_ms();
+      s.memory_level = std::max(s.memory_level, linux_signals.memory_level);
+      s.thermal_level = std::max(s.thermal_level, linux_signals.thermal_level);
+    }
+    // Take every step that is due now, one at a time, each applied before the next.
+    for (;;) {
+      const auto steps = ladder_.update(s, now_ms());
+      if (steps.empty()) break;
+      lock.unlock();
+      apply(steps.front());
+      lock.lock();
+      if (stopping_) break;
+    }
+    wake_.notify_all();  // wait_settled
+  }
+}
+
+void DegradationController::apply(const DegradationLadder::Step& step) {
+  const int to = static_cast<int>(step.to);
+  log_message(LogLevel::kInfo, std::string("degradation: ") + rung_name(step.from) + " -> " + rung_name(step.to) +
+                                   " (" + step.reason + ")");
+  try {
+    if (step.to == Rung::kEndRunning) {
+      std::vector<uint64_t> ids;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (uint64_t id : live_) ended_[id] = step.reason;
+        ids.assign(live_.begin(), live_.end());
+        ended_count_ += ids.size();
+      }
+      for (uint64_t id : ids) host_.cancel(id);
+    } else if (to <= static_cast<int>(Rung::kSmallerModel)) {
+      // Rungs 1-4 are configurations: rebuild for the new rung (down or up).
+      const ServiceParams p = params_for(step.to);
+      const bool want_small = to >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty();
+      const std::string version = want_small ? config_.smaller_models.front().second : config_.base_version;
+      const std::string path = want_small ? config_.smaller_models.front().first : config_.base_model_path;
+      if (version != host_.current_version()) {
+        host_.swap_model(path, version, p);
+      } else if (step.from != Rung::kRefuseNew || step.to != Rung::kSmallerModel) {
+        host_.reconfigure(p);
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      model_in_use_ = version;
+    }
+  } catch (const Error& e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++apply_failures_;
+    last_apply_error_ = std::string(rung_name(step.to)) + ": " + e.what();
+    log_message(LogLevel::kWarn, "degradation: could not apply " + last_apply_error_);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  applied_ = step.to;
+  if (to >= static_cast<int>(Rung::kRefuseNew)) refuse_reason_ = step.reason;
+}
+
+Json DegradationController::metrics_json() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Json j = ladder_.metrics_json();
+  j.set("applied_rung", rung_name(applied_));
+  j.set("model_version", model_in_use_);
+  const ServiceParams p = params_for(applied_);
+  j.set("n_ctx", p.context.n_ctx);
+  j.set("n_threads", p.context.n_threads);
+  j.set("kv_type", tensor_type_name(p.context.kv_type));
+  j.set("refused_requests", refused_);
+  j.set("ended_requests", ended_count_);
+  j.set("apply_failures", apply_failures_);
+  if (!last_apply_error_.empty()) j.set("last_apply_error", last_apply_error_);
+  j.set("signals", host_signals_.describe());
+  return j;
+}
+
+}  // namespace edgellm
