@@ -79,44 +79,32 @@ ModelHost::Submitted DegradationController::submit(ServiceRequest request) {
       throw Error(ErrorCode::kDegraded, "degraded: " + refuse_reason_ + "; new requests are refused until it eases");
     }
   }
-  // The id is known only after submit; on_finish may run before this function returns, so the
-  // wrapper and this function agree through `live_` under the lock: whoever comes second cleans up.
-  auto user_finish = std::move(request.on_finish);
-  auto id_box = std::make_shared<std::pair<std::mutex, uint64_t>>();
-  request.on_finish = [this, user_finish, id_box](const RequestResult& r) {
-    uint64_t id;
-    {
-      std::lock_guard<std::mutex> g(id_box->first);
-      id = id_box->second;
-    }
+  // on_finish may run before host_.submit() returns (the host's id is in the result): whichever
+  // of the two comes second cleans up, through live_ / finished_early_ under the lock.
+  request.on_finish = [this, user = std::move(request.on_finish)](const RequestResult& r) {
     std::string reason;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      live_.erase(id);
-      if (auto it = ended_.find(id); it != ended_.end()) {
+      if (live_.erase(r.id) == 0) finished_early_.insert(r.id);
+      if (auto it = ended_.find(r.id); it != ended_.end()) {
         reason = std::move(it->second);
         ended_.erase(it);
       }
     }
-    if (!user_finish) return;
+    if (!user) return;
     if (reason.empty() || r.finish_reason != FinishReason::kCancelled) {
-      user_finish(r);
+      user(r);
       return;
     }
     RequestResult ended = r;  // the text so far stays; the reason says why it ended
     ended.finish_reason = FinishReason::kError;
     ended.error_code = ErrorCode::kDegraded;
     ended.error = "degraded: " + reason + "; the request was ended to free memory";
-    user_finish(ended);
+    user(ended);
   };
-  std::unique_lock<std::mutex> box(id_box->first);  // on_finish waits for the id
   const ModelHost::Submitted s = host_.submit(std::move(request));
-  id_box->second = s.id;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    live_.insert(s.id);
-  }
-  box.unlock();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (finished_early_.erase(s.id) == 0) live_.insert(s.id);
   return s;
 }
 

@@ -84,6 +84,7 @@ class DegradationController {
   Rung applied_ = Rung::kNormal;  // the configuration in force (lags the ladder while applying)
   std::string refuse_reason_;
   std::set<uint64_t> live_;                              // submitted, no on_finish yet
+  std::set<uint64_t> finished_early_;                    // on_finish ran before submit returned
   std::unordered_map<uint64_t, std::string> ended_;      // ended by rung 6, with the reason
   uint64_t refused_ = 0, ended_count_ = 0, apply_failures_ = 0;
   std::string last_apply_error_;

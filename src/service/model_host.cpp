@@ -7,16 +7,8 @@
 #include "model/model.h"
 
 namespace edgellm {
-namespace {
-
-constexpr int kIdShift = 40;  // host id = generation << 40 | the service's own id
-constexpr uint64_t kIdMask = (uint64_t{1} << kIdShift) - 1;
-
-}  // namespace
-
 ModelHost::ModelHost(const std::string& path, std::string version, const ServiceParams& params) {
   auto g = std::make_shared<Generation>();
-  g->index = next_index_++;
   g->version = std::move(version);
   g->params = params;
   g->model = Model::load(path, params.load);
@@ -40,6 +32,7 @@ ModelHost::~ModelHost() {
 
 ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
   std::shared_ptr<Generation> g;
+  uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     require(!stopping_ && current_, ErrorCode::kCancelled, "the model host is shutting down");
@@ -47,39 +40,70 @@ ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
     // Counted before the submit, under the lock: a swap that retires g now cannot reap it
     // before this request is accounted for.
     g->outstanding->fetch_add(1);
+    id = next_id_++;
+    routes_[id] = Route{g, 0, false};
   }
   auto outstanding = g->outstanding;
-  auto user_finish = std::move(request.on_finish);
-  request.on_finish = [this, outstanding, user_finish](const RequestResult& r) {
-    if (user_finish) user_finish(r);
+  if (request.on_token) {
+    request.on_token = [id, user = std::move(request.on_token)](const TokenEvent& e) {
+      TokenEvent mine = e;
+      mine.id = id;
+      return user(mine);
+    };
+  }
+  request.on_finish = [this, id, outstanding, user = std::move(request.on_finish)](const RequestResult& r) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      routes_.erase(id);
+    }
+    if (user) {
+      RequestResult mine = r;
+      mine.id = id;
+      user(mine);
+    }
     if (outstanding->fetch_sub(1) == 1) {
-      // Wake the reaper (it re-checks under its lock). No host lock is held by the service.
+      // Wake the reaper (it re-checks under the lock). No host lock is held by the service.
       std::lock_guard<std::mutex> lock(mutex_);
       changed_.notify_all();
     }
   };
+  RequestId inner = 0;
   try {
-    const RequestId inner = g->service->submit(std::move(request));
-    return {(static_cast<uint64_t>(g->index) << kIdShift) | (inner & kIdMask), g->version};
+    inner = g->service->submit(std::move(request));
   } catch (...) {
-    outstanding->fetch_sub(1);  // not accepted: no on_finish will come
     std::lock_guard<std::mutex> lock(mutex_);
+    routes_.erase(id);
+    outstanding->fetch_sub(1);  // not accepted: no on_finish will come
     changed_.notify_all();
     throw;
   }
+  bool cancel_now = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = routes_.find(id); it != routes_.end()) {  // absent: it has finished already
+      it->second.inner = inner;
+      cancel_now = it->second.cancel_requested;
+    }
+  }
+  if (cancel_now) g->service->cancel(inner);
+  return {id, g->version};
 }
 
 bool ModelHost::cancel(uint64_t id) {
-  const uint32_t index = static_cast<uint32_t>(id >> kIdShift);
   std::shared_ptr<Generation> g;
+  RequestId inner = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (current_ && current_->index == index) g = current_;
-    for (const auto& r : retired_) {
-      if (r->index == index) g = r;
+    auto it = routes_.find(id);
+    if (it == routes_.end()) return false;
+    if (it->second.inner == 0) {
+      it->second.cancel_requested = true;  // submit() is still returning: it cancels then
+      return true;
     }
+    g = it->second.generation;
+    inner = it->second.inner;
   }
-  return g && g->service->cancel(id & kIdMask);
+  return g->service->cancel(inner);
 }
 
 void ModelHost::install(std::shared_ptr<Generation> next) {
@@ -90,7 +114,6 @@ void ModelHost::install(std::shared_ptr<Generation> next) {
       next->service->shutdown();
       throw Error(ErrorCode::kCancelled, "the model host is shutting down");
     }
-    next->index = next_index_++;
     old = current_->version;
     retired_.push_back(std::move(current_));
     current_ = std::move(next);

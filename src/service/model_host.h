@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "service/inference_service.h"
@@ -38,12 +39,14 @@ class ModelHost {
   ModelHost& operator=(const ModelHost&) = delete;
 
   struct Submitted {
-    uint64_t id = 0;       // host-wide id (generation in the high bits): for cancel()
+    uint64_t id = 0;       // host-wide id: the id of every TokenEvent / RequestResult it gets
     std::string version;   // the model version that serves this request, start to end
   };
   // Submits to the current service (what InferenceService::submit throws: kBusy, kInvalidArgument,
-  // kCancelled after shutdown).
+  // kCancelled after shutdown). The request's callbacks see the host id (not the service's).
   Submitted submit(ServiceRequest request);
+  // False when the id is unknown or the request has finished. Works from the request's own
+  // callbacks, also before submit() has returned.
   bool cancel(uint64_t id);
 
   // Loads a new model file and switches new requests to it. Throws (and changes nothing) when
@@ -66,12 +69,18 @@ class ModelHost {
 
  private:
   struct Generation {
-    uint32_t index = 0;
     std::string version;
     ServiceParams params;
     std::shared_ptr<const Model> model;
     std::shared_ptr<InferenceService> service;
     std::shared_ptr<std::atomic<int64_t>> outstanding = std::make_shared<std::atomic<int64_t>>(0);
+  };
+  // Where a host id is served: its generation and the service's id (0 until submit() knows
+  // it; a cancel() before that is remembered and done when it is known).
+  struct Route {
+    std::shared_ptr<Generation> generation;
+    RequestId inner = 0;
+    bool cancel_requested = false;
   };
   void install(std::shared_ptr<Generation> next);  // the switch
   void reap();                                       // the reaper thread
@@ -80,8 +89,9 @@ class ModelHost {
   mutable std::condition_variable changed_;
   std::shared_ptr<Generation> current_;
   std::vector<std::shared_ptr<Generation>> retired_;
+  std::unordered_map<uint64_t, Route> routes_;  // live requests by host id
+  uint64_t next_id_ = 1;
   int reaping_ = 0;  // generations taken out of retired_ and being shut down by the reaper
-  uint32_t next_index_ = 0;
   bool stopping_ = false;
   std::atomic<uint64_t> swaps_{0};
   std::thread reaper_;

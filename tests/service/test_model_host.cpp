@@ -164,6 +164,32 @@ TEST(ModelHost, HotSwapUnderLoad) {
   EXPECT_TRUE(mapped(b));
 }
 
+// Callbacks see the host's id; cancel() works from the request's own first token callback,
+// which may run before submit() has returned.
+TEST(ModelHost, IdsAndCancelFromTheCallback) {
+  ModelHost host(test::shared_model("stories260K.gguf"), "1", params());
+  for (int i = 0; i < 20; ++i) {
+    std::promise<RequestResult> done;
+    std::atomic<uint64_t> seen{0};
+    ServiceRequest r = request(0);
+    r.max_tokens = 100;
+    r.ignore_eog = true;
+    r.on_token = [&](const TokenEvent& e) {
+      seen = e.id;
+      EXPECT_TRUE(host.cancel(e.id));
+      return true;
+    };
+    r.on_finish = [&](const RequestResult& res) { done.set_value(res); };
+    const auto s = host.submit(std::move(r));
+    const RequestResult res = done.get_future().get();
+    EXPECT_EQ(res.id, s.id);
+    EXPECT_EQ(seen.load(), s.id);
+    EXPECT_EQ(res.finish_reason, FinishReason::kCancelled);
+    EXPECT_LT(res.stats.completion_tokens, 100);
+    EXPECT_FALSE(host.cancel(s.id)) << "finished";
+  }
+}
+
 TEST(ModelHost, DestroyWithRequestsInFlight) {
   std::atomic<int> finals{0};
   {
