@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "engine/forward.h"
 #include "kv/kv_cache.h"
+#include "model/model_fingerprint.h"
 #include "model/model.h"
 #include "runtime/cpu_topology.h"
 #include "runtime/memory_stats.h"
@@ -58,6 +59,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   kp.block_tokens = p.kv_block_tokens;
   kp.n_seq_max = p.n_seq_max;
   kp.n_ctx = p.n_ctx;
+  kp.prefix_seed = model_fingerprint(model.gguf());
   require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
           "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
   const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
@@ -121,7 +123,7 @@ size_t Context::trim() {
     impl_->n_outputs = 0;
   }
   KvCache& kv = *impl_->kv;
-  if (kv.pool().n_free() == kv.pool().n_blocks()) released += kv.pool().discard_storage();
+  if (kv.pool().n_in_use() == 0) released += kv.pool().discard_storage();  // drops the prefix cache
   return released;
 }
 
@@ -190,7 +192,10 @@ void Context::decode(const Batch& batch) {
       }
     }
     try {
-      for (int32_t i = 0; i < cn; ++i) kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
+      for (int32_t i = 0; i < cn; ++i) {
+        kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
+        kv.seq_set_token(chunk[i].seq_id, chunk[i].pos, chunk[i].token);
+      }
       // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch.
       const int threads = distinct ? params_.n_threads : params_.n_threads_batch;
       if (!impl_->forward) {  // released by trim()
@@ -205,6 +210,8 @@ void Context::decode(const Batch& batch) {
       impl_->n_outputs = out_done;
       throw;
     }
+    // The blocks this chunk filled are now written: the prefix cache may hand them out.
+    for (const auto& g : grown) kv.seq_publish(g.first);
     out_done += chunk_outputs;
     impl_->n_outputs = out_done;
     stats_.n_tokens_processed += cn;
@@ -228,6 +235,10 @@ int32_t Context::seq_length(int32_t seq_id) const { return impl_->kv->seq_length
 void Context::seq_clear(int32_t seq_id) { impl_->kv->seq_clear(seq_id); }
 void Context::seq_truncate(int32_t seq_id, int32_t n_keep) { impl_->kv->seq_truncate(seq_id, n_keep); }
 void Context::seq_fork(int32_t src_seq, int32_t dst_seq) { impl_->kv->seq_fork(src_seq, dst_seq); }
+int32_t Context::seq_reuse_prefix(int32_t seq_id, const std::vector<int32_t>& tokens, int32_t n_max) {
+  return impl_->kv->seq_reuse_prefix(seq_id, tokens.data(), static_cast<int32_t>(tokens.size()), n_max);
+}
+int32_t Context::kv_blocks_cached() const { return impl_->kv->pool().n_cached(); }
 void Context::clear() { impl_->kv->clear(); }
 
 }  // namespace edgellm

@@ -69,14 +69,16 @@ class Context {
   // of KV blocks): blocks that extending `seq_id` by `n_more` positions takes from the pool
   // (including the copy of a shared partial block), and blocks free now.
   int32_t kv_blocks_needed(int32_t seq_id, int32_t n_more) const;
-  int32_t kv_blocks_free() const;
+  int32_t kv_blocks_free() const;    // free + cached (an allocation evicts a cached block)
   int32_t kv_blocks_total() const;
+  int32_t kv_blocks_cached() const;  // unreferenced blocks the prefix cache keeps
   // Blocks a sequence of `n_tokens` positions occupies (ceil(n_tokens / kv_block_tokens)).
   int32_t kv_blocks_for(int64_t n_tokens) const;
 
   // Gives memory back on pressure: the forward pass's scratch buffers (re-created by the next
   // decode) and logit rows beyond one per sequence; when no sequence holds KV, the KV pool's
-  // pages too (they read as zeros afterwards and are written before they are read). Returns
+  // pages too, dropping the prefix cache (they read as zeros afterwards and are written before
+  // they are read). Returns
   // the bytes released. Not during a decode.
   size_t trim();
 
@@ -89,7 +91,12 @@ class Context {
   void seq_clear(int32_t seq_id);                        // frees its blocks
   void seq_truncate(int32_t seq_id, int32_t n_keep);     // keep positions [0, n_keep)
   void seq_fork(int32_t src_seq, int32_t dst_seq);       // dst shares src's blocks (copy-on-write)
-  void clear();                                          // all sequences
+  void clear();                                          // all sequences (and the prefix cache)
+  // Prefix cache (kv_cache.h): makes `seq_id` hold the longest prefix of `tokens`, at most n_max
+  // positions, that it already holds or that the cache holds in full blocks (of any sequence,
+  // live or finished). Returns the positions held; decode the rest from there. Pass
+  // n_max = tokens.size() - 1 to keep one token to decode for the logits.
+  int32_t seq_reuse_prefix(int32_t seq_id, const std::vector<int32_t>& tokens, int32_t n_max);
 
   const Model& model() const { return model_; }
   const ContextParams& params() const { return params_; }
