@@ -35,8 +35,9 @@ struct RequestStats {
   double decode_ms = 0;       // first -> last sampled token
   double total_ms = 0;        // submit -> final callback
   int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;      // of prompt_tokens, taken from the KV prefix cache (not prefilled)
   int32_t completion_tokens = 0;  // sampled tokens (an end-of-generation token not counted)
-  double prefill_tokens_per_second = 0;
+  double prefill_tokens_per_second = 0;  // (prompt_tokens - cached_tokens) / prefill time
   double decode_tokens_per_second = 0;  // (completion_tokens - 1) / decode time
   int32_t kv_blocks = 0;      // KV blocks the request held when it ended
   size_t peak_rss_bytes = 0;  // process VmHWM when it ended
