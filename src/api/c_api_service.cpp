@@ -29,6 +29,7 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
     default: throw Error(ErrorCode::kInvalidArgument, "kv_type " + std::to_string(kv_type) + " is unknown");
   }
   cp.kv_budget_bytes = static_cast<size_t>(p.kv_budget_bytes);
+  cp.kv_budget_fraction = p.kv_budget_fraction;
   cp.pin_threads = p.pin_threads;
   const int repack = capi::enum_value(p.repack);
   switch (repack) {
@@ -139,6 +140,7 @@ ServiceRequest to_request(const edgellm_request_params& p) {
       out.stats.decode_tokens_per_second = st.decode_tokens_per_second;
       out.stats.kv_blocks = st.kv_blocks;
       out.stats.peak_rss_bytes = st.peak_rss_bytes;
+      out.stats.cached_tokens = st.cached_tokens;
       fn(&out, user);
     };
   }
@@ -171,6 +173,7 @@ edgellm_service_params edgellm_service_default_params(void) {
   p.warmup_min_free_bytes = d.warmup_min_free_bytes;
   p.chat_template = nullptr;
   p.pin_threads = false;
+  p.kv_budget_fraction = 0;
   return p;
 }
 
@@ -308,6 +311,13 @@ edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* ou
     r.paused = m.paused;
     r.rss_bytes = m.rss_bytes;
     r.peak_rss_bytes = m.peak_rss_bytes;
+    r.kv_blocks_cached = m.kv_blocks_cached;
+    r.kv_blocks_free = m.kv_blocks_free;
+    r.kv_pool_bytes = m.kv_pool_bytes;
+    r.prompt_tokens_cached = m.prompt_tokens_cached;
+    r.prefix_hit_rate = m.prefix_hit_rate();
+    r.kv_fragmentation = m.kv_fragmentation;
+    r.kv_evictions = m.kv_evictions;
     *out = r;
     return EDGELLM_OK;
   });

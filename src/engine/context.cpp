@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "engine/forward.h"
 #include "kv/kv_cache.h"
-#include "model/model_fingerprint.h"
 #include "model/model.h"
+#include "model/model_fingerprint.h"
 #include "runtime/cpu_topology.h"
 #include "runtime/memory_stats.h"
 #include "runtime/shared_thread_pool.h"
@@ -63,8 +63,23 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
           "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
   const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
-  if (p.kv_budget_bytes == 0) {
-    kp.n_blocks = static_cast<int32_t>(std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX));
+  require(p.kv_budget_fraction >= 0 && p.kv_budget_fraction <= 1, ErrorCode::kInvalidArgument,
+          "kv_budget_fraction " + std::to_string(p.kv_budget_fraction) + " is outside [0, 1]");
+  const int64_t full_blocks = std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX);
+  if (p.kv_budget_bytes == 0 && p.kv_budget_fraction > 0) {
+    const size_t available = available_memory_bytes();
+    require(available > 0, ErrorCode::kUnsupported,
+            "kv_budget_fraction: this system does not report its available memory; give kv_budget_bytes");
+    const size_t bb = KvCache::block_bytes(kp);
+    const auto budget = static_cast<size_t>(static_cast<double>(available) * p.kv_budget_fraction);
+    require(budget >= bb, ErrorCode::kOutOfMemory,
+            "out of KV memory: " + std::to_string(p.kv_budget_fraction) + " of the " + std::to_string(available >> 20) +
+                " MiB available is less than one KV block (" + std::to_string(bb) + " bytes)");
+    kp.n_blocks = static_cast<int32_t>(std::min<int64_t>(static_cast<int64_t>(budget / bb), 2 * full_blocks));
+    kp.n_blocks = static_cast<int32_t>(std::min<int64_t>(kp.n_blocks, INT32_MAX));
+    p.kv_budget_bytes = static_cast<size_t>(kp.n_blocks) * bb;  // params() reports what was chosen
+  } else if (p.kv_budget_bytes == 0) {
+    kp.n_blocks = static_cast<int32_t>(full_blocks);
   } else {
     const size_t bb = KvCache::block_bytes(kp);
     require(bb > 0 && p.kv_budget_bytes >= bb, ErrorCode::kInvalidArgument,

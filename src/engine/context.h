@@ -34,7 +34,11 @@ struct ContextParams {
   int32_t n_threads_batch = 0;    // threads for prefill-sized batches; 0 = n_threads
   TensorType kv_type = TensorType::F16;  // F16 (default), F32 (tests), Q8_0 (int8 + per-block scale)
   int32_t kv_block_tokens = 16;   // tokens per KV block
-  size_t kv_budget_bytes = 0;     // 0 = enough blocks for n_seq_max full sequences
+  size_t kv_budget_bytes = 0;     // KV pool size; 0 = see kv_budget_fraction
+  // With kv_budget_bytes 0: > 0 sizes the pool as this fraction of the memory available now
+  // (MemAvailable), at most twice n_seq_max full sequences (the rest of a large budget serves
+  // the prefix cache); 0 = enough blocks for n_seq_max full sequences. In (0, 1].
+  double kv_budget_fraction = 0;
   bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
   // The pool to run on (attached, shared with its other users). Null: the process-wide
   // shared_thread_pool() with enough threads, pinned when pin_threads.

@@ -524,9 +524,10 @@ bool InferenceService::prepare(Live& r) {
     const int64_t answer = r.req.max_tokens < 0 ? n_ctx : r.req.max_tokens;
     r.reserved_blocks = ctx_->kv_blocks_for(std::min<int64_t>(n_ctx, n_prompt + answer));
     if (r.reserved_blocks > ctx_->kv_blocks_total()) {
-      throw Error(ErrorCode::kOutOfMemory, "the request needs " + std::to_string(r.reserved_blocks) +
-                                               " KV blocks (prompt + max_tokens); the pool has " +
-                                               std::to_string(ctx_->kv_blocks_total()));
+      throw Error(ErrorCode::kOutOfMemory, "out of KV memory: the request needs " + std::to_string(r.reserved_blocks) +
+                                               " KV blocks (prompt + max_tokens); the whole pool has " +
+                                               std::to_string(ctx_->kv_blocks_total()) +
+                                               " (lower max_tokens or raise the KV budget)");
     }
     return true;
   } catch (const Error& e) {

@@ -36,6 +36,7 @@ struct Sink {
   std::string text;
   std::string error;
   int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
   int cancel_after = -1;  // on_token returns false at this index
 
   bool wait_final(std::chrono::milliseconds limit = 60s) {
@@ -74,6 +75,7 @@ void on_finish(const edgellm_result* r, void* user) {
     s->text.assign(r->text, r->text_len);
     s->error = r->error_message;
     s->completion_tokens = r->stats.completion_tokens;
+    s->cached_tokens = r->stats.cached_tokens;
     s->cv.notify_all();
   }
 }
@@ -145,7 +147,39 @@ TEST(CApiBasics, CreateFailuresAreStatuses) {
   p = edgellm_service_default_params();
   p.kv_type = static_cast<edgellm_kv_type>(77);
   EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p = edgellm_service_default_params();
+  p.kv_budget_fraction = 1.5;
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p.kv_budget_fraction = 1e-15;  // less than one block of any machine's memory
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(edgellm_last_error()).find("out of KV memory"), std::string::npos) << edgellm_last_error();
   EXPECT_EQ(edgellm_service_destroy(nullptr), EDGELLM_OK);
+}
+
+// The same long prompt twice: the second takes its prefix from the KV cache (whole blocks, at
+// most prompt - 1 tokens) and answers the same; the metrics account for it.
+TEST_F(CApi, PrefixCacheReusesAPromptAndReportsIt) {
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day, she "
+      "saw a big red ball in the park.";
+  Sink first;
+  ASSERT_EQ(submit(greedy(first, prompt.c_str(), 16)), EDGELLM_OK);
+  ASSERT_TRUE(first.wait_final());
+  Sink second;
+  ASSERT_EQ(submit(greedy(second, prompt.c_str(), 16)), EDGELLM_OK);
+  ASSERT_TRUE(second.wait_final());
+  EXPECT_EQ(first.cached_tokens, 0);
+  EXPECT_GE(second.cached_tokens, 16);
+  EXPECT_EQ(second.tokens, first.tokens);
+  edgellm_metrics m{};
+  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  EXPECT_EQ(m.prompt_tokens_cached, static_cast<uint64_t>(second.cached_tokens));
+  EXPECT_NEAR(m.prefix_hit_rate, static_cast<double>(m.prompt_tokens_cached) / static_cast<double>(m.prompt_tokens),
+              1e-12);
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_GT(m.kv_blocks_cached, 0);
+  EXPECT_EQ(m.kv_blocks_used + m.kv_blocks_cached + m.kv_blocks_free, m.kv_blocks_total);
+  EXPECT_GT(m.kv_pool_bytes, 0u);
 }
 
 TEST_F(CApi, StreamsAndFinishesOnce) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
@@ -238,6 +239,37 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
   const ServiceMetrics m = service.metrics();
   EXPECT_GT(m.kv_evictions, 0u) << "the pool never filled; the test does not test eviction";
   EXPECT_GT(m.prompt_tokens_cached, 0u) << "no request hit the cache";
+}
+
+}  // namespace
+}  // namespace edgellm
+
+namespace edgellm {
+namespace {
+
+// The pool from a fraction of the available memory: a large fraction is capped at twice the
+// full sequences, a tiny one is a clear out-of-KV-memory error, an out-of-range one invalid.
+TEST(KvBudget, FractionOfAvailableMemory) {
+  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  ContextParams cp;
+  cp.n_ctx = 64;
+  cp.n_seq_max = 2;
+  cp.kv_budget_fraction = 1.0;
+  {
+    Context ctx(*model, cp);
+    EXPECT_EQ(ctx.kv_blocks_total(), 2 * 2 * (64 / cp.kv_block_tokens));  // the cap: this model's KV is tiny
+    EXPECT_EQ(ctx.params().kv_budget_bytes, ctx.kv_cache().pool().total_bytes());
+  }
+  cp.kv_budget_fraction = 1e-15;
+  try {
+    Context ctx(*model, cp);
+    FAIL() << "expected kOutOfMemory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("out of KV memory"), std::string::npos) << e.what();
+  }
+  cp.kv_budget_fraction = -0.5;
+  EXPECT_THROW(Context(*model, cp), Error);
 }
 
 }  // namespace
