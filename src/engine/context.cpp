@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "engine/forward.h"
 #include "kv/kv_cache.h"
+#include "kv/session_file.h"
 #include "model/model.h"
 #include "model/model_fingerprint.h"
 #include "runtime/cpu_topology.h"
@@ -32,6 +33,7 @@ struct Context::Impl {
   std::unique_ptr<ForwardPass> forward;
   std::vector<float> logits;  // [n_outputs, n_vocab]; capacity n_batch rows reserved up front
   int32_t n_outputs = 0;
+  uint64_t fingerprint = 0;  // the model file's (prefix-cache seed, session files)
   // decode() bookkeeping, reserved up front so a decode step does not touch the heap.
   std::vector<int32_t> next_pos;                   // [n_seq_max] simulated next position
   std::vector<std::pair<int32_t, int32_t>> grown;  // (seq, length before the chunk), <= n_batch
@@ -59,7 +61,8 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   kp.block_tokens = p.kv_block_tokens;
   kp.n_seq_max = p.n_seq_max;
   kp.n_ctx = p.n_ctx;
-  kp.prefix_seed = model_fingerprint(model.gguf());
+  const uint64_t fingerprint = edgellm::model_fingerprint(model.gguf());
+  kp.prefix_seed = fingerprint;
   require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
           "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
   const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
@@ -90,6 +93,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
 
   impl_ = std::make_unique<Impl>();
   impl_->kv = std::make_unique<KvCache>(kp);
+  impl_->fingerprint = fingerprint;
   const int max_threads = std::max(p.n_threads, p.n_threads_batch);
   impl_->pool = p.thread_pool ? p.thread_pool : shared_thread_pool(max_threads, p.pin_threads);
   impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
@@ -254,6 +258,24 @@ int32_t Context::seq_reuse_prefix(int32_t seq_id, const std::vector<int32_t>& to
   return impl_->kv->seq_reuse_prefix(seq_id, tokens.data(), static_cast<int32_t>(tokens.size()), n_max);
 }
 int32_t Context::kv_blocks_cached() const { return impl_->kv->pool().n_cached(); }
+uint64_t Context::model_fingerprint() const { return impl_->fingerprint; }
+
+std::string Context::save_session(int32_t seq_id, std::string_view payload) {
+  return encode_session(*impl_->kv, seq_id, impl_->fingerprint, payload);
+}
+
+std::string Context::load_session(int32_t seq_id, std::string_view bytes, const std::vector<int32_t>* prompt) {
+  const SessionView s = decode_session(bytes, impl_->fingerprint, impl_->kv->params());
+  auto n = static_cast<int32_t>(s.tokens.size());
+  if (prompt != nullptr) {
+    int32_t common = 0;
+    const auto limit = std::min<int32_t>(n, static_cast<int32_t>(prompt->size()) - 1);
+    while (common < limit && s.tokens[static_cast<size_t>(common)] == (*prompt)[static_cast<size_t>(common)]) ++common;
+    n = common;
+  }
+  import_session(*impl_->kv, seq_id, s, n);
+  return s.payload;
+}
 void Context::clear() { impl_->kv->clear(); }
 
 }  // namespace edgellm

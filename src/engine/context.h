@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/thread_pool.h"
@@ -101,6 +103,18 @@ class Context {
   // live or finished). Returns the positions held; decode the rest from there. Pass
   // n_max = tokens.size() - 1 to keep one token to decode for the logits.
   int32_t seq_reuse_prefix(int32_t seq_id, const std::vector<int32_t>& tokens, int32_t n_max);
+
+  // Sessions (kv/session_file.h, docs/sessions.md). save_session: the sequence's positions, token
+  // ids and K/V rows plus `payload`, as bytes (kInvalidArgument when a position has no recorded
+  // id). load_session: validates the bytes against this model and KV type (kInvalidFile:
+  // truncated / corrupted; kInvalidArgument: another model, KV type or shape; the sequence is
+  // then untouched) and makes the sequence hold the saved positions (kContextFull: too many; it
+  // is left empty); with `prompt`, only the saved positions that start `prompt`, at most
+  // prompt.size() - 1. Returns the payload.
+  std::string save_session(int32_t seq_id, std::string_view payload = {});
+  std::string load_session(int32_t seq_id, std::string_view bytes, const std::vector<int32_t>* prompt = nullptr);
+  // The model file's fingerprint (model/model_fingerprint.h).
+  uint64_t model_fingerprint() const;
 
   const Model& model() const { return model_; }
   const ContextParams& params() const { return params_; }

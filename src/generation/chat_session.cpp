@@ -11,6 +11,7 @@
 #include "engine/context.h"
 #include "generation/answer_room.h"
 #include "kv/kv_cache.h"
+#include "kv/session_file.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"
 #include "tokenizer/sanitize.h"
@@ -154,6 +155,32 @@ std::vector<std::string> chat_stop_strings(const ChatTemplate& chat_template, co
 }
 
 const std::vector<int32_t>& ChatSession::kv_tokens() const { return ctx_.kv_cache().seq_tokens(params_.seq_id); }
+
+std::string ChatSession::save_session() const {
+  Json payload = Json::object();
+  payload.set("messages", messages_);
+  payload.set("turns", n_turns_);
+  return ctx_.save_session(params_.seq_id, payload.dump());
+}
+
+void ChatSession::restore_session(std::string_view bytes) {
+  // Validate everything before anything changes: the KV part in a scratch parse, the payload here.
+  const SessionView view = decode_session(bytes, ctx_.model_fingerprint(), ctx_.kv_cache().params());
+  Json payload;
+  try {
+    payload = Json::parse(view.payload);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInvalidFile, std::string("session: the conversation in it is not valid JSON: ") + e.what());
+  }
+  const Json* msgs = payload.is_object() ? payload.find("messages") : nullptr;
+  const Json* turns = payload.is_object() ? payload.find("turns") : nullptr;
+  require(msgs != nullptr && msgs->is_array() && turns != nullptr && turns->is_number(), ErrorCode::kInvalidFile,
+          "session: it holds no chat conversation (saved by another program?)");
+  reset();
+  ctx_.load_session(params_.seq_id, bytes);  // kContextFull leaves the sequence empty, the chat reset
+  messages_ = *msgs;
+  n_turns_ = static_cast<int32_t>(turns->as_number());
+}
 
 ChatReply ChatSession::send(std::string_view user_text, const TextCallback& on_text,
                             const std::atomic<bool>* cancel) {

@@ -106,6 +106,14 @@ class ChatSession {
   // blocks stay in the prefix cache until the pool needs them).
   void reset();
 
+  // Sessions (docs/sessions.md): the conversation (messages, turn count) and the sequence's KV
+  // as bytes, and back. restore_session refuses a session of another model or KV type, and
+  // truncated or corrupted bytes (Error kInvalidArgument / kInvalidFile, the session unchanged);
+  // kContextFull when it does not fit this context (the conversation is then reset). The sampler
+  // is not saved: greedy answers continue exactly, a sampled chat restarts its RNG from the seed.
+  std::string save_session() const;
+  void restore_session(std::string_view bytes);
+
   const Json& messages() const { return messages_; }
   // The token ids held in the sequence's KV cache, position by position.
   const std::vector<int32_t>& kv_tokens() const;
