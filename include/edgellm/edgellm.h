@@ -234,6 +234,9 @@ typedef struct edgellm_result {
   size_t text_len;
   const char* stop_string; /* the stop string that ended it, or "" */
   edgellm_request_stats stats;
+  /* ABI 2: OK when session_save was written (or not asked for), else why not (IO; SHUT_DOWN
+   * never; a request that ended with ERROR saves nothing and reports INVALID_ARGUMENT). */
+  edgellm_status session_status;
 } edgellm_result;
 
 /* Called on the scheduler thread for each token; return false to cancel the request. */
@@ -262,6 +265,18 @@ typedef struct edgellm_request_params {
   edgellm_token_callback on_token;   /* may be NULL */
   edgellm_finish_callback on_finish; /* may be NULL */
   void* user_data;                   /* passed to both */
+
+  /* ABI 2: sessions (docs/sessions.md), to continue a conversation across restarts or devices
+   * running the same model file and KV type. session_load: a session file to continue from;
+   * the saved positions that start this request's prompt are restored instead of prefilled (the
+   * prompt is the whole conversation, as always). It is read and checked in edgellm_submit, on
+   * the calling thread: IO (cannot read), INVALID_FILE (truncated, corrupted), INVALID_ARGUMENT
+   * (another model, KV type or shape); nothing is queued then. session_save: when the request
+   * ends without ERROR, its KV (prompt + answer) is written to this file (FILE.tmp, then renamed)
+   * on the scheduler thread before on_finish; result->session_status says whether it was.
+   * NULL: none. The strings are copied by edgellm_submit. */
+  const char* session_load;
+  const char* session_save;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);

@@ -14,6 +14,7 @@
 #include "generation/chat_session.h"
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
+#include "kv/session_file.h"
 #include "runtime/memory_stats.h"
 #include "tokenizer/tokenizer.h"
 
@@ -144,6 +145,8 @@ InferenceService::InferenceService(std::shared_ptr<const Model> model, const Ser
   if (!warning.empty()) log_message(LogLevel::kInfo, "service: " + warning);
   ctx_ = std::make_unique<Context>(*model_, cp);
   ctx_params_ = ctx_->params();
+  fingerprint_ = ctx_->model_fingerprint();
+  kv_params_ = std::make_unique<const KvCacheParams>(ctx_->kv_cache().params());
   ctx_->set_abort_check(AbortCheck{&InferenceService::abort_check, this});
   for (int32_t s = ctx_params_.n_seq_max - 1; s >= 0; --s) free_seqs_.push_back(s);
   metrics_.max_queued = params_.max_queued;
@@ -203,6 +206,9 @@ RequestId InferenceService::submit(ServiceRequest request) {
     require(request.priority == Priority::kInteractive || request.priority == Priority::kBackground,
             ErrorCode::kInvalidArgument, "request: unknown priority");
     check_sampling(request.sampling);
+    if (!request.session_in.empty()) {
+      (void)decode_session(request.session_in, fingerprint_, *kv_params_);
+    }
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -574,6 +580,10 @@ void InferenceService::admit() {
       // already holds (full blocks of earlier requests) counts as prefilled.
       r->gen = std::make_unique<SequenceGenerator>(*r->sampler, tokenizer_.get(), model_->hparams().n_vocab,
                                                    ctx_params_.n_ctx, 0, r->prompt, gp);
+      if (!r->req.session_in.empty()) {
+        ctx_->load_session(seq, r->req.session_in, &r->prompt);  // the saved positions that start the prompt
+        std::string().swap(r->req.session_in);
+      }
       r->cached_tokens = ctx_->seq_reuse_prefix(seq, r->prompt, static_cast<int32_t>(r->prompt.size()) - 1);
       r->gen->prefill_advanced(r->cached_tokens);
     } catch (const Error& e) {
@@ -741,6 +751,13 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
   }
   if (res.finish_reason == FinishReason::kError) res.error = error.empty() ? std::string("error") : error;
   if (r->seq >= 0) {
+    if (r->req.session_out && res.finish_reason != FinishReason::kError) {
+      try {
+        res.session = ctx_->save_session(r->seq);
+      } catch (const std::exception& e) {
+        log_message(LogLevel::kError, std::string("service: saving the session failed: ") + e.what());
+      }
+    }
     st.kv_blocks = static_cast<int32_t>(ctx_->kv_cache().block_table(r->seq).size());
     ctx_->seq_clear(r->seq);
     free_seqs_.push_back(r->seq);

@@ -56,6 +56,7 @@ class Tokenizer;
 class Sampler;
 class SequenceGenerator;
 struct StepOutput;
+struct KvCacheParams;
 
 struct ServiceParams {
   // n_ctx (0: the model's, capped at 4096), n_seq_max = requests decoded at once (default 4
@@ -164,6 +165,8 @@ class InferenceService {
   std::unique_ptr<ChatTemplate> template_;
   std::unique_ptr<Context> ctx_;  // scheduler thread only (after construction)
   ContextParams ctx_params_;
+  uint64_t fingerprint_ = 0;  // the model file's, to check sessions at submit (immutable)
+  std::unique_ptr<const KvCacheParams> kv_params_;  // the same (immutable)
 
   // ---- shared with callers, under mutex_
   mutable std::mutex mutex_;

@@ -51,6 +51,7 @@ struct RequestResult {
   std::string text;         // every byte the token events delivered, in order
   std::string stop_string;  // the stop string that ended it, if any
   RequestStats stats;
+  std::string session;      // with ServiceRequest::session_out: the session bytes ("" on error)
 };
 
 struct ServiceRequest {
@@ -68,6 +69,16 @@ struct ServiceRequest {
   bool ignore_eog = false;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
+
+  // Sessions (docs/sessions.md). session_in: session bytes to continue from (a previous
+  // RequestResult::session, a file written by Context/ChatSession): the saved positions that
+  // start this request's prompt are restored instead of prefilled (at most prompt - 1), so a
+  // conversation moves between services, processes and devices running the same model file and
+  // KV type. Checked at submit: Error kInvalidFile (truncated, corrupted) or kInvalidArgument
+  // (another model, KV type or shape). session_out: RequestResult::session receives this
+  // request's KV (prompt + answer) as session bytes when it ends without an error.
+  std::string session_in;
+  bool session_out = false;
 
   // Both run on the scheduler thread, never under a lock of the service; they must not block
   // for long (they hold up every running request). on_token returning false cancels the
