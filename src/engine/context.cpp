@@ -266,6 +266,7 @@ std::string Context::save_session(int32_t seq_id, std::string_view payload) {
 
 std::string Context::load_session(int32_t seq_id, std::string_view bytes, const std::vector<int32_t>* prompt) {
   const SessionView s = decode_session(bytes, impl_->fingerprint, impl_->kv->params());
+  check_session_tokens(s, model_.hparams().n_vocab);
   auto n = static_cast<int32_t>(s.tokens.size());
   if (prompt != nullptr) {
     int32_t common = 0;

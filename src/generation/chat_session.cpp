@@ -166,6 +166,7 @@ std::string ChatSession::save_session() const {
 void ChatSession::restore_session(std::string_view bytes) {
   // Validate everything before anything changes: the KV part in a scratch parse, the payload here.
   const SessionView view = decode_session(bytes, ctx_.model_fingerprint(), ctx_.kv_cache().params());
+  check_session_tokens(view, ctx_.model().hparams().n_vocab);
   Json payload;
   try {
     payload = Json::parse(view.payload);

@@ -139,6 +139,15 @@ SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, c
   return s;
 }
 
+void check_session_tokens(const SessionView& s, int32_t n_vocab) {
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    if (s.tokens[i] < 0 || s.tokens[i] >= n_vocab) {
+      refuse(ErrorCode::kInvalidFile, "token id " + std::to_string(s.tokens[i]) + " at position " + std::to_string(i) +
+                                          " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    }
+  }
+}
+
 void import_session(KvCache& kv, int32_t seq, const SessionView& s, int32_t n_positions) {
   const KvCacheParams& p = kv.params();
   const auto n_saved = static_cast<int32_t>(s.tokens.size());

@@ -47,6 +47,10 @@ std::string encode_session(KvCache& kv, int32_t seq, uint64_t model_fingerprint,
 // Parses and validates bytes against this cache's model and KV type (throws as described above).
 SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, const KvCacheParams& params);
 
+// Error(kInvalidFile) when a token id of the session is outside [0, n_vocab) (a crafted file
+// with a valid checksum: the ids must still be the model's).
+void check_session_tokens(const SessionView& session, int32_t n_vocab);
+
 // Makes `seq` hold the first n_positions (<= tokens.size()) positions of the session: cleared,
 // grown, rows copied, token ids recorded, full blocks published to the prefix cache. Throws
 // kContextFull (the sequence left empty) when they do not fit n_ctx or the pool.

@@ -207,7 +207,7 @@ RequestId InferenceService::submit(ServiceRequest request) {
             ErrorCode::kInvalidArgument, "request: unknown priority");
     check_sampling(request.sampling);
     if (!request.session_in.empty()) {
-      (void)decode_session(request.session_in, fingerprint_, *kv_params_);
+      check_session_tokens(decode_session(request.session_in, fingerprint_, *kv_params_), n_vocab);
     }
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {

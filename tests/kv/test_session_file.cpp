@@ -130,6 +130,15 @@ TEST(SessionFile, AnotherModelOrKvTypeIsRefusedAndNothingChanges) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("another model"), std::string::npos) << e.what();
   }
+  // Ids outside the vocabulary (a crafted file with a valid checksum).
+  const SessionView ok = decode_session(bytes, kFingerprint, src.params());
+  EXPECT_NO_THROW(check_session_tokens(ok, 200));
+  try {
+    check_session_tokens(ok, 103);
+    FAIL() << "expected kInvalidFile";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+  }
   // Too long for the context: kContextFull, the sequence left empty.
   KvCacheParams small = src.params();
   small.n_ctx = 4;
