@@ -58,7 +58,7 @@ extern "C" {
 EDGELLM_API const char* edgellm_version(void);
 /* Bumped whenever a struct or a signature of this header changes: compare it with
  * EDGELLM_ABI_VERSION to detect a header / library mismatch. */
-#define EDGELLM_ABI_VERSION 1
+#define EDGELLM_ABI_VERSION 2
 EDGELLM_API uint32_t edgellm_abi_version(void);
 
 /* ------------------------------------------------------------------------------ statuses */
@@ -140,11 +140,17 @@ typedef struct edgellm_service_params {
   int32_t n_threads;       /* threads for decode; 0: the big cores */
   int32_t n_threads_batch; /* threads for prefill; 0: n_threads */
   edgellm_kv_type kv_type; /* default F16 */
-  uint64_t kv_budget_bytes;       /* 0: n_parallel full sequences */
+  uint64_t kv_budget_bytes;       /* KV pool bytes; 0: see kv_budget_fraction */
   edgellm_repack repack;          /* default AUTO */
   uint64_t warmup_min_free_bytes; /* warm-up skipped below this much available memory; default 256 MiB */
   const char* chat_template;      /* NULL: the model's; else a built-in name or a file path */
   bool pin_threads;               /* pin worker threads to the big cores */
+  /* ABI 2. With kv_budget_bytes 0: in (0, 1] the KV pool is this fraction of the memory
+   * available at creation (at most twice n_parallel full sequences; the rest of a large budget
+   * keeps prefixes cached); 0 (default): n_parallel full sequences. The pool never grows: a
+   * request whose prompt + max_tokens cannot fit the whole pool ends with OUT_OF_MEMORY, one
+   * that does not fit beside the running ones waits. */
+  double kv_budget_fraction;
 } edgellm_service_params;
 
 EDGELLM_API edgellm_service_params edgellm_service_default_params(void);
@@ -220,6 +226,7 @@ typedef struct edgellm_request_stats {
   double decode_tokens_per_second;
   int32_t kv_blocks;       /* KV blocks the request held at the end */
   uint64_t peak_rss_bytes; /* the process's peak resident memory when it ended */
+  int32_t cached_tokens;   /* ABI 2: of prompt_tokens, taken from the KV prefix cache (not prefilled) */
 } edgellm_request_stats;
 
 typedef struct edgellm_result {
@@ -231,6 +238,9 @@ typedef struct edgellm_result {
   size_t text_len;
   const char* stop_string; /* the stop string that ended it, or "" */
   edgellm_request_stats stats;
+  /* ABI 2: OK when session_save was written (or not asked for), else why not (IO; SHUT_DOWN
+   * never; a request that ended with ERROR saves nothing and reports INVALID_ARGUMENT). */
+  edgellm_status session_status;
 } edgellm_result;
 
 /* Called on the scheduler thread for each token; return false to cancel the request. */
@@ -259,6 +269,18 @@ typedef struct edgellm_request_params {
   edgellm_token_callback on_token;   /* may be NULL */
   edgellm_finish_callback on_finish; /* may be NULL */
   void* user_data;                   /* passed to both */
+
+  /* ABI 2: sessions (docs/sessions.md), to continue a conversation across restarts or devices
+   * running the same model file and KV type. session_load: a session file to continue from;
+   * the saved positions that start this request's prompt are restored instead of prefilled (the
+   * prompt is the whole conversation, as always). It is read and checked in edgellm_submit, on
+   * the calling thread: IO (cannot read), INVALID_FILE (truncated, corrupted), INVALID_ARGUMENT
+   * (another model, KV type or shape); nothing is queued then. session_save: when the request
+   * ends without ERROR, its KV (prompt + answer) is written to this file (FILE.tmp, then renamed)
+   * on the scheduler thread before on_finish; result->session_status says whether it was.
+   * NULL: none. The strings are copied by edgellm_submit. */
+  const char* session_load;
+  const char* session_save;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);
@@ -312,6 +334,14 @@ typedef struct edgellm_metrics {
   int32_t kv_blocks_used, kv_blocks_total;
   bool paused;
   uint64_t rss_bytes, peak_rss_bytes;
+  /* ABI 2: the KV cache manager. Blocks: used (held by requests) + cached (kept by the prefix
+   * cache, evicted when the pool needs them) + free = kv_blocks_total. */
+  int32_t kv_blocks_cached, kv_blocks_free;
+  uint64_t kv_pool_bytes;        /* the pool's size: the KV budget */
+  uint64_t prompt_tokens_cached; /* prompt tokens taken from the prefix cache (of prompt_tokens) */
+  double prefix_hit_rate;        /* prompt_tokens_cached / prompt_tokens */
+  double kv_fragmentation;       /* unused slots / slots of the blocks running requests hold */
+  uint64_t kv_evictions;         /* cached blocks evicted for new content */
 } edgellm_metrics;
 
 EDGELLM_API edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out);

@@ -5,7 +5,9 @@
 
 #include "api/c_api_internal.h"
 #include "core/utf8.h"
+#include "core/log.h"
 #include "engine/sampler.h"
+#include "kv/session_file.h"
 
 using namespace edgellm;
 using capi::fail;
@@ -29,6 +31,7 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
     default: throw Error(ErrorCode::kInvalidArgument, "kv_type " + std::to_string(kv_type) + " is unknown");
   }
   cp.kv_budget_bytes = static_cast<size_t>(p.kv_budget_bytes);
+  cp.kv_budget_fraction = p.kv_budget_fraction;
   cp.pin_threads = p.pin_threads;
   const int repack = capi::enum_value(p.repack);
   switch (repack) {
@@ -42,6 +45,19 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
   sp.warmup_min_free_bytes = static_cast<size_t>(p.warmup_min_free_bytes);
   if (p.chat_template != nullptr) sp.chat_template = p.chat_template;
   return sp;
+}
+
+// Writes a finished request's session to `path` (none asked: OK). On the scheduler thread.
+edgellm_status save_session_for(const std::string& path, const RequestResult& res) {
+  if (path.empty()) return EDGELLM_OK;
+  if (res.session.empty()) return EDGELLM_ERR_INVALID_ARGUMENT;  // ended with an error: nothing to save
+  try {
+    write_session_file(path, res.session);
+    return EDGELLM_OK;
+  } catch (const Error& e) {
+    log_message(LogLevel::kError, std::string("C API: ") + e.what());
+    return capi::status_of(e.code());
+  }
 }
 
 std::string checked_string(const char* s, const std::string& what) {
@@ -104,6 +120,9 @@ ServiceRequest to_request(const edgellm_request_params& p) {
     throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(priority) + " is unknown");
   }
   r.priority = priority == EDGELLM_PRIORITY_INTERACTIVE ? Priority::kInteractive : Priority::kBackground;
+  if (p.session_load != nullptr) r.session_in = read_session_file(p.session_load);  // checked by submit()
+  std::string session_save = p.session_save != nullptr ? std::string(p.session_save) : std::string();
+  r.session_out = !session_save.empty();
 
   if (p.on_token != nullptr) {
     r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {
@@ -118,7 +137,7 @@ ServiceRequest to_request(const edgellm_request_params& p) {
     };
   }
   if (p.on_finish != nullptr) {
-    r.on_finish = [fn = p.on_finish, user = p.user_data](const RequestResult& res) {
+    r.on_finish = [fn = p.on_finish, user = p.user_data, session_save](const RequestResult& res) {
       edgellm_result out{};
       out.id = res.id;
       out.finish_reason = static_cast<edgellm_finish_reason>(static_cast<int>(res.finish_reason));
@@ -139,8 +158,12 @@ ServiceRequest to_request(const edgellm_request_params& p) {
       out.stats.decode_tokens_per_second = st.decode_tokens_per_second;
       out.stats.kv_blocks = st.kv_blocks;
       out.stats.peak_rss_bytes = st.peak_rss_bytes;
+      out.stats.cached_tokens = st.cached_tokens;
+      out.session_status = save_session_for(session_save, res);
       fn(&out, user);
     };
+  } else if (!session_save.empty()) {
+    r.on_finish = [session_save](const RequestResult& res) { (void)save_session_for(session_save, res); };
   }
   return r;
 }
@@ -171,6 +194,7 @@ edgellm_service_params edgellm_service_default_params(void) {
   p.warmup_min_free_bytes = d.warmup_min_free_bytes;
   p.chat_template = nullptr;
   p.pin_threads = false;
+  p.kv_budget_fraction = 0;
   return p;
 }
 
@@ -308,6 +332,13 @@ edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* ou
     r.paused = m.paused;
     r.rss_bytes = m.rss_bytes;
     r.peak_rss_bytes = m.peak_rss_bytes;
+    r.kv_blocks_cached = m.kv_blocks_cached;
+    r.kv_blocks_free = m.kv_blocks_free;
+    r.kv_pool_bytes = m.kv_pool_bytes;
+    r.prompt_tokens_cached = m.prompt_tokens_cached;
+    r.prefix_hit_rate = m.prefix_hit_rate();
+    r.kv_fragmentation = m.kv_fragmentation;
+    r.kv_evictions = m.kv_evictions;
     *out = r;
     return EDGELLM_OK;
   });

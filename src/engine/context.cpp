@@ -9,7 +9,9 @@
 #include "engine/forward.h"
 #include "engine/memory_plan.h"
 #include "kv/kv_cache.h"
+#include "kv/session_file.h"
 #include "model/model.h"
+#include "model/model_fingerprint.h"
 #include "runtime/cpu_topology.h"
 #include "runtime/memory_stats.h"
 #include "runtime/shared_thread_pool.h"
@@ -29,6 +31,7 @@ struct Context::Impl {
   std::unique_ptr<ForwardPass> forward;
   std::vector<float> logits;  // [n_outputs, n_vocab]; capacity n_batch rows reserved up front
   int32_t n_outputs = 0;
+  uint64_t fingerprint = 0;  // the model file's (prefix-cache seed, session files)
   // decode() bookkeeping, reserved up front so a decode step does not touch the heap.
   std::vector<int32_t> next_pos;                   // [n_seq_max] simulated next position
   std::vector<std::pair<int32_t, int32_t>> grown;  // (seq, length before the chunk), <= n_batch
@@ -56,12 +59,20 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   kp.block_tokens = p.kv_block_tokens;
   kp.n_seq_max = p.n_seq_max;
   kp.n_ctx = p.n_ctx;
+  const uint64_t fingerprint = edgellm::model_fingerprint(model.gguf());
+  kp.prefix_seed = fingerprint;
   require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
           "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
+  require(p.kv_budget_fraction >= 0 && p.kv_budget_fraction <= 1, ErrorCode::kInvalidArgument,
+          "kv_budget_fraction " + std::to_string(p.kv_budget_fraction) + " is outside [0, 1]");
   kp.n_blocks = kv_pool_blocks(p, kp);  // the memory formula (engine/memory_plan.h)
+  if (p.kv_budget_bytes == 0 && p.kv_budget_fraction > 0) {
+    p.kv_budget_bytes = static_cast<size_t>(kp.n_blocks) * KvCache::block_bytes(kp);  // params() reports the choice
+  }
 
   impl_ = std::make_unique<Impl>();
   impl_->kv = std::make_unique<KvCache>(kp);
+  impl_->fingerprint = fingerprint;
   const int max_threads = std::max(p.n_threads, p.n_threads_batch);
   impl_->pool = p.thread_pool ? p.thread_pool : shared_thread_pool(max_threads, p.pin_threads);
   impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
@@ -109,7 +120,7 @@ size_t Context::trim() {
     impl_->n_outputs = 0;
   }
   KvCache& kv = *impl_->kv;
-  if (kv.pool().n_free() == kv.pool().n_blocks()) released += kv.pool().discard_storage();
+  if (kv.pool().n_in_use() == 0) released += kv.pool().discard_storage();  // drops the prefix cache
   return released;
 }
 
@@ -178,7 +189,10 @@ void Context::decode(const Batch& batch) {
       }
     }
     try {
-      for (int32_t i = 0; i < cn; ++i) kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
+      for (int32_t i = 0; i < cn; ++i) {
+        kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
+        kv.seq_set_token(chunk[i].seq_id, chunk[i].pos, chunk[i].token);
+      }
       // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch.
       const int threads = distinct ? params_.n_threads : params_.n_threads_batch;
       if (!impl_->forward) {  // released by trim()
@@ -193,6 +207,8 @@ void Context::decode(const Batch& batch) {
       impl_->n_outputs = out_done;
       throw;
     }
+    // The blocks this chunk filled are now written: the prefix cache may hand them out.
+    for (const auto& g : grown) kv.seq_publish(g.first);
     out_done += chunk_outputs;
     impl_->n_outputs = out_done;
     stats_.n_tokens_processed += cn;
@@ -216,6 +232,29 @@ int32_t Context::seq_length(int32_t seq_id) const { return impl_->kv->seq_length
 void Context::seq_clear(int32_t seq_id) { impl_->kv->seq_clear(seq_id); }
 void Context::seq_truncate(int32_t seq_id, int32_t n_keep) { impl_->kv->seq_truncate(seq_id, n_keep); }
 void Context::seq_fork(int32_t src_seq, int32_t dst_seq) { impl_->kv->seq_fork(src_seq, dst_seq); }
+int32_t Context::seq_reuse_prefix(int32_t seq_id, const std::vector<int32_t>& tokens, int32_t n_max) {
+  return impl_->kv->seq_reuse_prefix(seq_id, tokens.data(), static_cast<int32_t>(tokens.size()), n_max);
+}
+int32_t Context::kv_blocks_cached() const { return impl_->kv->pool().n_cached(); }
+uint64_t Context::model_fingerprint() const { return impl_->fingerprint; }
+
+std::string Context::save_session(int32_t seq_id, std::string_view payload) {
+  return encode_session(*impl_->kv, seq_id, impl_->fingerprint, payload);
+}
+
+std::string Context::load_session(int32_t seq_id, std::string_view bytes, const std::vector<int32_t>* prompt) {
+  const SessionView s = decode_session(bytes, impl_->fingerprint, impl_->kv->params());
+  check_session_tokens(s, model_.hparams().n_vocab);
+  auto n = static_cast<int32_t>(s.tokens.size());
+  if (prompt != nullptr) {
+    int32_t common = 0;
+    const auto limit = std::min<int32_t>(n, static_cast<int32_t>(prompt->size()) - 1);
+    while (common < limit && s.tokens[static_cast<size_t>(common)] == (*prompt)[static_cast<size_t>(common)]) ++common;
+    n = common;
+  }
+  import_session(*impl_->kv, seq_id, s, n);
+  return s.payload;
+}
 void Context::clear() { impl_->kv->clear(); }
 
 }  // namespace edgellm

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/thread_pool.h"
@@ -34,7 +36,11 @@ struct ContextParams {
   int32_t n_threads_batch = 0;    // threads for prefill-sized batches; 0 = n_threads
   TensorType kv_type = TensorType::F16;  // F16 (default), F32 (tests), Q8_0 (int8 + per-block scale)
   int32_t kv_block_tokens = 16;   // tokens per KV block
-  size_t kv_budget_bytes = 0;     // 0 = enough blocks for n_seq_max full sequences
+  size_t kv_budget_bytes = 0;     // KV pool size; 0 = see kv_budget_fraction
+  // With kv_budget_bytes 0: > 0 sizes the pool as this fraction of the memory available now
+  // (MemAvailable), at most twice n_seq_max full sequences (the rest of a large budget serves
+  // the prefix cache); 0 = enough blocks for n_seq_max full sequences. In (0, 1].
+  double kv_budget_fraction = 0;
   bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
   // The pool to run on (attached, shared with its other users). Null: the process-wide
   // shared_thread_pool() with enough threads, pinned when pin_threads.
@@ -69,14 +75,16 @@ class Context {
   // of KV blocks): blocks that extending `seq_id` by `n_more` positions takes from the pool
   // (including the copy of a shared partial block), and blocks free now.
   int32_t kv_blocks_needed(int32_t seq_id, int32_t n_more) const;
-  int32_t kv_blocks_free() const;
+  int32_t kv_blocks_free() const;    // free + cached (an allocation evicts a cached block)
   int32_t kv_blocks_total() const;
+  int32_t kv_blocks_cached() const;  // unreferenced blocks the prefix cache keeps
   // Blocks a sequence of `n_tokens` positions occupies (ceil(n_tokens / kv_block_tokens)).
   int32_t kv_blocks_for(int64_t n_tokens) const;
 
   // Gives memory back on pressure: the forward pass's scratch buffers (re-created by the next
   // decode) and logit rows beyond one per sequence; when no sequence holds KV, the KV pool's
-  // pages too (they read as zeros afterwards and are written before they are read). Returns
+  // pages too, dropping the prefix cache (they read as zeros afterwards and are written before
+  // they are read). Returns
   // the bytes released. Not during a decode.
   size_t trim();
 
@@ -89,7 +97,24 @@ class Context {
   void seq_clear(int32_t seq_id);                        // frees its blocks
   void seq_truncate(int32_t seq_id, int32_t n_keep);     // keep positions [0, n_keep)
   void seq_fork(int32_t src_seq, int32_t dst_seq);       // dst shares src's blocks (copy-on-write)
-  void clear();                                          // all sequences
+  void clear();                                          // all sequences (and the prefix cache)
+  // Prefix cache (kv_cache.h): makes `seq_id` hold the longest prefix of `tokens`, at most n_max
+  // positions, that it already holds or that the cache holds in full blocks (of any sequence,
+  // live or finished). Returns the positions held; decode the rest from there. Pass
+  // n_max = tokens.size() - 1 to keep one token to decode for the logits.
+  int32_t seq_reuse_prefix(int32_t seq_id, const std::vector<int32_t>& tokens, int32_t n_max);
+
+  // Sessions (kv/session_file.h, docs/sessions.md). save_session: the sequence's positions, token
+  // ids and K/V rows plus `payload`, as bytes (kInvalidArgument when a position has no recorded
+  // id). load_session: validates the bytes against this model and KV type (kInvalidFile:
+  // truncated / corrupted; kInvalidArgument: another model, KV type or shape; the sequence is
+  // then untouched) and makes the sequence hold the saved positions (kContextFull: too many; it
+  // is left empty); with `prompt`, only the saved positions that start `prompt`, at most
+  // prompt.size() - 1. Returns the payload.
+  std::string save_session(int32_t seq_id, std::string_view payload = {});
+  std::string load_session(int32_t seq_id, std::string_view bytes, const std::vector<int32_t>* prompt = nullptr);
+  // The model file's fingerprint (model/model_fingerprint.h).
+  uint64_t model_fingerprint() const;
 
   const Model& model() const { return model_; }
   const ContextParams& params() const { return params_; }

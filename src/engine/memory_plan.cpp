@@ -9,6 +9,7 @@
 #include "kernels/repack.h"
 #include "model/model.h"
 #include "runtime/cpu_topology.h"
+#include "runtime/memory_stats.h"
 
 namespace edgellm {
 namespace {
@@ -61,8 +62,23 @@ Json MemoryPlan::to_json() const {
 
 int32_t kv_pool_blocks(const ContextParams& p, const KvCacheParams& kp) {
   const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
-  if (p.kv_budget_bytes == 0) return static_cast<int32_t>(std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX));
+  const int64_t full_blocks = std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX);
   const size_t bb = KvCache::block_bytes(kp);
+  if (p.kv_budget_bytes == 0 && p.kv_budget_fraction > 0) {
+    // A fraction of the memory available now (MemAvailable, lowered to the cgroup's headroom),
+    // at most twice the full sequences (room for the prefix cache), at least one block.
+    const size_t available = available_memory_bytes();
+    require(available > 0, ErrorCode::kUnsupported,
+            "kv_budget_fraction: this system does not report its available memory; give kv_budget_bytes");
+    const auto budget = static_cast<size_t>(static_cast<double>(available) * p.kv_budget_fraction);
+    require(bb > 0 && budget >= bb, ErrorCode::kOutOfMemory, [&] {
+      return "out of KV memory: " + std::to_string(p.kv_budget_fraction) + " of the " +
+             std::to_string(available >> 20) + " MiB available is less than one KV block (" + std::to_string(bb) +
+             " bytes)";
+    });
+    return static_cast<int32_t>(std::min<int64_t>(static_cast<int64_t>(budget / bb), 2 * full_blocks));
+  }
+  if (p.kv_budget_bytes == 0) return static_cast<int32_t>(full_blocks);
   require(bb > 0 && p.kv_budget_bytes >= bb, ErrorCode::kInvalidArgument, [&] {
     return "kv_budget_bytes " + std::to_string(p.kv_budget_bytes) + " is smaller than one KV block (" +
            std::to_string(bb) + " bytes)";

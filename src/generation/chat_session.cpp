@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "engine/context.h"
 #include "generation/answer_room.h"
+#include "kv/kv_cache.h"
+#include "kv/session_file.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"
 #include "tokenizer/sanitize.h"
@@ -118,8 +120,7 @@ ChatSession::ChatSession(Context& ctx, const Tokenizer& tokenizer, ChatTemplate 
 void ChatSession::reset() {
   messages_ = Json::array();
   if (!params_.system_prompt.empty()) messages_.push_back(make_message("system", params_.system_prompt));
-  ctx_.seq_clear(params_.seq_id);
-  kv_tokens_.clear();
+  ctx_.seq_clear(params_.seq_id);  // its full blocks stay in the prefix cache
   sampler_.reset();
   last_stats_ = ChatTurnStats{};
   has_stats_ = false;
@@ -153,15 +154,33 @@ std::vector<std::string> chat_stop_strings(const ChatTemplate& chat_template, co
   return stop;
 }
 
-// Keeps kv_tokens_ equal to what the sequence really holds (generation may stop before the last
-// sampled token was decoded, a failed chunk leaves no entries).
-void ChatSession::sync_kv_tokens() {
-  const size_t held = static_cast<size_t>(std::max<int32_t>(0, ctx_.seq_length(params_.seq_id)));
-  if (held <= kv_tokens_.size()) {
-    kv_tokens_.resize(held);
-  } else {  // positions the session does not know the ids of: cannot be reused safely
-    ctx_.seq_truncate(params_.seq_id, static_cast<int32_t>(kv_tokens_.size()));
+const std::vector<int32_t>& ChatSession::kv_tokens() const { return ctx_.kv_cache().seq_tokens(params_.seq_id); }
+
+std::string ChatSession::save_session() const {
+  Json payload = Json::object();
+  payload.set("messages", messages_);
+  payload.set("turns", n_turns_);
+  return ctx_.save_session(params_.seq_id, payload.dump());
+}
+
+void ChatSession::restore_session(std::string_view bytes) {
+  // Validate everything before anything changes: the KV part in a scratch parse, the payload here.
+  const SessionView view = decode_session(bytes, ctx_.model_fingerprint(), ctx_.kv_cache().params());
+  check_session_tokens(view, ctx_.model().hparams().n_vocab);
+  Json payload;
+  try {
+    payload = Json::parse(view.payload);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInvalidFile, std::string("session: the conversation in it is not valid JSON: ") + e.what());
   }
+  const Json* msgs = payload.is_object() ? payload.find("messages") : nullptr;
+  const Json* turns = payload.is_object() ? payload.find("turns") : nullptr;
+  require(msgs != nullptr && msgs->is_array() && turns != nullptr && turns->is_number(), ErrorCode::kInvalidFile,
+          "session: it holds no chat conversation (saved by another program?)");
+  reset();
+  ctx_.load_session(params_.seq_id, bytes);  // kContextFull leaves the sequence empty, the chat reset
+  messages_ = *msgs;
+  n_turns_ = static_cast<int32_t>(turns->as_number());
 }
 
 ChatReply ChatSession::send(std::string_view user_text, const TextCallback& on_text,
@@ -226,13 +245,10 @@ ChatReply ChatSession::complete_conversation(Json conv, size_t chars_sanitized, 
           "chat: the system prompt and the last message take " + std::to_string(tokens.size()) +
               " tokens, more than the context's " + std::to_string(n_ctx) + " positions leave room for");
 
-  // Reuse the longest prefix the KV already holds; at least one token must be prefilled to get
-  // the logits of the last prompt position.
-  sync_kv_tokens();
-  size_t keep = common_prefix_length(kv_tokens_, tokens);
-  if (keep == tokens.size()) --keep;
-  ctx_.seq_truncate(params_.seq_id, static_cast<int32_t>(keep));
-  kv_tokens_.resize(keep);
+  // Reuse the longest prefix the sequence or the prefix cache holds; at least one token must be
+  // prefilled to get the logits of the last prompt position.
+  const size_t keep = static_cast<size_t>(
+      ctx_.seq_reuse_prefix(params_.seq_id, tokens, static_cast<int32_t>(tokens.size()) - 1));
   const std::vector<int32_t> fresh(tokens.begin() + static_cast<std::ptrdiff_t>(keep), tokens.end());
 
   GenerationParams gp;
@@ -245,16 +261,7 @@ ChatReply ChatSession::complete_conversation(Json conv, size_t chars_sanitized, 
     cb.on_token = [&on_text](int32_t, std::string_view text) { return text.empty() || on_text(text); };
   }
   const Clock::time_point t_gen = Clock::now();
-  GenerationResult r;
-  try {
-    r = generate(ctx_, sampler_, &tok_, fresh, gp, cb);
-  } catch (...) {
-    sync_kv_tokens();
-    throw;
-  }
-  kv_tokens_.insert(kv_tokens_.end(), fresh.begin(), fresh.end());
-  kv_tokens_.insert(kv_tokens_.end(), r.tokens.begin(), r.tokens.end());
-  sync_kv_tokens();
+  GenerationResult r = generate(ctx_, sampler_, &tok_, fresh, gp, cb);  // the KV records its ids
 
   st.prompt_tokens = static_cast<int32_t>(tokens.size());
   st.tokens_reused = static_cast<int32_t>(keep);

@@ -1,9 +1,10 @@
 // A multi-turn chat over one sequence of a Context, reusing the KV cache between turns.
 //
 // Every turn renders the WHOLE conversation with the chat template (add_generation_prompt=true)
-// and tokenizes it, exactly as a fresh start would. The session remembers which token ids its
-// sequence's KV holds; the longest common prefix of those ids and the new prompt ids is kept
-// (Context::seq_truncate), and only the rest is prefilled. Because the prompt is always the full
+// and tokenizes it, exactly as a fresh start would. The KV cache records which token ids the
+// sequence holds; Context::seq_reuse_prefix keeps the longest prefix of the new prompt ids that
+// the sequence itself or the prefix cache (full blocks of any sequence, also after reset())
+// holds, and only the rest is prefilled. Because the prompt is always the full
 // rendering, the KV after prefill is identical to a from-scratch prefill of the conversation,
 // whatever the template does with earlier turns (end-of-turn markers, re-tokenised answers,
 // templates that rewrite old messages).
@@ -101,12 +102,21 @@ class ChatSession {
   ChatReply respond(const Json& messages, const TextCallback& on_text = {},
                     const std::atomic<bool>* cancel = nullptr);
 
-  // Forgets the conversation (the system prompt stays) and frees the sequence's KV.
+  // Forgets the conversation (the system prompt stays) and releases the sequence's KV (its full
+  // blocks stay in the prefix cache until the pool needs them).
   void reset();
+
+  // Sessions (docs/sessions.md): the conversation (messages, turn count) and the sequence's KV
+  // as bytes, and back. restore_session refuses a session of another model or KV type, and
+  // truncated or corrupted bytes (Error kInvalidArgument / kInvalidFile, the session unchanged);
+  // kContextFull when it does not fit this context (the conversation is then reset). The sampler
+  // is not saved: greedy answers continue exactly, a sampled chat restarts its RNG from the seed.
+  std::string save_session() const;
+  void restore_session(std::string_view bytes);
 
   const Json& messages() const { return messages_; }
   // The token ids held in the sequence's KV cache, position by position.
-  const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }
+  const std::vector<int32_t>& kv_tokens() const;
   const ChatTurnStats& last_stats() const { return last_stats_; }
   bool has_stats() const { return has_stats_; }
   int32_t n_turns() const { return n_turns_; }
@@ -122,7 +132,6 @@ class ChatSession {
   // becomes messages_ with the answer appended.
   ChatReply complete_conversation(Json conv, size_t chars_sanitized, const TextCallback& on_text,
                                   const std::atomic<bool>* cancel);
-  void sync_kv_tokens();
 
   Context& ctx_;
   const Tokenizer& tok_;
@@ -131,7 +140,6 @@ class ChatSession {
   ChatSessionParams params_;
   std::vector<std::string> stop_;
   Json messages_ = Json::array();
-  std::vector<int32_t> kv_tokens_;
   ChatTurnStats last_stats_;
   bool has_stats_ = false;
   int32_t n_turns_ = 0;

@@ -1,11 +1,13 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
+#include "kv/block_hash.h"
 
 namespace edgellm {
 
@@ -44,7 +46,17 @@ KvCache::KvCache(const KvCacheParams& params)
       seqs_(static_cast<size_t>(params.n_seq_max)) {
   // Block tables never reallocate afterwards: growing a sequence in a decode step stays off the heap.
   const size_t max_blocks = static_cast<size_t>((params_.n_ctx + params_.block_tokens - 1) / params_.block_tokens);
-  for (auto& s : seqs_) s.blocks.reserve(max_blocks);
+  for (auto& s : seqs_) {
+    s.blocks.reserve(max_blocks);
+    s.tokens.reserve(static_cast<size_t>(params_.n_ctx));
+    s.hashes.reserve(max_blocks);
+  }
+  seed_ = hash_combine(hash_combine(hash_mix(params_.prefix_seed), static_cast<uint64_t>(params_.type)),
+                       static_cast<uint64_t>(params_.block_tokens));
+  block_ids_.assign(static_cast<size_t>(params_.n_blocks) * static_cast<size_t>(params_.block_tokens), -1);
+  block_parent_.assign(static_cast<size_t>(params_.n_blocks), 0);
+  scratch_blocks_.reserve(max_blocks);
+  scratch_hashes_.reserve(max_blocks);
 }
 
 void KvCache::check_seq(int32_t seq) const {
@@ -90,9 +102,11 @@ void KvCache::seq_grow(int32_t seq, int32_t new_length) {
   }
   const int32_t T = params_.block_tokens;
   const size_t need = static_cast<size_t>((new_length + T - 1) / T);
-  // A partial last block shared with another sequence (possible after seq_truncate) is copied
-  // before anything is written into it.
-  const bool cow = s.length % T != 0 && pool_.refcount(s.blocks.back()) > 1;
+  // A partial last block shared with another sequence (possible after seq_truncate or a prefix
+  // reuse) is copied before anything is written into it; one only this sequence holds but the
+  // prefix cache registered is unregistered (its content is about to change).
+  const bool partial = s.length % T != 0;
+  const bool cow = partial && pool_.refcount(s.blocks.back()) > 1;
   const size_t n_new = need - s.blocks.size() + (cow ? 1 : 0);
   if (n_new > static_cast<size_t>(pool_.n_free())) {
     throw Error(ErrorCode::kContextFull,
@@ -104,9 +118,12 @@ void KvCache::seq_grow(int32_t seq, int32_t new_length) {
     const int32_t copy = copy_block(s.blocks.back());
     pool_.release(s.blocks.back());
     s.blocks.back() = copy;
+  } else if (partial) {
+    pool_.unregister_block(s.blocks.back());
   }
   while (s.blocks.size() < need) s.blocks.push_back(pool_.allocate());
   s.length = new_length;
+  s.tokens.resize(static_cast<size_t>(new_length), -1);
 }
 
 void KvCache::seq_truncate(int32_t seq, int32_t n_keep) {
@@ -121,6 +138,8 @@ void KvCache::seq_truncate(int32_t seq, int32_t n_keep) {
     s.blocks.pop_back();
   }
   s.length = n_keep;
+  s.tokens.resize(static_cast<size_t>(n_keep));
+  s.hashes.resize(std::min(s.hashes.size(), static_cast<size_t>(n_keep / T)));
 }
 
 void KvCache::seq_clear(int32_t seq) { seq_truncate(seq, 0); }
@@ -142,11 +161,15 @@ void KvCache::seq_fork(int32_t src, int32_t dst) {
   for (size_t i = 0; i + (partial ? 1 : 0) < d.blocks.size(); ++i) pool_.retain(d.blocks[i]);
   if (partial) d.blocks.back() = copy_block(s.blocks.back());
   d.length = s.length;
+  d.tokens = s.tokens;
+  d.hashes = s.hashes;
 }
 
 void KvCache::clear() {
   for (auto& s : seqs_) {
     s.blocks.clear();  // keeps the reserved capacity
+    s.tokens.clear();
+    s.hashes.clear();
     s.length = 0;
   }
   pool_.reset();
@@ -203,6 +226,101 @@ int32_t KvCache::blocks_needed(int32_t seq, int32_t new_length) const {
   const int64_t need = (static_cast<int64_t>(new_length) + T - 1) / T;
   const bool cow = s.length % T != 0 && pool_.refcount(s.blocks.back()) > 1;
   return static_cast<int32_t>(need - static_cast<int64_t>(s.blocks.size()) + (cow ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------- prefix cache
+
+void KvCache::seq_set_token(int32_t seq, int32_t pos, int32_t token) {
+  check_seq(seq);
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  if (pos < 0 || pos >= s.length) {
+    throw Error(ErrorCode::kInternal, "KvCache::seq_set_token: position " + std::to_string(pos) +
+                                          " outside the sequence's " + std::to_string(s.length));
+  }
+  s.tokens[static_cast<size_t>(pos)] = token;
+}
+
+const std::vector<int32_t>& KvCache::seq_tokens(int32_t seq) const {
+  check_seq(seq);
+  return seqs_[static_cast<size_t>(seq)].tokens;
+}
+
+void KvCache::seq_publish(int32_t seq) {
+  check_seq(seq);
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  const size_t T = static_cast<size_t>(params_.block_tokens);
+  const size_t n_full = static_cast<size_t>(s.length) / T;
+  while (s.hashes.size() < n_full) {
+    const size_t i = s.hashes.size();
+    const int32_t* ids = s.tokens.data() + i * T;
+    if (std::find(ids, ids + T, -1) != ids + T) return;  // an unknown id ends the chain
+    const uint64_t parent = i == 0 ? seed_ : s.hashes[i - 1];
+    const uint64_t h = block_chain_hash(parent, ids, T);
+    const int32_t b = s.blocks[i];
+    if (pool_.register_block(b, h)) {
+      std::copy(ids, ids + T, block_ids_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * T));
+      block_parent_[static_cast<size_t>(b)] = parent;
+    }
+    s.hashes.push_back(h);
+  }
+}
+
+void KvCache::match_cached(const int32_t* tokens, int32_t n_tokens, int32_t max_blocks, std::vector<int32_t>* blocks,
+                           std::vector<uint64_t>* hashes) const {
+  const size_t T = static_cast<size_t>(params_.block_tokens);
+  uint64_t parent = seed_;
+  for (int32_t i = 0; i < max_blocks && static_cast<int64_t>(i + 1) * params_.block_tokens <= n_tokens; ++i) {
+    const int32_t* ids = tokens + static_cast<size_t>(i) * T;
+    const uint64_t h = block_chain_hash(parent, ids, T);
+    const int32_t b = pool_.lookup(h);
+    if (b < 0 || block_parent_[static_cast<size_t>(b)] != parent ||
+        !std::equal(ids, ids + T, block_ids_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * T))) {
+      return;
+    }
+    blocks->push_back(b);
+    hashes->push_back(h);
+    parent = h;
+  }
+}
+
+int32_t KvCache::cached_prefix_length(const int32_t* tokens, int32_t n_tokens) const {
+  std::vector<int32_t> blocks;
+  std::vector<uint64_t> hashes;
+  match_cached(tokens, n_tokens, n_tokens / params_.block_tokens, &blocks, &hashes);
+  return static_cast<int32_t>(blocks.size()) * params_.block_tokens;
+}
+
+int32_t KvCache::seq_reuse_prefix(int32_t seq, const int32_t* tokens, int32_t n_tokens, int32_t n_max) {
+  check_seq(seq);
+  require(n_tokens >= 0 && (n_tokens == 0 || tokens != nullptr), ErrorCode::kInvalidArgument,
+          "seq_reuse_prefix: bad token list");
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  n_max = std::max<int32_t>(0, std::min({n_max, n_tokens, params_.n_ctx}));
+  // What the sequence holds itself.
+  int32_t own = 0;
+  while (own < n_max && own < s.length && s.tokens[static_cast<size_t>(own)] >= 0 &&
+         s.tokens[static_cast<size_t>(own)] == tokens[own]) {
+    ++own;
+  }
+  // What the cache holds: full blocks up to the one containing position n_max - 1.
+  const int32_t T = params_.block_tokens;
+  scratch_blocks_.clear();
+  scratch_hashes_.clear();
+  match_cached(tokens, n_tokens, (n_max + T - 1) / T, &scratch_blocks_, &scratch_hashes_);
+  const int32_t cached = std::min<int32_t>(n_max, static_cast<int32_t>(scratch_blocks_.size()) * T);
+  if (cached <= own) {
+    seq_truncate(seq, own);
+    return own;
+  }
+  // Take the references before releasing the sequence's own blocks (which may be among them).
+  for (const int32_t b : scratch_blocks_) pool_.acquire(b);
+  seq_clear(seq);
+  s.blocks.assign(scratch_blocks_.begin(), scratch_blocks_.end());
+  s.hashes.assign(scratch_hashes_.begin(), scratch_hashes_.end());
+  s.length = static_cast<int32_t>(scratch_blocks_.size()) * T;
+  s.tokens.assign(tokens, tokens + s.length);
+  seq_truncate(seq, cached);  // into the last block when n_max ends inside it: copied on growth
+  return cached;
 }
 
 }  // namespace edgellm

@@ -15,6 +15,14 @@
 // Invariant: a sequence's partial last block is never shared, so writes never touch a block
 // another sequence sees (fork copies the partial block; growing after a truncation into a shared
 // block copies it first).
+//
+// Prefix cache: the cache records the token id of every position (Context::decode calls
+// seq_set_token) and, once a block is full, registers it in the pool under its chained hash
+// (block_hash.h; seed = prefix_seed mixed with the KV type and block size). A registered block is
+// immutable: growing into a registered partial block copies it when it is shared and
+// unregisters it when it is not. When the last sequence releases it the block stays cached
+// (BlockPool LRU) until the pool needs it. seq_reuse_prefix maps the longest prefix of a new
+// prompt that either the sequence itself or the cache holds into the sequence's table.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +43,7 @@ struct KvCacheParams {
   int32_t n_seq_max = 1;
   int32_t n_ctx = 0;      // positions per sequence
   int32_t n_blocks = 0;   // pool size
+  uint64_t prefix_seed = 0;  // extra keys of the prefix cache (the model's fingerprint)
 };
 
 class KvCache {
@@ -69,6 +78,26 @@ class KvCache {
   void seq_fork(int32_t src, int32_t dst);
   void clear();
 
+  // ---- prefix cache
+  // Records the token id at `pos` (< seq_length) of `seq`, for hashing and prefix matching.
+  void seq_set_token(int32_t seq, int32_t pos, int32_t token);
+  // Registers the blocks of `seq` that are full (and whose token ids are all known) and not yet
+  // registered; called once their K/V rows are written.
+  void seq_publish(int32_t seq);
+  // The token ids of `seq`'s positions (-1 where none was recorded).
+  const std::vector<int32_t>& seq_tokens(int32_t seq) const;
+  // Makes `seq` hold the longest prefix of tokens[0, n_tokens), at most n_max positions, that is
+  // available: what `seq` already holds (its common prefix with the tokens) or the full blocks
+  // the cache holds, whichever is longer (cached blocks are mapped into the table with a
+  // reference each; the sequence's other blocks are released). Returns the positions held,
+  // whose K/V need not be computed again. Allocates no block.
+  int32_t seq_reuse_prefix(int32_t seq, const int32_t* tokens, int32_t n_tokens, int32_t n_max);
+  // Positions of tokens[0, n_tokens) the cache holds in registered full blocks (in use or
+  // cached), counted from the start.
+  int32_t cached_prefix_length(const int32_t* tokens, int32_t n_tokens) const;
+  // Drops every cached (unreferenced) block from the cache; blocks in use are kept.
+  void drop_cached() { pool_.drop_cached(); }
+
   // Row of head `head` at position `pos` of `seq` (pos < seq_length).
   uint8_t* k_row(int32_t seq, int32_t layer, int32_t head, int32_t pos);
   uint8_t* v_row(int32_t seq, int32_t layer, int32_t head, int32_t pos);
@@ -83,7 +112,13 @@ class KvCache {
   struct Sequence {
     int32_t length = 0;
     std::vector<int32_t> blocks;
+    std::vector<int32_t> tokens;    // [length] ids, -1 unknown
+    std::vector<uint64_t> hashes;   // chain hashes of the leading full blocks whose ids are known
   };
+  // Walks the cache along tokens' full blocks (at most max_blocks); appends the found blocks and
+  // their hashes. Const: takes no reference.
+  void match_cached(const int32_t* tokens, int32_t n_tokens, int32_t max_blocks, std::vector<int32_t>* blocks,
+                    std::vector<uint64_t>* hashes) const;
   void check_seq(int32_t seq) const;
   // Start of `block`'s rows in the plane of (layer, kv, head).
   size_t offset(int32_t block, int32_t layer, int32_t kv, int32_t head) const;
@@ -93,6 +128,11 @@ class KvCache {
   size_t row_bytes_ = 0;
   BlockPool pool_;
   std::vector<Sequence> seqs_;
+  uint64_t seed_ = 0;                  // hash chain start: prefix_seed + type + block size
+  std::vector<int32_t> block_ids_;     // [n_blocks][block_tokens] token ids of registered blocks
+  std::vector<uint64_t> block_parent_;  // [n_blocks] parent hash of registered blocks
+  std::vector<int32_t> scratch_blocks_;
+  std::vector<uint64_t> scratch_hashes_;
 };
 
 }  // namespace edgellm

@@ -14,6 +14,7 @@
 #include "generation/chat_session.h"
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
+#include "kv/session_file.h"
 #include "runtime/memory_stats.h"
 #include "tokenizer/tokenizer.h"
 
@@ -110,6 +111,7 @@ struct InferenceService::Live {
   std::unique_ptr<SequenceGenerator> gen;
   int32_t seq = -1;
   int32_t reserved_blocks = 0;
+  int32_t cached_tokens = 0;         // prompt positions taken from the prefix cache
   int32_t events = 0;
   ErrorCode error_code = ErrorCode::kInternal;
   std::string error_message;
@@ -143,12 +145,15 @@ InferenceService::InferenceService(std::shared_ptr<const Model> model, const Ser
   if (!warning.empty()) log_message(LogLevel::kInfo, "service: " + warning);
   ctx_ = std::make_unique<Context>(*model_, cp);
   ctx_params_ = ctx_->params();
+  fingerprint_ = ctx_->model_fingerprint();
+  kv_params_ = std::make_unique<const KvCacheParams>(ctx_->kv_cache().params());
   ctx_->set_abort_check(AbortCheck{&InferenceService::abort_check, this});
   for (int32_t s = ctx_params_.n_seq_max - 1; s >= 0; --s) free_seqs_.push_back(s);
   metrics_.max_queued = params_.max_queued;
   metrics_.n_parallel = ctx_params_.n_seq_max;
   metrics_.kv_blocks_total = ctx_->kv_blocks_total();
   metrics_.kv_block_tokens = ctx_params_.kv_block_tokens;
+  metrics_.kv_pool_bytes = ctx_->kv_cache().pool().total_bytes();
   thread_ = std::thread([this] { run(); });
   log_message(LogLevel::kInfo, "service: started (" + std::to_string(ctx_params_.n_seq_max) + " sequences of " +
                                    std::to_string(ctx_params_.n_ctx) + " positions, " +
@@ -201,6 +206,9 @@ RequestId InferenceService::submit(ServiceRequest request) {
     require(request.priority == Priority::kInteractive || request.priority == Priority::kBackground,
             ErrorCode::kInvalidArgument, "request: unknown priority");
     check_sampling(request.sampling);
+    if (!request.session_in.empty()) {
+      check_session_tokens(decode_session(request.session_in, fingerprint_, *kv_params_), n_vocab);
+    }
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -306,7 +314,11 @@ ServiceMetrics InferenceService::metrics() const {
     m = metrics_;
     m.waiting = static_cast<int32_t>(queue_.size()) + blocked_count_;
     m.running = held_ - blocked_count_;
-    m.kv_blocks_used = kv_used_;
+    m.kv_blocks_used = kv_.used;
+    m.kv_blocks_cached = kv_.cached;
+    m.kv_blocks_free = m.kv_blocks_total - kv_.used - kv_.cached;
+    m.kv_evictions = kv_.evictions;
+    m.kv_fragmentation = kv_.fragmentation;
     m.paused = paused_;
   }
   const ProcessMemory pm = read_process_memory();
@@ -429,16 +441,32 @@ void InferenceService::run() {
   }
 }
 
-void InferenceService::publish_gauges() {
-  const int32_t used = ctx_->kv_blocks_total() - ctx_->kv_blocks_free();
-  std::lock_guard<std::mutex> lock(mutex_);
-  set_gauges_locked(used);
+InferenceService::KvGauges InferenceService::kv_gauges() const {
+  KvGauges g;
+  const KvCache& kv = ctx_->kv_cache();
+  g.used = kv.pool().n_in_use();
+  g.cached = kv.pool().n_cached();
+  g.evictions = kv.pool().evictions();
+  int64_t slots = 0;
+  int64_t held = 0;
+  for (const auto& r : running_) {
+    slots += static_cast<int64_t>(kv.block_table(r->seq).size()) * ctx_params_.kv_block_tokens;
+    held += kv.seq_length(r->seq);
+  }
+  g.fragmentation = slots > 0 ? static_cast<double>(slots - held) / static_cast<double>(slots) : 0.0;
+  return g;
 }
 
-void InferenceService::set_gauges_locked(int32_t kv_used) {
+void InferenceService::publish_gauges() {
+  const KvGauges kv = kv_gauges();
+  std::lock_guard<std::mutex> lock(mutex_);
+  set_gauges_locked(kv);
+}
+
+void InferenceService::set_gauges_locked(const KvGauges& kv) {
   held_ = static_cast<int32_t>(running_.size()) + (blocked_ ? 1 : 0);
   blocked_count_ = blocked_ ? 1 : 0;
-  kv_used_ = kv_used;
+  kv_ = kv;
 }
 
 void InferenceService::run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters) {
@@ -502,9 +530,10 @@ bool InferenceService::prepare(Live& r) {
     const int64_t answer = r.req.max_tokens < 0 ? n_ctx : r.req.max_tokens;
     r.reserved_blocks = ctx_->kv_blocks_for(std::min<int64_t>(n_ctx, n_prompt + answer));
     if (r.reserved_blocks > ctx_->kv_blocks_total()) {
-      throw Error(ErrorCode::kOutOfMemory, "the request needs " + std::to_string(r.reserved_blocks) +
-                                               " KV blocks (prompt + max_tokens); the pool has " +
-                                               std::to_string(ctx_->kv_blocks_total()));
+      throw Error(ErrorCode::kOutOfMemory, "out of KV memory: the request needs " + std::to_string(r.reserved_blocks) +
+                                               " KV blocks (prompt + max_tokens); the whole pool has " +
+                                               std::to_string(ctx_->kv_blocks_total()) +
+                                               " (lower max_tokens or raise the KV budget)");
     }
     return true;
   } catch (const Error& e) {
@@ -547,9 +576,18 @@ void InferenceService::admit() {
     gp.ignore_eog = r->req.ignore_eog;
     const int32_t seq = free_seqs_.back();
     try {
+      // The generator sees the whole prompt (penalty window, counts); the prefix the KV cache
+      // already holds (full blocks of earlier requests) counts as prefilled.
       r->gen = std::make_unique<SequenceGenerator>(*r->sampler, tokenizer_.get(), model_->hparams().n_vocab,
-                                                   ctx_params_.n_ctx, ctx_->seq_length(seq), r->prompt, gp);
+                                                   ctx_params_.n_ctx, 0, r->prompt, gp);
+      if (!r->req.session_in.empty()) {
+        ctx_->load_session(seq, r->req.session_in, &r->prompt);  // the saved positions that start the prompt
+        std::string().swap(r->req.session_in);
+      }
+      r->cached_tokens = ctx_->seq_reuse_prefix(seq, r->prompt, static_cast<int32_t>(r->prompt.size()) - 1);
+      r->gen->prefill_advanced(r->cached_tokens);
     } catch (const Error& e) {
+      ctx_->seq_clear(seq);
       const ErrorCode code = e.code();
       const std::string why = e.what();
       finish(std::move(r), FinishReason::kError, code, why);
@@ -702,15 +740,24 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
     res.text = g.text;
     res.stop_string = g.stop_string;
     st.prompt_tokens = g.timings.prompt_tokens;
+    st.cached_tokens = r->cached_tokens;
     st.completion_tokens = static_cast<int32_t>(g.tokens.size());
     st.prefill_ms = g.timings.prefill_seconds * 1e3;
     st.decode_ms = g.timings.decode_seconds * 1e3;
-    st.prefill_tokens_per_second = g.timings.prefill_tokens_per_second();
+    st.prefill_tokens_per_second =
+        g.timings.prefill_seconds > 0 ? (st.prompt_tokens - st.cached_tokens) / g.timings.prefill_seconds : 0.0;
     st.decode_tokens_per_second = g.timings.decode_tokens_per_second();
     if (r->first_token != Clock::time_point{}) st.ttft_ms = ms_between(r->submitted, r->first_token);
   }
   if (res.finish_reason == FinishReason::kError) res.error = error.empty() ? std::string("error") : error;
   if (r->seq >= 0) {
+    if (r->req.session_out && res.finish_reason != FinishReason::kError) {
+      try {
+        res.session = ctx_->save_session(r->seq);
+      } catch (const std::exception& e) {
+        log_message(LogLevel::kError, std::string("service: saving the session failed: ") + e.what());
+      }
+    }
     st.kv_blocks = static_cast<int32_t>(ctx_->kv_cache().block_table(r->seq).size());
     ctx_->seq_clear(r->seq);
     free_seqs_.push_back(r->seq);
@@ -718,12 +765,12 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
     r->seq = -1;
   }
   st.peak_rss_bytes = read_process_memory().peak_bytes;
-  const int32_t kv_used = ctx_->kv_blocks_total() - ctx_->kv_blocks_free();
+  const KvGauges kv = kv_gauges();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     live_.erase(r->id);
     metrics_.add_finished(res);
-    set_gauges_locked(kv_used);  // a metrics() call from on_finish already sees this request gone
+    set_gauges_locked(kv);  // a metrics() call from on_finish already sees this request gone
   }
   if (r->req.on_finish) {
     try {

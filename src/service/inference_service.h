@@ -19,7 +19,17 @@
 //                  requests release their sequence and get on_finish
 //
 // KV admission reserves ceil(min(n_ctx, prompt + max_tokens) / block_tokens) blocks for each
-// running request, so a running batch never runs out of blocks half way.
+// running request, so a running batch never runs out of blocks half way: a sequence's table
+// never outgrows its reservation, so the blocks in use (shared ones counted once) never exceed
+// the sum of the reservations, at most the pool; cached blocks (prefix cache, refcount 0) are
+// evicted by allocation and need no reservation. A request whose reservation exceeds the whole
+// pool fails with kOutOfMemory; one that does not fit next to the running ones waits.
+//
+// Prefix cache: at admission the sequence maps the longest prefix of the prompt that the KV
+// prefix cache holds (full blocks of any earlier or running request with the same leading
+// tokens, kv_cache.h), at most prompt - 1 tokens (the last one is run for its logits), and only
+// the rest is prefilled. RequestStats::cached_tokens reports it; the outputs are those of a full
+// prefill (the cached K/V rows are the ones a prefill of the same tokens wrote).
 #pragma once
 
 #include <atomic>
@@ -46,6 +56,7 @@ class Tokenizer;
 class Sampler;
 class SequenceGenerator;
 struct StepOutput;
+struct KvCacheParams;
 
 struct ServiceParams {
   // n_ctx (0: the model's, capped at 4096), n_seq_max = requests decoded at once (default 4
@@ -138,8 +149,14 @@ class InferenceService {
               const std::string& error = {});
   void finish_running(size_t index, FinishReason reason, ErrorCode code = ErrorCode::kInternal,
                       const std::string& error = {});
+  struct KvGauges {
+    int32_t used = 0, cached = 0;
+    uint64_t evictions = 0;
+    double fragmentation = 0;
+  };
+  KvGauges kv_gauges() const;             // scheduler thread
   void publish_gauges();                  // takes mutex_
-  void set_gauges_locked(int32_t kv_used);  // mutex_ held
+  void set_gauges_locked(const KvGauges& kv);  // mutex_ held
   static bool abort_check(void* self);
 
   ServiceParams params_;
@@ -148,6 +165,8 @@ class InferenceService {
   std::unique_ptr<ChatTemplate> template_;
   std::unique_ptr<Context> ctx_;  // scheduler thread only (after construction)
   ContextParams ctx_params_;
+  uint64_t fingerprint_ = 0;  // the model file's, to check sessions at submit (immutable)
+  std::unique_ptr<const KvCacheParams> kv_params_;  // the same (immutable)
 
   // ---- shared with callers, under mutex_
   mutable std::mutex mutex_;
@@ -164,7 +183,7 @@ class InferenceService {
   ServiceMetrics metrics_;  // counters; gauges filled in by metrics()
   int32_t held_ = 0;        // requests the scheduler holds (running + blocked on KV)
   int32_t blocked_count_ = 0;
-  int32_t kv_used_ = 0;
+  KvGauges kv_;
 
   // ---- scheduler thread only
   std::vector<std::unique_ptr<Live>> running_;

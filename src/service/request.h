@@ -35,8 +35,9 @@ struct RequestStats {
   double decode_ms = 0;       // first -> last sampled token
   double total_ms = 0;        // submit -> final callback
   int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;      // of prompt_tokens, taken from the KV prefix cache (not prefilled)
   int32_t completion_tokens = 0;  // sampled tokens (an end-of-generation token not counted)
-  double prefill_tokens_per_second = 0;
+  double prefill_tokens_per_second = 0;  // (prompt_tokens - cached_tokens) / prefill time
   double decode_tokens_per_second = 0;  // (completion_tokens - 1) / decode time
   int32_t kv_blocks = 0;      // KV blocks the request held when it ended
   size_t peak_rss_bytes = 0;  // process VmHWM when it ended
@@ -50,6 +51,7 @@ struct RequestResult {
   std::string text;         // every byte the token events delivered, in order
   std::string stop_string;  // the stop string that ended it, if any
   RequestStats stats;
+  std::string session;      // with ServiceRequest::session_out: the session bytes ("" on error)
 };
 
 struct ServiceRequest {
@@ -67,6 +69,16 @@ struct ServiceRequest {
   bool ignore_eog = false;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
+
+  // Sessions (docs/sessions.md). session_in: session bytes to continue from (a previous
+  // RequestResult::session, a file written by Context/ChatSession): the saved positions that
+  // start this request's prompt are restored instead of prefilled (at most prompt - 1), so a
+  // conversation moves between services, processes and devices running the same model file and
+  // KV type. Checked at submit: Error kInvalidFile (truncated, corrupted) or kInvalidArgument
+  // (another model, KV type or shape). session_out: RequestResult::session receives this
+  // request's KV (prompt + answer) as session bytes when it ends without an error.
+  std::string session_in;
+  bool session_out = false;
 
   // Both run on the scheduler thread, never under a lock of the service; they must not block
   // for long (they hold up every running request). on_token returning false cancels the

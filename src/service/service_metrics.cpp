@@ -41,6 +41,7 @@ void ServiceMetrics::add_finished(const RequestResult& r) {
   }
   const RequestStats& s = r.stats;
   prompt_tokens += static_cast<uint64_t>(s.prompt_tokens);
+  prompt_tokens_cached += static_cast<uint64_t>(s.cached_tokens);
   completion_tokens += static_cast<uint64_t>(s.completion_tokens);
   prefill_seconds += s.prefill_ms / 1e3;
   decode_seconds += s.decode_ms / 1e3;
@@ -63,6 +64,8 @@ Json ServiceMetrics::to_json() const {
   fin.set("error", errors);
   j.set("finish_reasons", std::move(fin));
   j.set("prompt_tokens", prompt_tokens);
+  j.set("prompt_tokens_cached", prompt_tokens_cached);
+  j.set("prefix_hit_rate", prefix_hit_rate());
   j.set("completion_tokens", completion_tokens);
   j.set("steps", steps);
   j.set("step_tokens", step_tokens);
@@ -79,8 +82,13 @@ Json ServiceMetrics::to_json() const {
   j.set("max_queued", static_cast<int>(max_queued));
   j.set("n_parallel", static_cast<int>(n_parallel));
   j.set("kv_blocks_used", static_cast<int>(kv_blocks_used));
+  j.set("kv_blocks_cached", static_cast<int>(kv_blocks_cached));
+  j.set("kv_blocks_free", static_cast<int>(kv_blocks_free));
   j.set("kv_blocks_total", static_cast<int>(kv_blocks_total));
   j.set("kv_block_tokens", static_cast<int>(kv_block_tokens));
+  j.set("kv_pool_bytes", kv_pool_bytes);
+  j.set("kv_evictions", kv_evictions);
+  j.set("kv_fragmentation", kv_fragmentation);
   j.set("paused", paused);
   j.set("rss_bytes", static_cast<uint64_t>(rss_bytes));
   j.set("peak_rss_bytes", static_cast<uint64_t>(peak_rss_bytes));
@@ -137,7 +145,11 @@ std::string ServiceMetrics::to_prometheus() const {
   for (const auto& [name, v] : reasons) {
     out += "edgellm_requests_by_reason_total{reason=\"" + std::string(name) + "\"} " + std::to_string(v) + "\n";
   }
-  metric(out, "prompt_tokens_total", "counter", "Prompt tokens prefilled.", d(prompt_tokens));
+  metric(out, "prompt_tokens_total", "counter", "Prompt tokens (prefix-cache hits included).", d(prompt_tokens));
+  metric(out, "prompt_tokens_cached_total", "counter", "Prompt tokens taken from the KV prefix cache.",
+         d(prompt_tokens_cached));
+  metric(out, "prefix_hit_rate", "gauge", "Prompt tokens reused from the KV prefix cache / prompt tokens.",
+         prefix_hit_rate());
   metric(out, "completion_tokens_total", "counter", "Tokens sampled.", d(completion_tokens));
   metric(out, "steps_total", "counter", "Scheduler steps that ran a forward pass.", d(steps));
   metric(out, "step_tokens_total", "counter", "Batch entries forwarded over all steps.", d(step_tokens));
@@ -154,7 +166,13 @@ std::string ServiceMetrics::to_prometheus() const {
   metric(out, "requests_waiting", "gauge", "Requests in the waiting queue.", waiting);
   metric(out, "queue_capacity", "gauge", "Waiting-queue bound.", max_queued);
   metric(out, "kv_blocks_used", "gauge", "KV blocks in use.", kv_blocks_used);
+  metric(out, "kv_blocks_cached", "gauge", "Unreferenced KV blocks kept by the prefix cache.", kv_blocks_cached);
+  metric(out, "kv_blocks_free", "gauge", "KV blocks neither in use nor cached.", kv_blocks_free);
   metric(out, "kv_blocks_total", "gauge", "KV blocks in the pool.", kv_blocks_total);
+  metric(out, "kv_pool_bytes", "gauge", "Bytes of the KV block pool.", static_cast<double>(kv_pool_bytes));
+  metric(out, "kv_evictions_total", "counter", "Cached KV blocks evicted for new content.", d(kv_evictions));
+  metric(out, "kv_fragmentation", "gauge", "Unused slots in the KV blocks running sequences hold, as a fraction.",
+         kv_fragmentation);
   metric(out, "paused", "gauge", "1 while the service is paused.", paused ? 1 : 0);
   metric(out, "resident_memory_bytes", "gauge", "Process resident set size.", static_cast<double>(rss_bytes));
   metric(out, "peak_resident_memory_bytes", "gauge", "Process peak resident set size.", static_cast<double>(peak_rss_bytes));

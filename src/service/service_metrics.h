@@ -36,7 +36,8 @@ struct ServiceMetrics {
   uint64_t cancellations = 0;
   uint64_t timeouts = 0;
   uint64_t errors = 0;
-  uint64_t prompt_tokens = 0;        // prefilled, over all requests
+  uint64_t prompt_tokens = 0;        // prompt tokens, over all requests (cached ones included)
+  uint64_t prompt_tokens_cached = 0; // of those, taken from the KV prefix cache (not prefilled)
   uint64_t completion_tokens = 0;    // sampled, over all requests
   uint64_t steps = 0;                // scheduler steps that ran a forward pass
   uint64_t step_tokens = 0;          // batch entries over those steps
@@ -54,9 +55,14 @@ struct ServiceMetrics {
   int32_t waiting = 0;               // requests in the queue
   int32_t max_queued = 0;
   int32_t n_parallel = 0;            // sequences
-  int32_t kv_blocks_used = 0;
+  int32_t kv_blocks_used = 0;        // referenced by a sequence
+  int32_t kv_blocks_cached = 0;      // unreferenced, kept by the prefix cache (evicted on demand)
+  int32_t kv_blocks_free = 0;        // neither
   int32_t kv_blocks_total = 0;
   int32_t kv_block_tokens = 0;
+  uint64_t kv_pool_bytes = 0;        // the pool's size (its budget)
+  uint64_t kv_evictions = 0;         // cached blocks reused for new content (counter)
+  double kv_fragmentation = 0;       // unused slots / slots of the blocks the running sequences hold
   bool paused = false;
   size_t rss_bytes = 0;
   size_t peak_rss_bytes = 0;
@@ -65,7 +71,11 @@ struct ServiceMetrics {
 
   // Per-request decode speed averaged over requests' decode time (tokens / seconds).
   double decode_tokens_per_second() const { return decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0; }
-  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0; }
+  double prefill_tokens_per_second() const {
+    return prefill_seconds > 0 ? (prompt_tokens - prompt_tokens_cached) / prefill_seconds : 0.0;
+  }
+  // Prefix cache hit rate: prompt tokens reused / prompt tokens.
+  double prefix_hit_rate() const { return prompt_tokens > 0 ? static_cast<double>(prompt_tokens_cached) / prompt_tokens : 0.0; }
 
   // Counts a finished request (counters by finish reason, tokens, histograms).
   void add_finished(const RequestResult& result);

@@ -36,6 +36,7 @@ struct Sink {
   std::string text;
   std::string error;
   int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
   int cancel_after = -1;  // on_token returns false at this index
 
   bool wait_final(std::chrono::milliseconds limit = 60s) {
@@ -74,6 +75,7 @@ void on_finish(const edgellm_result* r, void* user) {
     s->text.assign(r->text, r->text_len);
     s->error = r->error_message;
     s->completion_tokens = r->stats.completion_tokens;
+    s->cached_tokens = r->stats.cached_tokens;
     s->cv.notify_all();
   }
 }
@@ -145,7 +147,39 @@ TEST(CApiBasics, CreateFailuresAreStatuses) {
   p = edgellm_service_default_params();
   p.kv_type = static_cast<edgellm_kv_type>(77);
   EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p = edgellm_service_default_params();
+  p.kv_budget_fraction = 1.5;
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p.kv_budget_fraction = 1e-15;  // less than one block of any machine's memory
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(edgellm_last_error()).find("out of KV memory"), std::string::npos) << edgellm_last_error();
   EXPECT_EQ(edgellm_service_destroy(nullptr), EDGELLM_OK);
+}
+
+// The same long prompt twice: the second takes its prefix from the KV cache (whole blocks, at
+// most prompt - 1 tokens) and answers the same; the metrics account for it.
+TEST_F(CApi, PrefixCacheReusesAPromptAndReportsIt) {
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day, she "
+      "saw a big red ball in the park.";
+  Sink first;
+  ASSERT_EQ(submit(greedy(first, prompt.c_str(), 16)), EDGELLM_OK);
+  ASSERT_TRUE(first.wait_final());
+  Sink second;
+  ASSERT_EQ(submit(greedy(second, prompt.c_str(), 16)), EDGELLM_OK);
+  ASSERT_TRUE(second.wait_final());
+  EXPECT_EQ(first.cached_tokens, 0);
+  EXPECT_GE(second.cached_tokens, 16);
+  EXPECT_EQ(second.tokens, first.tokens);
+  edgellm_metrics m{};
+  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  EXPECT_EQ(m.prompt_tokens_cached, static_cast<uint64_t>(second.cached_tokens));
+  EXPECT_NEAR(m.prefix_hit_rate, static_cast<double>(m.prompt_tokens_cached) / static_cast<double>(m.prompt_tokens),
+              1e-12);
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_GT(m.kv_blocks_cached, 0);
+  EXPECT_EQ(m.kv_blocks_used + m.kv_blocks_cached + m.kv_blocks_free, m.kv_blocks_total);
+  EXPECT_GT(m.kv_pool_bytes, 0u);
 }
 
 TEST_F(CApi, StreamsAndFinishesOnce) {
@@ -531,6 +565,114 @@ TEST_F(CApi, WarmupAndTrimCallBack) {
   ASSERT_TRUE(d.cv.wait_for(lock, 30s, [&] { return d.n == 2; }));
   EXPECT_TRUE(d.ran);
   EXPECT_GT(d.bytes, 0u);
+}
+
+}  // namespace
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::string out;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+// Sessions through the C ABI: request 1 saves its KV to a file; a NEW service (an app restart)
+// continues the conversation from the file — the continuation's prompt is request 1's prompt +
+// answer + new tokens — and answers exactly as a service without the session, having restored
+// instead of prefilled. Missing, truncated, bit-flipped, other-model and other-KV-type files are
+// refused by edgellm_submit with a status, nothing queued.
+TEST_F(CApi, SessionSavedByOneServiceContinuesInAnother) {
+  const std::string path = edgellm::test::temp_dir() + "/capi.kvs";
+  std::remove(path.c_str());
+  const std::vector<int32_t> prompt1 = {1, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413,
+                                        414, 415, 416, 417, 418};
+  Sink first;
+  edgellm_request_params r1 = greedy(first, nullptr, 12);
+  r1.prompt = nullptr;
+  r1.tokens = prompt1.data();
+  r1.n_tokens = prompt1.size();
+  r1.session_save = path.c_str();
+  ASSERT_EQ(submit(r1), EDGELLM_OK) << edgellm_last_error();
+  ASSERT_TRUE(first.wait_final());
+  ASSERT_EQ(first.tokens.size(), 12u);
+  const std::string saved = slurp(path);
+  ASSERT_GT(saved.size(), 64u);
+
+  std::vector<int32_t> prompt2 = prompt1;
+  prompt2.insert(prompt2.end(), first.tokens.begin(), first.tokens.end());
+  for (int32_t t : {300, 301, 302, 303, 304}) prompt2.push_back(t);
+
+  auto run = [&](edgellm_service* svc, const char* load, Sink& sink) {
+    edgellm_request_params r = greedy(sink, nullptr, 12);
+    r.prompt = nullptr;
+    r.tokens = prompt2.data();
+    r.n_tokens = prompt2.size();
+    r.session_load = load;
+    edgellm_request_id id = 0;
+    const edgellm_status st = edgellm_submit(svc, &r, &id);
+    if (st == EDGELLM_OK) {
+      EXPECT_TRUE(sink.wait_final());
+    }
+    return st;
+  };
+  edgellm_service_params p = edgellm_service_default_params();
+  p.n_ctx = 256;
+  p.n_parallel = 1;
+  edgellm_service* fresh = nullptr;
+  ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &fresh), EDGELLM_OK) << edgellm_last_error();
+  Sink with_session;
+  ASSERT_EQ(run(fresh, path.c_str(), with_session), EDGELLM_OK) << edgellm_last_error();
+  EXPECT_EQ(with_session.reason, EDGELLM_FINISH_LENGTH) << with_session.error;
+  // Restored: request 1's prompt and the answer's decoded tokens (the last sampled one never was).
+  EXPECT_EQ(with_session.cached_tokens, static_cast<int32_t>(prompt1.size() + first.tokens.size() - 1));
+  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+
+  fresh = nullptr;
+  ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &fresh), EDGELLM_OK);
+  Sink without;
+  ASSERT_EQ(run(fresh, nullptr, without), EDGELLM_OK);
+  EXPECT_EQ(without.cached_tokens, 0);
+  EXPECT_EQ(with_session.tokens, without.tokens) << "the continued session differs from a full prefill";
+
+  // Refusals at submit.
+  Sink unused;
+  EXPECT_EQ(run(fresh, (path + ".missing").c_str(), unused), EDGELLM_ERR_IO);
+  spit(path, saved.substr(0, saved.size() / 2));
+  EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_FILE);
+  EXPECT_NE(std::string(edgellm_last_error()).find("truncated"), std::string::npos) << edgellm_last_error();
+  std::string flipped = saved;
+  flipped[saved.size() - 100] = static_cast<char>(flipped[saved.size() - 100] ^ 1);
+  spit(path, flipped);
+  EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_FILE);
+  EXPECT_NE(std::string(edgellm_last_error()).find("checksum"), std::string::npos) << edgellm_last_error();
+  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  spit(path, saved);
+  p.kv_type = EDGELLM_KV_F32;
+  ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &fresh), EDGELLM_OK);
+  EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("KV"), std::string::npos) << edgellm_last_error();
+  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  p.kv_type = EDGELLM_KV_F16;
+  ASSERT_EQ(edgellm_service_create(edgellm::test::shared_model("tiny-zh-poems.gguf").c_str(), &p, &fresh),
+            EDGELLM_OK);
+  EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("another model"), std::string::npos) << edgellm_last_error();
+  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  EXPECT_EQ(unused.finals, 0);
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 //   interactive:      lines from stdin (a terminal or a pipe); answers stream to stdout; the
 //                     commands /reset, /stats and /exit; a "> " prompt only on a terminal.
 //   non-interactive:  --messages FILE.json answers that conversation once (--json: one record).
+//   --session FILE:   the interactive chat resumes the conversation and its KV cache saved in
+//                     FILE (if it exists) and saves them there after every turn and /reset
+//                     (docs/sessions.md); a session of another model or KV type, or a truncated
+//                     or corrupted file, is refused (exit 1) and left as it is.
 // Notes (template fallback, sanitized input, dropped turns) go to stderr so stdout carries only
 // the answers and what the user asked for (/stats).
 #include <atomic>
@@ -25,6 +29,7 @@
 #include "generation/chat_session.h"
 #include "engine/context.h"
 #include "generation/generate.h"
+#include "kv/session_file.h"
 #include "engine/sampler.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"
@@ -38,6 +43,7 @@ struct ChatOptions {
   std::string system;
   std::string chat_template;
   std::string messages_file;
+  std::string session_file;
   int32_t max_tokens = 256;
   ContextOptions context;
   int64_t seed = -1;
@@ -124,6 +130,15 @@ bool read_message(bool tty, std::string* out) {
   }
 }
 
+void save_session(const ChatSession& session, const ChatOptions& o) {
+  if (o.session_file.empty()) return;
+  try {
+    write_session_file(o.session_file, session.save_session());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "edgellm chat: error: the session was not saved: %s\n", e.what());
+  }
+}
+
 int run_interactive(ChatSession& session, const ChatOptions& o, const std::string& template_desc) {
   const bool tty = isatty(STDIN_FILENO) != 0;
   if (tty) {
@@ -137,6 +152,7 @@ int run_interactive(ChatSession& session, const ChatOptions& o, const std::strin
     if (input == "/exit" || input == "/quit") break;
     if (input == "/reset") {
       session.reset();
+      save_session(session, o);
       std::fprintf(stderr, "edgellm chat: conversation cleared\n");
       continue;
     }
@@ -158,6 +174,7 @@ int run_interactive(ChatSession& session, const ChatOptions& o, const std::strin
       });
       write_out("\n");
       report_turn_notes(reply, o.stats);
+      save_session(session, o);
     } catch (const Error& e) {
       // A turn that cannot run (message longer than the context, template error) leaves the
       // conversation unchanged; the chat goes on.
@@ -177,6 +194,8 @@ int chat_command(const std::vector<std::string>& args) {
                 "built-in template name or a Jinja / tokenizer_config.json file (default: the model's)");
   ap.add_string("--messages", &o.messages_file, "FILE",
                 "answer the conversation in FILE (JSON array of {role, content}) and exit");
+  ap.add_string("--session", &o.session_file, "FILE",
+                "resume the conversation and KV cache saved in FILE (if it exists); save them there after every turn");
   ap.add_flag("--json", &o.json, "with --messages: print one JSON record {answer, stats} instead of the text");
   ap.add_flag("--stats", &o.stats, "print each turn's token counts and timings to stderr");
   ap.add_int("-n,--max-tokens", &o.max_tokens, "N", "tokens per answer; -1 = until end of turn or full context (default 256)", -1);
@@ -189,6 +208,8 @@ int chat_command(const std::vector<std::string>& args) {
   require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   require(!o.json || !o.messages_file.empty(), ErrorCode::kInvalidArgument,
           "--json needs --messages FILE (the interactive chat streams text)");
+  require(o.session_file.empty() || o.messages_file.empty(), ErrorCode::kInvalidArgument,
+          "--session is for the interactive chat, not --messages");
   const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
   resolve_seed(&o.seed, &s);
 
@@ -207,6 +228,11 @@ int chat_command(const std::vector<std::string>& args) {
   sp.system_prompt = o.system;
   sp.stop = o.stop;
   ChatSession session(ctx, *tokenizer, std::move(chat_template), s, std::move(sp));
+  if (!o.session_file.empty() && access(o.session_file.c_str(), F_OK) == 0) {
+    session.restore_session(read_session_file(o.session_file));  // a refusal ends the command (exit 1)
+    std::fprintf(stderr, "edgellm chat: resumed %d turn(s) from %s (%zu KV positions)\n", session.n_turns(),
+                 o.session_file.c_str(), session.kv_tokens().size());
+  }
   if (!o.messages_file.empty()) return run_messages(session, o);
   return run_interactive(session, o, template_desc);
 }

@@ -1,0 +1,152 @@
+// Session bytes (kv/session_file.h): a sequence saved and restored into another cache (another
+// block size, a pool with other blocks in use) reads back the same rows and ids; every truncation
+// and every single-bit flip of a session is refused as kInvalidFile, another model's or KV
+// type's as kInvalidArgument, and a refusal leaves the cache as it was.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kv/kv_cache.h"
+#include "kv/session_file.h"
+
+namespace edgellm {
+namespace {
+
+constexpr uint64_t kFingerprint = 0x1234abcd5678ef01ULL;
+
+KvCacheParams params(TensorType type, int32_t block_tokens) {
+  KvCacheParams p;
+  p.n_layer = 2;
+  p.n_head_kv = 2;
+  p.head_dim = 32;
+  p.type = type;
+  p.block_tokens = block_tokens;
+  p.n_seq_max = 2;
+  p.n_ctx = 64;
+  p.n_blocks = 64 / block_tokens * 2;
+  return p;
+}
+
+float value(int layer, int kv, int head, int pos, int i) {
+  return static_cast<float>(layer * 1000 + kv * 500 + head * 100 + pos) * 0.25f + static_cast<float>(i) / 32.0f;
+}
+
+// Positions [0, n) with token id 100 + pos and recognisable rows.
+void fill(KvCache& c, int32_t seq, int32_t n) {
+  const auto& p = c.params();
+  c.seq_grow(seq, n);
+  std::vector<float> row(static_cast<size_t>(p.head_dim));
+  for (int32_t pos = 0; pos < n; ++pos) {
+    c.seq_set_token(seq, pos, 100 + pos);
+    for (int l = 0; l < p.n_layer; ++l) {
+      for (int h = 0; h < p.n_head_kv; ++h) {
+        for (int kv = 0; kv < 2; ++kv) {
+          for (int i = 0; i < p.head_dim; ++i) row[static_cast<size_t>(i)] = value(l, kv, h, pos, i);
+          c.store_row(row.data(), kv == 0 ? c.k_row(seq, l, h, pos) : c.v_row(seq, l, h, pos));
+        }
+      }
+    }
+  }
+  c.seq_publish(seq);
+}
+
+// The rows of `seq` in `c` equal those of `ref_seq` in `ref` byte for byte (positions [0, n)).
+void expect_same_rows(KvCache& c, int32_t seq, KvCache& ref, int32_t ref_seq, int32_t n) {
+  const auto& p = c.params();
+  ASSERT_EQ(c.seq_length(seq), n);
+  for (int32_t pos = 0; pos < n; ++pos) {
+    EXPECT_EQ(c.seq_tokens(seq)[static_cast<size_t>(pos)], 100 + pos);
+    for (int l = 0; l < p.n_layer; ++l) {
+      for (int h = 0; h < p.n_head_kv; ++h) {
+        ASSERT_EQ(std::memcmp(c.k_row(seq, l, h, pos), ref.k_row(ref_seq, l, h, pos), c.row_bytes()), 0) << pos;
+        ASSERT_EQ(std::memcmp(c.v_row(seq, l, h, pos), ref.v_row(ref_seq, l, h, pos), c.row_bytes()), 0) << pos;
+      }
+    }
+  }
+}
+
+ErrorCode refusal(const std::string& bytes, uint64_t fingerprint, const KvCacheParams& p) {
+  try {
+    (void)decode_session(bytes, fingerprint, p);
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode::kInternal;  // accepted
+}
+
+TEST(SessionFile, RoundTripIntoAnotherBlockSizeAndAPartlyUsedPool) {
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
+    SCOPED_TRACE(tensor_type_name(type));
+    KvCache src(params(type, 4));
+    fill(src, 1, 23);
+    const std::string bytes = encode_session(src, 1, kFingerprint, "payload \xe6\x9c\x88");
+    KvCache dst(params(type, 8));
+    fill(dst, 0, 9);  // other blocks in use
+    const SessionView s = decode_session(bytes, kFingerprint, dst.params());
+    EXPECT_EQ(s.payload, "payload \xe6\x9c\x88");
+    ASSERT_EQ(s.tokens.size(), 23u);
+    import_session(dst, 1, s, 23);
+    expect_same_rows(dst, 1, src, 1, 23);
+    // Its full blocks are in the prefix cache of the new pool.
+    EXPECT_EQ(dst.cached_prefix_length(s.tokens.data(), 23), 16);
+    // A part of it only.
+    import_session(dst, 1, s, 10);
+    expect_same_rows(dst, 1, src, 1, 10);
+  }
+}
+
+TEST(SessionFile, EveryTruncationAndEveryBitFlipIsRefused) {
+  KvCache src(params(TensorType::F16, 4));
+  fill(src, 0, 5);
+  const std::string bytes = encode_session(src, 0, kFingerprint, "{}");
+  const KvCacheParams p = src.params();
+  ASSERT_EQ(refusal(bytes, kFingerprint, p), ErrorCode::kInternal) << "the intact session must be accepted";
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    ASSERT_EQ(refusal(bytes.substr(0, n), kFingerprint, p), ErrorCode::kInvalidFile) << "truncated to " << n;
+  }
+  EXPECT_EQ(refusal(bytes + "x", kFingerprint, p), ErrorCode::kInvalidFile);
+  for (size_t bit = 0; bit < bytes.size() * 8; ++bit) {
+    std::string flipped = bytes;
+    flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
+    ASSERT_EQ(refusal(flipped, kFingerprint, p), ErrorCode::kInvalidFile) << "bit " << bit;
+  }
+}
+
+TEST(SessionFile, AnotherModelOrKvTypeIsRefusedAndNothingChanges) {
+  KvCache src(params(TensorType::F16, 4));
+  fill(src, 0, 6);
+  const std::string bytes = encode_session(src, 0, kFingerprint, "");
+  EXPECT_EQ(refusal(bytes, kFingerprint + 1, src.params()), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::F32, 4)), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::Q8_0, 4)), ErrorCode::kInvalidArgument);
+  KvCacheParams shape = src.params();
+  shape.n_head_kv = 1;
+  EXPECT_EQ(refusal(bytes, kFingerprint, shape), ErrorCode::kInvalidArgument);
+  try {
+    (void)decode_session(bytes, kFingerprint + 1, src.params());
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another model"), std::string::npos) << e.what();
+  }
+  // Ids outside the vocabulary (a crafted file with a valid checksum).
+  const SessionView ok = decode_session(bytes, kFingerprint, src.params());
+  EXPECT_NO_THROW(check_session_tokens(ok, 200));
+  try {
+    check_session_tokens(ok, 103);
+    FAIL() << "expected kInvalidFile";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+  }
+  // Too long for the context: kContextFull, the sequence left empty.
+  KvCacheParams small = src.params();
+  small.n_ctx = 4;
+  KvCache tiny(small);
+  const SessionView s = decode_session(bytes, kFingerprint, tiny.params());
+  EXPECT_THROW(import_session(tiny, 0, s, 6), Error);
+  EXPECT_EQ(tiny.seq_length(0), 0);
+}
+
+}  // namespace
+}  // namespace edgellm
