@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -94,6 +95,14 @@ HttpServer::HttpServer(InferenceService& service, ServerOptions options)
   http_->set_write_timeout(10, 0);
   http_->set_keep_alive_timeout(2);
   http_->set_keep_alive_max_count(100);
+  // httplib 0.11 listens with a backlog of 5: a burst of clients (exactly when 429s matter)
+  // overflows it and the kernel drops connections. Keep the listening socket (the options
+  // callback sees it before bind) and listen again with the system's maximum after bind.
+  http_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;
+  });
   install_routes();
 }
 
@@ -108,6 +117,7 @@ int HttpServer::bind() {
   if (port_ < 0) {
     throw Error(ErrorCode::kIo, "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
   }
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
   return port_;
 }
 
@@ -292,11 +302,8 @@ void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Respons
 
 void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Response& res) {
   const Json body = parse_body(req.body, options_.max_json_depth);
-  Json messages_only = Json::object();
-  if (const Json* m = body.find("messages")) messages_only.set("messages", *m);
-  const ParsedRequest p = parse_chat_request(messages_only);
   Json out = Json::object();
-  out.set("prompt", service_.chat_template().render(p.request.messages, true));
+  out.set("prompt", service_.chat_template().render(parse_messages(body.find("messages")), true));
   send_json(res, 200, out);
 }
 

@@ -73,6 +73,7 @@ class HttpServer {
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_response_id_{1};
   int port_ = -1;
+  int listen_fd_ = -1;  // set by httplib's socket-options callback during bind()
 };
 
 }  // namespace edgellm::server

@@ -170,11 +170,8 @@ Json parse_body(const std::string& body, int max_depth) {
   return j;
 }
 
-ParsedRequest parse_chat_request(const Json& body) {
-  ParsedRequest out;
-  parse_common(body, out);
-  const Json* messages = field(body, "messages");
-  if (messages == nullptr) throw ApiError::bad_field("messages", "required");
+Json parse_messages(const Json* messages) {
+  if (messages == nullptr || messages->is_null()) throw ApiError::bad_field("messages", "required");
   if (!messages->is_array() || messages->size() == 0) {
     throw ApiError::bad_field("messages", "expected a non-empty array of {role, content}");
   }
@@ -197,7 +194,13 @@ ParsedRequest parse_chat_request(const Json& body) {
     msg.set("content", content_text(*content, where + ".content"));
     normalized.push_back(std::move(msg));
   }
-  out.request.messages = std::move(normalized);
+  return normalized;
+}
+
+ParsedRequest parse_chat_request(const Json& body) {
+  ParsedRequest out;
+  parse_common(body, out);
+  out.request.messages = parse_messages(body.find("messages"));
   return out;
 }
 

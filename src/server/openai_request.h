@@ -26,6 +26,10 @@ struct ParsedRequest {
 // POST /v1/chat/completions: messages [{role, content}] (content a string or an array of
 // {"type": "text", "text": ...} parts).
 ParsedRequest parse_chat_request(const Json& body);
+// The "messages" field (nullptr: absent) checked and normalized to [{role, content: string}]
+// ("developer" becomes "system", text parts are joined). /apply-template and `edgellm template`
+// use it too.
+Json parse_messages(const Json* messages);
 // POST /v1/completions: prompt (a string, a one-string array or an array of token ids).
 ParsedRequest parse_completion_request(const Json& body);
 

@@ -48,7 +48,7 @@ class Running {
     sp.max_queued = max_queued;
     service_ = std::make_unique<InferenceService>(model_, sp);
     so.port = 0;
-    so.read_timeout_s = 1;
+    so.read_timeout_s = 5;
     server_ = std::make_unique<HttpServer>(*service_, so);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
@@ -420,10 +420,13 @@ TEST(HttpServer, QueueFullAnswers429) {
   std::vector<std::thread> clients;
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&] {
+      const Clock::time_point t0 = Clock::now();
       httplib::Client c = r.client();
       auto res = c.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 300, "stream": true})",
                         "application/json");
       if (!res) {
+        ADD_FAILURE() << "no response: " << httplib::to_string(res.error()) << " after "
+                      << std::chrono::duration<double>(Clock::now() - t0).count() << " s";
         ++other;
       } else if (res->status == 200) {
         ++ok;
@@ -432,6 +435,7 @@ TEST(HttpServer, QueueFullAnswers429) {
         const Json e = Json::parse(res->body).at("error");
         if (res->has_header("Retry-After") && e.at("type").as_string() == "rate_limit_error") ++retry_after;
       } else {
+        ADD_FAILURE() << "status " << res->status << ": " << res->body;
         ++other;
       }
     });
@@ -439,6 +443,7 @@ TEST(HttpServer, QueueFullAnswers429) {
   for (auto& t : clients) t.join();
   stop_watch = true;
   watcher.join();
+  EXPECT_EQ(r.http().counters().client_disconnects.load(), 0u);
   EXPECT_EQ(ok + busy, kClients);
   EXPECT_EQ(other.load(), 0);
   EXPECT_GE(ok.load(), kParallel + kQueued);
