@@ -3,6 +3,8 @@
 // in [0, 2]"). Unknown fields are ignored (clients send many); fields EdgeLLM cannot honour
 // (n > 1, logprobs, best_of, echo, suffix, tools) are refused rather than silently dropped.
 //
+// llama-server extensions accepted too: top_k, min_p, repeat_penalty, ignore_eos.
+//
 // Defaults are the engine's (as llama-server's): temperature 0.8, top_k 40, top_p 0.95, min_p
 // 0.05, a random seed; max_tokens: until a stop or the context is full (the deadline still
 // applies).
