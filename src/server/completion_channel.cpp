@@ -7,6 +7,7 @@ bool CompletionChannel::on_token(const TokenEvent& ev) {
     std::lock_guard<std::mutex> lock(mutex_);
     text_.append(ev.text);
     if (ev.token >= 0) ++tokens_;
+    if (ev.token >= 0 && ev.probability >= 0) probabilities_.push_back(ev.probability);
     started_ = true;
   }
   cv_.notify_all();
@@ -30,6 +31,7 @@ CompletionChannel::Batch CompletionChannel::take(std::chrono::milliseconds timeo
   b.text.swap(text_);
   b.tokens = tokens_;
   tokens_ = 0;
+  b.probabilities.swap(probabilities_);
   if (finished_ && !result_taken_) {
     b.finished = true;
     b.result = std::move(result_);

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "service/request.h"
 
@@ -28,6 +29,7 @@ class CompletionChannel {
   struct Batch {
     std::string text;        // text that arrived since the last take
     int32_t tokens = 0;      // sampled tokens among those events
+    std::vector<float> probabilities;  // their TokenEvent::probability (when requested)
     bool finished = false;   // `result` is valid
     RequestResult result;
   };
@@ -45,6 +47,7 @@ class CompletionChannel {
   std::condition_variable cv_;
   std::string text_;
   int32_t tokens_ = 0;
+  std::vector<float> probabilities_;
   bool started_ = false;
   bool finished_ = false;
   bool result_taken_ = false;

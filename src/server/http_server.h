@@ -19,7 +19,9 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "core/json.h"
 #include "server/server_counters.h"
 #include "server/server_options.h"
 
@@ -31,11 +33,15 @@ struct Response;
 
 namespace edgellm {
 class InferenceService;
+struct RequestResult;
+struct ServiceRequest;
 }
 
 namespace edgellm::server {
 
 enum class Endpoint;
+struct ParsedRequest;
+struct ResponseHead;
 
 class HttpServer {
  public:
@@ -65,6 +71,11 @@ class HttpServer {
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
   void handle_apply_template(const httplib::Request& req, httplib::Response& res);
   void handle_models(httplib::Response& res);
+  // Non-streamed chat with the router on (router.h): local answer, score, maybe the cloud.
+  void answer_routed(const Json& body, ParsedRequest p, const ResponseHead& head, httplib::Response& res);
+  // Runs one request on the local service to the end (no streaming); throws ApiError when it
+  // is refused or fails. *probabilities: the answer's token probabilities (when requested).
+  RequestResult run_local(ServiceRequest request, std::vector<float>* probabilities);
 
   InferenceService& service_;
   ServerOptions options_;

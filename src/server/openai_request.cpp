@@ -203,6 +203,13 @@ ParsedRequest parse_chat_request(const Json& body) {
   ParsedRequest out;
   parse_common(body, out);
   out.request.messages = parse_messages(body.find("messages"));
+  if (const Json* route = field(body, "x_edgellm_route")) {
+    if (!route->is_string() ||
+        (route->as_string() != "auto" && route->as_string() != "local" && route->as_string() != "cloud")) {
+      throw ApiError::bad_field("x_edgellm_route", "expected \"auto\", \"local\" or \"cloud\"");
+    }
+    out.route = route->as_string();
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@ struct ParsedRequest {
   bool include_usage = false;  // stream_options.include_usage
   std::string model;           // as the client named it (echoed back), may be empty
   bool seed_given = false;
+  std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (router.h)
 };
 
 // POST /v1/chat/completions: messages [{role, content}] (content a string or an array of

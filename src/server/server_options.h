@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "server/router.h"
+
 namespace edgellm::server {
 
 struct ServerOptions {
@@ -20,6 +22,7 @@ struct ServerOptions {
   int read_timeout_s = 5;          // a client that sends nothing this long is disconnected
   int http_threads = 0;            // 0: running + queued requests + 16 (room to answer 429s)
   int retry_after_s = 1;           // Retry-After of a 429
+  RouterOptions router;            // edge-cloud routing of non-streamed chat (router.h)
 };
 
 }  // namespace edgellm::server

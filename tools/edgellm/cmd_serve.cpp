@@ -65,6 +65,17 @@ int cmd_serve(const std::vector<std::string>& args) {
   ap.add_string("--alias", &so.model_name, "NAME", "model id in /v1/models and responses (default: the file name)");
   ap.add_string("--chat-template", &chat_template, "NAME|FILE", "chat template (default: the model's own)");
   ap.add_flag("--no-warmup", &no_warmup, "skip the warm-up forward pass at start");
+  std::string cloud_key_env;
+  double route_local = so.router.local_threshold, route_cloud = so.router.cloud_threshold;
+  ap.add_string("--cloud-url", &so.router.cloud_url, "URL",
+                "router: OpenAI-compatible cloud endpoint base, e.g. http://10.0.0.5:8080 (default: none)");
+  ap.add_string("--cloud-model", &so.router.cloud_model, "NAME", "router: model name sent to the cloud");
+  ap.add_string("--cloud-key-env", &cloud_key_env, "VAR", "router: environment variable holding the cloud's API key");
+  ap.add_custom("--route-local", "P", "router: answer locally when the confidence score >= P (default 0.85)",
+                [&](const std::string& v) { route_local = parse_double(v, "--route-local"); });
+  ap.add_custom("--route-cloud", "P", "router: ask the cloud when the score < P (default 0.6)",
+                [&](const std::string& v) { route_cloud = parse_double(v, "--route-cloud"); });
+  ap.add_flag("--privacy", &so.router.privacy, "router: never call the cloud (answers stay on this device)");
   add_context_options(ap, &ctx);
   add_kv_type_option(ap, &ctx.kv_type);
   if (!ap.parse(args)) return 0;
@@ -73,6 +84,20 @@ int cmd_serve(const std::vector<std::string>& args) {
     const char* v = std::getenv(api_key_env.c_str());
     if (v == nullptr || *v == '\0') throw Error(ErrorCode::kInvalidArgument, "--api-key-env: $" + api_key_env + " is empty");
     so.api_key = v;
+  }
+  if (!cloud_key_env.empty()) {
+    const char* v = std::getenv(cloud_key_env.c_str());
+    if (v == nullptr) throw Error(ErrorCode::kInvalidArgument, "--cloud-key-env: $" + cloud_key_env + " is not set");
+    so.router.cloud_key = v;
+  }
+  if (!(route_cloud >= 0 && route_cloud <= route_local && route_local <= 1.0001)) {
+    throw Error(ErrorCode::kInvalidArgument, "--route-cloud and --route-local: need 0 <= cloud <= local <= 1");
+  }
+  so.router.local_threshold = route_local;
+  so.router.cloud_threshold = route_cloud;
+  if (!so.router.cloud_url.empty() && so.router.cloud_url.rfind("http://", 0) != 0 &&
+      so.router.cloud_url.rfind("https://", 0) != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "--cloud-url: expected http://HOST:PORT or https://HOST");
   }
   so.port = port;
   so.deadline_ms = timeout_s * 1000;
@@ -87,12 +112,17 @@ int cmd_serve(const std::vector<std::string>& args) {
   sp.chat_template = chat_template;
   // Refuse a public bind before spending seconds on loading the model.
   server::HttpServer::check_options(so);
+  // Info messages (request ids, timings; prompts with --log-prompts) to stderr.
+  set_log_sink([](LogLevel level, const char* message, void*) {
+    std::fprintf(stderr, "[%s] %s\n", log_level_name(level), message);
+  }, nullptr, LogLevel::kInfo);
   std::unique_ptr<InferenceService> service = InferenceService::open(model, sp);
   server::HttpServer http(*service, so);
   const int bound = http.bind();
   if (!no_warmup) service->warmup();
-  std::fprintf(stderr, "edgellm serve: %s on http://%s:%d (%d parallel, %d queued)%s\n", so.model_name.c_str(),
-               so.host.c_str(), bound, parallel, max_queued, so.api_key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "edgellm serve: %s on http://%s:%d (%d parallel, %d queued)%s%s\n", so.model_name.c_str(),
+               so.host.c_str(), bound, parallel, max_queued, so.api_key.empty() ? "" : ", API key required",
+               so.router.privacy ? ", router: privacy mode" : so.router.cloud_url.empty() ? "" : ", router: cloud on");
   std::fflush(stderr);
 
   // httplib blocks in serve(); a watcher thread turns SIGINT/SIGTERM into stop().
