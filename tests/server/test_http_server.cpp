@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -470,7 +472,10 @@ TEST(HttpServer, HostileRequestsGet4xxAndServerStaysHealthy) {
   const Clock::time_point t_end = Clock::now() + std::chrono::seconds(60);
   // 1. Malformed bodies and random bytes on both generation endpoints (one keep-alive client).
   httplib::Client c = r.client();
-  for (int i = 0; i < 3000 && Clock::now() < t_end; ++i) {
+  // 3000 by default (a few seconds); EDGELLM_HOSTILE_REQUESTS=10000 for the full run.
+  const char* n_env = std::getenv("EDGELLM_HOSTILE_REQUESTS");
+  const int n_requests = n_env != nullptr ? std::atoi(n_env) : 3000;
+  for (int i = 0; i < n_requests && Clock::now() < t_end; ++i) {
     std::string body;
     if (i < static_cast<int>(bodies.size()) * 4) {
       body = bodies[static_cast<size_t>(i) % bodies.size()];
@@ -517,7 +522,8 @@ TEST(HttpServer, HostileRequestsGet4xxAndServerStaysHealthy) {
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
     ++checked;
   }
-  EXPECT_GT(checked, 1000);
+  EXPECT_GT(checked, std::min(n_requests, 1000));
+  std::printf("hostile requests answered: %d\n", checked);
 
   // Healthy and correct afterwards.
   auto health = c.Get("/health");
