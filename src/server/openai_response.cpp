@@ -92,7 +92,7 @@ Json completion_body(const ResponseHead& h, const RequestResult& r) {
   return j;
 }
 
-Json text_chunk(const ResponseHead& h, const std::string& text, bool include_usage) {
+Json text_chunk(const ResponseHead& h, const std::string& text, int32_t tokens, bool include_usage) {
   Json payload;
   if (h.endpoint == Endpoint::kChat) {
     payload = Json::object();
@@ -100,7 +100,11 @@ Json text_chunk(const ResponseHead& h, const std::string& text, bool include_usa
   } else {
     payload = Json(text);
   }
-  return with_choice(envelope(h, true), chunk_choice(h, std::move(payload), Json()), include_usage);
+  Json j = with_choice(envelope(h, true), chunk_choice(h, std::move(payload), Json()), include_usage);
+  Json x = Json::object();
+  x.set("tokens", tokens);
+  j.set("x_edgellm", std::move(x));
+  return j;
 }
 
 Json role_chunk(const ResponseHead& h, bool include_usage) {

@@ -32,8 +32,10 @@ Json edgellm_json(const RequestResult& result);
 
 // The whole answer (stream = false).
 Json completion_body(const ResponseHead& head, const RequestResult& result);
-// One streamed chunk carrying `text` (chat: delta.content); finish_reason null.
-Json text_chunk(const ResponseHead& head, const std::string& text, bool include_usage);
+// One streamed chunk carrying `text` (chat: delta.content); finish_reason null;
+// x_edgellm.tokens = the sampled tokens the text came with (a chunk may carry several: a
+// stopped client, which never sees the usage chunk, still knows how many it got).
+Json text_chunk(const ResponseHead& head, const std::string& text, int32_t tokens, bool include_usage);
 // Chat only: the first chunk, delta {"role": "assistant", "content": ""}.
 Json role_chunk(const ResponseHead& head, bool include_usage);
 // The last chunk with choices: empty delta / text, finish_reason set (and x_edgellm).

@@ -154,7 +154,8 @@ std::string solo_greedy(const Model& model, const std::string& prompt, int32_t m
 }
 
 // The text of an SSE stream: every choices[0].delta.content / choices[0].text, in order.
-std::string sse_text(const std::string& body, Json* usage, std::string* finish) {
+// *tokens (optional): the sum of the chunks' x_edgellm.tokens.
+std::string sse_text(const std::string& body, Json* usage, std::string* finish, int64_t* tokens = nullptr) {
   std::string text;
   size_t pos = 0;
   while ((pos = body.find("data: ", pos)) != std::string::npos) {
@@ -165,6 +166,9 @@ std::string sse_text(const std::string& body, Json* usage, std::string* finish) 
     const Json j = Json::parse(data);
     if (const Json* u = j.find("usage"); u != nullptr && !u->is_null() && usage) *usage = *u;
     if (j.at("choices").size() == 0) continue;
+    if (const Json* x = j.find("x_edgellm"); x != nullptr && tokens != nullptr && x->find("tokens") != nullptr) {
+      *tokens += x->at("tokens").as_int();
+    }
     const Json& c = j.at("choices").at(0);
     if (const Json* d = c.find("delta")) {
       if (const Json* t = d->find("content")) text += t->as_string();
@@ -215,7 +219,9 @@ TEST(HttpServer, GreedyCompletionEqualsSoloGenerate) {
   EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
   Json usage;
   std::string finish;
-  EXPECT_EQ(sse_text(res->body, &usage, &finish), expected);
+  int64_t chunk_tokens = 0;
+  EXPECT_EQ(sse_text(res->body, &usage, &finish, &chunk_tokens), expected);
+  EXPECT_EQ(chunk_tokens, 40);
   EXPECT_EQ(finish, "length");
   ASSERT_TRUE(usage.is_object());
   EXPECT_EQ(usage.at("completion_tokens").as_int(), 40);
