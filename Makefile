@@ -15,7 +15,7 @@ SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 
 # and the C ABI (api: tests/api and the examples). Only these areas' tests are built.
 TSAN_AREAS ?= runtime;engine;service;api
 
-.PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 clean
+.PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server clean
 
 all: build
 
@@ -89,9 +89,18 @@ fuzz: deps
 test-arm64:
 	scripts/test-arm64.sh $(BUILD)-arm64
 
+# `edgellm serve` against real clients: the official openai npm client and the web chat page in
+# headless Chromium via playwright-core (tests/server/node; docs/server.md). The C++ HTTP tests
+# (tests/server) are part of ctest.
+test-server: build
+	scripts/install-deps.sh --server-tests
+	cd tests/server/node && npm ci --no-audit --no-fund
+	cd tests/server/node && EDGELLM_BIN=$(abspath $(BUILD))/edgellm node --test --test-concurrency=1
+
 # Native configurations first (plain, then the sanitizers), the ARM64 step last (after
 # everything native has passed).
 test: test-unit test-asan test-tsan test-musl fuzz
+	$(MAKE) test-server
 	$(MAKE) test-arm64
 
 clean:

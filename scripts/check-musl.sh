@@ -2,7 +2,8 @@
 # HarmonyOS / musl check (issue 4): the OpenHarmony NDK builds with clang, LLVM's libc++ and musl,
 # so the core library must not use glibc-only functions, macros or headers. The NDK is not a
 # Debian package, so this compiles every library source (src/**/*.cpp: edgellm_core, the tools
-# library and the C ABI of libedgellm.so, src/api) with clang against musl's C headers and
+# library and the C ABI of libedgellm.so, src/api; not src/server, the desktop HTTP server on
+# Debian's cpp-httplib) with clang against musl's C headers and
 # libc++'s headers instead of glibc + libstdc++, and every C example (examples/*.c, C11, public
 # include/ only) against musl: a glibc-only call becomes a compile error here. It compiles (-c -O0 to /dev/null, so target-feature errors
 # of the SIMD intrinsics are reported too) but does not link: no musl libc++ runtime exists here.
@@ -124,7 +125,7 @@ while IFS= read -r f; do
       if ((have_arm)); then jobs_list+=("aarch64 - $f"); fi
       ;;
   esac
-done < <(cd "$root" && find src -name '*.cpp' | LC_ALL=C sort)
+done < <(cd "$root" && find src -name '*.cpp' -not -path 'src/server/*' | LC_ALL=C sort)
 # The C examples (public header only, as an app on the device would build them).
 while IFS= read -r f; do
   jobs_list+=("x86_64 - $f")

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages EdgeLLM needs to build and test. Safe to re-run: apt-get runs
-# only when something is missing. Usage: scripts/install-deps.sh [--arm64]
+# only when something is missing. Usage: scripts/install-deps.sh [--arm64] [--server-tests]
 set -euo pipefail
 
 # musl-dev, libc++-14-dev, libc++abi-14-dev: scripts/check-musl.sh (HarmonyOS / musl check).
 # libcurl4-openssl-dev: the CLI's resumable model downloads (src/fetch, edgellm registry install URL).
+# pkg-config, libcpp-httplib-dev: `edgellm serve` (src/server, not the shipped library).
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates libcurl4-openssl-dev
-  musl-dev libc++-14-dev libc++abi-14-dev)
-if [[ "${1:-}" == "--arm64" || "${EDGELLM_ARM64:-0}" == "1" ]]; then
+  musl-dev libc++-14-dev libc++abi-14-dev pkg-config libcpp-httplib-dev)
+# --server-tests (make test-server): headless Chromium for the chat page test; Node.js + npm
+# for the openai-client and page tests when no node is installed.
+if [[ " $* " == *" --server-tests "* ]]; then
+  packages+=(chromium)
+  command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+fi
+if [[ " $* " == *" --arm64 "* || "${EDGELLM_ARM64:-0}" == "1" ]]; then
   # musl-dev:arm64 gives check-musl.sh the aarch64 musl headers (needs the arm64 dpkg architecture).
   packages+=(g++-aarch64-linux-gnu qemu-user-static musl-dev:arm64)
 fi

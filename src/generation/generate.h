@@ -38,6 +38,8 @@ struct GenerationParams {
   bool ignore_eog = false;           // keep going past end-of-generation tokens
   bool truncate_prompt = false;      // drop the oldest prompt tokens (keeping a leading BOS) instead of failing
   bool penalize_prompt = true;       // prompt tokens enter the sampler's penalty window (llama.cpp does)
+  bool token_probability = false;    // SequenceGenerator: fill StepOutput::probability (one softmax
+                                     // over n_vocab per token; the server's router uses it)
 };
 
 struct GenerationTimings {

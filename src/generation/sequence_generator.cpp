@@ -1,6 +1,7 @@
 #include "generation/sequence_generator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -13,6 +14,15 @@ namespace edgellm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// softmax(logits)[id] in double, shifted by the maximum so no exp overflows.
+float softmax_at(const float* logits, int32_t n, int32_t id) {
+  float max = logits[0];
+  for (int32_t i = 1; i < n; ++i) max = std::max(max, logits[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
+  return static_cast<float>(std::exp(static_cast<double>(logits[id]) - max) / sum);
+}
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -108,6 +118,7 @@ StepOutput SequenceGenerator::step(const float* logits) {
     throw Error(ErrorCode::kInternal, "SequenceGenerator: step() before the prompt is prefilled or after the end");
   }
   const int32_t id = sampler_.sample(logits);
+  const float probability = params_.token_probability ? softmax_at(logits, sampler_.n_vocab(), id) : -1.0f;
   const Clock::time_point now = Clock::now();
   if (t_first_ == Clock::time_point{}) {
     t_first_ = now;
@@ -126,12 +137,14 @@ StepOutput SequenceGenerator::step(const float* logits) {
 
   StepOutput out;
   out.token = id;
+  out.probability = probability;
   out.text = detok_ ? stops_.push(detok_->push(id)) : std::string();
   result_.text += out.text;
   if (stops_.matched()) {
     result_.stop_string = stops_.matched_stop();
     StepOutput done = finished_output(FinishReason::kStop, {});
     done.token = id;
+    done.probability = probability;
     done.text = std::move(out.text);
     return done;
   }
@@ -141,6 +154,7 @@ StepOutput SequenceGenerator::step(const float* logits) {
   if (at_max || no_room) {
     StepOutput done = finished_output(FinishReason::kLength, release_tail());
     done.token = id;
+    done.probability = probability;
     done.text = std::move(out.text);
     return done;
   }

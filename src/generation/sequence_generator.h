@@ -39,6 +39,10 @@ struct StepOutput {
   std::string tail;      // text released because generation ended (streamed with id -1); may be empty
   bool finished = false;
   FinishReason reason = FinishReason::kStop;  // valid when finished
+  // With GenerationParams::token_probability: the probability the model gave `token`, i.e.
+  // softmax of the raw logits (temperature 1, before penalties, bias and truncation) at that id;
+  // a confidence signal independent of the sampler settings. -1 otherwise or without a token.
+  float probability = -1.0f;
 };
 
 class SequenceGenerator {

@@ -574,6 +574,7 @@ void InferenceService::admit() {
     gp.max_tokens = r->req.max_tokens;
     gp.stop = r->req.stop;
     gp.ignore_eog = r->req.ignore_eog;
+    gp.token_probability = r->req.token_probability;
     const int32_t seq = free_seqs_.back();
     try {
       // The generator sees the whole prompt (penalty window, counts); the prefix the KV cache
@@ -606,7 +607,7 @@ bool InferenceService::deliver(Live& r, const StepOutput& out) {
   bool keep_going = true;
   try {
     if (out.token >= 0 && r.req.on_token) {
-      const TokenEvent ev{r.id, out.token, out.text, r.events++};
+      const TokenEvent ev{r.id, out.token, out.text, r.events++, out.probability};
       keep_going = r.req.on_token(ev);
     }
     if (!out.tail.empty() && r.req.on_token) {

@@ -25,6 +25,8 @@ struct TokenEvent {
   int32_t token = -1;     // the sampled id; -1 for text released at the end (held-back bytes)
   std::string_view text;  // text that became final with it (may be empty); valid during the call
   int32_t index = 0;      // 0-based count of events before this one
+  float probability = -1.0f;  // ServiceRequest::token_probability: the model's probability of
+                              // `token` (StepOutput::probability); -1 otherwise
 };
 
 // Per-request numbers (never the request's text). Times in milliseconds from submit().
@@ -67,6 +69,7 @@ struct ServiceRequest {
   int32_t max_tokens = 256;  // < 0: until a stop or the context is full; 0: prefill only
   std::vector<std::string> stop;
   bool ignore_eog = false;
+  bool token_probability = false;  // fill TokenEvent::probability (a softmax per token)
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 

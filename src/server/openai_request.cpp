@@ -1,0 +1,246 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "core/error.h"
+#include "core/utf8.h"
+#include "server/api_error.h"
+
+namespace edgellm::server {
+namespace {
+
+constexpr size_t kMaxStops = 4;  // as OpenAI
+
+const Json* field(const Json& body, const char* name) {
+  const Json* v = body.find(name);
+  return v != nullptr && !v->is_null() ? v : nullptr;  // null means "not given", as in OpenAI
+}
+
+double number_in(const Json& body, const char* name, double lo, double hi) {
+  const Json& v = *body.find(name);
+  if (!v.is_number() || !(v.as_number() >= lo && v.as_number() <= hi)) {
+    throw ApiError::bad_field(name, "expected a number in [" + Json(lo).dump() + ", " + Json(hi).dump() + "]");
+  }
+  return v.as_number();
+}
+
+int64_t integer_in(const Json& body, const char* name, int64_t lo, int64_t hi) {
+  const Json& v = *body.find(name);
+  if (!v.is_number() || v.as_number() != std::floor(v.as_number()) || v.as_number() < static_cast<double>(lo) ||
+      v.as_number() > static_cast<double>(hi)) {
+    throw ApiError::bad_field(name, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return static_cast<int64_t>(v.as_number());
+}
+
+bool boolean(const Json& body, const char* name) {
+  const Json& v = *body.find(name);
+  if (!v.is_bool()) throw ApiError::bad_field(name, "expected true or false");
+  return v.as_bool();
+}
+
+void refuse(const Json& body, const char* name, const std::string& why) {
+  if (field(body, name) != nullptr) throw ApiError::bad_field(name, why);
+}
+
+// Everything the two endpoints share: sampling, stop, limits, stream, n.
+void parse_common(const Json& body, ParsedRequest& out) {
+  ServiceRequest& r = out.request;
+  SamplerParams& s = r.sampling;
+  if (const Json* m = field(body, "model")) {
+    if (!m->is_string()) throw ApiError::bad_field("model", "expected a string");
+    out.model = m->as_string();
+  }
+  if (field(body, "n") && integer_in(body, "n", 1, 1000) != 1) {
+    throw ApiError::bad_field("n", "only n = 1 is supported (send several requests for several choices)");
+  }
+  if (field(body, "stream")) out.stream = boolean(body, "stream");
+  if (const Json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw ApiError::bad_field("stream_options", "expected an object");
+    if (field(*so, "include_usage")) {
+      if (!so->find("include_usage")->is_bool()) {
+        throw ApiError::bad_field("stream_options.include_usage", "expected true or false");
+      }
+      out.include_usage = so->find("include_usage")->as_bool();
+    }
+  }
+  r.max_tokens = -1;
+  // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI.
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (field(body, name)) r.max_tokens = static_cast<int32_t>(integer_in(body, name, 1, 1 << 20));
+  }
+  if (field(body, "temperature")) s.temperature = static_cast<float>(number_in(body, "temperature", 0, 2));
+  if (field(body, "top_p")) s.top_p = static_cast<float>(number_in(body, "top_p", 0, 1));
+  if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_in(body, "top_k", 0, 1 << 20));
+  if (field(body, "min_p")) s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1));
+  if (field(body, "frequency_penalty")) {
+    s.frequency_penalty = static_cast<float>(number_in(body, "frequency_penalty", -2, 2));
+  }
+  if (field(body, "presence_penalty")) {
+    s.presence_penalty = static_cast<float>(number_in(body, "presence_penalty", -2, 2));
+  }
+  if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(number_in(body, "repeat_penalty", 0, 10));
+  // llama-server's extension: keep sampling past end-of-generation tokens (benchmarks, tests).
+  if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
+  if (field(body, "seed")) {
+    s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
+    out.seed_given = true;
+  } else {
+    s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  }
+  if (const Json* stop = field(body, "stop")) {
+    if (stop->is_string()) {
+      r.stop.push_back(stop->as_string());
+    } else if (stop->is_array()) {
+      if (stop->size() > kMaxStops) throw ApiError::bad_field("stop", "at most 4 stop strings");
+      for (size_t i = 0; i < stop->size(); ++i) {
+        if (!stop->at(i).is_string()) throw ApiError::bad_field("stop[" + std::to_string(i) + "]", "expected a string");
+        r.stop.push_back(stop->at(i).as_string());
+      }
+    } else {
+      throw ApiError::bad_field("stop", "expected a string or an array of strings");
+    }
+    for (const std::string& st : r.stop) {
+      if (st.empty()) throw ApiError::bad_field("stop", "a stop string is empty");
+    }
+  }
+  if (const Json* bias = field(body, "logit_bias")) {
+    if (!bias->is_object()) throw ApiError::bad_field("logit_bias", "expected an object {token id: bias}");
+    for (const auto& [key, value] : bias->as_object()) {
+      const std::string name = "logit_bias." + key;
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX) throw ApiError::bad_field(name, "key is not a token id");
+      if (!value.is_number() || !(value.as_number() >= -100 && value.as_number() <= 100)) {
+        throw ApiError::bad_field(name, "expected a number in [-100, 100]");
+      }
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.as_number()));
+    }
+  }
+  // Chat sends logprobs: false by default in some clients; only a request for them is refused.
+  if (const Json* lp = field(body, "logprobs"); lp != nullptr && !(lp->is_bool() && !lp->as_bool())) {
+    throw ApiError::bad_field("logprobs", "not supported");
+  }
+  refuse(body, "top_logprobs", "not supported");
+  refuse(body, "tools", "tool calls are not supported");
+  refuse(body, "functions", "function calls are not supported");
+  if (const Json* rf = field(body, "response_format")) {
+    const Json* type = rf->is_object() ? rf->find("type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->as_string() != "text") {
+      throw ApiError::bad_field("response_format", "only {\"type\": \"text\"} is supported");
+    }
+  }
+}
+
+std::string content_text(const Json& content, const std::string& where) {
+  if (content.is_string()) return content.as_string();
+  if (!content.is_array()) throw ApiError::bad_field(where, "expected a string or an array of text parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const std::string part_name = where + "[" + std::to_string(i) + "]";
+    const Json& part = content.at(i);
+    const Json* type = part.is_object() ? part.find("type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->as_string() != "text") {
+      throw ApiError::bad_field(part_name + ".type", "only \"text\" parts are supported");
+    }
+    const Json* t = part.find("text");
+    if (t == nullptr || !t->is_string()) throw ApiError::bad_field(part_name + ".text", "expected a string");
+    text += t->as_string();
+  }
+  return text;
+}
+
+}  // namespace
+
+Json parse_body(const std::string& body, int max_depth) {
+  const size_t bad = utf8::first_invalid(body);
+  if (bad != body.size()) {
+    throw ApiError(400, "invalid_request_error", "invalid_utf8",
+                   "request body: not valid UTF-8 at byte " + std::to_string(bad));
+  }
+  Json j;
+  try {
+    j = Json::parse(body, max_depth);
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error", "invalid_json", std::string("request body: not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw ApiError(400, "invalid_request_error", "invalid_json", "request body: expected a JSON object");
+  return j;
+}
+
+Json parse_messages(const Json* messages) {
+  if (messages == nullptr || messages->is_null()) throw ApiError::bad_field("messages", "required");
+  if (!messages->is_array() || messages->size() == 0) {
+    throw ApiError::bad_field("messages", "expected a non-empty array of {role, content}");
+  }
+  Json normalized = Json::array();
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const Json& m = messages->at(i);
+    if (!m.is_object()) throw ApiError::bad_field(where, "expected an object {role, content}");
+    const Json* role = m.find("role");
+    if (role == nullptr || !role->is_string()) throw ApiError::bad_field(where + ".role", "expected a string");
+    std::string r = role->as_string();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
+    if (r != "system" && r != "user" && r != "assistant") {
+      throw ApiError::bad_field(where + ".role", "expected system, developer, user or assistant");
+    }
+    const Json* content = m.find("content");
+    if (content == nullptr || content->is_null()) throw ApiError::bad_field(where + ".content", "required");
+    Json msg = Json::object();
+    msg.set("role", r);
+    msg.set("content", content_text(*content, where + ".content"));
+    normalized.push_back(std::move(msg));
+  }
+  return normalized;
+}
+
+ParsedRequest parse_chat_request(const Json& body) {
+  ParsedRequest out;
+  parse_common(body, out);
+  out.request.messages = parse_messages(body.find("messages"));
+  if (const Json* route = field(body, "x_edgellm_route")) {
+    if (!route->is_string() ||
+        (route->as_string() != "auto" && route->as_string() != "local" && route->as_string() != "cloud")) {
+      throw ApiError::bad_field("x_edgellm_route", "expected \"auto\", \"local\" or \"cloud\"");
+    }
+    out.route = route->as_string();
+  }
+  return out;
+}
+
+ParsedRequest parse_completion_request(const Json& body) {
+  ParsedRequest out;
+  parse_common(body, out);
+  refuse(body, "suffix", "not supported");
+  if (field(body, "echo") && boolean(body, "echo")) throw ApiError::bad_field("echo", "not supported");
+  if (field(body, "best_of") && integer_in(body, "best_of", 1, 1000) != 1) {
+    throw ApiError::bad_field("best_of", "only best_of = 1 is supported");
+  }
+  const Json* prompt = field(body, "prompt");
+  if (prompt == nullptr) throw ApiError::bad_field("prompt", "required");
+  if (prompt->is_string()) {
+    out.request.prompt = prompt->as_string();
+  } else if (prompt->is_array() && prompt->size() == 1 && prompt->at(0).is_string()) {
+    out.request.prompt = prompt->at(0).as_string();
+  } else if (prompt->is_array() && prompt->size() > 0 && prompt->at(0).is_number()) {
+    for (size_t i = 0; i < prompt->size(); ++i) {
+      const Json& t = prompt->at(i);
+      if (!t.is_number() || t.as_number() != std::floor(t.as_number()) || t.as_number() < 0 ||
+          t.as_number() > INT32_MAX) {
+        throw ApiError::bad_field("prompt[" + std::to_string(i) + "]", "expected a token id");
+      }
+      out.request.tokens.push_back(static_cast<int32_t>(t.as_number()));
+    }
+  } else {
+    throw ApiError::bad_field("prompt", "expected a string, an array of one string or an array of token ids");
+  }
+  if (out.request.prompt.empty() && out.request.tokens.empty()) throw ApiError::bad_field("prompt", "is empty");
+  return out;
+}
+
+}  // namespace edgellm::server

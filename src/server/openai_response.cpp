@@ -1,0 +1,134 @@
+#include "server/openai_response.h"
+
+namespace edgellm::server {
+namespace {
+
+const char* object_name(const ResponseHead& h, bool chunk) {
+  if (h.endpoint == Endpoint::kChat) return chunk ? "chat.completion.chunk" : "chat.completion";
+  return "text_completion";
+}
+
+Json envelope(const ResponseHead& h, bool chunk) {
+  Json j = Json::object();
+  j.set("id", h.id);
+  j.set("object", object_name(h, chunk));
+  j.set("created", h.created);
+  j.set("model", h.model);
+  j.set("system_fingerprint", "edgellm");
+  return j;
+}
+
+// One choice of a chunk: chat carries a delta, completions carry text.
+Json chunk_choice(const ResponseHead& h, Json delta_or_text, Json finish_reason) {
+  Json c = Json::object();
+  c.set("index", 0);
+  if (h.endpoint == Endpoint::kChat) {
+    c.set("delta", std::move(delta_or_text));
+  } else {
+    c.set("text", std::move(delta_or_text));
+  }
+  c.set("logprobs", Json());
+  c.set("finish_reason", std::move(finish_reason));
+  return c;
+}
+
+Json with_choice(Json j, Json choice, bool include_usage) {
+  Json choices = Json::array();
+  choices.push_back(std::move(choice));
+  j.set("choices", std::move(choices));
+  if (include_usage) j.set("usage", Json());  // OpenAI: null on every chunk but the usage one
+  return j;
+}
+
+}  // namespace
+
+const char* openai_finish_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kCancelled: return "stop";
+    default: return "length";
+  }
+}
+
+Json usage_json(const RequestStats& s) {
+  Json u = Json::object();
+  u.set("prompt_tokens", s.prompt_tokens);
+  u.set("completion_tokens", s.completion_tokens);
+  u.set("total_tokens", s.prompt_tokens + s.completion_tokens);
+  return u;
+}
+
+Json edgellm_json(const RequestResult& r) {
+  Json x = Json::object();
+  x.set("finish_reason", finish_reason_name(r.finish_reason));
+  x.set("ttft_ms", r.stats.ttft_ms);
+  x.set("queue_ms", r.stats.queue_ms);
+  x.set("total_ms", r.stats.total_ms);
+  x.set("decode_tokens_per_second", r.stats.decode_tokens_per_second);
+  x.set("prompt_tokens", r.stats.prompt_tokens);
+  x.set("completion_tokens", r.stats.completion_tokens);
+  return x;
+}
+
+Json completion_body(const ResponseHead& h, const RequestResult& r) {
+  Json j = envelope(h, false);
+  Json c = Json::object();
+  c.set("index", 0);
+  if (h.endpoint == Endpoint::kChat) {
+    Json m = Json::object();
+    m.set("role", "assistant");
+    m.set("content", r.text);
+    c.set("message", std::move(m));
+  } else {
+    c.set("text", r.text);
+  }
+  c.set("logprobs", Json());
+  c.set("finish_reason", openai_finish_reason(r.finish_reason));
+  Json choices = Json::array();
+  choices.push_back(std::move(c));
+  j.set("choices", std::move(choices));
+  j.set("usage", usage_json(r.stats));
+  j.set("x_edgellm", edgellm_json(r));
+  return j;
+}
+
+Json text_chunk(const ResponseHead& h, const std::string& text, int32_t tokens, bool include_usage) {
+  Json payload;
+  if (h.endpoint == Endpoint::kChat) {
+    payload = Json::object();
+    payload.set("content", text);
+  } else {
+    payload = Json(text);
+  }
+  Json j = with_choice(envelope(h, true), chunk_choice(h, std::move(payload), Json()), include_usage);
+  Json x = Json::object();
+  x.set("tokens", tokens);
+  j.set("x_edgellm", std::move(x));
+  return j;
+}
+
+Json role_chunk(const ResponseHead& h, bool include_usage) {
+  Json delta = Json::object();
+  delta.set("role", "assistant");
+  delta.set("content", "");
+  return with_choice(envelope(h, true), chunk_choice(h, std::move(delta), Json()), include_usage);
+}
+
+Json final_chunk(const ResponseHead& h, const RequestResult& r, bool include_usage) {
+  Json payload = h.endpoint == Endpoint::kChat ? Json::object() : Json("");
+  Json j = with_choice(envelope(h, true), chunk_choice(h, std::move(payload), openai_finish_reason(r.finish_reason)),
+                       include_usage);
+  j.set("x_edgellm", edgellm_json(r));
+  return j;
+}
+
+Json usage_chunk(const ResponseHead& h, const RequestResult& r) {
+  Json j = envelope(h, true);
+  j.set("choices", Json::array());
+  j.set("usage", usage_json(r.stats));
+  return j;
+}
+
+std::string sse_event(const Json& body) { return "data: " + body.dump() + "\n\n"; }
+
+}  // namespace edgellm::server

@@ -1,0 +1,38 @@
+#include "server/server_counters.h"
+
+namespace edgellm::server {
+namespace {
+
+void counter(std::string& out, const char* name, const char* help, uint64_t value) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
+         std::to_string(value) + "\n";
+}
+
+}  // namespace
+
+std::string ServerCounters::to_prometheus() const {
+  std::string out;
+  counter(out, "edgellm_http_requests_total", "HTTP requests received.", http_requests.load());
+  counter(out, "edgellm_http_client_errors_total", "Responses with a 4xx status.", http_4xx.load());
+  counter(out, "edgellm_http_busy_total", "Responses 429 (waiting queue full).", http_429.load());
+  counter(out, "edgellm_http_server_errors_total", "Responses with a 5xx status.", http_5xx.load());
+  counter(out, "edgellm_http_client_disconnects_total", "Generations cancelled because the client disconnected.",
+          client_disconnects.load());
+  counter(out, "edgellm_http_streams_total", "Streamed (SSE) responses started.", streams.load());
+  out += "# HELP edgellm_router_decisions_total Routed chat requests by the route that answered.\n"
+         "# TYPE edgellm_router_decisions_total counter\n";
+  out += "edgellm_router_decisions_total{route=\"local\"} " + std::to_string(route_local.load()) + "\n";
+  out += "edgellm_router_decisions_total{route=\"local-low-confidence\"} " + std::to_string(route_low_confidence.load()) + "\n";
+  out += "edgellm_router_decisions_total{route=\"cloud\"} " + std::to_string(route_cloud.load()) + "\n";
+  counter(out, "edgellm_router_cloud_failures_total", "Cloud calls that failed (answered locally instead).",
+          route_cloud_failures.load());
+  counter(out, "edgellm_router_privacy_blocks_total", "Cloud routes refused by privacy mode.", route_privacy_blocks.load());
+  out += "# HELP edgellm_router_score Confidence scores of local answers (geometric mean token probability).\n"
+         "# TYPE edgellm_router_score summary\n";
+  out += "edgellm_router_score_sum " + std::to_string(static_cast<double>(route_score_micros.load()) / 1e6) + "\n";
+  out += "edgellm_router_score_count " + std::to_string(route_scored.load()) + "\n";
+  counter(out, "edgellm_router_latency_microseconds_total", "Summed latency of routed requests.", route_latency_us.load());
+  return out;
+}
+
+}  // namespace edgellm::server

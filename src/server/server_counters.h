@@ -1,0 +1,33 @@
+// The HTTP layer's own counters (the service's metrics cover the requests it accepted):
+// rendered after the service's in GET /metrics. Lock-free; any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace edgellm::server {
+
+struct ServerCounters {
+  std::atomic<uint64_t> http_requests{0};        // every request httplib routed or refused
+  std::atomic<uint64_t> http_4xx{0};             // client errors (429 included)
+  std::atomic<uint64_t> http_429{0};             // queue full
+  std::atomic<uint64_t> http_5xx{0};
+  std::atomic<uint64_t> client_disconnects{0};   // generation cancelled because the client left
+  std::atomic<uint64_t> streams{0};              // SSE responses started
+  // Router decisions (router.h): by final route, cloud calls that failed (answered locally),
+  // cloud routes refused by privacy mode, and the sums behind the mean score and latency.
+  std::atomic<uint64_t> route_local{0};
+  std::atomic<uint64_t> route_low_confidence{0};
+  std::atomic<uint64_t> route_cloud{0};
+  std::atomic<uint64_t> route_cloud_failures{0};
+  std::atomic<uint64_t> route_privacy_blocks{0};
+  std::atomic<uint64_t> route_score_micros{0};   // sum of scores x 1e6
+  std::atomic<uint64_t> route_scored{0};         // decisions with a local score
+  std::atomic<uint64_t> route_latency_us{0};     // sum of routed request latencies
+
+  // Prometheus text exposition (edgellm_http_* counters).
+  std::string to_prometheus() const;
+};
+
+}  // namespace edgellm::server

@@ -1,0 +1,108 @@
+// The web chat page in a real headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core): type a prompt, see tokens arrive, press Stop, see the stats; the server
+// counts the cancelled generation. Also a phone-sized viewport: nothing wider than the screen.
+// A screenshot is written to $EDGELLM_SCREENSHOT_DIR (default: the OS temp dir).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import os from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import { startServer } from "./server.mjs";
+
+let server;
+let browser;
+const shots = process.env.EDGELLM_SCREENSHOT_DIR || os.tmpdir();
+
+before(async () => {
+  server = await startServer(["-c", "4096", "-np", "1"]);
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+                                    args: ["--no-sandbox", "--disable-gpu"] });
+});
+after(async () => {
+  await browser?.close();
+  assert.equal(await server?.stop(), 0);
+});
+
+test("stream, stop, stats on a phone-sized screen", async () => {
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e));
+  // stories260K answers in a fraction of a second; for Stop to have something to stop, the
+  // request goes out with ignore_eos (llama-server's field) and a long max_tokens.
+  // (Wrapping fetch in the page, not page.route: an intercepted response reaches the page only
+  // when complete, which would hide the streaming.)
+  await page.addInitScript(() => {
+    const realFetch = window.fetch;
+    window.fetch = (url, init) => {
+      if (String(url).endsWith("/v1/chat/completions") && init && init.body) {
+        init = { ...init, body: JSON.stringify({ ...JSON.parse(init.body), ignore_eos: true }) };
+      }
+      return realFetch(url, init);
+    };
+  });
+  await page.goto(server.url + "/");
+  await page.waitForFunction(() => document.getElementById("model").textContent.length > 0);
+
+  await page.click("summary");
+  await page.fill("#system", "You tell short stories.");
+  await page.fill("#max-tokens", "3900");
+  await page.fill("#prompt", "Once upon a time");
+  const cancelsBefore = await server.metric('edgellm_requests_by_reason_total{reason="cancelled"}');
+  await page.click("#send");
+
+  const answer = page.locator('[data-testid="answer"] .text');
+  await page.waitForFunction(() => {
+    const el = document.querySelector('[data-testid="answer"] .text');
+    return el && el.textContent.length > 20;
+  }, null, { timeout: 10000, polling: 25 });
+  assert.equal(await page.isDisabled("#send"), true);
+  const partial = (await answer.textContent()).length;
+  await page.click("#stop");
+
+  const stats = page.locator('[data-testid="stats"]');
+  await stats.waitFor({ timeout: 10000 });
+  const statsText = await stats.textContent();
+  assert.match(statsText, /TTFT \d+ ms/);
+  assert.match(statsText, /\d+ tokens/);
+  assert.match(statsText, /tok\/s/);
+  assert.match(statsText, /stopped/);
+  const final = (await answer.textContent()).length;
+  assert.ok(final >= partial && final < 3900 * 8, "the answer stopped early");
+  assert.equal(await page.isDisabled("#send"), false);
+
+  // The server saw the disconnect and cancelled the generation (bounded wait).
+  let cancels = cancelsBefore;
+  for (let i = 0; i < 100 && cancels === cancelsBefore; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    cancels = await server.metric('edgellm_requests_by_reason_total{reason="cancelled"}');
+  }
+  assert.equal(cancels, cancelsBefore + 1);
+
+  // Phone layout: no horizontal scrolling, the composer stays on screen.
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `page is ${width}px wide on a 390px screen`);
+  const box = await page.locator("#prompt").boundingBox();
+  assert.ok(box && box.y + box.height <= 844);
+  await page.screenshot({ path: path.join(shots, "edgellm-chat-phone.png") });
+  assert.deepEqual(pageErrors, []);
+  await page.close();
+});
+
+test("a second turn carries the history and finishes with usage stats", async () => {
+  const page = await browser.newPage({ viewport: { width: 1024, height: 700 } });
+  const bodies = [];
+  page.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) bodies.push(JSON.parse(r.postData())); });
+  await page.goto(server.url + "/");
+  for (const prompt of ["Lily had a cat", "What did the cat do?"]) {
+    await page.fill("#prompt", prompt);
+    await page.press("#prompt", "Enter");
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stats"]').length === n,
+                                bodies.length, { timeout: 10000 });
+  }
+  assert.equal(bodies.length, 2);
+  assert.deepEqual(bodies[1].messages.map((m) => m.role), ["user", "assistant", "user"]);
+  assert.equal(bodies[1].messages[0].content, "Lily had a cat");
+  const last = await page.locator('[data-testid="stats"]').last().textContent();
+  assert.match(last, /(stop|length)$/);
+  await page.close();
+});

@@ -1,0 +1,347 @@
+// The edge-cloud router (src/server/router.h) end to end: the confidence score equals an
+// independent recompute from generate()'s logits; a low score goes to a second EdgeLLM server on
+// loopback acting as the cloud, with the context synced (checked on the cloud side: the last 3
+// user turns verbatim, older turns only as a summary); the band between the thresholds returns
+// the local answer marked low-confidence with a one-call retry in the cloud; privacy mode never
+// connects (the stand-in's listening socket has nothing to accept); a cloud that is down gives
+// the local answer with the reason.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/json.h"
+#include "core/log.h"
+#include "engine/context.h"
+#include "engine/sampler.h"
+#include "generation/chat_session.h"
+#include "generation/generate.h"
+#include "model/model.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "service/inference_service.h"
+#include "support/test_env.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm::server {
+namespace {
+
+// Log lines of every server in the process (the cloud runs with log_prompts).
+std::mutex g_log_mutex;
+std::vector<std::string> g_log;
+void capture(LogLevel, const char* message, void*) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_log.emplace_back(message);
+}
+
+class Running {
+ public:
+  explicit Running(ServerOptions so) {
+    model_ = Model::load(test::shared_model("stories260K.gguf"));
+    ServiceParams sp;
+    sp.context.n_ctx = 512;
+    sp.context.n_seq_max = 2;
+    sp.context.kv_type = TensorType::F32;
+    service_ = std::make_unique<InferenceService>(model_, sp);
+    so.port = 0;
+    server_ = std::make_unique<HttpServer>(*service_, so);
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->serve(); });
+  }
+  ~Running() {
+    server_->stop();
+    thread_.join();
+    service_->shutdown();
+  }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  InferenceService& service() { return *service_; }
+  HttpServer& http() { return *server_; }
+
+  httplib::Result chat(const Json& body) const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(30, 0);
+    return c.Post("/v1/chat/completions", body.dump(), "application/json");
+  }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = -1;
+  std::thread thread_;
+};
+
+Json message(const char* role, const std::string& content) {
+  Json m = Json::object();
+  m.set("role", role);
+  m.set("content", content);
+  return m;
+}
+
+Json chat_body(const Json& messages) {
+  Json b = Json::object();
+  b.set("messages", messages);
+  b.set("max_tokens", 24);
+  b.set("temperature", 0);
+  return b;
+}
+
+// A listening socket nobody serves: a cloud stand-in that can tell whether anyone connected.
+class Listener {
+ public:
+  Listener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    ::listen(fd_, 16);
+    socklen_t len = sizeof(a);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ::fcntl(fd_, F_SETFL, O_NONBLOCK);
+  }
+  ~Listener() { close(); }
+  int port() const { return port_; }
+  // Connections waiting to be accepted (accepts and closes them).
+  int pending() {
+    int n = 0;
+    for (int c; (c = ::accept(fd_, nullptr, nullptr)) >= 0; ++n) ::close(c);
+    return n;
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST(Router, ScoreIsTheGeometricMeanOfTheModelsTokenProbabilities) {
+  ServerOptions so;
+  so.router.privacy = true;  // local answers only
+  Running local(so);
+  Json messages = Json::array();
+  messages.push_back(message("user", "Tell me about a cat"));
+  auto res = local.chat(chat_body(messages));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const Json j = Json::parse(res->body);
+  const Json& route = j.at("x_edgellm").at("route");
+  const double score = route.at("score").as_number();
+
+  // Independent recompute: generate() on a fresh Context, softmax of each sampled position.
+  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
+  const std::vector<int32_t> prompt = chat_prompt_tokens(local.service().chat_template(), *tok, messages);
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.kv_type = TensorType::F32;
+  Context ctx(*model, cp);
+  SamplerParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp, model->hparams().n_vocab);
+  GenerationParams gp;
+  gp.max_tokens = 24;
+  gp.stop = chat_stop_strings(local.service().chat_template(), *tok, {});
+  std::vector<double> p_max;  // greedy: the sampled token is the argmax
+  GenerationCallbacks cb;
+  cb.on_logits = [&](const float* logits, int32_t n) {
+    double mx = logits[0], sum = 0;
+    for (int32_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(logits[i]));
+    for (int32_t i = 0; i < n; ++i) sum += std::exp(logits[i] - mx);
+    p_max.push_back(1.0 / sum);
+  };
+  const GenerationResult g = generate(ctx, sampler, tok.get(), prompt, gp, cb);
+  ASSERT_FALSE(g.tokens.empty());
+  EXPECT_EQ(j.at("choices").at(0).at("message").at("content").as_string(), g.text);
+  double log_sum = 0, min_p = 1;
+  for (size_t i = 0; i < g.tokens.size(); ++i) {
+    log_sum += std::log(p_max[i]);
+    min_p = std::min(min_p, p_max[i]);
+  }
+  EXPECT_NEAR(score, std::exp(log_sum / static_cast<double>(g.tokens.size())), 1e-4);
+  EXPECT_NEAR(route.at("min_p").as_number(), min_p, 1e-4);
+  EXPECT_GT(score, 0.0);
+  EXPECT_LE(score, 1.0);
+}
+
+TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
+  ServerOptions cloud_opts;
+  cloud_opts.log_prompts = true;
+  cloud_opts.model_name = "cloud-model";
+  Running cloud(cloud_opts);
+  ServerOptions so;
+  so.router.cloud_url = cloud.url();
+  so.router.cloud_model = "big-model";
+  so.router.local_threshold = 1.5;  // every score is below both: always the cloud
+  so.router.cloud_threshold = 1.4;
+  Running local(so);
+
+  set_log_sink(capture, nullptr, LogLevel::kInfo);
+  Json messages = Json::array();
+  messages.push_back(message("system", "You are kind."));
+  for (int t = 1; t <= 5; ++t) {
+    messages.push_back(message("user", "question number " + std::to_string(t)));
+    if (t < 5) messages.push_back(message("assistant", "answer number " + std::to_string(t)));
+  }
+  auto res = local.chat(chat_body(messages));
+  set_log_sink(nullptr, nullptr);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("x-edgellm-route"), "cloud");
+  const Json j = Json::parse(res->body);
+  EXPECT_EQ(j.at("x_edgellm").at("route").at("route").as_string(), "cloud");
+  EXPECT_GE(cloud.http().counters().http_requests.load(), 1u);
+
+  // What the cloud received (its --log-prompts line).
+  std::string seen;
+  {
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    for (const std::string& line : g_log) {
+      if (line.find(" prompt: ") != std::string::npos) seen = line;
+    }
+  }
+  ASSERT_FALSE(seen.empty());
+  const Json sent = Json::parse(seen.substr(seen.find(" prompt: ") + 9));
+  EXPECT_EQ(sent.at(0).at("content").as_string(), "You are kind.");
+  EXPECT_NE(sent.at(1).at("content").as_string().find("Summary of the earlier conversation: "), std::string::npos);
+  // The last 3 user turns verbatim, in order; the first two only inside the summary.
+  const std::vector<std::string> expected = {"question number 3", "answer number 3", "question number 4",
+                                             "answer number 4", "question number 5"};
+  ASSERT_EQ(sent.size(), 2 + expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(sent.at(2 + i).at("content").as_string(), expected[i]);
+  EXPECT_EQ(seen.find("\"question number 1\""), std::string::npos);
+
+  // The cloud's answer is what the client got: the same request straight to the cloud.
+  Json direct = Json::object();
+  direct.set("messages", sent);
+  direct.set("max_tokens", 24);
+  direct.set("temperature", 0);
+  auto d = cloud.chat(direct);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(Json::parse(d->body).at("choices").at(0).at("message").at("content").as_string(),
+            j.at("choices").at(0).at("message").at("content").as_string());
+}
+
+TEST(Router, BetweenThresholdsIsLocalLowConfidenceWithOneCallRetry) {
+  ServerOptions cloud_opts;
+  Running cloud(cloud_opts);
+  ServerOptions so;
+  so.router.cloud_url = cloud.url();
+  so.router.local_threshold = 1.5;
+  so.router.cloud_threshold = 0.0;
+  Running local(so);
+  Json messages = Json::array();
+  messages.push_back(message("user", "Hi"));
+  auto res = local.chat(chat_body(messages));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("x-edgellm-route"), "local-low-confidence");
+  const Json j = Json::parse(res->body);
+  const Json& route = j.at("x_edgellm").at("route");
+  EXPECT_EQ(cloud.http().counters().http_requests.load(), 0u);
+  ASSERT_TRUE(route.find("retry_in_cloud") != nullptr);
+
+  // The one-call retry: the same body plus the field it names.
+  Json retry = chat_body(messages);
+  retry.set("x_edgellm_route", route.at("retry_in_cloud").at("x_edgellm_route"));
+  auto again = local.chat(retry);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->get_header_value("x-edgellm-route"), "cloud");
+  EXPECT_EQ(cloud.http().counters().http_requests.load(), 1u);
+}
+
+TEST(Router, PrivacyModeNeverConnects) {
+  Listener standin;
+  ServerOptions so;
+  so.router.cloud_url = "http://127.0.0.1:" + std::to_string(standin.port());
+  so.router.privacy = true;
+  so.router.local_threshold = 1.5;
+  so.router.cloud_threshold = 1.4;  // the score says cloud; privacy says no
+  Running local(so);
+  Json messages = Json::array();
+  messages.push_back(message("user", "Hi"));
+  for (const char* forced : {"auto", "cloud"}) {
+    Json body = chat_body(messages);
+    body.set("x_edgellm_route", forced);
+    auto res = local.chat(body);
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("x-edgellm-route"), "local");
+    const Json j = Json::parse(res->body);
+    EXPECT_NE(j.at("x_edgellm").at("route").at("reason").as_string().find("privacy"), std::string::npos);
+    EXPECT_FALSE(j.at("choices").at(0).at("message").at("content").as_string().empty());
+  }
+  EXPECT_EQ(standin.pending(), 0);
+  EXPECT_EQ(local.http().counters().route_privacy_blocks.load(), 2u);
+}
+
+TEST(Router, CloudDownAnswersLocallyWithTheReason) {
+  int dead_port = 0;
+  {
+    Listener gone;
+    dead_port = gone.port();
+  }  // closed: connections are refused
+  ServerOptions so;
+  so.router.cloud_url = "http://127.0.0.1:" + std::to_string(dead_port);
+  so.router.local_threshold = 1.5;
+  so.router.cloud_threshold = 1.4;
+  so.router.cloud_timeout_ms = 2000;
+  Running local(so);
+  Json messages = Json::array();
+  messages.push_back(message("user", "Hi"));
+  auto res = local.chat(chat_body(messages));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("x-edgellm-route"), "local");
+  const Json j = Json::parse(res->body);
+  EXPECT_NE(j.at("x_edgellm").at("route").at("reason").as_string().find("offline"), std::string::npos);
+  EXPECT_FALSE(j.at("choices").at(0).at("message").at("content").as_string().empty());
+  EXPECT_EQ(local.http().counters().route_cloud_failures.load(), 1u);
+  httplib::Client c("127.0.0.1", local.port());
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("edgellm_router_decisions_total{route=\"local\"} 1"), std::string::npos);
+  EXPECT_NE(m->body.find("edgellm_router_cloud_failures_total 1"), std::string::npos);
+}
+
+TEST(Router, SplitContextKeepsSystemAndLastTurns) {
+  Json m = Json::array();
+  m.push_back(message("system", "s"));
+  m.push_back(message("user", "u1"));
+  m.push_back(message("assistant", "a1"));
+  m.push_back(message("user", "u2"));
+  const ContextSplit few = split_context(m, 3);
+  EXPECT_EQ(few.older.size(), 0u);
+  EXPECT_EQ(few.recent.size(), 4u);
+  const ContextSplit one = split_context(m, 1);
+  EXPECT_EQ(one.older.size(), 2u);
+  ASSERT_EQ(one.recent.size(), 2u);
+  EXPECT_EQ(one.recent.at(1).at("content").as_string(), "u2");
+  const Json with = with_summary(one.recent, "talked");
+  ASSERT_EQ(with.size(), 3u);
+  EXPECT_EQ(with.at(1).at("role").as_string(), "system");
+  const Confidence c = confidence_of({0.5f, 0.5f, 1.0f});
+  EXPECT_NEAR(c.score, std::cbrt(0.25), 1e-6);
+  EXPECT_NEAR(c.mean, 2.0 / 3.0, 1e-6);
+  EXPECT_NEAR(c.min, 0.5, 1e-6);
+}
+
+}  // namespace
+}  // namespace edgellm::server

@@ -1,0 +1,148 @@
+// `edgellm serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md).
+//   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
+//                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] ...
+// Loopback only unless --api-key is given. SIGINT / SIGTERM stop it cleanly (open requests are
+// cancelled, the model is unloaded).
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "generation_options.h"
+#include "server/http_server.h"
+#include "service/inference_service.h"
+
+namespace edgellm::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+std::string file_stem(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.rfind(".gguf");
+  if (dot != std::string::npos && dot + 5 == name.size()) name.resize(dot);
+  return name;
+}
+
+int cmd_serve(const std::vector<std::string>& args) {
+  std::string model;
+  ContextOptions ctx;
+  std::string chat_template;
+  int32_t parallel = 4;
+  int32_t max_queued = 3;
+  int32_t port = 8080;
+  int64_t timeout_s = 120;
+  int32_t max_body_kib = 1024;
+  server::ServerOptions so;
+  bool no_warmup = false;
+  std::string api_key_env;
+  ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
+  ap.add_string("-m,--model", &model, "FILE", "GGUF model to serve");
+  ap.add_string("--host", &so.host, "ADDR",
+                "address to listen on (default 127.0.0.1; any non-loopback address needs --api-key)");
+  ap.add_int("--port", &port, "N", "TCP port; 0 = any free one, printed at start (default 8080)", 0, 65535);
+  ap.add_string("--api-key", &so.api_key, "KEY", "require 'Authorization: Bearer KEY' on every endpoint but / and /health");
+  ap.add_string("--api-key-env", &api_key_env, "VAR", "read the API key from environment variable VAR (keeps it out of ps)");
+  ap.add_int("-np,--parallel", &parallel, "N", "requests decoded at once (sequences; default 4)", 1, 64);
+  ap.add_int("--max-queued", &max_queued, "N", "requests that may wait for a sequence; more get 429 (default 3)", 0, 4096);
+  ap.add_int64("--timeout", &timeout_s, "S", "deadline of one request in seconds, queue wait included (default 120)", 1,
+               86400);
+  ap.add_int("--max-body-kib", &max_body_kib, "N", "largest request body in KiB; larger gets 413 (default 1024)", 1,
+             1 << 20);
+  ap.add_string("--cors-origin", &so.cors_origin, "ORIGIN", "allow browser pages from ORIGIN (default: CORS off)");
+  ap.add_flag("--log-prompts", &so.log_prompts, "log request text (default: only ids, sizes and timings)");
+  ap.add_string("--alias", &so.model_name, "NAME", "model id in /v1/models and responses (default: the file name)");
+  ap.add_string("--chat-template", &chat_template, "NAME|FILE", "chat template (default: the model's own)");
+  ap.add_flag("--no-warmup", &no_warmup, "skip the warm-up forward pass at start");
+  std::string cloud_key_env;
+  double route_local = so.router.local_threshold, route_cloud = so.router.cloud_threshold;
+  ap.add_string("--cloud-url", &so.router.cloud_url, "URL",
+                "router: OpenAI-compatible cloud endpoint base, e.g. http://10.0.0.5:8080 (default: none)");
+  ap.add_string("--cloud-model", &so.router.cloud_model, "NAME", "router: model name sent to the cloud");
+  ap.add_string("--cloud-key-env", &cloud_key_env, "VAR", "router: environment variable holding the cloud's API key");
+  ap.add_custom("--route-local", "P", "router: answer locally when the confidence score >= P (default 0.85)",
+                [&](const std::string& v) { route_local = parse_double(v, "--route-local"); });
+  ap.add_custom("--route-cloud", "P", "router: ask the cloud when the score < P (default 0.6)",
+                [&](const std::string& v) { route_cloud = parse_double(v, "--route-cloud"); });
+  ap.add_flag("--privacy", &so.router.privacy, "router: never call the cloud (answers stay on this device)");
+  add_context_options(ap, &ctx);
+  add_kv_type_option(ap, &ctx.kv_type);
+  if (!ap.parse(args)) return 0;
+  if (model.empty()) throw Error(ErrorCode::kInvalidArgument, "-m MODEL is required");
+  if (!api_key_env.empty()) {
+    const char* v = std::getenv(api_key_env.c_str());
+    if (v == nullptr || *v == '\0') throw Error(ErrorCode::kInvalidArgument, "--api-key-env: $" + api_key_env + " is empty");
+    so.api_key = v;
+  }
+  if (!cloud_key_env.empty()) {
+    const char* v = std::getenv(cloud_key_env.c_str());
+    if (v == nullptr) throw Error(ErrorCode::kInvalidArgument, "--cloud-key-env: $" + cloud_key_env + " is not set");
+    so.router.cloud_key = v;
+  }
+  if (!(route_cloud >= 0 && route_cloud <= route_local && route_local <= 1.0001)) {
+    throw Error(ErrorCode::kInvalidArgument, "--route-cloud and --route-local: need 0 <= cloud <= local <= 1");
+  }
+  so.router.local_threshold = route_local;
+  so.router.cloud_threshold = route_cloud;
+  if (!so.router.cloud_url.empty() && so.router.cloud_url.rfind("http://", 0) != 0 &&
+      so.router.cloud_url.rfind("https://", 0) != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "--cloud-url: expected http://HOST:PORT or https://HOST");
+  }
+  so.port = port;
+  so.deadline_ms = timeout_s * 1000;
+  so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;
+  if (so.model_name.empty()) so.model_name = file_stem(model);
+
+  ServiceParams sp;
+  sp.context = context_params(ctx);
+  sp.context.n_seq_max = parallel;
+  sp.load = model_load_params(ctx);
+  sp.max_queued = max_queued;
+  sp.chat_template = chat_template;
+  // Refuse a public bind before spending seconds on loading the model.
+  server::HttpServer::check_options(so);
+  // Info messages (request ids, timings; prompts with --log-prompts) to stderr.
+  set_log_sink([](LogLevel level, const char* message, void*) {
+    std::fprintf(stderr, "[%s] %s\n", log_level_name(level), message);
+  }, nullptr, LogLevel::kInfo);
+  std::unique_ptr<InferenceService> service = InferenceService::open(model, sp);
+  server::HttpServer http(*service, so);
+  const int bound = http.bind();
+  if (!no_warmup) service->warmup();
+  std::fprintf(stderr, "edgellm serve: %s on http://%s:%d (%d parallel, %d queued)%s%s\n", so.model_name.c_str(),
+               so.host.c_str(), bound, parallel, max_queued, so.api_key.empty() ? "" : ", API key required",
+               so.router.privacy ? ", router: privacy mode" : so.router.cloud_url.empty() ? "" : ", router: cloud on");
+  std::fflush(stderr);
+
+  // httplib blocks in serve(); a watcher thread turns SIGINT/SIGTERM into stop().
+  std::signal(SIGPIPE, SIG_IGN);  // a client that left must not kill the server mid-write
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  std::atomic<bool> served{false};
+  std::thread watcher([&] {
+    while (!g_stop.load() && !served.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    http.stop();
+  });
+  http.serve();
+  served.store(true);
+  watcher.join();
+  service->shutdown();
+  std::fprintf(stderr, "edgellm serve: stopped\n");
+  return 0;
+}
+
+const CommandRegistration kRegistration("serve", "OpenAI-compatible HTTP server with a web chat page", cmd_serve);
+
+}  // namespace
+}  // namespace edgellm::cli
