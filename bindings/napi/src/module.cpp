@@ -3,8 +3,25 @@
 #include "addon.h"
 #include "js.h"
 
+#if defined(EDGELLM_NAPI_OHOS)
+#include <hilog/log.h>
+#endif
+
 namespace edgellm_napi {
 namespace {
+
+#if defined(EDGELLM_NAPI_OHOS)
+// On the device the library's log lines go to hilog (`hilog -T EdgeLLM`). The callback may run on
+// any thread, concurrently; OH_LOG_Print is thread-safe. Messages never contain the user's text
+// (edgellm.h), so they are public.
+void to_hilog(edgellm_log_level level, const char* message, void*) {
+  const LogLevel hilog_level = level == EDGELLM_LOG_ERROR  ? LOG_ERROR
+                               : level == EDGELLM_LOG_WARN ? LOG_WARN
+                               : level == EDGELLM_LOG_INFO ? LOG_INFO
+                                                           : LOG_DEBUG;
+  OH_LOG_Print(LOG_APP, hilog_level, 0xE11A, "EdgeLLM", "%{public}s", message);
+}
+#endif
 
 napi_value version(napi_env env, napi_callback_info) { return js_string(env, edgellm_version()); }
 
@@ -13,6 +30,9 @@ napi_value init(napi_env env, napi_value exports) {
     throw_error(env, "INTERNAL", "libedgellm ABI version differs from the header the addon was built with");
     return nullptr;
   }
+#if defined(EDGELLM_NAPI_OHOS)
+  edgellm_set_log_callback(to_hilog, nullptr, EDGELLM_LOG_INFO);
+#endif
   auto* data = new AddonData();
   if (napi_set_instance_data(
           env, data,
