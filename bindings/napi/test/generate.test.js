@@ -148,6 +148,11 @@ test('tokenize / detokenize round trip, info and metrics', async () => {
     const info = m.info();
     assert.equal(info.architecture, 'llama');
     assert.equal(info.n_ctx, 256);
+    // index.d.ts's ModelInfo names exactly the fields info() has.
+    const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8');
+    const body = dts.slice(dts.indexOf('export interface ModelInfo {'));
+    const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^  (\w+):/gm)].map((x) => x[1]);
+    assert.deepEqual(declared.sort(), Object.keys(info).sort());
     assert.equal(typeof m.metrics().kvBlocksTotal, 'number');
   } finally {
     await m.release();

@@ -98,8 +98,29 @@ export interface Metrics {
   peakRssBytes: number;
 }
 
-// The library's model description (architecture, parameters, weight types, context, memory plan).
-export type ModelInfo = Record<string, unknown>;
+// The library's model description (edgellm_model_info_json, field names as it writes them).
+export interface ModelInfo {
+  architecture: string;            // 'llama', 'qwen2', 'qwen3'
+  n_vocab: number;
+  n_ctx_train: number;
+  n_embd: number;
+  n_layer: number;
+  n_head: number;
+  n_head_kv: number;
+  head_dim: number;
+  n_ff: number;
+  rope_freq_base: number;
+  matrix_parameters: number;
+  matrix_types: Record<string, number>;  // weight type -> number of matrices
+  weight_bytes: number;
+  repacked_bytes: number;
+  n_ctx: number;                   // the memory plan: context, sequences, KV type and block size
+  n_parallel: number;
+  kv_type: string;
+  kv_block_tokens: number;
+  n_threads: number;
+  n_threads_batch: number;
+}
 
 export interface TokenizeOptions {
   addBos?: boolean;
