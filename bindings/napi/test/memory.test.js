@@ -40,7 +40,8 @@ for (const release of [true, false]) {
       }
       await collect();
       const grew = process.memoryUsage().rss - rss0;
-      assert.ok(grew < RSS_BOUND, `RSS grew ${(grew / 1048576).toFixed(1)} MiB over ${CYCLES} cycles`);
+      // Under ASan (EDGELLM_NAPI_SANITIZER=1) freed memory sits in its quarantine: threads only.
+      if (!process.env.EDGELLM_NAPI_SANITIZER) assert.ok(grew < RSS_BOUND, `RSS grew ${(grew / 1048576).toFixed(1)} MiB over ${CYCLES} cycles`);
       assert.ok(h.threadCount() <= threads0, `threads ${threads0} -> ${h.threadCount()}`);
     });
 }
