@@ -64,7 +64,7 @@ test-asan: deps
 
 # ThreadSanitizer: the areas of TSAN_AREAS (without the "speed" and "rss" tests); no CLI.
 test-tsan: deps
-	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF \
+	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF -DEDGELLM_BUILD_NAPI=OFF \
 	  "-DEDGELLM_TEST_AREAS=$(TSAN_AREAS)"
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE 'speed|rss'
