@@ -95,6 +95,7 @@ NAPI_ENV = EDGELLM_CLI=$(abspath $(1))/edgellm EDGELLM_NAPI_ADDON=$(abspath $(1)
 test-napi: build
 	scripts/install-deps.sh --arm64
 	cd bindings/napi && npm ci --no-audit --no-fund
+	cmake -S . -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS) --target edgellm_napi edgellm_cli
 	cd bindings/napi && $(call NAPI_ENV,$(BUILD)) npm test
 	scripts/check-napi-ohos.sh $(BUILD)

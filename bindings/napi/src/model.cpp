@@ -42,9 +42,11 @@ bool unpack(napi_env env, napi_callback_info info, Call* call) {
   return true;
 }
 
-// The live service of a synchronous call, or nullptr with SHUT_DOWN thrown.
-edgellm_service* live_service(napi_env env, const Call& call) {
-  edgellm_service* s = call.handle->core->service();
+// unpack() for a synchronous call: the live service, or nullptr with an exception pending
+// (SHUT_DOWN once the model is released).
+edgellm_service* unpack_live(napi_env env, napi_callback_info info, Call* call) {
+  if (!unpack(env, info, call)) return nullptr;
+  edgellm_service* s = call->handle->core->service();
   if (!s) throw_error(env, status_code(EDGELLM_ERR_SHUT_DOWN), "the model was released");
   return s;
 }
@@ -89,8 +91,7 @@ napi_value m_generate(napi_env env, napi_callback_info info) {
 
 napi_value m_tokenize(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   if (!s) return nullptr;
   std::string text;
   if (!read_string(env, c.args[0], &text)) {
@@ -125,8 +126,7 @@ napi_value m_tokenize(napi_env env, napi_callback_info info) {
 
 napi_value m_detokenize(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   if (!s) return nullptr;
   bool is_array = false;
   uint32_t n = 0;
@@ -162,8 +162,7 @@ napi_value m_detokenize(napi_env env, napi_callback_info info) {
 // info(): the library's model-info JSON, parsed by the engine's JSON.parse.
 napi_value m_info(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   if (!s) return nullptr;
   size_t length = 0;
   edgellm_status st = edgellm_model_info_json(s, nullptr, 0, &length);
@@ -186,8 +185,7 @@ napi_value m_info(napi_env env, napi_callback_info info) {
 
 napi_value m_metrics(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   if (!s) return nullptr;
   edgellm_metrics m{};
   edgellm_status st = edgellm_get_metrics(s, &m);
@@ -218,22 +216,19 @@ napi_value m_metrics(napi_env env, napi_callback_info info) {
 
 napi_value m_pause(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   return s ? status_result(env, edgellm_pause(s)) : nullptr;
 }
 
 napi_value m_resume(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   return s ? status_result(env, edgellm_resume(s)) : nullptr;
 }
 
 napi_value m_trim(napi_env env, napi_callback_info info) {
   Call c;
-  if (!unpack(env, info, &c)) return nullptr;
-  edgellm_service* s = live_service(env, c);
+  edgellm_service* s = unpack_live(env, info, &c);
   return s ? status_result(env, edgellm_trim(s, nullptr, nullptr)) : nullptr;
 }
 
