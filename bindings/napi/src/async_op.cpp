@@ -33,7 +33,9 @@ void AsyncOp::post(Message* m) {
   if (napi_call_threadsafe_function(tsfn_, m, napi_tsfn_nonblocking) != napi_ok) delete m;
 }
 
-void AsyncOp::close() { napi_release_threadsafe_function(tsfn_, napi_tsfn_release); }
+void AsyncOp::close() {
+  napi_release_threadsafe_function(tsfn_, napi_tsfn_release);
+}
 
 void AsyncOp::settled(napi_env env) {
   if (hook_registered_) {

@@ -14,11 +14,10 @@
 #include <napi/native_api.h>
 // `import m from 'libedgellm_napi.so'` looks the module up by the .so name without "lib".
 #define EDGELLM_NAPI_MODULE_NAME "edgellm_napi"
-#define EDGELLM_NAPI_REGISTER(init_fn)                                                            \
-  static napi_module edgellm_napi_module = {1, 0, nullptr, init_fn, EDGELLM_NAPI_MODULE_NAME,    \
-                                            nullptr, {nullptr}};                                 \
-  extern "C" __attribute__((constructor)) void edgellm_napi_register_module(void) {              \
-    napi_module_register(&edgellm_napi_module);                                                  \
+#define EDGELLM_NAPI_REGISTER(init_fn)                                                                             \
+  static napi_module edgellm_napi_module = {1, 0, nullptr, init_fn, EDGELLM_NAPI_MODULE_NAME, nullptr, {nullptr}}; \
+  extern "C" __attribute__((constructor)) void edgellm_napi_register_module(void) {                                \
+    napi_module_register(&edgellm_napi_module);                                                                    \
   }
 #else
 #include <node_api.h>

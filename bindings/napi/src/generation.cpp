@@ -128,8 +128,8 @@ void FinalMessage::deliver(napi_env env) {
   if (g->thrown_) {
     napi_get_reference_value(env, g->thrown_, &outcome);
   } else if (reason_ == EDGELLM_FINISH_ERROR) {
-    outcome = make_error(env, status_code(status_), error_message_.empty() ? edgellm_status_name(status_)
-                                                                           : error_message_);
+    outcome =
+        make_error(env, status_code(status_), error_message_.empty() ? edgellm_status_name(status_) : error_message_);
   } else {
     outcome = result_object(env);
     resolve = outcome != nullptr;
@@ -184,8 +184,9 @@ napi_value generation_object(napi_env env, const std::shared_ptr<ModelCore>& cor
   auto target = std::make_unique<CancelTarget>(CancelTarget{core, id});
   napi_value fn = nullptr;
   if (napi_create_function(env, "cancel", NAPI_AUTO_LENGTH, cancel, target.get(), &fn) != napi_ok ||
-      napi_add_finalizer(env, fn, target.get(), [](napi_env, void* d, void*) { delete static_cast<CancelTarget*>(d); },
-                         nullptr, nullptr) != napi_ok) {
+      napi_add_finalizer(
+          env, fn, target.get(), [](napi_env, void* d, void*) { delete static_cast<CancelTarget*>(d); }, nullptr,
+          nullptr) != napi_ok) {
     throw_napi_failure(env, "generate");
     return nullptr;
   }

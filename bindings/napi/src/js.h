@@ -6,12 +6,13 @@
 #ifndef EDGELLM_NAPI_JS_H
 #define EDGELLM_NAPI_JS_H
 
+#include <edgellm/edgellm.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "compat.h"
-#include <edgellm/edgellm.h>
 
 namespace edgellm_napi {
 

@@ -74,8 +74,9 @@ napi_value constructor(napi_env env, napi_callback_info info) {
     return nullptr;
   }
   auto* handle = static_cast<ModelHandle*>(token);
-  if (napi_wrap(env, self, handle, [](napi_env, void* d, void*) { delete static_cast<ModelHandle*>(d); }, nullptr,
-                nullptr) != napi_ok) {
+  if (napi_wrap(
+          env, self, handle, [](napi_env, void* d, void*) { delete static_cast<ModelHandle*>(d); }, nullptr, nullptr) !=
+      napi_ok) {
     throw_napi_failure(env, "napi_wrap");
     return nullptr;
   }
@@ -117,7 +118,8 @@ napi_value m_tokenize(napi_env env, napi_callback_info info) {
   if (napi_create_array_with_length(env, n, &array) != napi_ok) return nullptr;
   for (size_t i = 0; i < n; ++i) {
     napi_value v = nullptr;
-    if (napi_create_int32(env, ids[i], &v) != napi_ok || napi_set_element(env, array, static_cast<uint32_t>(i), v) != napi_ok) {
+    if (napi_create_int32(env, ids[i], &v) != napi_ok ||
+        napi_set_element(env, array, static_cast<uint32_t>(i), v) != napi_ok) {
       return nullptr;
     }
   }
@@ -192,25 +194,24 @@ napi_value m_metrics(napi_env env, napi_callback_info info) {
   if (st != EDGELLM_OK) return status_result(env, st);
   napi_value o = js_object(env);
   auto num = [&](const char* name, double v) { return set_property(env, o, name, js_number(env, v)); };
-  bool ok = num("requestsSubmitted", static_cast<double>(m.requests_submitted)) &&
-            num("requestsFinished", static_cast<double>(m.requests_finished)) &&
-            num("busyRejections", static_cast<double>(m.busy_rejections)) &&
-            num("invalidRequests", static_cast<double>(m.invalid_requests)) &&
-            num("finishedStop", static_cast<double>(m.finished_stop)) &&
-            num("finishedLength", static_cast<double>(m.finished_length)) &&
-            num("cancellations", static_cast<double>(m.cancellations)) &&
-            num("timeouts", static_cast<double>(m.timeouts)) && num("errors", static_cast<double>(m.errors)) &&
-            num("promptTokens", static_cast<double>(m.prompt_tokens)) &&
-            num("completionTokens", static_cast<double>(m.completion_tokens)) &&
-            num("steps", static_cast<double>(m.steps)) && num("stepTokens", static_cast<double>(m.step_tokens)) &&
-            num("abortedSteps", static_cast<double>(m.aborted_steps)) &&
-            num("prefillTokensPerSecond", m.prefill_tokens_per_second) &&
-            num("decodeTokensPerSecond", m.decode_tokens_per_second) && num("ttftMsMean", m.ttft_ms_mean) &&
-            num("queueMsMean", m.queue_ms_mean) && num("running", m.running) && num("waiting", m.waiting) &&
-            num("kvBlocksUsed", m.kv_blocks_used) && num("kvBlocksTotal", m.kv_blocks_total) &&
-            set_property(env, o, "paused", js_bool(env, m.paused)) &&
-            num("rssBytes", static_cast<double>(m.rss_bytes)) &&
-            num("peakRssBytes", static_cast<double>(m.peak_rss_bytes));
+  bool ok =
+      num("requestsSubmitted", static_cast<double>(m.requests_submitted)) &&
+      num("requestsFinished", static_cast<double>(m.requests_finished)) &&
+      num("busyRejections", static_cast<double>(m.busy_rejections)) &&
+      num("invalidRequests", static_cast<double>(m.invalid_requests)) &&
+      num("finishedStop", static_cast<double>(m.finished_stop)) &&
+      num("finishedLength", static_cast<double>(m.finished_length)) &&
+      num("cancellations", static_cast<double>(m.cancellations)) && num("timeouts", static_cast<double>(m.timeouts)) &&
+      num("errors", static_cast<double>(m.errors)) && num("promptTokens", static_cast<double>(m.prompt_tokens)) &&
+      num("completionTokens", static_cast<double>(m.completion_tokens)) && num("steps", static_cast<double>(m.steps)) &&
+      num("stepTokens", static_cast<double>(m.step_tokens)) &&
+      num("abortedSteps", static_cast<double>(m.aborted_steps)) &&
+      num("prefillTokensPerSecond", m.prefill_tokens_per_second) &&
+      num("decodeTokensPerSecond", m.decode_tokens_per_second) && num("ttftMsMean", m.ttft_ms_mean) &&
+      num("queueMsMean", m.queue_ms_mean) && num("running", m.running) && num("waiting", m.waiting) &&
+      num("kvBlocksUsed", m.kv_blocks_used) && num("kvBlocksTotal", m.kv_blocks_total) &&
+      set_property(env, o, "paused", js_bool(env, m.paused)) && num("rssBytes", static_cast<double>(m.rss_bytes)) &&
+      num("peakRssBytes", static_cast<double>(m.peak_rss_bytes));
   return ok ? o : nullptr;
 }
 
@@ -331,7 +332,8 @@ napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core) {
   auto handle = std::make_unique<ModelHandle>(ModelHandle{std::move(core)});
   data->constructing = handle.get();
   // The external only carries the pointer into the constructor; it owns nothing.
-  bool ok = napi_create_external(env, handle.get(), [](napi_env, void*, void*) {}, nullptr, &arg) == napi_ok &&
+  bool ok = napi_create_external(
+                env, handle.get(), [](napi_env, void*, void*) {}, nullptr, &arg) == napi_ok &&
             napi_new_instance(env, cls, 1, &arg, &obj) == napi_ok;
   if (data->constructing == nullptr) handle.release();  // the constructor's wrap took it
   data->constructing = nullptr;

@@ -12,10 +12,10 @@
 #ifndef EDGELLM_NAPI_MODEL_CORE_H
 #define EDGELLM_NAPI_MODEL_CORE_H
 
+#include <edgellm/edgellm.h>
+
 #include <condition_variable>
 #include <mutex>
-
-#include <edgellm/edgellm.h>
 
 namespace edgellm_napi {
 

@@ -23,7 +23,9 @@ void to_hilog(edgellm_log_level level, const char* message, void*) {
 }
 #endif
 
-napi_value version(napi_env env, napi_callback_info) { return js_string(env, edgellm_version()); }
+napi_value version(napi_env env, napi_callback_info) {
+  return js_string(env, edgellm_version());
+}
 
 napi_value init(napi_env env, napi_value exports) {
   if (edgellm_abi_version() != EDGELLM_ABI_VERSION) {
@@ -60,6 +62,8 @@ napi_value init(napi_env env, napi_value exports) {
 }  // namespace
 }  // namespace edgellm_napi
 
-static napi_value edgellm_napi_init(napi_env env, napi_value exports) { return edgellm_napi::init(env, exports); }
+static napi_value edgellm_napi_init(napi_env env, napi_value exports) {
+  return edgellm_napi::init(env, exports);
+}
 
 EDGELLM_NAPI_REGISTER(edgellm_napi_init)

@@ -19,7 +19,7 @@ constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 enum PowerMode { kPerformance = 0, kBalanced = 1, kEfficiency = 2 };
 const char* const kPowerModes[] = {"performance", "balanced", "efficiency", nullptr};
 const char* const kKvTypes[] = {"f16", "f32", "q8_0", nullptr};  // edgellm_kv_type order
-const char* const kRepack[] = {"auto", "on", "off", nullptr};     // edgellm_repack order
+const char* const kRepack[] = {"auto", "on", "off", nullptr};    // edgellm_repack order
 const char* const kPriorities[] = {"interactive", "background", nullptr};
 const char* const kRoles[] = {"system", "user", "assistant", "tool", nullptr};
 
@@ -74,7 +74,8 @@ bool read_stops(napi_env env, napi_value stop, RequestConfig* out, std::string* 
   } else {
     bool is_array = false;
     uint32_t n = 0;
-    if (napi_is_array(env, stop, &is_array) != napi_ok || !is_array || napi_get_array_length(env, stop, &n) != napi_ok) {
+    if (napi_is_array(env, stop, &is_array) != napi_ok || !is_array ||
+        napi_get_array_length(env, stop, &n) != napi_ok) {
       *error = "options.stop must be a string or an array of strings";
       return false;
     }

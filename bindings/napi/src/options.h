@@ -6,11 +6,12 @@
 #ifndef EDGELLM_NAPI_OPTIONS_H
 #define EDGELLM_NAPI_OPTIONS_H
 
+#include <edgellm/edgellm.h>
+
 #include <string>
 #include <vector>
 
 #include "compat.h"
-#include <edgellm/edgellm.h>
 
 namespace edgellm_napi {
 
