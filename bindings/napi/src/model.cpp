@@ -242,7 +242,6 @@ napi_value m_warmup(napi_env env, napi_callback_info info) {
 // release(): the service is destroyed on a libuv worker thread; the promise resolves after.
 struct ReleaseWork {
   std::shared_ptr<ModelCore> core;  // keeps the core alive until complete (JS thread)
-  edgellm_service* service = nullptr;
   napi_deferred deferred = nullptr;
   napi_async_work work = nullptr;
 };
@@ -261,32 +260,28 @@ napi_value m_release(napi_env env, napi_callback_info info) {
     napi_resolve_deferred(env, deferred, js_undefined(env));
     return promise;
   }
-  auto* w = new ReleaseWork{core, nullptr, deferred, nullptr};
+  auto* w = new ReleaseWork{core, deferred, nullptr};
   napi_value name = js_string(env, "edgellm.release");
-  napi_status st = name ? napi_create_async_work(
-                              env, nullptr, name,
-                              [](napi_env, void* d) {
-                                auto* w = static_cast<ReleaseWork*>(d);
-                                edgellm_service_destroy(w->service);
-                                w->core->end_release();
-                              },
-                              [](napi_env env, napi_status, void* d) {
-                                std::unique_ptr<ReleaseWork> w(static_cast<ReleaseWork*>(d));
-                                napi_resolve_deferred(env, w->deferred, js_undefined(env));
-                                napi_delete_async_work(env, w->work);
-                              },
-                              w, &w->work)
-                        : napi_generic_failure;
+  napi_status st =
+      name ? napi_create_async_work(
+                 env, nullptr, name, [](napi_env, void* d) { static_cast<ReleaseWork*>(d)->core->release_pending(); },
+                 [](napi_env env, napi_status, void* d) {
+                   std::unique_ptr<ReleaseWork> w(static_cast<ReleaseWork*>(d));
+                   w->core->destroy_now();  // cancelled before it ran: destroy here
+                   napi_resolve_deferred(env, w->deferred, js_undefined(env));
+                   napi_delete_async_work(env, w->work);
+                 },
+                 w, &w->work)
+           : napi_generic_failure;
   if (st != napi_ok) {
     delete w;
     throw_napi_failure(env, "napi_create_async_work");
     return nullptr;
   }
-  w->service = core->begin_release();
+  core->begin_release();
   if (napi_queue_async_work(env, w->work) != napi_ok) {
     // Not queued: destroy here instead (blocks, but the model must not stay half-released).
-    edgellm_service_destroy(w->service);
-    core->end_release();
+    core->destroy_now();
     napi_delete_async_work(env, w->work);
     delete w;
     napi_resolve_deferred(env, deferred, js_undefined(env));

@@ -2,21 +2,36 @@
 
 namespace edgellm_napi {
 
-edgellm_service* ModelCore::begin_release() {
+bool ModelCore::begin_release() {
   edgellm_service* s = service_;
-  if (!s) return nullptr;
+  if (!s) return false;
   service_ = nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  releasing_ = true;
+  pending_ = s;
+  return true;
+}
+
+edgellm_service* ModelCore::claim_pending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  edgellm_service* s = pending_;
+  pending_ = nullptr;
+  if (s) destroying_ = true;
   return s;
 }
 
-void ModelCore::end_release() {
+void ModelCore::destroyed() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    releasing_ = false;
+    destroying_ = false;
   }
-  released_cv_.notify_all();
+  destroyed_cv_.notify_all();
+}
+
+void ModelCore::release_pending() {
+  if (edgellm_service* s = claim_pending()) {
+    edgellm_service_destroy(s);
+    destroyed();
+  }
 }
 
 void ModelCore::destroy_now() {
@@ -25,8 +40,9 @@ void ModelCore::destroy_now() {
     edgellm_service_destroy(s);
     return;
   }
+  release_pending();
   std::unique_lock<std::mutex> lock(mu_);
-  released_cv_.wait(lock, [this] { return !releasing_; });
+  destroyed_cv_.wait(lock, [this] { return !destroying_; });
 }
 
 }  // namespace edgellm_napi

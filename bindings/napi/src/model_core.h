@@ -1,8 +1,8 @@
 // ModelCore: the one owner of an edgellm_service. Shared (std::shared_ptr) by the JS Model object
 // and by every operation in flight on it (a generation, a warm-up, a release), so the service
 // lives while anything can still reach it and is destroyed exactly once:
-//   release()            begin_release() on the JS thread, edgellm_service_destroy on a libuv
-//                        worker thread, end_release() there when it returns;
+//   release()            begin_release() on the JS thread, release_pending() on a libuv worker
+//                        thread (edgellm_service_destroy);
 //   last reference gone  ~ModelCore on the JS thread (the Model's finalizer, or an operation's
 //                        end): the service is idle then (no operation holds it), so destroying
 //                        it only joins its idle scheduler thread;
@@ -30,21 +30,28 @@ class ModelCore {
   // SHUT_DOWN. JS thread.
   edgellm_service* service() const { return service_; }
 
-  // Hands the service to the caller to destroy off the JS thread (nullptr: already released).
-  // The caller must call end_release() once edgellm_service_destroy returned. JS thread.
-  edgellm_service* begin_release();
-  // Any thread: the destroy that begin_release() started has returned.
-  void end_release();
+  // release(): hides the service from JS at once (service() is nullptr from now on) and leaves
+  // it pending for release_pending(). False when it was released already. JS thread.
+  bool begin_release();
+  // Destroys the pending service, unless destroy_now() took it first. Blocks; any thread (the
+  // release's libuv worker thread).
+  void release_pending();
 
-  // Destroys the service on this thread, or waits for a release in progress to finish. Blocks:
-  // for finalizers and env teardown only. JS thread.
+  // Destroys the service on this thread, whether live or pending, or waits for a destroy already
+  // running on another thread. Blocks: for finalizers and env teardown only (a queued release
+  // that never runs, e.g. in a terminated worker thread, cannot make it wait forever). JS thread.
   void destroy_now();
 
  private:
-  edgellm_service* service_;  // written on the JS thread only
+  // Hands over the pending service (nullptr if none) and marks a destroy in progress. Locked.
+  edgellm_service* claim_pending();
+  void destroyed();
+
+  edgellm_service* service_;  // the live service; JS thread only
   std::mutex mu_;
-  std::condition_variable released_cv_;
-  bool releasing_ = false;  // guarded by mu_: a worker thread is destroying the service
+  std::condition_variable destroyed_cv_;
+  edgellm_service* pending_ = nullptr;  // guarded by mu_: released, not yet destroyed
+  bool destroying_ = false;             // guarded by mu_: a thread is destroying it
 };
 
 }  // namespace edgellm_napi

@@ -47,6 +47,21 @@ test('a worker thread terminated mid-stream', () => {
   assert.equal(out.trim(), 'terminated');
 });
 
+test('a worker thread terminated while release() is on its way', () => {
+  const out = runChild(`
+    const { Worker } = require('node:worker_threads');
+    const w = new Worker(\`
+      const { parentPort } = require('node:worker_threads');
+      const e = require(process.env.ADDON);
+      e.load(process.env.MODEL).then((m) => {
+        m.generate('Once upon a time', ${LONG});
+        m.release();
+        parentPort.postMessage('releasing');
+      });\`, { eval: true });
+    w.on('message', async () => { await w.terminate(); console.log('terminated'); });`);
+  assert.equal(out.trim(), 'terminated');
+});
+
 test('a script that ends with a loaded model and a paused request', () => {
   const out = runChild(`
     const e = require(process.env.ADDON);
