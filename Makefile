@@ -15,7 +15,7 @@ SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 
 # and the C ABI (api: tests/api and the examples). Only these areas' tests are built.
 TSAN_AREAS ?= runtime;engine;service;api
 
-.PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server clean
+.PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
 
 all: build
 
@@ -64,7 +64,7 @@ test-asan: deps
 
 # ThreadSanitizer: the areas of TSAN_AREAS (without the "speed" and "rss" tests); no CLI.
 test-tsan: deps
-	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF \
+	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF -DEDGELLM_BUILD_NAPI=OFF \
 	  "-DEDGELLM_TEST_AREAS=$(TSAN_AREAS)"
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE 'speed|rss'
@@ -84,6 +84,35 @@ fuzz: deps
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	scripts/run-fuzzers.sh $(BUILD)-fuzz
 
+# NAPI addon (bindings/napi, docs/harmonyos.md): the node --test suite against edgellm.node of
+# $(BUILD) (the CLI of the same build is its reference), then the HarmonyOS checks: the addon's
+# imports and an OHOS-only-header compile (scripts/check-napi-ohos.sh, aarch64 musl headers from
+# install-deps.sh --arm64) and the HAR's ArkTS (bindings/ohos/tools/check-arkts.js). npm installs
+# the pinned npm packages: node-api-headers (npm ci, package-lock.json), ohos-typescript and
+# @ohos-rs/oxk (exact versions; no lock file: oxk lists platform packages the registry lacks,
+# which `npm ci` refuses).
+NAPI_ENV = EDGELLM_CLI=$(abspath $(1))/edgellm EDGELLM_NAPI_ADDON=$(abspath $(1))/bindings/napi/edgellm.node
+test-napi: build
+	scripts/install-deps.sh --arm64
+	cd bindings/napi && npm ci --no-audit --no-fund
+	cmake -S . -B $(BUILD)
+	cmake --build $(BUILD) -j $(JOBS) --target edgellm_napi edgellm_cli
+	cd bindings/napi && $(call NAPI_ENV,$(BUILD)) npm test
+	scripts/check-napi-ohos.sh $(BUILD)
+	cd bindings/ohos/tools && npm install --no-package-lock --no-audit --no-fund && node check-arkts.js
+
+# The same node suite with the addon and libedgellm.so built with ASan + UBSan (the $(BUILD)-asan
+# configuration of test-asan) and libasan preloaded into node; leak checking off (V8 and node keep
+# allocations until exit; the suite's own memory test counts threads instead of RSS).
+test-napi-asan: deps
+	cd bindings/napi && npm ci --no-audit --no-fund
+	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DEDGELLM_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j $(JOBS) --target edgellm_napi edgellm_cli
+	cd bindings/napi && $(call NAPI_ENV,$(BUILD)-asan) EDGELLM_NAPI_SANITIZER=1 \
+	  LD_PRELOAD=$$($(CXX) -print-file-name=libasan.so) \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:strict_string_checks=1:check_initialization_order=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 npm test
+
 # ARM64: cross-build with aarch64-linux-gnu-g++ and run the kernel, GGUF-reader and end-to-end
 # tests under qemu-aarch64, once per ISA level (scripts/test-arm64.sh, docs/arm64.md).
 test-arm64:
@@ -99,7 +128,7 @@ test-server: build
 
 # Native configurations first (plain, then the sanitizers), the ARM64 step last (after
 # everything native has passed).
-test: test-unit test-asan test-tsan test-musl fuzz
+test: test-unit test-asan test-tsan test-musl fuzz test-napi test-napi-asan
 	$(MAKE) test-server
 	$(MAKE) test-arm64
 

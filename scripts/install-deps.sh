@@ -19,6 +19,12 @@ if [[ " $* " == *" --arm64 "* || "${EDGELLM_ARM64:-0}" == "1" ]]; then
   packages+=(g++-aarch64-linux-gnu qemu-user-static musl-dev:arm64)
 fi
 
+# Node.js + npm: the NAPI addon's tests (make test-napi). Only when no node is installed at all
+# (a Node.js from elsewhere, e.g. NodeSource, ships its own npm and headers).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

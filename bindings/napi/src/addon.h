@@ -1,0 +1,36 @@
+// The pieces of the addon that meet in module.cpp: load() (load.cpp), the Model class
+// (model.cpp) and Model.generate (generation.cpp), Model.warmup (warmup.cpp). JS thread only.
+#ifndef EDGELLM_NAPI_ADDON_H
+#define EDGELLM_NAPI_ADDON_H
+
+#include <memory>
+
+#include "compat.h"
+#include "model_core.h"
+
+namespace edgellm_napi {
+
+// Per-env state (napi_set_instance_data): the Model constructor, for load() to instantiate.
+struct AddonData {
+  napi_ref model_constructor = nullptr;
+  void* constructing = nullptr;  // the handle new_model is passing to the constructor right now
+};
+
+// Defines class Model on exports and records its constructor in data. False: exception pending.
+bool define_model_class(napi_env env, napi_value exports, AddonData* data);
+// A new Model object owning core (nullptr: exception pending).
+napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core);
+
+// load(modelPath, options?) -> Promise<Model>.
+napi_value load(napi_env env, napi_callback_info info);
+
+// Model.generate: a Generation { id, result, cancel } (never throws for bad input: the result
+// promise rejects). core may hold a released service (result rejects with SHUT_DOWN).
+napi_value generate(napi_env env, const std::shared_ptr<ModelCore>& core, napi_value input, napi_value options,
+                    napi_value on_token);
+// Model.warmup -> Promise<void>, settled when the library's warm-up callback ran (or skipped).
+napi_value warmup(napi_env env, const std::shared_ptr<ModelCore>& core);
+
+}  // namespace edgellm_napi
+
+#endif  // EDGELLM_NAPI_ADDON_H

@@ -1,0 +1,77 @@
+// Small helpers over Node-API values and errors. Every function runs on the JS thread.
+//
+// Convention: a helper returns false (or nullptr) when a Node-API call failed; a JS exception is
+// then pending (the helper throws one if the engine did not), so a caller returns nullptr from its
+// callback and JS sees the exception.
+#ifndef EDGELLM_NAPI_JS_H
+#define EDGELLM_NAPI_JS_H
+
+#include <edgellm/edgellm.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "compat.h"
+
+namespace edgellm_napi {
+
+// "BUSY", "INVALID_ARGUMENT", ...: the C ABI status name in upper case (the `code` of errors).
+std::string status_code(edgellm_status status);
+
+// An Error whose `code` is `code` and whose message is `message` (nullptr if even that failed).
+napi_value make_error(napi_env env, std::string_view code, std::string_view message);
+// Throws make_error(code, message) unless an exception is already pending.
+void throw_error(napi_env env, std::string_view code, std::string_view message);
+// Throws for a failed Node-API call (napi_get_last_error_info's message) unless one is pending.
+void throw_napi_failure(napi_env env, const char* what);
+// The error for a failed C ABI call made on this thread: code from status, message from
+// edgellm_last_error() (read at once: the next library call on this thread replaces it).
+std::string last_error_message(edgellm_status status);
+
+// Value constructors (nullptr on failure, exception pending).
+napi_value js_string(napi_env env, std::string_view s);
+napi_value js_number(napi_env env, double v);
+napi_value js_bool(napi_env env, bool v);
+napi_value js_undefined(napi_env env);
+napi_value js_object(napi_env env);
+
+// obj[name] = value; false on failure.
+bool set_property(napi_env env, napi_value obj, const char* name, napi_value value);
+
+// Reads a JS string as UTF-8 into *out; false (nothing thrown) when value is not a string.
+bool read_string(napi_env env, napi_value value, std::string* out);
+napi_valuetype type_of(napi_env env, napi_value value);
+
+// Reads fields of an optional options object, collecting the first type error so the caller can
+// report it as it must (a rejection for load and generate, a throw for synchronous calls).
+// Absent fields (undefined) leave the output unchanged: the C ABI default stays.
+class OptionReader {
+ public:
+  // `object` may be undefined/null (no options). `what` names it in messages ("options").
+  OptionReader(napi_env env, napi_value object, const char* what);
+
+  void integer(const char* name, int32_t min, int32_t max, int32_t* out);
+  void int64(const char* name, int64_t min, int64_t max, int64_t* out);
+  void uint64(const char* name, uint64_t* out);  // a non-negative safe integer
+  void number(const char* name, float* out);
+  void boolean(const char* name, bool* out);
+  // One of `choices` (nullptr-terminated); *out receives its index.
+  void choice(const char* name, const char* const* choices, int* out);
+  // The raw value of a field (undefined when absent or when there is no object).
+  napi_value field(const char* name);
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  void fail(std::string message);
+
+ private:
+  napi_env env_;
+  napi_value object_ = nullptr;  // nullptr: no options given
+  std::string what_;
+  std::string error_;
+};
+
+}  // namespace edgellm_napi
+
+#endif  // EDGELLM_NAPI_JS_H

@@ -1,0 +1,50 @@
+// JS options -> C ABI parameter structs. A field that is absent keeps the C ABI default
+// (edgellm_service_default_params / edgellm_request_default_params); a field of the wrong type or
+// out of range makes the whole call fail with INVALID_ARGUMENT and a message naming the field.
+// Values in range for their type but rejected by the library (e.g. a negative context size) fail
+// there, with its message. JS thread only.
+#ifndef EDGELLM_NAPI_OPTIONS_H
+#define EDGELLM_NAPI_OPTIONS_H
+
+#include <edgellm/edgellm.h>
+
+#include <string>
+#include <vector>
+
+#include "compat.h"
+
+namespace edgellm_napi {
+
+// LoadOptions: { contextSize, threads, batchThreads, kvType: 'f16'|'f32'|'q8_0', maxQueued,
+// parallel, stepTokens, kvBudgetBytes, repack: 'auto'|'on'|'off', chatTemplate, pinThreads,
+// powerMode: 'performance'|'balanced'|'efficiency' }.
+struct LoadConfig {
+  std::string model_path;
+  std::string chat_template;  // params.chat_template points here when set
+  edgellm_service_params params{};
+};
+// False with *error set when the path or an option is malformed.
+bool read_load_config(napi_env env, napi_value path, napi_value options, LoadConfig* out, std::string* error);
+
+// The input (a string prompt or Message[]) and GenerateOptions: { maxTokens, temperature, topK,
+// topP, minP, repeatPenalty, frequencyPenalty, presencePenalty, penaltyLastN, seed, stop: string |
+// string[], deadlineMs, priority: 'interactive'|'background', ignoreEos, addSpecial, parseSpecial }.
+// Owns every string the params point to; params.on_token/on_finish/user_data are left for the
+// caller. Not copyable: params points into the members.
+struct RequestConfig {
+  RequestConfig() = default;
+  RequestConfig(const RequestConfig&) = delete;
+  RequestConfig& operator=(const RequestConfig&) = delete;
+
+  std::string prompt;
+  std::vector<std::string> roles, contents;
+  std::vector<edgellm_message> messages;
+  std::vector<std::string> stops;
+  std::vector<const char*> stop_ptrs;
+  edgellm_request_params params{};
+};
+bool read_request_config(napi_env env, napi_value input, napi_value options, RequestConfig* out, std::string* error);
+
+}  // namespace edgellm_napi
+
+#endif  // EDGELLM_NAPI_OPTIONS_H

@@ -1,0 +1,180 @@
+'use strict';
+// Generation through the addon against independent references: the CLI's greedy output (same
+// library, a different driver: no service, no addon) and the llama.cpp-produced Chinese reference.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const edgellm = require('..');
+const h = require('./helpers');
+
+test('stories260K: greedy stream equals the CLI byte for byte', async () => {
+  const m = await edgellm.load(h.stories);
+  try {
+    for (const [prompt, n] of [['Once upon a time', 64], ['The little dog', 120]]) {
+      const { pieces, result, late } = await h.stream(m, prompt, { temperature: 0, maxTokens: n });
+      const expected = h.cliGreedy(h.stories, prompt, n);
+      assert.ok(pieces.length > 5, 'streamed piece by piece');
+      assert.ok(pieces.every((p) => typeof p === 'string' && p.length > 0));
+      assert.deepEqual(Buffer.from(pieces.join(''), 'utf8'), expected);
+      assert.equal(result.text, pieces.join(''));
+      assert.equal(late, 0, 'no onToken after the result settled');
+      assert.ok(['stop', 'length'].includes(result.finishReason));
+      assert.ok(result.completionTokens > 0 && result.completionTokens <= n);
+      assert.ok(result.promptTokens > 0);
+      assert.ok(result.timings.ttftMs > 0 && result.peakRssBytes > 0);
+    }
+  } finally {
+    await m.release();
+  }
+});
+
+test('two concurrent generations on one model each equal their solo CLI output', async () => {
+  const m = await edgellm.load(h.stories, { parallel: 2 });
+  try {
+    const a = h.stream(m, 'Once upon a time', { temperature: 0, maxTokens: 100 });
+    const b = h.stream(m, 'Tom had a red ball', { temperature: 0, maxTokens: 100 });
+    const [ra, rb] = await Promise.all([a, b]);
+    assert.notEqual(ra.id, rb.id);
+    assert.deepEqual(Buffer.from(ra.pieces.join('')), h.cliGreedy(h.stories, 'Once upon a time', 100));
+    assert.deepEqual(Buffer.from(rb.pieces.join('')), h.cliGreedy(h.stories, 'Tom had a red ball', 100));
+    assert.equal(ra.result.text, ra.pieces.join(''));
+    assert.equal(rb.result.text, rb.pieces.join(''));
+    const metrics = m.metrics();
+    assert.equal(metrics.requestsFinished, 2);
+    assert.equal(metrics.running, 0);
+  } finally {
+    await m.release();
+  }
+});
+
+// Long requests (the whole 4096-position context, ~200 ms of decoding here) so that the first
+// piece reaches JS long before the request could end on its own, even on a loaded machine.
+const LONG = { temperature: 0, maxTokens: -1, ignoreEos: true };
+
+test('cancel mid-stream: the result resolves cancelled with exactly the streamed text', async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 4096 });
+  try {
+    const pieces = [];
+    const g = m.generate('Once upon a time', LONG, (p) => {
+      pieces.push(p);
+      if (pieces.length === 1) g.cancel();
+    });
+    const r = await g.result;
+    assert.equal(r.finishReason, 'cancelled');
+    assert.equal(r.text, pieces.join(''));
+    assert.ok(r.completionTokens >= 1 && r.completionTokens < 4000, `${r.completionTokens} tokens`);
+    g.cancel();  // after the end: nothing happens
+  } finally {
+    await m.release();
+  }
+});
+
+test('an exception in onToken cancels the request and rejects the result with it', async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 4096 });
+  try {
+    let calls = 0;
+    const g = m.generate('Once upon a time', LONG, () => {
+      calls++;
+      throw new RangeError('stop here');
+    });
+    const e = await h.rejection(g.result);
+    assert.ok(e instanceof RangeError && e.message === 'stop here');
+    assert.equal(calls, 1, 'no onToken after it threw');
+    assert.equal(m.metrics().cancellations, 1);
+  } finally {
+    await m.release();
+  }
+});
+
+test('BUSY when the queue is full', async () => {
+  const m = await edgellm.load(h.stories, { parallel: 1, maxQueued: 0 });
+  try {
+    m.pause();  // the first request cannot finish before the second is submitted
+    const first = m.generate('Once upon a time', { temperature: 0, maxTokens: 50 });
+    const second = m.generate('Once upon a time', { temperature: 0, maxTokens: 50 });
+    const e = await h.rejection(second.result);
+    assert.equal(e.code, 'BUSY');
+    assert.equal(second.id, 0);
+    assert.ok(first.id > 0);
+    m.resume();
+    const r = await first.result;
+    assert.equal(r.finishReason, 'length');
+    assert.equal(m.metrics().busyRejections, 1);
+  } finally {
+    await m.release();
+  }
+});
+
+test('a deadline ends the request with timeout (paused: no step can finish it first)', async () => {
+  const m = await edgellm.load(h.stories);
+  try {
+    m.pause();
+    const pieces = [];
+    const g = m.generate('Once upon a time', { temperature: 0, maxTokens: 50, deadlineMs: 50 }, (p) => pieces.push(p));
+    const r = await g.result;
+    assert.equal(r.finishReason, 'timeout');
+    assert.equal(r.text, pieces.join(''));
+    m.resume();
+  } finally {
+    await m.release();
+  }
+});
+
+test('pause holds the stream, resume continues it unchanged', async () => {
+  const m = await edgellm.load(h.stories);
+  try {
+    m.pause();
+    assert.equal(m.metrics().paused, true);
+    const pieces = [];
+    const g = m.generate('Once upon a time', { temperature: 0, maxTokens: 64 }, (p) => pieces.push(p));
+    await h.sleep(100);
+    assert.equal(pieces.length, 0, 'nothing runs while paused');
+    m.resume();
+    const r = await g.result;
+    assert.deepEqual(Buffer.from(r.text), h.cliGreedy(h.stories, 'Once upon a time', 64));
+    await m.warmup();
+    m.trim();
+  } finally {
+    await m.release();
+  }
+});
+
+test('tokenize / detokenize round trip, info and metrics', async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 256 });
+  try {
+    const ids = m.tokenize('Once upon a time', { addBos: false });
+    assert.ok(ids.length > 0 && ids.every(Number.isInteger));
+    assert.equal(m.detokenize(ids), 'Once upon a time');
+    const withBos = m.tokenize('Once upon a time');
+    assert.equal(withBos.length, ids.length + 1);
+    const info = m.info();
+    assert.equal(info.architecture, 'llama');
+    assert.equal(info.n_ctx, 256);
+    // index.d.ts's ModelInfo names exactly the fields info() has.
+    const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8');
+    const body = dts.slice(dts.indexOf('export interface ModelInfo {'));
+    const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^  (\w+):/gm)].map((x) => x[1]);
+    assert.deepEqual(declared.sort(), Object.keys(info).sort());
+    assert.equal(typeof m.metrics().kvBlocksTotal, 'number');
+  } finally {
+    await m.release();
+  }
+});
+
+test('Chinese prompt on tiny-zh-poems streams whole characters (no U+FFFD) equal to the reference', async () => {
+  const refs = fs.readFileSync(path.join(h.testdata, 'testdata', 'reference', 'tiny-zh-poems-greedy.jsonl'), 'utf8')
+    .split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const m = await edgellm.load(h.zhPoems, { contextSize: 256 });
+  try {
+    for (const ref of refs.slice(0, 2)) {
+      const { pieces, result } = await h.stream(m, ref.prompt, { temperature: 0, maxTokens: 100 });
+      for (const p of pieces) assert.ok(!p.includes('\uFFFD'), `piece ${JSON.stringify(p)}`);
+      assert.equal(pieces.join(''), result.text);
+      assert.equal(result.text, ref.output_text);
+      assert.deepEqual(Buffer.from(result.text), h.cliGreedy(h.zhPoems, ref.prompt, 100));
+    }
+  } finally {
+    await m.release();
+  }
+});
