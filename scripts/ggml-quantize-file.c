@@ -29,10 +29,13 @@ static const struct type_entry kTypes[] = {
     {"Q5_K_S", GGML_TYPE_Q5_K, 16}, {"Q6_K", GGML_TYPE_Q6_K, 18},
 };
 
-static int allows_quantization(const struct ggml_tensor* t) {
+/* Rows that do not fit the type's blocks stay F32 here (llama-quantize would pick a fallback type;
+ * the comparison skips them: edgellm_quant_rmse measures only quantized tensors). */
+static int allows_quantization(const struct ggml_tensor* t, enum ggml_type type) {
   const char* name = ggml_get_name(t);
   const size_t n = strlen(name);
   if (t->type != GGML_TYPE_F32 || ggml_n_dims(t) < 2) return 0;
+  if (t->ne[0] % ggml_blck_size(type) != 0) return 0;
   if (n < 6 || strcmp(name + n - 6, "weight") != 0) return 0;
   return strstr(name, "_norm.weight") == NULL;
 }
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   gguf_set_val_u32(out, "general.file_type", te->ftype);
   for (int64_t i = 0; i < n_tensors; ++i) {
     struct ggml_tensor* t = ggml_get_tensor(data, gguf_get_tensor_name(in, i));
-    if (!allows_quantization(t)) {
+    if (!allows_quantization(t, te->type)) {
       gguf_add_tensor(out, t);
       continue;
     }

@@ -5,9 +5,11 @@
 // Tensors that stayed F32 (norms) are skipped. With a text file, a last line gives the quantized
 // model's perplexity on it as EdgeLLM measures it (test::file_perplexity: context 128, F32 KV):
 //   {"perplexity": 10.9}
-// Run by scripts/llamacpp-quant-reference.sh.
+// Run by scripts/llamacpp-quant-reference.sh, which also has it write the synthetic
+// Qwen2.5-0.5B-shape layer (test::qwen05_layer_spec) that the test regenerates in memory.
 //
 //   edgellm_quant_rmse F32.gguf QUANTIZED.gguf [TEXT]
+//   edgellm_quant_rmse --write-qwen05-layer OUT.gguf
 #include <cstdio>
 #include <string>
 
@@ -16,6 +18,10 @@
 #include "support/quant_error.h"
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--write-qwen05-layer") {
+    edgellm::test::write_synthetic_model(edgellm::test::qwen05_layer_spec(), argv[2]);
+    return 0;
+  }
   if (argc != 3 && argc != 4) {
     std::fprintf(stderr, "usage: %s F32.gguf QUANTIZED.gguf [TEXT]\n", argv[0]);
     return 2;

@@ -36,6 +36,24 @@ QuantError our_quant_error(const float* f32, TensorType type, int64_t n_rows, in
   return quant_error(f32, q.data(), type, n_rows, n_cols);
 }
 
+SyntheticModelSpec qwen05_layer_spec() {
+  SyntheticModelSpec s;
+  s.arch = "qwen2";
+  s.n_vocab = 300;
+  s.n_embd = 896;
+  s.n_layer = 1;
+  s.n_ff = 4864;
+  s.n_head = 14;
+  s.n_head_kv = 2;
+  s.n_ctx_train = 32768;
+  s.rope_base = 1000000.0f;
+  s.rms_eps = 1e-6f;
+  s.tied = true;
+  s.weight_type = TensorType::F32;
+  s.seed = 5;
+  return s;
+}
+
 double file_perplexity(const std::string& model_path, const std::string& text_path) {
   const auto model = Model::load(model_path);
   const auto tok = Tokenizer::from_gguf(model->gguf());

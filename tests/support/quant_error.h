@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/tensor_type.h"
+#include "support/synthetic_model.h"
 
 namespace edgellm::test {
 
@@ -21,6 +22,13 @@ QuantError quant_error(const float* f32, const uint8_t* quantized, TensorType ty
 
 // EdgeLLM's quantizer (kernels::quantize_row, row by row) on `f32`, then quant_error.
 QuantError our_quant_error(const float* f32, TensorType type, int64_t n_rows, int64_t n_cols);
+
+// One layer of a Qwen2.5-0.5B-shape model in F32 (n_embd 896, 14 heads / 2 KV heads of 64,
+// n_ff 4864, tied embeddings; 300-token vocabulary instead of 151936 to keep it at 52 MB):
+// synthetic weights (synth::fill_gaussian, seed 5). Both sides of the llama.cpp comparison
+// regenerate it from this spec, so no file is stored. Rows of 896 fit only the 32-element blocks;
+// the K-quants apply to ffn_down (rows of 4864) only.
+SyntheticModelSpec qwen05_layer_spec();
 
 // Perplexity of the model file at `model_path` on the text file `text_path` as both sides of the
 // comparison measure it: context 128 (chunks of 128, the second half scored, as llama.cpp's
