@@ -5,14 +5,17 @@
 #   scripts/run-fuzzers.sh BUILD_DIR
 #
 # Environment:
-#   FUZZ_SECONDS   total time budget, split evenly across the fuzzers (default 60)
-#   EDGELLM_TESTDATA  the shared/ folder (default ../shared): real GGUF files become seeds
+#   FUZZ_SECONDS   total time budget, split evenly across the fuzzers (default 84: 12 s each for 7)
+#   EDGELLM_TESTDATA  the shared/ folder (default ../shared): real GGUF files become seeds, and
+#                  fuzz_chat_messages renders the chat templates of testdata/tokenizers/*
 #
-# Seed corpus (built fresh in a temporary directory for each run):
+# Corpus (a temporary copy, so a CI run never changes the checkout):
+#   - tests/fuzz/corpus/<name>/ (without the fuzz_ prefix): the kept, minimised corpus that
+#     scripts/fuzz-long.sh grows; it also holds the reproducers of past findings, so every one of
+#     them runs again here (the -runs=0 pass fails on any crash);
 #   - every fuzzer is first run with EDGELLM_FUZZ_SEED_DIR=<corpus> -runs=0: fuzzers that define
 #     LLVMFuzzerInitialize write small well-formed inputs there (fuzz_gguf_reader writes valid
-#     GGUF files made by GgufWriter, fuzz_json a few documents);
-#   - tests/fuzz/corpus/<name>/ (without the fuzz_ prefix) is copied in when it exists;
+#     GGUF files made by GgufWriter, fuzz_model_load tiny models, fuzz_json a few documents);
 #   - fuzz_gguf_reader also gets the first 64 KiB of stories260K.gguf (the whole header: 19 KVs,
 #     48 tensor infos) and a few shorter prefixes of it.
 # Crash reproducers are kept in BUILD_DIR/fuzz-artifacts/<fuzzer>/.
@@ -24,8 +27,9 @@ if [[ $# -lt 1 ]]; then
 fi
 build_dir=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
-testdata=${EDGELLM_TESTDATA:-$root/../shared}
-total_seconds=${FUZZ_SECONDS:-60}
+export EDGELLM_TESTDATA=${EDGELLM_TESTDATA:-$root/../shared}
+testdata=$EDGELLM_TESTDATA
+total_seconds=${FUZZ_SECONDS:-84}
 max_len=65536
 
 mapfile -t fuzzers < <(find "$build_dir" -maxdepth 1 -type f -name 'fuzz_*' -perm -u+x | sort)

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -135,6 +136,46 @@ void require_usable(Isa isa, const char* origin) {
 std::atomic<const KernelTable*> g_active{nullptr};
 std::atomic<int> g_active_isa{-1};
 
+// ISA coverage for the test run (Makefile test-unit, tests/kernels/isa_coverage.cpp): with
+// EDGELLM_ISA_LOG=<file> set, every ISA whose kernel table was made active in this process (first
+// use or set_active_isa) is appended to <file> at exit, one line per process
+// ("isa-log: kernels_test_matmul scalar avx2 avx512"). One short O_APPEND write per process, so
+// parallel test processes may share the file. Unset (apps): only the bit below is kept.
+std::atomic<unsigned> g_activated{0};
+
+// The program's base name from /proc/self/cmdline (no libc extension needed), or "?".
+std::string program_name() {
+  std::string name;
+  if (FILE* f = std::fopen("/proc/self/cmdline", "rb")) {
+    for (int c; (c = std::fgetc(f)) != EOF && c != '\0';) name += static_cast<char>(c);
+    std::fclose(f);
+  }
+  const size_t slash = name.rfind('/');
+  if (slash != std::string::npos) name.erase(0, slash + 1);
+  return name.empty() ? "?" : name;
+}
+
+void write_isa_log() {
+  const char* path = std::getenv("EDGELLM_ISA_LOG");
+  const unsigned bits = g_activated.load(std::memory_order_relaxed);
+  if (path == nullptr || *path == '\0' || bits == 0) return;
+  std::string line = "isa-log: " + program_name();
+  for (int i = 0; i < kIsaCount; ++i) {
+    if (bits & (1u << i)) line += std::string(" ") + isa_name(static_cast<Isa>(i));
+  }
+  line += "\n";
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fwrite(line.data(), 1, line.size(), f);
+    std::fclose(f);
+  }
+}
+
+void note_activated(int isa) {
+  static const bool registered = [] { return std::atexit(write_isa_log) == 0; }();
+  (void)registered;
+  g_activated.fetch_or(1u << isa, std::memory_order_relaxed);
+}
+
 const KernelTable* select_initial() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -142,6 +183,7 @@ const KernelTable* select_initial() {
   Isa chosen = Isa::kScalar;
   for (Isa isa : supported_isas()) chosen = isa;  // lowest first: keep the last = best (or the pin)
   g_active_isa.store(idx(chosen), std::memory_order_relaxed);
+  note_activated(idx(chosen));
   const KernelTable* t = &tables().table[idx(chosen)];
   g_active.store(t, std::memory_order_release);
   return t;
@@ -179,6 +221,7 @@ void set_active_isa(Isa isa) {
   require_usable(isa, "set_active_isa");
   active_table();  // make sure a later first use does not overwrite the pin
   g_active_isa.store(idx(isa), std::memory_order_relaxed);
+  note_activated(idx(isa));
   g_active.store(&tables().table[idx(isa)], std::memory_order_release);
 }
 

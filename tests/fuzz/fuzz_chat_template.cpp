@@ -2,8 +2,13 @@
 // conversation (system, user, assistant with tool calls, tool) and tool list. The engine must
 // either render (within the output cap) or throw edgellm::Error; any other exception, crash,
 // sanitizer report, leak or hang is a bug.
+//
+// Seeds: tests/fuzz/corpus/chat_template/ (the real templates of shared/testdata's
+// tokenizer_config.json files, from tests/fuzz/make_seeds.py, grown by scripts/fuzz-long.sh), and
+// with EDGELLM_FUZZ_SEED_DIR set LLVMFuzzerInitialize writes every built-in template there.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -35,7 +40,24 @@ const edgellm::Json& extra() {
   return e;
 }
 
+void write_seeds(const std::string& dir) {
+  for (const auto& name : edgellm::builtin_chat_template_names()) {
+    const auto source = edgellm::find_builtin_source(name);
+    if (!source) continue;
+    const std::string path = dir + "/builtin-" + name + ".jinja";
+    if (FILE* f = std::fopen(path.c_str(), "wb")) {
+      std::fwrite(source->data(), 1, source->size(), f);
+      std::fclose(f);
+    }
+  }
+}
+
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (const char* dir = std::getenv("EDGELLM_FUZZ_SEED_DIR"); dir && *dir) write_seeds(dir);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string source(reinterpret_cast<const char*>(data), size);

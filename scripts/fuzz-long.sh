@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Long fuzzing run: every libFuzzer binary (fuzz_*) of a fuzz build, one after the other, each for
+# HOURS hours (fractions allowed), starting from the kept corpus tests/fuzz/corpus/<target>/ plus
+# the seeds the fuzzer writes itself; then the kept corpus is replaced by a minimised merge
+# (libFuzzer -merge=1 into an empty directory: the smallest set of inputs that keeps every
+# coverage feature of the old corpus and of this run). Prints a table: target, wall time, CPU
+# time (user+sys: on a shared machine it can be far below wall time), executions, coverage
+# (edges "cov" and features "ft" at the end), corpus files before -> after, findings.
+#
+#   scripts/fuzz-long.sh HOURS [BUILD_DIR]          (BUILD_DIR default build-fuzz: `make fuzz`)
+#
+# Environment: FUZZ_NICE (default 19), FUZZ_TARGETS (space-separated short names, default all),
+# EDGELLM_TESTDATA (default ../shared). Findings (crash-*, leak-*, timeout-*, oom-* reproducers)
+# are kept in BUILD_DIR/fuzz-artifacts/<fuzzer>/; reproduce one with
+#   BUILD_DIR/fuzz_<target> BUILD_DIR/fuzz-artifacts/fuzz_<target>/crash-<sha1>
+# and add it (or a unit test) as a regression test before fixing (docs/testing.md).
+set -euo pipefail
+
+if [[ $# -lt 1 ]]; then
+  echo "usage: $0 HOURS [BUILD_DIR]" >&2
+  exit 2
+fi
+hours=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${2:-$root/build-fuzz}
+export EDGELLM_TESTDATA=${EDGELLM_TESTDATA:-$root/../shared}
+seconds=$(awk -v h="$hours" 'BEGIN { s = int(h * 3600); print (s < 1 ? 1 : s) }')
+nice_level=${FUZZ_NICE:-19}
+max_len=65536
+
+mapfile -t fuzzers < <(find "$build_dir" -maxdepth 1 -type f -name 'fuzz_*' -perm -u+x | sort)
+if [[ ${#fuzzers[@]} -eq 0 ]]; then
+  echo "fuzz-long: no fuzz_* executables in $build_dir (make fuzz builds them)" >&2
+  exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/edgellm-fuzz-long-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+rows=()
+total_findings=0
+for bin in "${fuzzers[@]}"; do
+  name=$(basename "$bin")
+  short=${name#fuzz_}
+  if [[ -n ${FUZZ_TARGETS:-} && " $FUZZ_TARGETS " != *" $short "* ]]; then continue; fi
+  kept=$root/tests/fuzz/corpus/$short
+  corpus=$work/$short
+  artifacts=$build_dir/fuzz-artifacts/$name
+  mkdir -p "$kept" "$corpus" "$artifacts"
+  before=$(find "$kept" -type f | wc -l)
+  cp -r "$kept/." "$corpus/"
+  EDGELLM_FUZZ_SEED_DIR=$corpus "$bin" -runs=0 -max_len=$max_len "$corpus" > "$work/$short-seed.log" 2>&1 || true
+  findings_before=$(find "$artifacts" -type f | wc -l)
+
+  echo "fuzz-long: $name for ${seconds}s from $(find "$corpus" -type f | wc -l) inputs (nice $nice_level)" >&2
+  TIMEFORMAT='%R %U %S'
+  { time nice -n "$nice_level" "$bin" "$corpus" -max_total_time="$seconds" -max_len=$max_len -rss_limit_mb=2048 \
+      -timeout=20 -print_final_stats=1 -artifact_prefix="$artifacts/" > "$work/$short.log" 2>&1 || true; } \
+      2> "$work/$short.time"
+  read -r wall user sys < "$work/$short.time"
+  runs=$(grep -E '^stat::number_of_executed_units' "$work/$short.log" | awk '{print $2}' | tail -1)
+  # The last status line ("#N ... cov: E ft: F corp: ...") holds the final coverage.
+  status=$(grep -E '^#[0-9]+.*cov: [0-9]+ ft: [0-9]+' "$work/$short.log" | tail -1 || true)
+  cov=$(sed -E 's/.*cov: ([0-9]+).*/\1/' <<< "$status")
+  ft=$(sed -E 's/.*ft: ([0-9]+).*/\1/' <<< "$status")
+  findings=$(( $(find "$artifacts" -type f | wc -l) - findings_before ))
+  total_findings=$(( total_findings + findings ))
+  if (( findings > 0 )); then
+    echo "fuzz-long: $name: $findings finding(s) in $artifacts:" >&2
+    grep -E 'ERROR|SUMMARY|invariant|Test unit written' "$work/$short.log" | head -20 >&2 || true
+  fi
+
+  # Minimise: the smallest set covering the old kept corpus and everything this run found.
+  merged=$work/$short-merged
+  mkdir -p "$merged"
+  nice -n "$nice_level" "$bin" -merge=1 -max_len=$max_len -rss_limit_mb=2048 -timeout=20 "$merged" "$kept" "$corpus" \
+      > "$work/$short-merge.log" 2>&1 || { echo "fuzz-long: merge failed for $name" >&2; tail -20 "$work/$short-merge.log" >&2; continue; }
+  rm -f "$kept"/*
+  cp "$merged"/* "$kept"/ 2>/dev/null || true
+  after=$(find "$kept" -type f | wc -l)
+  rows+=("$(printf '| %s | %.0f | %.0f | %s | %s | %s | %s -> %s | %s |' "$short" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')" \
+      "${runs:-?}" "${cov:-?}" "${ft:-?}" "$before" "$after" "$findings")")
+done
+
+echo
+echo "| target | wall s | CPU s | runs | cov | ft | corpus files | findings |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|"
+printf '%s\n' "${rows[@]}"
+(( total_findings == 0 )) || exit 1
