@@ -241,6 +241,9 @@ typedef struct edgellm_result {
   /* ABI 2: OK when session_save was written (or not asked for), else why not (IO; SHUT_DOWN
    * never; a request that ended with ERROR saves nothing and reports INVALID_ARGUMENT). */
   edgellm_status session_status;
+  /* ABI 2: the model version that served the request from start to end ("1" for the file the
+   * service was created with, then what edgellm_swap_model named). */
+  const char* model_version;
 } edgellm_result;
 
 /* Called on the scheduler thread for each token; return false to cancel the request. */
@@ -400,6 +403,44 @@ EDGELLM_API edgellm_status edgellm_registry_resolve(const char* registry_dir, co
 /* {"models": [manifest + "current" + "path", ...], "unfit": [configuration keys]}. */
 EDGELLM_API edgellm_status edgellm_registry_list_json(const char* registry_dir, char* buf, size_t capacity,
                                                       size_t* length);
+
+/* ------------------------------------------------------------------------------ hot swap, degradation */
+/* docs/device-fitness.md. */
+
+/* Switches the service to another model file (an update: verify it first with
+ * edgellm_registry_install / edgellm_registry_resolve). The new model is loaded and its context
+ * built first — this call blocks meanwhile — and on failure (IO, INVALID_FILE, UNSUPPORTED,
+ * OUT_OF_MEMORY) nothing changes: the current model keeps serving. Then, in one step, new
+ * requests go to the new model while those already admitted finish on the old one, whose file
+ * is unmapped after its last request. `version` (1-64 bytes) labels results
+ * (edgellm_result.model_version). Any thread except the service's callbacks (WRONG_THREAD). */
+EDGELLM_API edgellm_status edgellm_swap_model(edgellm_service* service, const char* model_path, const char* version);
+
+typedef struct edgellm_pressure {
+  int32_t memory_level;  /* 0 none, 1 moderate, 2 high, 3 critical, 4 free memory now */
+  int32_t thermal_level; /* 0 none, 1 warm, 2 hot, 3 critical */
+  bool power_save;       /* the device is in power-save mode */
+} edgellm_pressure;
+
+/* Feeds the device's pressure (the platform's memory-level, thermal and power-save callbacks)
+ * to the degradation ladder; returns at once. The ladder steps down one rung at a time — fewer
+ * threads, shorter context, int8 KV, the fallback model (edgellm_set_fallback_model), refusing new
+ * requests (DEGRADED), and at memory level 4 ending running requests (their result: ERROR with
+ * status DEGRADED and the text so far) — and back up once the pressure has stayed lower for 10 s
+ * per rung. No step but the last touches a request already admitted. Levels out of range:
+ * INVALID_ARGUMENT. Any thread. */
+EDGELLM_API edgellm_status edgellm_set_pressure(edgellm_service* service, const edgellm_pressure* pressure);
+
+/* The smaller model the ladder's "smaller model" rung switches to (NULL path: none). The file is
+ * opened to read its shape (IO / INVALID_FILE when it cannot be). Any thread. */
+EDGELLM_API edgellm_status edgellm_set_fallback_model(edgellm_service* service, const char* model_path,
+                                                      const char* version);
+
+/* The ladder as JSON: the rung in force, per rung how often it was entered and left and the last
+ * reason, the configuration (model version, context, threads, KV type), refused and ended
+ * requests. */
+EDGELLM_API edgellm_status edgellm_degradation_json(edgellm_service* service, char* buf, size_t capacity,
+                                                    size_t* length);
 
 #ifdef __cplusplus
 } /* extern "C" */

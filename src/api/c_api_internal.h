@@ -11,10 +11,18 @@
 
 #include "core/error.h"
 #include "edgellm/edgellm.h"
+#include "service/degradation_controller.h"
 #include "service/inference_service.h"
+#include "service/model_host.h"
 
+// One handle = a ModelHost (the hot swap: the current InferenceService, plus old ones draining)
+// and the degradation ladder over it. Calls about "the model" (tokenize, metrics, pause...) go to
+// the current service.
 struct edgellm_service {
-  std::unique_ptr<edgellm::InferenceService> service;
+  std::unique_ptr<edgellm::ModelHost> host;
+  std::unique_ptr<edgellm::DegradationController> ladder;  // destroyed before host
+  // The service that serves new requests now (valid while held).
+  std::shared_ptr<edgellm::InferenceService> current() const { return host->current_service(); }
 };
 
 namespace edgellm::capi {

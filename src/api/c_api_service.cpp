@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/c_api_internal.h"
+#include "core/json.h"
 #include "core/utf8.h"
 #include "core/log.h"
 #include "engine/sampler.h"
@@ -159,6 +160,7 @@ ServiceRequest to_request(const edgellm_request_params& p) {
       out.stats.kv_blocks = st.kv_blocks;
       out.stats.peak_rss_bytes = st.peak_rss_bytes;
       out.stats.cached_tokens = st.cached_tokens;
+      out.model_version = res.model_version.c_str();
       out.session_status = save_session_for(session_save, res);
       fn(&out, user);
     };
@@ -226,7 +228,11 @@ edgellm_status edgellm_service_create(const char* model_path, const edgellm_serv
     if (model_path == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "model_path is NULL");
     const edgellm_service_params p = params != nullptr ? *params : edgellm_service_default_params();
     auto handle = std::make_unique<edgellm_service>();
-    handle->service = InferenceService::open(model_path, to_service_params(p));
+    handle->host = std::make_unique<ModelHost>(model_path, "1", to_service_params(p));
+    DegradationConfig dc;
+    dc.base_model_path = model_path;
+    dc.base_version = "1";
+    handle->ladder = std::make_unique<DegradationController>(*handle->host, dc);
     *out = handle.release();
     return EDGELLM_OK;
   });
@@ -235,10 +241,11 @@ edgellm_status edgellm_service_create(const char* model_path, const edgellm_serv
 edgellm_status edgellm_service_destroy(edgellm_service* service) {
   if (service == nullptr) return EDGELLM_OK;
   return guard([&] {
-    if (service->service->on_scheduler_thread()) {
+    if (service->host->on_scheduler_thread()) {
       return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_service_destroy called from the service's own callback");
     }
-    service->service->shutdown();
+    service->ladder.reset();
+    service->host.reset();  // every request gets its on_finish (cancelled) before this returns
     delete service;
     return EDGELLM_OK;
   });
@@ -251,7 +258,7 @@ edgellm_status edgellm_submit(edgellm_service* service, const edgellm_request_pa
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
     if (params == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "params is NULL");
     if (out_id == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "out_id is NULL");
-    *out_id = service->service->submit(to_request(*params));
+    *out_id = service->ladder->submit(to_request(*params)).id;
     return EDGELLM_OK;
   });
 }
@@ -259,7 +266,7 @@ edgellm_status edgellm_submit(edgellm_service* service, const edgellm_request_pa
 edgellm_status edgellm_cancel(edgellm_service* service, edgellm_request_id id) {
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    if (!service->service->cancel(id)) {
+    if (!service->host->cancel(id)) {
       return fail(EDGELLM_ERR_NOT_FOUND, "no waiting or running request has id " + std::to_string(id));
     }
     return EDGELLM_OK;
@@ -269,7 +276,7 @@ edgellm_status edgellm_cancel(edgellm_service* service, edgellm_request_id id) {
 edgellm_status edgellm_pause(edgellm_service* service) {
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    service->service->pause();
+    service->host->pause();
     return EDGELLM_OK;
   });
 }
@@ -277,7 +284,7 @@ edgellm_status edgellm_pause(edgellm_service* service) {
 edgellm_status edgellm_resume(edgellm_service* service) {
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    service->service->resume();
+    service->host->resume();
     return EDGELLM_OK;
   });
 }
@@ -287,7 +294,7 @@ edgellm_status edgellm_trim(edgellm_service* service, edgellm_trim_callback done
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
     std::function<void(size_t)> cb;
     if (done != nullptr) cb = [done, user_data](size_t bytes) { done(bytes, user_data); };
-    service->service->trim(std::move(cb));
+    service->current()->trim(std::move(cb));
     return EDGELLM_OK;
   });
 }
@@ -297,7 +304,7 @@ edgellm_status edgellm_warmup(edgellm_service* service, edgellm_warmup_callback 
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
     std::function<void(bool, const std::string&)> cb;
     if (done != nullptr) cb = [done, user_data](bool ran, const std::string& why) { done(ran, why.c_str(), user_data); };
-    service->service->warmup(std::move(cb));
+    service->current()->warmup(std::move(cb));
     return EDGELLM_OK;
   });
 }
@@ -305,7 +312,7 @@ edgellm_status edgellm_warmup(edgellm_service* service, edgellm_warmup_callback 
 edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out) {
   return guard([&] {
     if (service == nullptr || out == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service or out is NULL");
-    const ServiceMetrics m = service->service->metrics();
+    const ServiceMetrics m = service->current()->metrics();
     edgellm_metrics r{};
     r.requests_submitted = m.requests_submitted;
     r.requests_finished = m.requests_finished;
@@ -347,14 +354,30 @@ edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* ou
 edgellm_status edgellm_metrics_json(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    return capi::copy_out(service->service->metrics().to_json().dump(), buf, capacity, length);
+    Json j = service->current()->metrics().to_json();
+    j.set("model_version", service->host->current_version());
+    j.set("degradation", service->ladder->metrics_json());  // rungs taken, with their reasons
+    return capi::copy_out(j.dump(), buf, capacity, length);
   });
 }
 
 edgellm_status edgellm_metrics_prometheus(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    return capi::copy_out(service->service->metrics().to_prometheus(), buf, capacity, length);
+    std::string text = service->current()->metrics().to_prometheus();
+    const Json d = service->ladder->metrics_json();
+    text += "# HELP edgellm_degradation_rung The degradation ladder's rung in force (0 normal .. 6 end running).\n"
+            "# TYPE edgellm_degradation_rung gauge\n"
+            "edgellm_degradation_rung " + std::to_string(d.at("rung").as_int()) + "\n"
+            "# HELP edgellm_degradation_steps_total Steps the degradation ladder took (down and up).\n"
+            "# TYPE edgellm_degradation_steps_total counter\n"
+            "edgellm_degradation_steps_total " + std::to_string(d.at("steps").as_int()) + "\n"
+            "# HELP edgellm_degradation_entered_total Times each rung was entered.\n"
+            "# TYPE edgellm_degradation_entered_total counter\n";
+    for (const auto& [rung, v] : d.at("rungs").as_object()) {
+      text += "edgellm_degradation_entered_total{rung=\"" + rung + "\"} " + std::to_string(v.at("entered").as_int()) + "\n";
+    }
+    return capi::copy_out(text, buf, capacity, length);
   });
 }
 

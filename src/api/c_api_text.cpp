@@ -30,7 +30,8 @@ extern "C" {
 edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    const InferenceService& s = *service->service;
+    const std::shared_ptr<InferenceService> current = service->current();
+    const InferenceService& s = *current;
     const Model& m = s.model();
     const HParams& hp = m.hparams();
     Json j = Json::object();
@@ -75,7 +76,7 @@ edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
     if (n_tokens == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "n_tokens is NULL");
     check_utf8(text, "text");
-    const std::vector<int32_t> ids = service->service->tokenizer().encode(text, add_special, parse_special);
+    const std::vector<int32_t> ids = service->current()->tokenizer().encode(text, add_special, parse_special);
     *n_tokens = ids.size();
     if (ids.size() > capacity || (tokens == nullptr && !ids.empty())) {
       return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(capacity) + " tokens; " +
@@ -91,7 +92,7 @@ edgellm_status edgellm_detokenize(edgellm_service* service, const int32_t* token
   return guard([&] {
     if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
     if (tokens == nullptr && n_tokens > 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "tokens is NULL");
-    const Tokenizer& tok = service->service->tokenizer();
+    const Tokenizer& tok = service->current()->tokenizer();
     std::vector<int32_t> ids(tokens, tokens + n_tokens);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0 || ids[i] >= tok.n_vocab()) {
@@ -119,7 +120,7 @@ edgellm_status edgellm_apply_template(edgellm_service* service, const edgellm_me
       m.set("content", Json(messages[i].content));
       conv.push_back(std::move(m));
     }
-    return capi::copy_out(service->service->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
+    return capi::copy_out(service->current()->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
   });
 }
 

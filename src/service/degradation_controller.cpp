@@ -55,7 +55,24 @@ void DegradationController::set_signals(const PressureSignals& signals) {
   wake_.notify_all();
 }
 
+void DegradationController::set_smaller_models(std::vector<std::pair<std::string, std::string>> models) {
+  int32_t head_dim = 0;
+  if (!models.empty()) {
+    ModelLoadParams lp;
+    lp.repack = RepackMode::kOff;
+    head_dim = Model::load(models.front().first, lp)->hparams().head_dim;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  config_.smaller_models = std::move(models);
+  small_head_dim_ = head_dim;
+}
+
 ServiceParams DegradationController::params_for(Rung r) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return params_for_locked(r);
+}
+
+ServiceParams DegradationController::params_for_locked(Rung r) const {
   ServiceParams p = base_;
   const int rung = static_cast<int>(r);
   if (rung >= 1) {
@@ -166,10 +183,15 @@ void DegradationController::apply(const DegradationLadder::Step& step) {
       for (uint64_t id : ids) host_.cancel(id);
     } else if (to <= static_cast<int>(Rung::kSmallerModel)) {
       // Rungs 1-4 are configurations: rebuild for the new rung (down or up).
-      const ServiceParams p = params_for(step.to);
-      const bool want_small = to >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty();
-      const std::string version = want_small ? config_.smaller_models.front().second : config_.base_version;
-      const std::string path = want_small ? config_.smaller_models.front().first : config_.base_model_path;
+      ServiceParams p;
+      std::string version, path;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        p = params_for_locked(step.to);
+        const bool want_small = to >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty();
+        version = want_small ? config_.smaller_models.front().second : config_.base_version;
+        path = want_small ? config_.smaller_models.front().first : config_.base_model_path;
+      }
       if (version != host_.current_version()) {
         host_.swap_model(path, version, p);
       } else if (step.from != Rung::kRefuseNew || step.to != Rung::kSmallerModel) {
@@ -194,7 +216,7 @@ Json DegradationController::metrics_json() const {
   Json j = ladder_.metrics_json();
   j.set("applied_rung", rung_name(applied_));
   j.set("model_version", model_in_use_);
-  const ServiceParams p = params_for(applied_);
+  const ServiceParams p = params_for_locked(applied_);
   j.set("n_ctx", p.context.n_ctx);
   j.set("n_threads", p.context.n_threads);
   j.set("kv_type", tensor_type_name(p.context.kv_type));

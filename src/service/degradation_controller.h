@@ -55,6 +55,9 @@ class DegradationController {
 
   // Host-fed signals (replace the previous ones); the ladder is re-evaluated at once.
   void set_signals(const PressureSignals& signals);
+  // Replaces the models rung 4 may switch to (path, version), best first. Reads the first one's
+  // hyper-parameters (Error from Model::load when it does not load; nothing changed then).
+  void set_smaller_models(std::vector<std::pair<std::string, std::string>> models);
 
   // ModelHost::submit, refused at rung >= 5; tracks the request for rung 6.
   ModelHost::Submitted submit(ServiceRequest request);
@@ -71,6 +74,7 @@ class DegradationController {
  private:
   void run();
   void apply(const DegradationLadder::Step& step);  // controller thread, no lock held
+  ServiceParams params_for_locked(Rung r) const;     // mutex_ held
 
   ModelHost& host_;
   DegradationConfig config_;

@@ -51,7 +51,8 @@ ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
       return user(mine);
     };
   }
-  request.on_finish = [this, id, outstanding, user = std::move(request.on_finish)](const RequestResult& r) {
+  request.on_finish = [this, id, outstanding, version = g->version,
+                       user = std::move(request.on_finish)](const RequestResult& r) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       routes_.erase(id);
@@ -59,6 +60,7 @@ ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
     if (user) {
       RequestResult mine = r;
       mine.id = id;
+      mine.model_version = version;
       user(mine);
     }
     if (outstanding->fetch_sub(1) == 1) {
@@ -115,6 +117,7 @@ void ModelHost::install(std::shared_ptr<Generation> next) {
       throw Error(ErrorCode::kCancelled, "the model host is shutting down");
     }
     old = current_->version;
+    if (paused_) next->service->pause();  // before it is visible: nothing runs on it
     retired_.push_back(std::move(current_));
     current_ = std::move(next);
   }
@@ -143,6 +146,29 @@ void ModelHost::reconfigure(const ServiceParams& params) {
   g->params = params;
   g->service = std::make_shared<InferenceService>(g->model, params);
   install(std::move(g));
+}
+
+void ModelHost::pause() {
+  std::lock_guard<std::mutex> lock(mutex_);  // pause() only sets a flag in the service
+  paused_ = true;
+  if (current_) current_->service->pause();
+  for (const auto& g : retired_) g->service->pause();
+}
+
+void ModelHost::resume() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  paused_ = false;
+  if (current_) current_->service->resume();
+  for (const auto& g : retired_) g->service->resume();
+}
+
+bool ModelHost::on_scheduler_thread() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (current_ && current_->service->on_scheduler_thread()) return true;
+  for (const auto& g : retired_) {
+    if (g->service->on_scheduler_thread()) return true;
+  }
+  return false;
 }
 
 std::string ModelHost::current_version() const {

@@ -56,6 +56,14 @@ class ModelHost {
   // A new service over the current model with other parameters (threads, context, KV type).
   void reconfigure(const ServiceParams& params);
 
+  // Pause / resume every live service (current and draining); a service switched in while
+  // paused starts paused.
+  void pause();
+  void resume();
+  // True on the scheduler thread of any live service (a callback): destroying the host from
+  // there would wait for itself.
+  bool on_scheduler_thread() const;
+
   std::string current_version() const;
   ServiceParams current_params() const;
   // The current service (for metrics, tokenize, pause...). Valid until the next swap; hold the
@@ -93,6 +101,7 @@ class ModelHost {
   uint64_t next_id_ = 1;
   int reaping_ = 0;  // generations taken out of retired_ and being shut down by the reaper
   bool stopping_ = false;
+  bool paused_ = false;
   std::atomic<uint64_t> swaps_{0};
   std::thread reaper_;
 };

@@ -54,6 +54,7 @@ struct RequestResult {
   std::string stop_string;  // the stop string that ended it, if any
   RequestStats stats;
   std::string session;      // with ServiceRequest::session_out: the session bytes ("" on error)
+  std::string model_version;  // set by ModelHost: the model version that served the request
 };
 
 struct ServiceRequest {
