@@ -365,6 +365,11 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   }
 
   if (g->stream) counters_.streams.fetch_add(1);
+  if (endpoint == Endpoint::kChat && options_.router.enabled()) {
+    // Streamed chat with the router on: always local (the score needs the whole answer).
+    counters_.route_local.fetch_add(1);
+    res.set_header("x-edgellm-route", "local");
+  }
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
 
