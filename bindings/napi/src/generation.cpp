@@ -211,9 +211,7 @@ napi_value generate(napi_env env, const std::shared_ptr<ModelCore>& core, napi_v
     return nullptr;
   }
   auto reject = [&](const std::string& code, const std::string& message) -> napi_value {
-    napi_value error = make_error(env, code, message);
-    if (!error) napi_get_and_clear_last_exception(env, &error);
-    napi_reject_deferred(env, deferred, error ? error : js_undefined(env));
+    reject_error(env, deferred, code, message);
     return generation_object(env, core, 0, promise);
   };
 

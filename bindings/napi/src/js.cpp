@@ -26,6 +26,17 @@ static bool exception_pending(napi_env env) {
   return napi_is_exception_pending(env, &pending) == napi_ok && pending;
 }
 
+void reject_error(napi_env env, napi_deferred deferred, std::string_view code, std::string_view message) {
+  napi_value error = nullptr;
+  if (exception_pending(env)) {
+    napi_get_and_clear_last_exception(env, &error);
+  } else {
+    error = make_error(env, code, message);
+    if (!error) napi_get_and_clear_last_exception(env, &error);
+  }
+  napi_reject_deferred(env, deferred, error ? error : js_undefined(env));
+}
+
 void throw_error(napi_env env, std::string_view code, std::string_view message) {
   if (exception_pending(env)) return;
   napi_value error = make_error(env, code, message);

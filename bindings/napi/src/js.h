@@ -21,6 +21,9 @@ std::string status_code(edgellm_status status);
 
 // An Error whose `code` is `code` and whose message is `message` (nullptr if even that failed).
 napi_value make_error(napi_env env, std::string_view code, std::string_view message);
+// Rejects deferred with make_error(code, message); when a JS exception is pending (e.g. an
+// options getter threw), with that exception instead.
+void reject_error(napi_env env, napi_deferred deferred, std::string_view code, std::string_view message);
 // Throws make_error(code, message) unless an exception is already pending.
 void throw_error(napi_env env, std::string_view code, std::string_view message);
 // Throws for a failed Node-API call (napi_get_last_error_info's message) unless one is pending.

@@ -69,7 +69,7 @@ napi_value load(napi_env env, napi_callback_info info) {
   w->deferred = deferred;
   std::string error;
   if (!read_load_config(env, args[0], args[1], &w->config, &error)) {
-    napi_reject_deferred(env, deferred, make_error(env, "INVALID_ARGUMENT", error));
+    reject_error(env, deferred, "INVALID_ARGUMENT", error);
     return promise;
   }
   napi_value name = js_string(env, "edgellm.load");

@@ -58,29 +58,27 @@ napi_value status_result(napi_env env, edgellm_status st) {
   return nullptr;
 }
 
-// Called by new_model only: `new Model(...)` from JS is refused, since only the handle new_model
-// is constructing right now (AddonData::constructing) is accepted.
+// Called by new_model only: `new Model()` from JS is refused, since it carries no handle
+// (AddonData::constructing is set only while new_model constructs).
 napi_value constructor(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value arg = nullptr, self = nullptr;
-  void* token = nullptr;
+  napi_value self = nullptr;
   void* instance = nullptr;
-  if (napi_get_cb_info(env, info, &argc, &arg, &self, nullptr) != napi_ok) return nullptr;
+  if (napi_get_cb_info(env, info, nullptr, nullptr, &self, nullptr) != napi_ok) return nullptr;
   if (napi_get_instance_data(env, &instance) != napi_ok || !instance) return nullptr;
   auto* data = static_cast<AddonData*>(instance);
-  if (argc != 1 || type_of(env, arg) != napi_external || napi_get_value_external(env, arg, &token) != napi_ok ||
-      !token || token != data->constructing) {
+  auto* handle = static_cast<ModelHandle*>(data->constructing);
+  if (!handle) {
     throw_error(env, "INVALID_ARGUMENT", "Model objects come from load()");
     return nullptr;
   }
-  auto* handle = static_cast<ModelHandle*>(token);
+  data->constructing = nullptr;  // one object per handle, even if the wrap fails
   if (napi_wrap(
           env, self, handle, [](napi_env, void* d, void*) { delete static_cast<ModelHandle*>(d); }, nullptr, nullptr) !=
       napi_ok) {
+    delete handle;
     throw_napi_failure(env, "napi_wrap");
     return nullptr;
   }
-  data->constructing = nullptr;  // the wrap owns the handle now
   return self;
 }
 
@@ -317,21 +315,19 @@ bool define_model_class(napi_env env, napi_value exports, AddonData* data) {
 
 napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core) {
   void* instance = nullptr;
-  napi_value cls = nullptr, arg = nullptr, obj = nullptr;
+  napi_value cls = nullptr, obj = nullptr;
   if (napi_get_instance_data(env, &instance) != napi_ok || !instance ||
       napi_get_reference_value(env, static_cast<AddonData*>(instance)->model_constructor, &cls) != napi_ok) {
     throw_napi_failure(env, "new Model");
     return nullptr;
   }
   auto* data = static_cast<AddonData*>(instance);
-  auto handle = std::make_unique<ModelHandle>(ModelHandle{std::move(core)});
-  data->constructing = handle.get();
-  // The external only carries the pointer into the constructor; it owns nothing.
-  bool ok = napi_create_external(
-                env, handle.get(), [](napi_env, void*, void*) {}, nullptr, &arg) == napi_ok &&
-            napi_new_instance(env, cls, 1, &arg, &obj) == napi_ok;
-  if (data->constructing == nullptr) handle.release();  // the constructor's wrap took it
-  data->constructing = nullptr;
+  data->constructing = new ModelHandle{std::move(core)};  // the constructor takes it
+  bool ok = napi_new_instance(env, cls, 0, nullptr, &obj) == napi_ok;
+  if (data->constructing) {  // the constructor did not run
+    delete static_cast<ModelHandle*>(data->constructing);
+    data->constructing = nullptr;
+  }
   if (!ok) {
     throw_napi_failure(env, "new Model");
     return nullptr;

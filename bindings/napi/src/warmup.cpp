@@ -46,7 +46,7 @@ napi_value warmup(napi_env env, const std::shared_ptr<ModelCore>& core) {
     return nullptr;
   }
   if (!core->service()) {
-    napi_reject_deferred(env, deferred, make_error(env, status_code(EDGELLM_ERR_SHUT_DOWN), "the model was released"));
+    reject_error(env, deferred, status_code(EDGELLM_ERR_SHUT_DOWN), "the model was released");
     return promise;
   }
   auto* w = new Warmup(core, deferred);
@@ -56,7 +56,7 @@ napi_value warmup(napi_env env, const std::shared_ptr<ModelCore>& core) {
     std::string message = last_error_message(st);
     w->settled(env);
     w->close();
-    napi_reject_deferred(env, deferred, make_error(env, status_code(st), message));
+    reject_error(env, deferred, status_code(st), message);
   }
   return promise;
 }

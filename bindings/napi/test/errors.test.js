@@ -39,6 +39,20 @@ test('load rejects: missing file, truncated GGUF, not a GGUF, bad options', asyn
   }
 });
 
+test('an options getter that throws: load and the result reject with that exception', async () => {
+  const options = { get contextSize() { throw new TypeError('getter'); }, get temperature() { throw new TypeError('getter'); } };
+  const e = await h.rejection(edgellm.load(h.stories, options));
+  assert.ok(e instanceof TypeError && e.message === 'getter');
+  const m = await edgellm.load(h.stories);
+  try {
+    const g = m.generate('hi', options);
+    const r = await h.rejection(g.result);
+    assert.ok(r instanceof TypeError && r.message === 'getter');
+  } finally {
+    await m.release();
+  }
+});
+
 test('generate rejects its result: bad input, bad options, a prompt longer than the context', async () => {
   const m = await edgellm.load(h.stories, { contextSize: 32 });
   try {
