@@ -244,8 +244,9 @@ edgellm_status edgellm_service_destroy(edgellm_service* service) {
     if (service->host->on_scheduler_thread()) {
       return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_service_destroy called from the service's own callback");
     }
+    service->host->shutdown();  // every request gets its on_finish (cancelled) before this returns
     service->ladder.reset();
-    service->host.reset();  // every request gets its on_finish (cancelled) before this returns
+    service->host.reset();
     delete service;
     return EDGELLM_OK;
   });

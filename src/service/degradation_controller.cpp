@@ -97,15 +97,16 @@ ModelHost::Submitted DegradationController::submit(ServiceRequest request) {
     }
   }
   // on_finish may run before host_.submit() returns (the host's id is in the result): whichever
-  // of the two comes second cleans up, through live_ / finished_early_ under the lock.
-  request.on_finish = [this, user = std::move(request.on_finish)](const RequestResult& r) {
+  // of the two comes second cleans up, through `tracking` under its lock. The wrapper holds
+  // only `tracking`, so it stays valid if the host outlives this controller.
+  request.on_finish = [tracking = tracking_, user = std::move(request.on_finish)](const RequestResult& r) {
     std::string reason;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (live_.erase(r.id) == 0) finished_early_.insert(r.id);
-      if (auto it = ended_.find(r.id); it != ended_.end()) {
+      std::lock_guard<std::mutex> lock(tracking->mutex);
+      if (tracking->live.erase(r.id) == 0) tracking->finished_early.insert(r.id);
+      if (auto it = tracking->ended.find(r.id); it != tracking->ended.end()) {
         reason = std::move(it->second);
-        ended_.erase(it);
+        tracking->ended.erase(it);
       }
     }
     if (!user) return;
@@ -120,8 +121,8 @@ ModelHost::Submitted DegradationController::submit(ServiceRequest request) {
     user(ended);
   };
   const ModelHost::Submitted s = host_.submit(std::move(request));
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (finished_early_.erase(s.id) == 0) live_.insert(s.id);
+  std::lock_guard<std::mutex> lock(tracking_->mutex);
+  if (tracking_->finished_early.erase(s.id) == 0) tracking_->live.insert(s.id);
   return s;
 }
 
@@ -175,9 +176,12 @@ void DegradationController::apply(const DegradationLadder::Step& step) {
     if (step.to == Rung::kEndRunning) {
       std::vector<uint64_t> ids;
       {
+        std::lock_guard<std::mutex> lock(tracking_->mutex);
+        for (uint64_t id : tracking_->live) tracking_->ended[id] = step.reason;
+        ids.assign(tracking_->live.begin(), tracking_->live.end());
+      }
+      {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (uint64_t id : live_) ended_[id] = step.reason;
-        ids.assign(live_.begin(), live_.end());
         ended_count_ += ids.size();
       }
       for (uint64_t id : ids) host_.cancel(id);

@@ -20,6 +20,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -87,9 +88,15 @@ class DegradationController {
   DegradationLadder ladder_;
   Rung applied_ = Rung::kNormal;  // the configuration in force (lags the ladder while applying)
   std::string refuse_reason_;
-  std::set<uint64_t> live_;                              // submitted, no on_finish yet
-  std::set<uint64_t> finished_early_;                    // on_finish ran before submit returned
-  std::unordered_map<uint64_t, std::string> ended_;      // ended by rung 6, with the reason
+  // The requests in flight, shared with their on_finish wrappers (which may run after this
+  // controller is gone, when the host outlives it): its own lock, never held with mutex_.
+  struct Tracking {
+    std::mutex mutex;
+    std::set<uint64_t> live;                          // submitted, no on_finish yet
+    std::set<uint64_t> finished_early;                // on_finish ran before submit returned
+    std::unordered_map<uint64_t, std::string> ended;  // ended by rung 6, with the reason
+  };
+  std::shared_ptr<Tracking> tracking_ = std::make_shared<Tracking>();
   uint64_t refused_ = 0, ended_count_ = 0, apply_failures_ = 0;
   std::string last_apply_error_;
   std::string model_in_use_;  // version served for new requests

@@ -17,7 +17,10 @@ ModelHost::ModelHost(const std::string& path, std::string version, const Service
   reaper_ = std::thread([this] { reap(); });
 }
 
-ModelHost::~ModelHost() {
+ModelHost::~ModelHost() { shutdown(); }
+
+void ModelHost::shutdown() {
+  std::lock_guard<std::mutex> once(shutdown_mutex_);
   std::vector<std::shared_ptr<Generation>> all;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -26,7 +29,7 @@ ModelHost::~ModelHost() {
     if (current_) all.push_back(current_);
   }
   changed_.notify_all();
-  reaper_.join();
+  if (reaper_.joinable()) reaper_.join();  // finishes a generation it was shutting down
   for (auto& g : all) g->service->shutdown();  // every request gets on_finish (cancelled)
 }
 

@@ -33,8 +33,11 @@ class ModelHost {
  public:
   // Loads `path` as `version` and starts its service. Throws what InferenceService::open throws.
   ModelHost(const std::string& path, std::string version, const ServiceParams& params);
-  // Shuts every service down (each request gets its on_finish) and joins the reaper.
+  // shutdown().
   ~ModelHost();
+  // Shuts every service down (each request gets its on_finish, cancelled) and joins the reaper;
+  // submit() then throws kCancelled. Idempotent. Not from a service's callback.
+  void shutdown();
   ModelHost(const ModelHost&) = delete;
   ModelHost& operator=(const ModelHost&) = delete;
 
@@ -104,6 +107,7 @@ class ModelHost {
   bool paused_ = false;
   std::atomic<uint64_t> swaps_{0};
   std::thread reaper_;
+  std::mutex shutdown_mutex_;  // one shutdown() at a time
 };
 
 }  // namespace edgellm
