@@ -514,7 +514,6 @@ Json HttpServer::keep_session(const std::string& id, RequestResult& r) {
   }
   info.set("stored", stored);
   info.set("bytes", n);
-  info.set("tokens", r.stats.prompt_tokens + r.stats.completion_tokens);
   return info;
 }
 
