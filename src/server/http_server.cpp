@@ -76,6 +76,17 @@ struct Generation {
 
 constexpr const char* kSessionImportPath = "/v1/sessions/import";
 
+// "/v1/sessions/{id}/export" -> id; "" for any other path.
+std::string export_id_of(const std::string& path) {
+  const std::string head = "/v1/sessions/", tail = "/export";
+  if (path.size() <= head.size() + tail.size() || path.compare(0, head.size(), head) != 0 ||
+      path.compare(path.size() - tail.size(), tail.size(), tail) != 0) {
+    return {};
+  }
+  std::string id = path.substr(head.size(), path.size() - head.size() - tail.size());
+  return id.find('/') == std::string::npos ? id : std::string();
+}
+
 // body.x_edgellm.session = info.
 void set_session_info(Json& body, Json info) {
   Json x = body.find("x_edgellm") != nullptr ? *body.find("x_edgellm") : Json::object();
@@ -183,6 +194,18 @@ void HttpServer::install_routes() {
                                "missing or wrong API key (send 'Authorization: Bearer KEY')"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    // `curl -X POST .../export` sends neither Content-Length nor a chunked body, which httplib
+    // 0.11 answers with 400 before routing; an export needs no body, so answer it here.
+    if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      if (const std::string id = export_id_of(req.path); !id.empty()) {
+        try {
+          handle_session_export(id, res);
+        } catch (const ApiError& e) {
+          send_error(res, e);
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (req.path != kSessionImportPath && req.has_header("Content-Length")) {
       const std::string cl = req.get_header_value("Content-Length");
       const unsigned long long n = std::strtoull(cl.c_str(), nullptr, 10);
@@ -257,6 +280,10 @@ void HttpServer::install_routes() {
   s.Post(R"(/v1/sessions/([^/]+)/export)", guarded([this](const httplib::Request& q, httplib::Response& r) {
            handle_session_export(q.matches[1].str(), r);
          }));
+  // GET too: a plain download (`curl -o`, a browser) of the same bytes.
+  s.Get(R"(/v1/sessions/([^/]+)/export)", guarded([this](const httplib::Request& q, httplib::Response& r) {
+          handle_session_export(q.matches[1].str(), r);
+        }));
   s.Delete(R"(/v1/sessions/([^/]+))", guarded([this](const httplib::Request& q, httplib::Response& r) {
              handle_session_delete(q.matches[1].str(), r);
            }));
@@ -438,9 +465,10 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   // Runs on this worker thread after the handler returns, again and again until done or false.
   auto provider = [this, g](size_t, httplib::DataSink& sink) -> bool {
     auto client_gone = [&] {
+      // Counted first: whoever sees the cancellation in the metrics also sees the disconnect.
+      counters_.client_disconnects.fetch_add(1);
       g->channel->abandon();        // the next token callback returns false ...
       service_.cancel(g->id);       // ... and a request without tokens yet ends too
-      counters_.client_disconnects.fetch_add(1);
       g->done = true;
       return false;                 // httplib closes the connection
     };

@@ -8,6 +8,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +50,24 @@ class Serve {
     server_->stop();
     thread_.join();
     service_->shutdown();
+  }
+  // A raw HTTP/1.1 exchange (for requests httplib's client will not send); the whole answer.
+  std::string raw(const std::string& request) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string got;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return got;
   }
   httplib::Client client(bool with_key = true) const {
     httplib::Client c("127.0.0.1", port_);
@@ -121,6 +145,16 @@ TEST(SessionsHttp, ExportedConversationContinuesExactlyOnAnotherServer) {
   ASSERT_EQ(status, 200);
   ASSERT_GT(bytes.size(), 64u);
   EXPECT_EQ(static_cast<double>(bytes.size()), info.at("bytes").as_number());
+  // The same bytes by GET, and by a POST without any body header (`curl -X POST`).
+  auto got = a.client().Get("/v1/sessions/trip/export");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, bytes);
+  EXPECT_EQ(got->get_header_value("Content-Type"), kOctets);
+  const std::string raw = a.raw(std::string("POST /v1/sessions/trip/export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
+                                kKey + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw.substr(0, 200);
+  EXPECT_TRUE(raw.size() > bytes.size() && raw.compare(raw.size() - bytes.size(), bytes.size(), bytes) == 0);
   b.post("/v1/sessions/import?id=trip", bytes, kOctets, &status, /*with_key=*/false);
   EXPECT_EQ(status, 401);
   const std::string imported = b.post("/v1/sessions/import?id=trip", bytes, kOctets, &status);
