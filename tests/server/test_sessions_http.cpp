@@ -181,6 +181,26 @@ TEST(SessionsHttp, ExportedConversationContinuesExactlyOnAnotherServer) {
   EXPECT_EQ(cached_tokens(cold), 0);
   EXPECT_EQ(text_of(cold), text_of(on_a));
 
+  // A streamed chat keeps its session too (named in the last chunk's x_edgellm).
+  {
+    Json chat = Json::object();
+    Json msgs = Json::array();
+    Json m = Json::object();
+    m.set("role", "user");
+    m.set("content", "Tell me a story");
+    msgs.push_back(std::move(m));
+    chat.set("messages", std::move(msgs));
+    chat.set("max_tokens", 8);
+    chat.set("temperature", 0);
+    chat.set("stream", true);
+    chat.set("x_edgellm_session", "chat-1");
+    const std::string sse = b.post("/v1/chat/completions", chat.dump(), "application/json", &status);
+    EXPECT_EQ(status, 200);
+    EXPECT_NE(sse.find(R"("session": {"id": "chat-1", "stored": true)"), std::string::npos) << sse;
+    EXPECT_GT(b.post("/v1/sessions/chat-1/export", "", kOctets, &status).size(), 64u);
+    EXPECT_EQ(status, 200);
+  }
+
   // An import without ?id= gets a new id; export of the new id returns the same bytes; DELETE
   // removes it.
   const Json fresh = Json::parse(b.post("/v1/sessions/import", bytes, kOctets, &status));
