@@ -181,7 +181,7 @@ void HttpServer::install_routes() {
       res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
       res.set_header("Vary", "Origin");
       if (req.method == "OPTIONS") {
-        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
         res.set_header("Access-Control-Max-Age", "600");
         res.status = 204;
@@ -536,9 +536,10 @@ Json HttpServer::keep_session(const std::string& id, RequestResult& r) {
   const uint64_t n = r.session.size();
   const bool stored = !r.session.empty() && sessions_.put(id, std::move(r.session));
   if (!stored) {
-    log_message(LogLevel::kWarn, "server: session " + id + " not stored (" + std::to_string(n) +
-                                        " bytes; --sessions-max-mib " +
-                                        std::to_string(options_.max_session_bytes >> 20) + ")");
+    log_message(LogLevel::kWarn, "server: session " + id + " not stored: " +
+                                     (n == 0 ? std::string("the service could not save it")
+                                             : std::to_string(n) + " bytes, over --sessions-max-mib " +
+                                                   std::to_string(options_.max_session_bytes >> 20)));
   }
   info.set("stored", stored);
   info.set("bytes", n);
