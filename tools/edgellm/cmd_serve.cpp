@@ -1,6 +1,6 @@
 // `edgellm serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md).
 //   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
-//                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] ...
+//                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] [--sessions N] ...
 // Loopback only unless --api-key is given. SIGINT / SIGTERM stop it cleanly (open requests are
 // cancelled, the model is unloaded).
 #include <atomic>
