@@ -6,6 +6,8 @@
 #include <chrono>
 #include <ctime>
 #include <exception>
+#include <random>
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -69,7 +71,36 @@ struct Generation {
   bool head_sent = false;
   bool done = false;
   std::string text;  // non-streaming: the answer so far
+  std::string session_id;  // x_edgellm_session: store the request's KV under it when it ends
 };
+
+constexpr const char* kSessionImportPath = "/v1/sessions/import";
+
+// "/v1/sessions/{id}/export" -> id; "" for any other path.
+std::string export_id_of(const std::string& path) {
+  const std::string head = "/v1/sessions/", tail = "/export";
+  if (path.size() <= head.size() + tail.size() || path.compare(0, head.size(), head) != 0 ||
+      path.compare(path.size() - tail.size(), tail.size(), tail) != 0) {
+    return {};
+  }
+  std::string id = path.substr(head.size(), path.size() - head.size() - tail.size());
+  return id.find('/') == std::string::npos ? id : std::string();
+}
+
+// body.x_edgellm.session = info.
+void set_session_info(Json& body, Json info) {
+  Json x = body.find("x_edgellm") != nullptr ? *body.find("x_edgellm") : Json::object();
+  x.set("session", std::move(info));
+  body.set("x_edgellm", std::move(x));
+}
+
+std::string new_session_id() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) | rd();
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "sess-%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 }  // namespace
 
@@ -85,13 +116,20 @@ void HttpServer::check_options(const ServerOptions& o) {
 }
 
 HttpServer::HttpServer(InferenceService& service, ServerOptions options)
-    : service_(service), options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    : service_(service),
+      options_(std::move(options)),
+      http_(std::make_unique<httplib::Server>()),
+      sessions_(options_.max_sessions, options_.max_session_bytes) {
   check_options(options_);
   if (options_.model_name.empty()) options_.model_name = "edgellm";
   int threads = options_.http_threads;
   if (threads <= 0) threads = service_.context_params().n_seq_max + service_.params().max_queued + 16;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http_->set_payload_max_length(options_.max_body_bytes);
+  // Session uploads may be larger than JSON bodies: httplib's one limit is the larger of the two,
+  // and every other endpoint is held to max_body_bytes by the pre-routing handler (Content-Length,
+  // before the body is read) and guarded() (chunked bodies, after).
+  http_->set_payload_max_length(options_.max_sessions > 0 ? std::max(options_.max_body_bytes, options_.max_session_bytes)
+                                                          : options_.max_body_bytes);
   http_->set_read_timeout(options_.read_timeout_s, 0);
   http_->set_write_timeout(10, 0);
   http_->set_keep_alive_timeout(2);
@@ -143,7 +181,7 @@ void HttpServer::install_routes() {
       res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
       res.set_header("Vary", "Origin");
       if (req.method == "OPTIONS") {
-        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
         res.set_header("Access-Control-Max-Age", "600");
         res.status = 204;
@@ -155,6 +193,26 @@ void HttpServer::install_routes() {
       send_error(res, ApiError(401, "authentication_error", "invalid_api_key",
                                "missing or wrong API key (send 'Authorization: Bearer KEY')"));
       return httplib::Server::HandlerResponse::Handled;
+    }
+    // `curl -X POST .../export` sends neither Content-Length nor a chunked body, which httplib
+    // 0.11 answers with 400 before routing; an export needs no body, so answer it here.
+    if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      if (const std::string id = export_id_of(req.path); !id.empty()) {
+        try {
+          handle_session_export(id, res);
+        } catch (const ApiError& e) {
+          send_error(res, e);
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (req.path != kSessionImportPath && req.has_header("Content-Length")) {
+      const std::string cl = req.get_header_value("Content-Length");
+      const unsigned long long n = std::strtoull(cl.c_str(), nullptr, 10);
+      if (n > options_.max_body_bytes) {
+        send_error(res, ApiError(413, "invalid_request_error", "request_too_large", "request body too large"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
@@ -185,6 +243,9 @@ void HttpServer::install_routes() {
   auto guarded = [this](auto fn) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
       try {
+        if (req.path != kSessionImportPath && req.body.size() > options_.max_body_bytes) {
+          throw ApiError(413, "invalid_request_error", "request_too_large", "request body too large");
+        }
         fn(req, res);
       } catch (const ApiError& e) {
         send_error(res, e);
@@ -214,6 +275,18 @@ void HttpServer::install_routes() {
   s.Post("/detokenize", guarded([this](const httplib::Request& q, httplib::Response& r) { handle_detokenize(q, r); }));
   s.Post("/apply-template",
          guarded([this](const httplib::Request& q, httplib::Response& r) { handle_apply_template(q, r); }));
+  s.Post(kSessionImportPath,
+         guarded([this](const httplib::Request& q, httplib::Response& r) { handle_session_import(q, r); }));
+  s.Post(R"(/v1/sessions/([^/]+)/export)", guarded([this](const httplib::Request& q, httplib::Response& r) {
+           handle_session_export(q.matches[1].str(), r);
+         }));
+  // GET too: a plain download (`curl -o`, a browser) of the same bytes.
+  s.Get(R"(/v1/sessions/([^/]+)/export)", guarded([this](const httplib::Request& q, httplib::Response& r) {
+          handle_session_export(q.matches[1].str(), r);
+        }));
+  s.Delete(R"(/v1/sessions/([^/]+))", guarded([this](const httplib::Request& q, httplib::Response& r) {
+             handle_session_delete(q.matches[1].str(), r);
+           }));
   s.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& r) { handle_models(r); }));
   s.Get("/models", guarded([this](const httplib::Request&, httplib::Response& r) { handle_models(r); }));
   s.Get("/health", [this](const httplib::Request&, httplib::Response& r) {
@@ -222,7 +295,13 @@ void HttpServer::install_routes() {
     send_json(r, stopping_.load() ? 503 : 200, j);
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
-    r.set_content(service_.metrics().to_prometheus() + counters_.to_prometheus(), "text/plain; version=0.0.4");
+    const std::string sessions = "# HELP edgellm_server_sessions Sessions kept for x_edgellm_session and export.\n"
+                                 "# TYPE edgellm_server_sessions gauge\n"
+                                 "edgellm_server_sessions " + std::to_string(sessions_.count()) + "\n"
+                                 "# HELP edgellm_server_session_bytes Bytes of the sessions kept.\n"
+                                 "# TYPE edgellm_server_session_bytes gauge\n"
+                                 "edgellm_server_session_bytes " + std::to_string(sessions_.bytes()) + "\n";
+    r.set_content(service_.metrics().to_prometheus() + counters_.to_prometheus() + sessions, "text/plain; version=0.0.4");
   });
   s.Get("/", [](const httplib::Request&, httplib::Response& r) {
     r.set_header("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'");
@@ -312,7 +391,8 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   const Json body = parse_body(req.body, options_.max_json_depth);
   ParsedRequest p = endpoint == Endpoint::kChat ? parse_chat_request(body) : parse_completion_request(body);
 
-  if (endpoint == Endpoint::kChat && !p.stream && options_.router.enabled()) {
+  // A request that continues a session is answered here (the cloud holds no KV of it).
+  if (endpoint == Endpoint::kChat && !p.stream && options_.router.enabled() && p.session_id.empty()) {
     ResponseHead head;
     head.endpoint = endpoint;
     head.id = "chatcmpl-" + std::to_string(next_response_id_.fetch_add(1));
@@ -333,6 +413,15 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
 
   ServiceRequest& sr = p.request;
   sr.deadline_ms = options_.deadline_ms;
+  if (!p.session_id.empty()) {
+    if (options_.max_sessions == 0) {
+      throw ApiError::bad_field("x_edgellm_session", "sessions are off on this server (--sessions 0)");
+    }
+    // Unknown id: a new session, stored when this request ends.
+    if (std::shared_ptr<const std::string> saved = sessions_.get(p.session_id)) sr.session_in = *saved;
+    sr.session_out = true;
+    g->session_id = p.session_id;
+  }
   std::shared_ptr<CompletionChannel> ch = g->channel;
   sr.on_token = [ch](const TokenEvent& ev) { return ch->on_token(ev); };
   sr.on_finish = [ch](const RequestResult& r) { ch->on_finish(r); };
@@ -376,9 +465,10 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   // Runs on this worker thread after the handler returns, again and again until done or false.
   auto provider = [this, g](size_t, httplib::DataSink& sink) -> bool {
     auto client_gone = [&] {
+      // Counted first: whoever sees the cancellation in the metrics also sees the disconnect.
+      counters_.client_disconnects.fetch_add(1);
       g->channel->abandon();        // the next token callback returns false ...
       service_.cancel(g->id);       // ... and a request without tokens yet ends too
-      counters_.client_disconnects.fetch_add(1);
       g->done = true;
       return false;                 // httplib closes the connection
     };
@@ -404,13 +494,17 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
       }
     }
     if (!b.finished) return true;
-    const RequestResult& r = b.result;
+    RequestResult& r = b.result;
     g->done = true;
+    Json session_info;  // null unless the request named a session
+    if (!g->session_id.empty() && r.finish_reason != FinishReason::kError) session_info = keep_session(g->session_id, r);
     if (g->stream) {
       if (r.finish_reason == FinishReason::kError) {
         write(sse_event(api_error_from(Error(r.error_code, r.error)).to_json()));
       } else {
-        write(sse_event(final_chunk(g->head, r, g->include_usage)));
+        Json fin = final_chunk(g->head, r, g->include_usage);
+        if (!session_info.is_null()) set_session_info(fin, std::move(session_info));
+        write(sse_event(fin));
         if (g->include_usage) write(sse_event(usage_chunk(g->head, r)));
       }
       write("data: [DONE]\n\n");
@@ -418,7 +512,9 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
       // The status line is out already (200); the body says what went wrong.
       write(api_error_from(Error(r.error_code, r.error)).to_json().dump());
     } else {
-      write(completion_body(g->head, r).dump());
+      Json out = completion_body(g->head, r);
+      if (!session_info.is_null()) set_session_info(out, std::move(session_info));
+      write(out.dump());
     }
     sink.done();
     return true;
@@ -432,6 +528,77 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     }
   };
   res.set_chunked_content_provider(g->stream ? "text/event-stream" : "application/json", provider, releaser);
+}
+
+Json HttpServer::keep_session(const std::string& id, RequestResult& r) {
+  Json info = Json::object();
+  info.set("id", id);
+  const uint64_t n = r.session.size();
+  const bool stored = !r.session.empty() && sessions_.put(id, std::move(r.session));
+  if (!stored) {
+    log_message(LogLevel::kWarn, "server: session " + id + " not stored: " +
+                                     (n == 0 ? std::string("the service could not save it")
+                                             : std::to_string(n) + " bytes, over --sessions-max-mib " +
+                                                   std::to_string(options_.max_session_bytes >> 20)));
+  }
+  info.set("stored", stored);
+  info.set("bytes", n);
+  return info;
+}
+
+void HttpServer::handle_session_import(const httplib::Request& req, httplib::Response& res) {
+  if (options_.max_sessions == 0) {
+    throw ApiError(404, "invalid_request_error", "not_found", "sessions are off on this server (--sessions 0)");
+  }
+  std::string id = req.get_param_value("id");
+  if (id.empty()) {
+    id = new_session_id();
+  } else if (!SessionStore::valid_id(id)) {
+    throw ApiError::bad_field("id", "expected a session id: 1 to 64 characters of A-Z a-z 0-9 _ - .");
+  }
+  if (req.body.empty()) {
+    throw ApiError(400, "invalid_request_error", "invalid_session",
+                   "session: the body is empty (send the bytes POST /v1/sessions/{id}/export returned)");
+  }
+  if (req.body.size() > options_.max_session_bytes) {
+    throw ApiError(413, "invalid_request_error", "request_too_large", "session larger than --sessions-max-mib");
+  }
+  int32_t positions = 0;
+  try {
+    positions = service_.check_session(req.body);
+  } catch (const Error& e) {
+    // kInvalidFile: truncated or corrupted; kInvalidArgument: another model file, KV type or shape.
+    throw ApiError(400, "invalid_request_error",
+                   e.code() == ErrorCode::kInvalidFile ? "invalid_session" : "session_mismatch", e.what());
+  }
+  if (!sessions_.put(id, req.body)) {
+    throw ApiError(413, "invalid_request_error", "request_too_large", "session larger than --sessions-max-mib");
+  }
+  Json out = Json::object();
+  out.set("id", id);
+  out.set("object", "session");
+  out.set("tokens", positions);
+  out.set("bytes", static_cast<uint64_t>(req.body.size()));
+  send_json(res, 200, out);
+}
+
+void HttpServer::handle_session_export(const std::string& id, httplib::Response& res) {
+  if (!SessionStore::valid_id(id)) throw ApiError(404, "invalid_request_error", "session_not_found", "no such session");
+  std::shared_ptr<const std::string> bytes = sessions_.get(id);
+  if (bytes == nullptr) throw ApiError(404, "invalid_request_error", "session_not_found", "no session '" + id + "'");
+  res.status = 200;
+  res.set_header("Content-Disposition", "attachment; filename=\"" + id + ".edgls\"");
+  res.set_content(*bytes, "application/octet-stream");
+}
+
+void HttpServer::handle_session_delete(const std::string& id, httplib::Response& res) {
+  if (!SessionStore::valid_id(id)) throw ApiError(404, "invalid_request_error", "session_not_found", "no such session");
+  if (!sessions_.erase(id)) throw ApiError(404, "invalid_request_error", "session_not_found", "no session '" + id + "'");
+  Json out = Json::object();
+  out.set("id", id);
+  out.set("object", "session");
+  out.set("deleted", true);
+  send_json(res, 200, out);
 }
 
 RequestResult HttpServer::run_local(ServiceRequest sr, std::vector<float>* probabilities) {

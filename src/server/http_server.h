@@ -5,12 +5,19 @@
 //   GET  /v1/models, /health, /metrics           model list, liveness, Prometheus text
 //   POST /tokenize, /detokenize, /apply-template  llama-server-compatible helpers
 //   GET  /                                       the web chat page (embedded, no CDN)
+//   POST /v1/sessions/import, /v1/sessions/{id}/export, DELETE /v1/sessions/{id}
+//                                                a conversation's KV moving between devices
 //
 // A generation request is submitted to the service (BUSY -> 429 + Retry-After); its worker
 // waits for the first token (errors before it get their own HTTP status), then writes the
 // answer. Between chunks the worker checks that the client is still there; when it is gone the
 // request is cancelled at once (CompletionChannel::abandon + InferenceService::cancel), so its
 // sequence and KV blocks are free after the step in flight.
+//
+// Sessions: a generation naming "x_edgellm_session": ID continues from the session stored under
+// ID (ServiceRequest::session_in: only the new part of the prompt is prefilled) and stores its
+// own KV under ID when it ends (session_out). Import checks the bytes against this service's
+// model file and KV type (InferenceService::check_session) before storing them.
 //
 // Thread-safety: construct, then serve() on one thread; stop() from any thread (e.g. a signal
 // watcher) ends serve(). The service must outlive the server.
@@ -24,6 +31,7 @@
 #include "core/json.h"
 #include "server/server_counters.h"
 #include "server/server_options.h"
+#include "server/session_store.h"
 
 namespace httplib {
 class Server;
@@ -71,6 +79,11 @@ class HttpServer {
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
   void handle_apply_template(const httplib::Request& req, httplib::Response& res);
   void handle_models(httplib::Response& res);
+  void handle_session_import(const httplib::Request& req, httplib::Response& res);
+  void handle_session_export(const std::string& id, httplib::Response& res);
+  void handle_session_delete(const std::string& id, httplib::Response& res);
+  // Stores a finished generation's session bytes under id; the x_edgellm.session of its body.
+  Json keep_session(const std::string& id, RequestResult& result);
   // Non-streamed chat with the router on (router.h): local answer, score, maybe the cloud.
   void answer_routed(const Json& body, ParsedRequest p, const ResponseHead& head, httplib::Response& res);
   // Runs one request on the local service to the end (no streaming); throws ApiError when it
@@ -81,6 +94,7 @@ class HttpServer {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   ServerCounters counters_;
+  SessionStore sessions_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_response_id_{1};
   int port_ = -1;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "server/api_error.h"
+#include "server/session_store.h"
 
 namespace edgellm::server {
 namespace {
@@ -59,6 +60,12 @@ void parse_common(const Json& body, ParsedRequest& out) {
     throw ApiError::bad_field("n", "only n = 1 is supported (send several requests for several choices)");
   }
   if (field(body, "stream")) out.stream = boolean(body, "stream");
+  if (const Json* sid = field(body, "x_edgellm_session")) {
+    if (!sid->is_string() || !SessionStore::valid_id(sid->as_string())) {
+      throw ApiError::bad_field("x_edgellm_session", "expected a session id: 1 to 64 characters of A-Z a-z 0-9 _ - .");
+    }
+    out.session_id = sid->as_string();
+  }
   if (const Json* so = field(body, "stream_options")) {
     if (!so->is_object()) throw ApiError::bad_field("stream_options", "expected an object");
     if (field(*so, "include_usage")) {

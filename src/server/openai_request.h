@@ -3,7 +3,8 @@
 // in [0, 2]"). Unknown fields are ignored (clients send many); fields EdgeLLM cannot honour
 // (n > 1, logprobs, best_of, echo, suffix, tools) are refused rather than silently dropped.
 //
-// llama-server extensions accepted too: top_k, min_p, repeat_penalty, ignore_eos.
+// llama-server extensions accepted too: top_k, min_p, repeat_penalty, ignore_eos. EdgeLLM's:
+// x_edgellm_route (router.h) and x_edgellm_session (an id of SessionStore::valid_id's form).
 //
 // Defaults are the engine's (as llama-server's): temperature 0.8, top_k 40, top_p 0.95, min_p
 // 0.05, a random seed; max_tokens: until a stop or the context is full (the deadline still
@@ -24,6 +25,7 @@ struct ParsedRequest {
   std::string model;           // as the client named it (echoed back), may be empty
   bool seed_given = false;
   std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (router.h)
+  std::string session_id;      // "x_edgellm_session": continue from / save to this server session
 };
 
 // POST /v1/chat/completions: messages [{role, content}] (content a string or an array of

@@ -55,6 +55,10 @@ Json usage_json(const RequestStats& s) {
   u.set("prompt_tokens", s.prompt_tokens);
   u.set("completion_tokens", s.completion_tokens);
   u.set("total_tokens", s.prompt_tokens + s.completion_tokens);
+  // OpenAI's field for prompt tokens not computed again (prefix cache or a restored session).
+  Json details = Json::object();
+  details.set("cached_tokens", s.cached_tokens);
+  u.set("prompt_tokens_details", std::move(details));
   return u;
 }
 

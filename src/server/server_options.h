@@ -22,6 +22,8 @@ struct ServerOptions {
   int read_timeout_s = 5;          // a client that sends nothing this long is disconnected
   int http_threads = 0;            // 0: running + queued requests + 16 (room to answer 429s)
   int retry_after_s = 1;           // Retry-After of a 429
+  size_t max_sessions = 16;        // sessions kept in memory (session_store.h); 0: sessions off
+  size_t max_session_bytes = size_t{256} << 20;  // their total; also the largest import body
   RouterOptions router;            // edge-cloud routing of non-streamed chat (router.h)
 };
 

@@ -176,6 +176,13 @@ bool InferenceService::abort_check(void* self) {
   return s->interrupt_.load(std::memory_order_relaxed) || Clock::now() >= s->step_deadline_;
 }
 
+int32_t InferenceService::check_session(std::string_view bytes) const {
+  // fingerprint_, kv_params_ and the model are immutable after construction: no lock needed.
+  const SessionView session = decode_session(bytes, fingerprint_, *kv_params_);
+  check_session_tokens(session, model_->hparams().n_vocab);
+  return static_cast<int32_t>(session.tokens.size());
+}
+
 RequestId InferenceService::submit(ServiceRequest request) {
   auto r = std::make_unique<Live>();
   r->submitted = Clock::now();
@@ -206,9 +213,7 @@ RequestId InferenceService::submit(ServiceRequest request) {
     require(request.priority == Priority::kInteractive || request.priority == Priority::kBackground,
             ErrorCode::kInvalidArgument, "request: unknown priority");
     check_sampling(request.sampling);
-    if (!request.session_in.empty()) {
-      check_session_tokens(decode_session(request.session_in, fingerprint_, *kv_params_), n_vocab);
-    }
+    if (!request.session_in.empty()) check_session(request.session_in);
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -39,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -93,6 +94,13 @@ class InferenceService {
   // when the waiting queue is full, Error(kCancelled) after shutdown(). On success on_finish
   // will run exactly once. Any thread, including the callbacks.
   RequestId submit(ServiceRequest request);
+
+  // Checks session bytes (a ServiceRequest::session_in to be, e.g. one uploaded by another
+  // device) against this service's model file, KV type and shape and vocabulary, exactly as
+  // submit() does, without touching the cache: throws Error kInvalidFile (truncated, corrupted)
+  // or kInvalidArgument (another model, KV type or shape) with a message that says which.
+  // Returns the number of positions the session holds. Any thread.
+  int32_t check_session(std::string_view bytes) const;
 
   // Ends a waiting or running request with finish reason cancelled (its on_finish follows on
   // the scheduler thread; a running request streams no token after the step in flight). False

@@ -1,6 +1,6 @@
 // `edgellm serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md).
 //   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
-//                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] ...
+//                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] [--sessions N] ...
 // Loopback only unless --api-key is given. SIGINT / SIGTERM stop it cleanly (open requests are
 // cancelled, the model is unloaded).
 #include <atomic>
@@ -60,6 +60,12 @@ int cmd_serve(const std::vector<std::string>& args) {
                86400);
   ap.add_int("--max-body-kib", &max_body_kib, "N", "largest request body in KiB; larger gets 413 (default 1024)", 1,
              1 << 20);
+  int32_t max_sessions = static_cast<int32_t>(so.max_sessions);
+  int32_t max_session_mib = static_cast<int32_t>(so.max_session_bytes >> 20);
+  ap.add_int("--sessions", &max_sessions, "N",
+             "sessions kept in memory for x_edgellm_session and /v1/sessions (LRU; 0 = off; default 16)", 0, 1 << 16);
+  ap.add_int("--sessions-max-mib", &max_session_mib, "N",
+             "their total size in MiB, also the largest session import (LRU; default 256)", 1, 1 << 20);
   ap.add_string("--cors-origin", &so.cors_origin, "ORIGIN", "allow browser pages from ORIGIN (default: CORS off)");
   ap.add_flag("--log-prompts", &so.log_prompts, "log request text (default: only ids, sizes and timings)");
   ap.add_string("--alias", &so.model_name, "NAME", "model id in /v1/models and responses (default: the file name)");
@@ -102,6 +108,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   so.port = port;
   so.deadline_ms = timeout_s * 1000;
   so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;
+  so.max_sessions = static_cast<size_t>(max_sessions);
+  so.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
   if (so.model_name.empty()) so.model_name = file_stem(model);
 
   ServiceParams sp;
