@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/memory_plan.h"
 #include "model/model.h"
 
 namespace edgellm {
@@ -221,6 +222,11 @@ Json DegradationController::metrics_json() const {
   j.set("applied_rung", rung_name(applied_));
   j.set("model_version", model_in_use_);
   const ServiceParams p = params_for_locked(applied_);
+  // What the configuration in force costs by the memory formula (engine/memory_plan.h), so a
+  // host can see what each rung bought.
+  if (auto svc = host_.current_service()) {
+    j.set("planned_bytes", static_cast<uint64_t>(plan_memory(svc->model(), svc->context_params(), RepackMode::kAuto).total()));
+  }
   j.set("n_ctx", p.context.n_ctx);
   j.set("n_threads", p.context.n_threads);
   j.set("kv_type", tensor_type_name(p.context.kv_type));

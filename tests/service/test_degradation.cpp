@@ -188,6 +188,7 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   EXPECT_EQ(c.params_for(Rung::kInt8Kv).context.kv_type, TensorType::Q8_0);
   EXPECT_EQ(host.current_params().context.n_ctx, 128);
   EXPECT_EQ(host.current_params().context.n_threads, 1);
+  const double planned_small = c.metrics_json().at("planned_bytes").as_number();
   {
     std::promise<RequestResult> d;
     ServiceRequest r = greedy("Once upon a time", 20);
@@ -236,6 +237,7 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
     EXPECT_EQ(d.get_future().get().text, ref_base) << "after recovery the base configuration serves again";
   }
   const Json m = c.metrics_json();
+  EXPECT_LT(planned_small, m.at("planned_bytes").as_number()) << "the smaller configuration costs less by the formula";
   for (const char* rung : {"fewer_threads", "shorter_context", "int8_kv", "smaller_model", "refuse_new", "end_running"}) {
     EXPECT_EQ(m.at("rungs").at(rung).at("entered").as_int(), 1) << rung;
     EXPECT_EQ(m.at("rungs").at(rung).at("left").as_int(), 1) << rung;
