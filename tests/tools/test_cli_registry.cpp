@@ -63,6 +63,24 @@ TEST(CliRegistry, AddInstallListVerifyUseRemove) {
   EXPECT_NE(r.out.find("current: tiny@2"), std::string::npos) << r.out;
 }
 
+// `edgellm serve --registry DIR -m NAME` serves the registry's verified file or refuses to start.
+TEST(CliRegistry, ServeRefusesWhatTheRegistryDoesNotVouchFor) {
+  const std::string reg = test::temp_dir() + "/serve-reg";
+  ASSERT_EQ(run_cli({"registry", "add", test::shared_model("stories260K.gguf"), "--name", "s", "--version", "1",
+                     "--registry", reg}).exit_code, 0);
+  auto r = run_cli({"serve", "--registry", reg, "-m", "nothing", "--port", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not installed"), std::string::npos) << r.err;
+  {
+    std::fstream f(reg + "/models/s@1.gguf", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(3000);
+    f.put('\x42');
+  }
+  r = run_cli({"serve", "--registry", reg, "-m", "s", "--port", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("failed verification"), std::string::npos) << r.err;
+}
+
 TEST(CliPlan, TiersAndJson) {
   const std::string reg = test::temp_dir() + "/plan-reg";
   ASSERT_EQ(run_cli({"registry", "add", test::shared_model("stories260K.gguf"), "--name", "s", "--version", "1",

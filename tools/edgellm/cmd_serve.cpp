@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "generation_options.h"
+#include "registry/model_registry.h"
 #include "server/http_server.h"
 #include "service/inference_service.h"
 
@@ -48,7 +49,10 @@ int cmd_serve(const std::vector<std::string>& args) {
   bool no_warmup = false;
   std::string api_key_env;
   ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
-  ap.add_string("-m,--model", &model, "FILE", "GGUF model to serve");
+  ap.add_string("-m,--model", &model, "FILE|NAME", "GGUF model to serve (with --registry: NAME or NAME@VERSION)");
+  std::string registry_dir;
+  ap.add_string("--registry", &registry_dir, "DIR",
+                "model registry (edgellm registry): -m names an installed model, verified by SHA-256 before it loads");
   ap.add_string("--host", &so.host, "ADDR",
                 "address to listen on (default 127.0.0.1; any non-loopback address needs --api-key)");
   ap.add_int("--port", &port, "N", "TCP port; 0 = any free one, printed at start (default 8080)", 0, 65535);
@@ -110,6 +114,15 @@ int cmd_serve(const std::vector<std::string>& args) {
   so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;
   so.max_sessions = static_cast<size_t>(max_sessions);
   so.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
+  if (!registry_dir.empty()) {
+    // The registry the CLI and the C ABI use: the current (or named) version, re-hashed unless
+    // it is unchanged since its last verification; a file that fails is not served.
+    ModelRegistry registry(registry_dir);
+    const auto manifest = registry.resolve(model);
+    if (!manifest) throw Error(ErrorCode::kInvalidArgument, "--registry: '" + model + "' is not installed in " + registry_dir);
+    if (so.model_name.empty()) so.model_name = manifest->key();
+    model = registry.path_for_load(model);
+  }
   if (so.model_name.empty()) so.model_name = file_stem(model);
 
   ServiceParams sp;
