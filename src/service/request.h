@@ -67,6 +67,10 @@ struct ServiceRequest {
   int32_t max_tokens = 256;  // < 0: until a stop or the context is full; 0: prefill only
   std::vector<std::string> stop;
   bool ignore_eog = false;
+  // Endless streams (GenerationParams::context_shift / n_keep, docs/context-shift.md): a full
+  // sequence drops the older half of its positions after the first n_keep and goes on.
+  bool context_shift = false;
+  int32_t n_keep = 4;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 
