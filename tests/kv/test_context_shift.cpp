@@ -27,6 +27,7 @@
 #include "kernels/kernels.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "support/naive_window.h"
 #include "support/synthetic_model.h"
 #include "support/test_env.h"
 
@@ -180,25 +181,6 @@ void accumulate(Diff* d, const float* a, const float* ref, int32_t n) {
   }
 }
 
-// Logits of the last of `ids`, prefilled from scratch at positions 0.. in `ref` (cleared first).
-std::vector<float> naive_logits(Context& ref, const std::vector<int32_t>& ids) {
-  ref.clear();
-  Batch b;
-  b.add_sequence(0, ids, 0);
-  ref.decode(b);
-  const float* l = ref.logits(0);
-  return std::vector<float>(l, l + ref.model().hparams().n_vocab);
-}
-
-ContextParams small_context(TensorType kv_type, int32_t n_ctx) {
-  ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.n_batch = 512;
-  cp.n_threads = 1;
-  cp.kv_type = kv_type;
-  return cp;
-}
-
 std::vector<float> row_floats(TensorType type, const uint8_t* row, int32_t n) {
   std::vector<float> out(static_cast<size_t>(n));
   if (type == TensorType::F32) {
@@ -222,8 +204,8 @@ struct StreamDiff {
 
 StreamDiff stream_vs_naive(const Model& model, TensorType kv_type, int32_t n_ctx, int32_t n_keep, int32_t steps,
                            const std::vector<int32_t>& prompt) {
-  Context ctx(model, small_context(kv_type, n_ctx));
-  Context ref(model, small_context(kv_type, n_ctx));
+  Context ctx(model, test::window_context_params(kv_type, n_ctx));
+  Context ref(model, test::window_context_params(kv_type, n_ctx));
   SamplerParams sp;
   sp.temperature = 0;
   Sampler sampler(sp, model.hparams().n_vocab);
@@ -239,7 +221,7 @@ StreamDiff stream_vs_naive(const Model& model, TensorType kv_type, int32_t n_ctx
     const bool at_boundary = held.size() < last_len;
     if (at_boundary) ++d.shifts;
     last_len = held.size();
-    const std::vector<float> want = naive_logits(ref, held);
+    const std::vector<float> want = test::naive_window_logits(ref, held);
     accumulate(d.shifts > 0 ? &d.after : &d.before, logits, want.data(), n_vocab);
     if (at_boundary) accumulate(&d.boundary, logits, want.data(), n_vocab);
   };
@@ -323,8 +305,8 @@ TEST(ContextShiftVsNaive, LayerZeroRowsEqualAFreshPrefillInDeepModels) {
     SCOPED_TRACE(a.name);
     auto model = Model::from_gguf(test::synthetic_model(a.spec));
     const HParams& hp = model->hparams();
-    Context ctx(*model, small_context(TensorType::F32, 64));
-    Context ref(*model, small_context(TensorType::F32, 64));
+    Context ctx(*model, test::window_context_params(TensorType::F32, 64));
+    Context ref(*model, test::window_context_params(TensorType::F32, 64));
     const std::vector<int32_t> ids = random_prompt(64, hp.n_vocab, 11);
     Batch b;
     b.add_sequence(0, ids, 0);
@@ -333,7 +315,7 @@ TEST(ContextShiftVsNaive, LayerZeroRowsEqualAFreshPrefillInDeepModels) {
     std::vector<int32_t> window(ids.begin(), ids.begin() + 3);
     window.insert(window.end(), ids.begin() + 40, ids.end());
     ASSERT_EQ(ctx.kv_cache().seq_tokens(0), window);
-    (void)naive_logits(ref, window);
+    (void)test::naive_window_logits(ref, window);
     double max_k = 0, max_v = 0, max_deep = 0;
     for (int32_t pos = 0; pos < static_cast<int32_t>(window.size()); ++pos) {
       for (int32_t h = 0; h < hp.n_head_kv; ++h) {
@@ -368,7 +350,7 @@ TEST(ContextShiftVsNaive, LayerZeroRowsEqualAFreshPrefillInDeepModels) {
 // A --keep that leaves no window is refused before anything runs.
 TEST(ContextShiftVsNaive, KeepThatLeavesNoWindowIsRefused) {
   auto model = Model::from_gguf(test::synthetic_model(arch_cases(1)[0].spec));
-  Context ctx(*model, small_context(TensorType::F32, 32));
+  Context ctx(*model, test::window_context_params(TensorType::F32, 32));
   SamplerParams sp;
   sp.temperature = 0;
   Sampler sampler(sp, model->hparams().n_vocab);

@@ -18,30 +18,12 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "runtime/memory_stats.h"
+#include "support/naive_window.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {
 namespace {
-
-ContextParams small_context(TensorType kv_type, int32_t n_ctx) {
-  ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.n_batch = 512;
-  cp.n_threads = 1;
-  cp.kv_type = kv_type;
-  return cp;
-}
-
-std::vector<float> naive_logits(Context& ref, const std::vector<int32_t>& ids) {
-  ref.clear();
-  Batch b;
-  b.add_sequence(0, ids, 0);
-  ref.decode(b);
-  const float* l = ref.logits(0);
-  return std::vector<float>(l, l + ref.model().hparams().n_vocab);
-}
-
 
 // stories260K (n_ctx 256), greedy past end-of-text: 20,000 tokens with the window, no error; the
 // KV blocks in use never exceed one context and the peak RSS after the first shift does not grow.
@@ -50,7 +32,7 @@ std::vector<float> naive_logits(Context& ref, const std::vector<int32_t>& ids) {
 TEST(ContextShiftStream, TwentyThousandTokensInBoundedMemory) {
   auto model = Model::load(test::shared_model("stories260K.gguf"));
   auto tokenizer = Tokenizer::from_gguf(model->gguf());
-  ContextParams cp = small_context(TensorType::F16, 256);
+  ContextParams cp = test::window_context_params(TensorType::F16, 256);
   Context ctx(*model, cp);
   SamplerParams sp;
   sp.temperature = 0;
@@ -95,7 +77,7 @@ TEST(ContextShiftStream, TwentyThousandTokensInBoundedMemory) {
 
   // The first shift's boundary against the naive windowed reference (F16 KV both).
   Context ref(*model, cp);
-  const std::vector<float> want = naive_logits(ref, boundary_window);
+  const std::vector<float> want = test::naive_window_logits(ref, boundary_window);
   struct {
     double max_abs = 0, max_ref = 0;
   } d;
