@@ -284,6 +284,15 @@ typedef struct edgellm_request_params {
    * NULL: none. The strings are copied by edgellm_submit. */
   const char* session_load;
   const char* session_save;
+
+  /* ABI 2: endless streams (docs/context-shift.md). context_shift: when the sequence fills the
+   * context, the older half of its positions after the first n_keep is dropped (cached K
+   * re-rotated to the new positions) and generation goes on instead of ending with LENGTH; set
+   * max_tokens or a deadline to bound it. n_keep: positions at the start never dropped (attention
+   * sinks, the system prompt); -1 = the whole prompt; it must leave 2 positions of the context
+   * (else on_finish reports ERROR, INVALID_ARGUMENT). Defaults: false, 4. */
+  bool context_shift;
+  int32_t n_keep;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);

@@ -187,6 +187,8 @@ struct Request {
   bool ignore_eos;          // keep generating past end-of-generation tokens; default false
   int64_t deadline_ms;      // from submit, queue wait included; <= 0: none; default 15000
   edgellm_priority priority;  // default INTERACTIVE
+  bool context_shift;       // endless stream: shift the window when the context is full; default false
+  int32_t n_keep;           // with context_shift: positions never dropped; -1 = the prompt; default 4
 
   // The library's defaults, asked at run time: a default the library changes changes here too.
   Request() : Request(edgellm_request_default_params()) {}
@@ -238,6 +240,12 @@ struct Request {
     priority = p;
     return *this;
   }
+  // Endless stream (docs/context-shift.md): keep the first `keep` positions, slide the rest.
+  Request& with_context_shift(int32_t keep = 4) {
+    context_shift = true;
+    n_keep = keep;
+    return *this;
+  }
 
  private:
   explicit Request(const edgellm_request_params& d)
@@ -247,7 +255,9 @@ struct Request {
         max_tokens(d.max_tokens),
         ignore_eos(d.ignore_eos),
         deadline_ms(d.deadline_ms),
-        priority(d.priority) {}
+        priority(d.priority),
+        context_shift(d.context_shift),
+        n_keep(d.n_keep) {}
 };
 
 // One loaded model and its scheduler thread (an edgellm_service). Move-only; an empty Service
@@ -349,6 +359,8 @@ class Service {
     p.ignore_eos = request.ignore_eos;
     p.deadline_ms = request.deadline_ms;
     p.priority = request.priority;
+    p.context_shift = request.context_shift;
+    p.n_keep = request.n_keep;
 
     // on_finish always goes through the trampoline, even without a user callback: it is what
     // frees the block.

@@ -115,6 +115,9 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   if (p.n_stop > 16) throw Error(ErrorCode::kInvalidArgument, "at most 16 stop strings");
   for (size_t i = 0; i < p.n_stop; ++i) r.stop.push_back(checked_string(p.stop[i], "stop[" + std::to_string(i) + "]"));
   r.ignore_eog = p.ignore_eos;
+  if (p.n_keep < -1) throw Error(ErrorCode::kInvalidArgument, "n_keep " + std::to_string(p.n_keep) + " < -1");
+  r.context_shift = p.context_shift;
+  r.n_keep = p.n_keep;
   r.deadline_ms = p.deadline_ms;
   const int priority = capi::enum_value(p.priority);
   if (priority != EDGELLM_PRIORITY_INTERACTIVE && priority != EDGELLM_PRIORITY_BACKGROUND) {
@@ -217,6 +220,8 @@ edgellm_request_params edgellm_request_default_params(void) {
   p.max_tokens = d.max_tokens;
   p.deadline_ms = d.deadline_ms;
   p.priority = EDGELLM_PRIORITY_INTERACTIVE;
+  p.context_shift = d.context_shift;
+  p.n_keep = d.n_keep;
   return p;
 }
 

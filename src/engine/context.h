@@ -98,6 +98,14 @@ class Context {
   void seq_truncate(int32_t seq_id, int32_t n_keep);     // keep positions [0, n_keep)
   void seq_fork(int32_t src_seq, int32_t dst_seq);       // dst shares src's blocks (copy-on-write)
   void clear();                                          // all sequences (and the prefix cache)
+  // Context shift (context_shift.cpp, docs/context-shift.md): drops positions [n_keep, n_keep +
+  // n_discard) of `seq_id` and moves the later ones down by n_discard, re-rotating their cached
+  // K rows by -n_discard so every kept row is the K of its token at its new position (RoPE is a
+  // rotation, linear in the position). The model then sees the kept prefix (attention sinks,
+  // system prompt) followed by the most recent window at consistent relative positions; decode
+  // continues at seq_length(). kInvalidArgument for a bad range, kContextFull when shared blocks
+  // must be copied and the pool has too few free (the sequence is then unchanged).
+  void seq_shift(int32_t seq_id, int32_t n_keep, int32_t n_discard);
   // Prefix cache (kv_cache.h): makes `seq_id` hold the longest prefix of `tokens`, at most n_max
   // positions, that it already holds or that the cache holds in full blocks (of any sequence,
   // live or finished). Returns the positions held; decode the rest from there. Pass

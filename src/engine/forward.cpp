@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "engine/context.h"
+#include "engine/rope.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
@@ -229,41 +230,16 @@ void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
 }
 
 void ForwardPass::rope_tables(const BatchEntry* entries, int32_t n) {
-  // Angles as ggml computes them: theta_i = pos * base^(-2i/n_rot) by repeated multiplication in
-  // float, divided by the llama3 factor (rope_freqs) and scaled by the linear freq_scale.
   const int32_t half = hp_.n_rot / 2;
-  const float theta_scale = std::pow(hp_.rope_freq_base, -2.0f / static_cast<float>(hp_.n_rot));
   const float* ff = model_.rope_freqs().data;
-  float* cs = cos_.as<float>();
-  float* sn = sin_.as<float>();
   for (int32_t e = 0; e < n; ++e) {
-    float theta = static_cast<float>(entries[e].pos);
-    for (int32_t i = 0; i < half; ++i) {
-      const float angle = hp_.rope_freq_scale * (theta / (ff ? ff[i] : 1.0f));
-      cs[e * half + i] = std::cos(angle);
-      sn[e * half + i] = std::sin(angle);
-      theta *= theta_scale;
-    }
+    rope_angles(hp_, ff, static_cast<float>(entries[e].pos), cos_.as<float>() + e * half, sin_.as<float>() + e * half);
   }
 }
 
 void ForwardPass::apply_rope(float* h, int32_t entry) const {
   const int32_t half = hp_.n_rot / 2;
-  const float* cs = cos_.as<float>() + entry * half;
-  const float* sn = sin_.as<float>() + entry * half;
-  if (hp_.rope_style == RopeStyle::kNormal) {
-    for (int32_t i = 0; i < half; ++i) {
-      const float x0 = h[2 * i], x1 = h[2 * i + 1];
-      h[2 * i] = x0 * cs[i] - x1 * sn[i];
-      h[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-    }
-  } else {
-    for (int32_t i = 0; i < half; ++i) {
-      const float x0 = h[i], x1 = h[i + half];
-      h[i] = x0 * cs[i] - x1 * sn[i];
-      h[i + half] = x0 * sn[i] + x1 * cs[i];
-    }
-  }
+  rope_rotate(hp_.rope_style, hp_.n_rot, cos_.as<float>() + entry * half, sin_.as<float>() + entry * half, h);
 }
 
 void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,

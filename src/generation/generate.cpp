@@ -78,6 +78,11 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
         gen.finish(FinishReason::kCancelled);
         break;
       }
+      if (gen.needs_shift()) {
+        const ShiftPlan plan = gen.shift_plan();
+        ctx.seq_shift(seq, plan.n_keep, plan.n_discard);
+        gen.shifted(plan);
+      }
       batch.clear();
       batch.add(seq, gen.next_token(), gen.next_pos(), true);
       try {

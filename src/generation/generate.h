@@ -40,6 +40,14 @@ struct GenerationParams {
   bool penalize_prompt = true;       // prompt tokens enter the sampler's penalty window (llama.cpp does)
   bool token_probability = false;    // SequenceGenerator: fill StepOutput::probability (one softmax
                                      // over n_vocab per token; the server's router uses it)
+  // Endless streams (docs/context-shift.md): when the sequence is full (n_ctx positions) and a
+  // sampled token needs a position, drop the older half of the positions after the first n_keep
+  // (Context::seq_shift) and go on, instead of finishing with "length".
+  bool context_shift = false;
+  // Positions at the start of the sequence a shift never drops: the attention sinks and the
+  // system prompt. < 0: the whole prompt (with the positions the sequence held before it).
+  // Must leave at least 2 positions of n_ctx for the window.
+  int32_t n_keep = 4;
 };
 
 struct GenerationTimings {
@@ -61,6 +69,7 @@ struct GenerationResult {
   std::string stop_string;         // the stop string that ended generation, if any
   int32_t eog_token = -1;          // the end-of-generation token that ended generation, if any
   int32_t prompt_tokens_dropped = 0;  // oldest prompt tokens removed by truncate_prompt
+  int32_t context_shifts = 0;      // context shifts done (GenerationParams::context_shift)
   std::string error;               // message when finish_reason == kError
   GenerationTimings timings;
 };

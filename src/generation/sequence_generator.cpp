@@ -71,6 +71,17 @@ SequenceGenerator::SequenceGenerator(Sampler& sampler, const Tokenizer* tokenize
           "generate: stop strings need a tokenizer (the model's vocabulary) to turn tokens into text");
   prompt_ = checked_prompt(prompt, n_vocab, n_ctx, pos0, tokenizer, params, &result_.prompt_tokens_dropped);
   stops_ = StopStringFilter(params.stop);  // validates the stop strings before any work
+  if (params.context_shift) {
+    const int64_t keep = params.n_keep < 0 ? static_cast<int64_t>(pos0) + static_cast<int64_t>(prompt_.size())
+                                           : static_cast<int64_t>(params.n_keep);
+    if (n_ctx <= 0 || keep > static_cast<int64_t>(n_ctx) - 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "generate: context shift keeps " + std::to_string(keep) + " positions (n_keep" +
+                      (params.n_keep < 0 ? std::string(" = the whole prompt") : std::string()) +
+                      ") but the context has " + std::to_string(n_ctx) + ": at least 2 must be left for the window");
+    }
+    n_keep_ = static_cast<int32_t>(keep);
+  }
   if (tokenizer != nullptr) {
     // The output is the start of the text only when nothing but BOS precedes it; after a real
     // prompt the first token's leading space is part of the continuation (" They ...").
@@ -149,8 +160,8 @@ StepOutput SequenceGenerator::step(const float* logits) {
     return done;
   }
   const bool at_max = params_.max_tokens > 0 && static_cast<int64_t>(result_.tokens.size()) >= params_.max_tokens;
-  // The sampled token needs a position of its own to be decoded at.
-  const bool no_room = n_ctx_ > 0 && next_pos() >= n_ctx_;
+  // The sampled token needs a position of its own to be decoded at (a context shift makes one).
+  const bool no_room = !params_.context_shift && n_ctx_ > 0 && next_pos() >= n_ctx_;
   if (at_max || no_room) {
     StepOutput done = finished_output(FinishReason::kLength, release_tail());
     done.token = id;
@@ -159,6 +170,19 @@ StepOutput SequenceGenerator::step(const float* logits) {
     return done;
   }
   return out;
+}
+
+ShiftPlan SequenceGenerator::shift_plan() const {
+  ShiftPlan plan;
+  const int32_t length = next_pos();  // positions the sequence holds
+  plan.n_keep = std::min(n_keep_, length);
+  plan.n_discard = std::max<int32_t>(1, (length - plan.n_keep) / 2);
+  return plan;
+}
+
+void SequenceGenerator::shifted(const ShiftPlan& plan) {
+  shifted_ += plan.n_discard;
+  result_.context_shifts++;
 }
 
 StepOutput SequenceGenerator::finish(FinishReason reason, const std::string& error) {

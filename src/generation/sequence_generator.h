@@ -9,6 +9,7 @@
 //     StepOutput out = g.step(logits of the last decoded position);   // one sampled token
 //     deliver out.token / out.text, then out.tail (with id -1)
 //     if (out.finished) break;
+//     if (g.needs_shift()) { ShiftPlan p = g.shift_plan(); ctx.seq_shift(seq, p.n_keep, p.n_discard); g.shifted(p); }
 //     decode g.next_token() at g.next_pos()
 //   }
 //   a reason from outside (cancel, deadline, KV exhausted, forward error): g.finish(reason)
@@ -45,6 +46,12 @@ struct StepOutput {
   float probability = -1.0f;
 };
 
+// A context shift: drop positions [n_keep, n_keep + n_discard) of the sequence.
+struct ShiftPlan {
+  int32_t n_keep = 0;
+  int32_t n_discard = 0;
+};
+
 class SequenceGenerator {
  public:
   // Validates and keeps `prompt` (to be decoded at positions pos0, pos0 + 1, ... of a sequence
@@ -76,7 +83,17 @@ class SequenceGenerator {
   // The token sampled by the last step and the position to decode it at (valid after a step that
   // did not finish).
   int32_t next_token() const { return last_token_; }
-  int32_t next_pos() const { return pos0_ + static_cast<int32_t>(prompt_.size() + result_.tokens.size()) - 1; }
+  int32_t next_pos() const {
+    return pos0_ + static_cast<int32_t>(prompt_.size() + result_.tokens.size()) - 1 - shifted_;
+  }
+
+  // ---- context shift (params.context_shift)
+  // True when next_token() has no position left: the driver shifts the sequence first.
+  bool needs_shift() const { return params_.context_shift && !finished_ && n_ctx_ > 0 && next_pos() >= n_ctx_; }
+  // What to drop: the older half of the positions after n_keep (as llama.cpp's context shift).
+  ShiftPlan shift_plan() const;
+  // The driver dropped plan.n_discard positions: next_pos() moves back by as many.
+  void shifted(const ShiftPlan& plan);
 
   // Ends the generation for a reason from outside. kLength and kTimeout release the text the
   // filters hold back (it is real output); kCancelled and kError do not. `error` is kept for
@@ -98,6 +115,8 @@ class SequenceGenerator {
   int32_t pos0_;
   std::vector<int32_t> prompt_;
   int32_t n_prefilled_ = 0;
+  int32_t n_keep_ = 0;    // positions a shift keeps (params.n_keep resolved)
+  int32_t shifted_ = 0;   // positions dropped by shifts so far
   StopStringFilter stops_;
   std::optional<StreamingDecoder> detok_;
   int32_t last_token_ = -1;

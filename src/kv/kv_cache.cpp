@@ -140,6 +140,66 @@ void KvCache::seq_truncate(int32_t seq, int32_t n_keep) {
   s.length = n_keep;
   s.tokens.resize(static_cast<size_t>(n_keep));
   s.hashes.resize(std::min(s.hashes.size(), static_cast<size_t>(n_keep / T)));
+  // Cut back to before the first shifted row: what is written from here on is a fresh prefill.
+  if (n_keep <= static_cast<int64_t>(s.publish_limit) * T) s.publish_limit = INT32_MAX;
+}
+
+void KvCache::seq_drop(int32_t seq, int32_t n_keep, int32_t n_discard) {
+  check_seq(seq);
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  if (n_keep < 0 || n_discard < 1 || static_cast<int64_t>(n_keep) + n_discard > s.length) {
+    throw Error(ErrorCode::kInvalidArgument, "seq_drop: cannot drop positions [" + std::to_string(n_keep) + ", " +
+                                                 std::to_string(static_cast<int64_t>(n_keep) + n_discard) +
+                                                 ") of sequence " + std::to_string(seq) + " holding " +
+                                                 std::to_string(s.length));
+  }
+  const int32_t T = params_.block_tokens;
+  const int32_t new_length = s.length - n_discard;
+  const auto first = static_cast<size_t>(n_keep / T);                       // first block written
+  const auto kept = static_cast<size_t>((new_length + T - 1) / T);          // blocks after the drop
+  // Blocks [first, kept) receive rows: each must be this sequence's own. Count the copies first
+  // so that a failure changes nothing.
+  int32_t copies = 0;
+  for (size_t i = first; i < kept; ++i) copies += pool_.refcount(s.blocks[i]) > 1 ? 1 : 0;
+  if (copies > pool_.n_free()) {
+    throw Error(ErrorCode::kContextFull, "KV cache is full: shifting sequence " + std::to_string(seq) + " needs " +
+                                             std::to_string(copies) + " blocks to copy shared blocks, " +
+                                             std::to_string(pool_.n_free()) + " are free");
+  }
+  for (size_t i = first; i < kept; ++i) {
+    const int32_t b = s.blocks[i];
+    if (pool_.refcount(b) > 1) {
+      s.blocks[i] = copy_block(b);
+      pool_.release(b);
+    } else {
+      pool_.unregister_block(b);
+    }
+  }
+  // Move rows down, ascending (source > destination, so no row is overwritten before it moves).
+  // A row of block i' may be read after block i' was copied above: the copy holds the same bytes.
+  for (int32_t layer = 0; layer < params_.n_layer; ++layer) {
+    for (int32_t kv = 0; kv < 2; ++kv) {
+      for (int32_t head = 0; head < params_.n_head_kv; ++head) {
+        for (int32_t dst = n_keep; dst < new_length; ++dst) {
+          const int32_t src = dst + n_discard;
+          uint8_t* base = pool_.storage();
+          std::memcpy(base + offset(s.blocks[static_cast<size_t>(dst / T)], layer, kv, head) +
+                          static_cast<size_t>(dst % T) * row_bytes_,
+                      base + offset(s.blocks[static_cast<size_t>(src / T)], layer, kv, head) +
+                          static_cast<size_t>(src % T) * row_bytes_,
+                      row_bytes_);
+        }
+      }
+    }
+  }
+  while (s.blocks.size() > kept) {
+    pool_.release(s.blocks.back());
+    s.blocks.pop_back();
+  }
+  s.tokens.erase(s.tokens.begin() + n_keep, s.tokens.begin() + n_keep + n_discard);
+  s.length = new_length;
+  s.hashes.resize(std::min(s.hashes.size(), first));
+  s.publish_limit = std::min(s.publish_limit, static_cast<int32_t>(first));
 }
 
 void KvCache::seq_clear(int32_t seq) { seq_truncate(seq, 0); }
@@ -163,6 +223,7 @@ void KvCache::seq_fork(int32_t src, int32_t dst) {
   d.length = s.length;
   d.tokens = s.tokens;
   d.hashes = s.hashes;
+  d.publish_limit = s.publish_limit;
 }
 
 void KvCache::clear() {
@@ -171,6 +232,7 @@ void KvCache::clear() {
     s.tokens.clear();
     s.hashes.clear();
     s.length = 0;
+    s.publish_limit = INT32_MAX;
   }
   pool_.reset();
 }
@@ -249,7 +311,7 @@ void KvCache::seq_publish(int32_t seq) {
   check_seq(seq);
   Sequence& s = seqs_[static_cast<size_t>(seq)];
   const size_t T = static_cast<size_t>(params_.block_tokens);
-  const size_t n_full = static_cast<size_t>(s.length) / T;
+  const size_t n_full = std::min(static_cast<size_t>(s.length) / T, static_cast<size_t>(s.publish_limit));
   while (s.hashes.size() < n_full) {
     const size_t i = s.hashes.size();
     const int32_t* ids = s.tokens.data() + i * T;

@@ -73,6 +73,16 @@ class KvCache {
   int32_t blocks_needed(int32_t seq, int32_t new_length) const;
   void seq_truncate(int32_t seq, int32_t n_keep);  // n_keep >= length: no-op
   void seq_clear(int32_t seq);
+  // Context shift (docs/context-shift.md): removes positions [n_keep, n_keep + n_discard) of
+  // `seq`; the rows of the positions after them move down by n_discard (K as stored: the caller
+  // re-rotates them), the freed tail blocks go back to the pool. Blocks the moved rows land in
+  // are made this sequence's own first (a shared block is copied, a registered one unregistered),
+  // and the blocks from the one holding position n_keep on are never registered for the prefix
+  // cache again (their rows were computed with the dropped positions in view, so they are not
+  // what a fresh prefill of their token ids gives). Throws kInvalidArgument for a bad range and
+  // kContextFull when copying shared blocks needs more free blocks than the pool has; the
+  // sequence is then unchanged.
+  void seq_drop(int32_t seq, int32_t n_keep, int32_t n_discard);
   // dst (cleared first) shares src's full blocks; src's partial last block is copied.
   // Throws kContextFull (dst left empty) when no block is free for the copy.
   void seq_fork(int32_t src, int32_t dst);
@@ -114,6 +124,7 @@ class KvCache {
     std::vector<int32_t> blocks;
     std::vector<int32_t> tokens;    // [length] ids, -1 unknown
     std::vector<uint64_t> hashes;   // chain hashes of the leading full blocks whose ids are known
+    int32_t publish_limit = INT32_MAX;  // blocks from this index on are never registered (seq_drop)
   };
   // Walks the cache along tokens' full blocks (at most max_blocks); appends the found blocks and
   // their hashes. Const: takes no reference.

@@ -580,6 +580,8 @@ void InferenceService::admit() {
     gp.stop = r->req.stop;
     gp.ignore_eog = r->req.ignore_eog;
     gp.token_probability = r->req.token_probability;
+    gp.context_shift = r->req.context_shift;
+    gp.n_keep = r->req.n_keep;
     const int32_t seq = free_seqs_.back();
     try {
       // The generator sees the whole prompt (penalty window, counts); the prefix the KV cache
@@ -639,6 +641,21 @@ void InferenceService::step() {
   std::vector<Part> parts;
   Batch batch;
   Clock::time_point deadline = Clock::time_point::max();
+  for (size_t i = running_.size(); i-- > 0;) {
+    // A full sequence with context_shift drops the older half of its window first. Its blocks
+    // never exceed the n_ctx positions its admission reserved (copies of shared blocks replace
+    // references to them), so a shift fails only on an internal error; that request ends.
+    Live& r = *running_[i];
+    if (!r.gen->prefill_done() || !r.gen->needs_shift()) continue;
+    const ShiftPlan plan = r.gen->shift_plan();
+    try {
+      ctx_->seq_shift(r.seq, plan.n_keep, plan.n_discard);
+      r.gen->shifted(plan);
+    } catch (const Error& e) {
+      log_message(LogLevel::kError, std::string("service: context shift failed: ") + e.what());
+      finish_running(i, FinishReason::kError, e.code(), e.what());
+    }
+  }
   for (auto& rp : running_) {
     Live& r = *rp;
     if (!r.gen->prefill_done()) continue;

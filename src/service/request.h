@@ -71,6 +71,10 @@ struct ServiceRequest {
   std::vector<std::string> stop;
   bool ignore_eog = false;
   bool token_probability = false;  // fill TokenEvent::probability (a softmax per token)
+  // Endless streams (GenerationParams::context_shift / n_keep, docs/context-shift.md): a full
+  // sequence drops the older half of its positions after the first n_keep and goes on.
+  bool context_shift = false;
+  int32_t n_keep = 4;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 

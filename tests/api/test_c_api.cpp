@@ -196,6 +196,32 @@ TEST_F(CApi, StreamsAndFinishesOnce) {
   EXPECT_EQ(edgellm_cancel(svc_, id), EDGELLM_ERR_NOT_FOUND);
 }
 
+// Endless stream: with context_shift a request goes on past n_ctx (256) and, up to the first
+// shift, says exactly what the same request without it says before it ends with LENGTH.
+TEST_F(CApi, ContextShiftStreamsPastTheContext) {
+  const edgellm_request_params d = edgellm_request_default_params();
+  EXPECT_FALSE(d.context_shift);
+  EXPECT_EQ(d.n_keep, 4);
+  Sink plain;
+  ASSERT_EQ(submit(greedy(plain, "Once upon a time", -1)), EDGELLM_OK) << edgellm_last_error();
+  ASSERT_TRUE(plain.wait_final());
+  EXPECT_EQ(plain.reason, EDGELLM_FINISH_LENGTH);
+  ASSERT_GT(plain.tokens.size(), 200u);
+  Sink endless;
+  edgellm_request_params r = greedy(endless, "Once upon a time", 700);
+  r.context_shift = true;
+  r.n_keep = 1;
+  ASSERT_EQ(submit(r), EDGELLM_OK) << edgellm_last_error();
+  ASSERT_TRUE(endless.wait_final());
+  EXPECT_EQ(endless.reason, EDGELLM_FINISH_LENGTH) << endless.error;
+  EXPECT_EQ(endless.completion_tokens, 700);
+  ASSERT_EQ(endless.tokens.size(), 700u);
+  EXPECT_TRUE(std::equal(plain.tokens.begin(), plain.tokens.end(), endless.tokens.begin()));
+  r.n_keep = -2;
+  EXPECT_EQ(submit(r), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("n_keep"), std::string::npos) << edgellm_last_error();
+}
+
 TEST_F(CApi, ConcurrentSubmitFromEightThreads) {
   // Greedy references first, one at a time.
   const char* prompts[] = {"Once upon a time", "The little dog", "Lily", "Tom and his friend"};

@@ -131,6 +131,35 @@ TEST_F(CliRun, JsonRecordHasEveryField) {
   EXPECT_GT(j.at("memory").at("weight_bytes").as_int(), 0);
 }
 
+// --context-shift --keep N: generation goes past -c 128 (several shifts, reported in the JSON);
+// up to the context's end it is the run without the flag; a --keep that leaves no window fails.
+TEST_F(CliRun, ContextShiftGoesPastTheContext) {
+  const std::vector<std::string> base = {"run", "-m", model_, "-p", ref_.prompt, "--temp", "0", "--json", "-c", "128",
+                                         "--ignore-eos", "-t", "1"};
+  std::vector<std::string> plain = base;
+  plain.insert(plain.end(), {"-n", "-1"});
+  const RunResult a = run_cli(plain);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const Json ja = Json::parse(a.out);
+  EXPECT_EQ(ja.at("context_shifts").as_int(), 0);
+  const std::vector<int32_t> until_full = json_ids(ja.at("ids"));
+  std::vector<std::string> endless = base;
+  endless.insert(endless.end(), {"-n", "600", "--context-shift", "--keep", "4"});
+  const RunResult b = run_cli(endless);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const Json jb = Json::parse(b.out);
+  EXPECT_EQ(jb.at("finish_reason").as_string(), "length");
+  const std::vector<int32_t> ids = json_ids(jb.at("ids"));
+  ASSERT_EQ(ids.size(), 600u);
+  EXPECT_GE(jb.at("context_shifts").as_int(), 8);
+  EXPECT_TRUE(std::equal(until_full.begin(), until_full.end(), ids.begin()));
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--context-shift", "--keep", "127"});
+  const RunResult c = run_cli(bad);
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.err.find("context shift keeps 127"), std::string::npos) << c.err;
+}
+
 TEST_F(CliRun, StopStringEndsTheTextBeforeIt) {
   const RunResult r = run_cli({"run", "-m", model_, "-p", ref_.prompt, "-n", "200", "--temp", "0", "--json",
                                "--kv-type", "f32", "-t", "1", "--stop", "never", "--stop", "med Li"});

@@ -46,6 +46,8 @@ struct RunOptions {
   bool json = false;
   bool ignore_eos = false;
   bool truncate = false;
+  bool context_shift = false;
+  int32_t keep = 4;
   std::string dump_logits;
   SamplerParams sampling;
   int32_t parallel = 0;
@@ -139,6 +141,12 @@ int run_command(const std::vector<std::string>& args) {
   ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
   ap.add_flag("--ignore-eos", &o.ignore_eos, "keep generating past end-of-text tokens");
   ap.add_flag("--truncate", &o.truncate, "drop the oldest prompt tokens when the prompt does not fit the context");
+  ap.add_flag("--context-shift", &o.context_shift,
+              "endless stream: when the context is full, drop the older half after the --keep positions and go on");
+  ap.add_int("--keep", &o.keep, "N",
+             "with --context-shift: positions at the start never dropped (attention sinks, system prompt); "
+             "-1 = the whole prompt (default 4)",
+             -1);
   ap.add_flag("--ids", &o.ids, "print generated token ids instead of text");
   ap.add_flag("--stats", &o.stats, "print timings and memory to stderr at the end");
   ap.add_flag("--json", &o.json, "print one JSON record on stdout at the end instead of streaming text");
@@ -154,8 +162,8 @@ int run_command(const std::vector<std::string>& args) {
     require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
     require(ap.seen("-f") && !ap.seen("-p") && !ap.seen("--prompt-ids"), ErrorCode::kInvalidArgument,
             "--parallel reads its prompts from -f FILE (one per line)");
-    require(!o.ids && o.dump_logits.empty() && !o.truncate, ErrorCode::kInvalidArgument,
-            "--parallel does not combine with --ids, --dump-logits or --truncate");
+    require(!o.ids && o.dump_logits.empty() && !o.truncate && !o.context_shift, ErrorCode::kInvalidArgument,
+            "--parallel does not combine with --ids, --dump-logits, --truncate or --context-shift");
     ParallelRunOptions po;
     po.model = o.model;
     po.prompts = prompts_from_lines(read_text_file(o.prompt_file, "prompt file"));
@@ -215,6 +223,8 @@ int run_command(const std::vector<std::string>& args) {
   gp.stop = o.stop;
   gp.ignore_eog = o.ignore_eos;
   gp.truncate_prompt = o.truncate;
+  gp.context_shift = o.context_shift;
+  gp.n_keep = o.keep;
 
   bool printed_any_id = false;
   GenerationCallbacks cb;
@@ -269,6 +279,7 @@ int run_command(const std::vector<std::string>& args) {
     rec.set("error", r.error.empty() ? Json(nullptr) : Json(r.error));
     rec.set("seed", static_cast<int64_t>(o.seed));
     rec.set("n_ctx", static_cast<int>(ctx.params().n_ctx));
+    rec.set("context_shifts", static_cast<int>(r.context_shifts));
     rec.set("n_vocab", static_cast<int>(n_vocab));
     rec.set("timings", std::move(timings));
     rec.set("memory", std::move(memory));
