@@ -106,20 +106,7 @@ edgellm_status edgellm_registry_list_json(const char* registry_dir, char* buf, s
   return guard([&] {
     if (!registry_dir || !length) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "registry_dir and length are required");
     ModelRegistry reg(registry_dir);
-    CrashLoopGuard g(reg.guard_dir());
-    Json out = Json::object();
-    Json models = Json::array();
-    for (const auto& m : reg.list()) {
-      Json j = m.to_json();
-      const auto cur = reg.current(m.name);
-      j.set("current", cur && cur->version == m.version);
-      j.set("path", reg.model_path(m));
-      models.push_back(j);
-    }
-    out.set("models", models);
-    Json unfit = Json::array();
-    for (const auto& k : g.unfit_keys()) unfit.push_back(Json(k));
-    out.set("unfit", unfit);
+    const Json out = registry_listing_json(reg, CrashLoopGuard(reg.guard_dir()));
     return capi::copy_out(out.dump(), buf, capacity, length);
   });
 }

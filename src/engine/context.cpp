@@ -51,14 +51,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   if (p.n_threads == 0) p.n_threads = default_thread_count();
   if (p.n_threads_batch == 0) p.n_threads_batch = p.n_threads;
 
-  KvCacheParams kp;
-  kp.n_layer = hp.n_layer;
-  kp.n_head_kv = hp.n_head_kv;
-  kp.head_dim = hp.head_dim;
-  kp.type = p.kv_type;
-  kp.block_tokens = p.kv_block_tokens;
-  kp.n_seq_max = p.n_seq_max;
-  kp.n_ctx = p.n_ctx;
+  KvCacheParams kp = kv_cache_params(hp, p);  // engine/memory_plan.h: the shape the plan counts
   const uint64_t fingerprint = edgellm::model_fingerprint(model.gguf());
   kp.prefix_seed = fingerprint;
   require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,

@@ -60,6 +60,18 @@ Json MemoryPlan::to_json() const {
   return j;
 }
 
+KvCacheParams kv_cache_params(const HParams& hp, const ContextParams& p) {
+  KvCacheParams kp;
+  kp.n_layer = hp.n_layer;
+  kp.n_head_kv = hp.n_head_kv;
+  kp.head_dim = hp.head_dim;
+  kp.type = p.kv_type;
+  kp.block_tokens = p.kv_block_tokens;
+  kp.n_seq_max = p.n_seq_max;
+  kp.n_ctx = p.n_ctx;
+  return kp;
+}
+
 int32_t kv_pool_blocks(const ContextParams& p, const KvCacheParams& kp) {
   const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
   const int64_t full_blocks = std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX);
@@ -130,14 +142,7 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   m.weights_mapped_file = model.weight_bytes();
   if (model.repacked_bytes() > 0) m.weights_repacked = model.repacked_bytes();
 
-  KvCacheParams kp;
-  kp.n_layer = hp.n_layer;
-  kp.n_head_kv = hp.n_head_kv;
-  kp.head_dim = hp.head_dim;
-  kp.type = p.kv_type;
-  kp.block_tokens = p.kv_block_tokens;
-  kp.n_seq_max = p.n_seq_max;
-  kp.n_ctx = p.n_ctx;
+  const KvCacheParams kp = kv_cache_params(hp, p);
   m.kv_blocks = kv_pool_blocks(p, kp);
   m.kv = static_cast<size_t>(m.kv_blocks) * KvCache::block_bytes(kp);
   m.scratch = ForwardPass::scratch_bytes(model, p.n_batch, p.n_ctx, p.kv_block_tokens, m.n_threads);

@@ -50,6 +50,8 @@ struct MemoryPlan {
   Json to_json() const;  // every term in bytes, plus "total"
 };
 
+// The KV cache's shape for `hp` under `params` (pool size not set: kv_pool_blocks).
+KvCacheParams kv_cache_params(const HParams& hp, const ContextParams& params);
 // KV pool size the Context allocates: enough blocks for n_seq_max full sequences, or what
 // kv_budget_bytes holds. Throws Error(kInvalidArgument) for a budget below one block.
 int32_t kv_pool_blocks(const ContextParams& params, const KvCacheParams& kv);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf_reader.h"
+#include "registry/crash_loop_guard.h"
 #include "registry/atomic_file.h"
 
 namespace edgellm {
@@ -112,6 +113,23 @@ std::string dominant_weight_type(const std::string& gguf_path) {
     }
   }
   return best;
+}
+
+Json registry_listing_json(const ModelRegistry& registry, const CrashLoopGuard& guard) {
+  Json out = Json::object();
+  Json models = Json::array();
+  for (const auto& m : registry.list()) {
+    Json j = m.to_json();
+    const auto cur = registry.current(m.name);
+    j.set("current", cur && cur->version == m.version);
+    j.set("path", registry.model_path(m));
+    models.push_back(j);
+  }
+  out.set("models", models);
+  Json unfit = Json::array();
+  for (const auto& k : guard.unfit_keys()) unfit.push_back(Json(k));
+  out.set("unfit", unfit);
+  return out;
 }
 
 ModelRegistry::ModelRegistry(std::string root) : root_(std::move(root)) {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "core/sha256.h"
 #include "registry/model_manifest.h"
 
@@ -98,6 +99,11 @@ class ModelRegistry {
 
   std::string root_;
 };
+
+class CrashLoopGuard;
+// {"models": [manifest + "current" + "path", ...], "unfit": [configuration keys]}: what
+// `edgellm registry list --json` and edgellm_registry_list_json() return.
+Json registry_listing_json(const ModelRegistry& registry, const CrashLoopGuard& guard);
 
 // "q4_0", "q4_K", ... (tensor_type_name): the tensor type holding most bytes of a GGUF file's matrices. Throws
 // what gguf::GgufFile::open throws (kIo, kInvalidFile).

@@ -150,19 +150,7 @@ int run_registry(const std::vector<std::string>& args) {
   if (sub == "list") {
     const auto all = reg.list();
     if (json) {
-      Json out = Json::object();
-      Json models = Json::array();
-      for (const auto& m : all) {
-        Json j = m.to_json();
-        const auto cur = reg.current(m.name);
-        j.set("current", cur && cur->version == m.version);
-        j.set("path", reg.model_path(m));
-        models.push_back(j);
-      }
-      out.set("models", models);
-      Json unfit = Json::array();
-      for (const auto& k : guard.unfit_keys()) unfit.push_back(Json(k));
-      out.set("unfit", unfit);
+      const Json out = registry_listing_json(reg, guard);
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }
