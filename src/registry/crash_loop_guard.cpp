@@ -104,7 +104,8 @@ bool CrashLoopGuard::is_unfit(const std::string& key, std::string* reason) const
 
 std::vector<std::string> CrashLoopGuard::unfit_keys() const {
   std::vector<std::string> keys;
-  for (const auto& [k, v] : read_unfit(dir_ + "/unfit.json").as_object()) keys.push_back(k);
+  const Json all = read_unfit(dir_ + "/unfit.json");  // named: a range over a temporary's member dangles
+  for (const auto& [k, v] : all.as_object()) keys.push_back(k);
   return keys;
 }
 
