@@ -120,6 +120,26 @@ export interface ModelInfo {
   kv_block_tokens: number;
   n_threads: number;
   n_threads_batch: number;
+  memory: MemoryPlan;              // what this configuration adds to the process (docs/device-fitness.md)
+}
+
+// The memory formula's terms in bytes (engine/memory_plan.h).
+export interface MemoryPlan {
+  n_ctx: number;
+  n_seq_max: number;
+  n_batch: number;
+  n_threads: number;
+  kv_type: string;
+  kv_blocks: number;
+  weights_touched_bytes: number;
+  weights_repacked_bytes: number;
+  weights_mapped_file_bytes: number;
+  kv_bytes: number;
+  scratch_bytes: number;
+  logits_bytes: number;
+  tokenizer_bytes: number;
+  runtime_bytes: number;
+  total_bytes: number;
 }
 
 export interface TokenizeOptions {
