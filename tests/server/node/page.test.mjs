@@ -57,7 +57,10 @@ test("stream, stop, stats on a phone-sized screen", async () => {
   }, null, { timeout: 10000, polling: 25 });
   assert.equal(await page.isDisabled("#send"), true);
   const partial = (await answer.textContent()).length;
-  await page.click("#stop");
+  // force: Playwright's actionability check waits until the button has not moved for two
+  // animation frames, which never happens while the answer above it grows every frame on a
+  // fast machine (the click then landed after the whole answer). A user clicks a moving button.
+  await page.click("#stop", { force: true });
 
   const stats = page.locator('[data-testid="stats"]');
   await stats.waitFor({ timeout: 10000 });
