@@ -167,18 +167,18 @@ int run_registry(const std::vector<std::string>& args) {
     return 0;
   }
   if (sub == "verify") {
-    std::vector<ModelManifest> todo;
+    std::vector<ModelManifest> targets;
     if (pos.size() >= 2) {
       for (size_t i = 1; i < pos.size(); ++i) {
         auto m = reg.resolve(pos[i]);
         require(m.has_value(), ErrorCode::kInvalidArgument, "'" + pos[i] + "' is not installed");
-        todo.push_back(*m);
+        targets.push_back(*m);
       }
     } else {
-      todo = reg.list();
+      targets = reg.list();
     }
     int bad = 0;
-    for (const auto& m : todo) {
+    for (const auto& m : targets) {
       ProgressBar hb("verify " + m.key());
       const auto v = reg.verify(m, [&](uint64_t d, uint64_t t) { return hb(d, t); });
       hb.finish();
