@@ -20,7 +20,6 @@ int64_t now_ms() {
 
 DegradationController::DegradationController(ModelHost& host, DegradationConfig config)
     : host_(host), config_(std::move(config)), base_(host.current_params()), ladder_(config_.recover_ms) {
-  model_in_use_ = host_.current_version();
   // The context in force (0 in the parameters means the model's): rung 2 halves it.
   if (base_.context.n_ctx == 0) base_.context.n_ctx = host_.current_service()->context_params().n_ctx;
   base_head_dim_ = host_.current_service()->model().hparams().head_dim;
@@ -202,8 +201,6 @@ void DegradationController::apply(const DegradationLadder::Step& step) {
       } else if (step.from != Rung::kRefuseNew || step.to != Rung::kSmallerModel) {
         host_.reconfigure(p);
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      model_in_use_ = version;
     }
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -220,7 +217,7 @@ Json DegradationController::metrics_json() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Json j = ladder_.metrics_json();
   j.set("applied_rung", rung_name(applied_));
-  j.set("model_version", model_in_use_);
+  j.set("model_version", host_.current_version());  // the host knows; no copy kept here
   const ServiceParams p = params_for_locked(applied_);
   // What the configuration in force costs by the memory formula (engine/memory_plan.h), so a
   // host can see what each rung bought.

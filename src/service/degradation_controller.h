@@ -99,7 +99,6 @@ class DegradationController {
   std::shared_ptr<Tracking> tracking_ = std::make_shared<Tracking>();
   uint64_t refused_ = 0, ended_count_ = 0, apply_failures_ = 0;
   std::string last_apply_error_;
-  std::string model_in_use_;  // version served for new requests
   bool stopping_ = false;
   bool dirty_ = false;        // signals changed since the last evaluation
   std::thread thread_;
