@@ -14,7 +14,7 @@ let browser;
 const shots = process.env.EDGELLM_SCREENSHOT_DIR || os.tmpdir();
 
 before(async () => {
-  server = await startServer(["-c", "4096", "-np", "1"]);
+  server = await startServer(["-c", "16384", "-np", "1"]);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
                                     args: ["--no-sandbox", "--disable-gpu"] });
 });
@@ -28,14 +28,17 @@ test("stream, stop, stats on a phone-sized screen", async () => {
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(e));
   // stories260K answers in a fraction of a second; for Stop to have something to stop, the
-  // request goes out with ignore_eos (llama-server's field) and a long max_tokens.
+  // request goes out with ignore_eos (llama-server's field) and max_tokens 16000 (10-30 s of
+  // generation), and the server is frozen (SIGSTOP) once the page shows text: the page can then
+  // neither fall behind nor reach the end of the stream before Stop, however fast or loaded the
+  // machine (a page 500 characters behind a 3,900-token answer made this test flaky).
   // (Wrapping fetch in the page, not page.route: an intercepted response reaches the page only
   // when complete, which would hide the streaming.)
   await page.addInitScript(() => {
     const realFetch = window.fetch;
     window.fetch = (url, init) => {
       if (String(url).endsWith("/v1/chat/completions") && init && init.body) {
-        init = { ...init, body: JSON.stringify({ ...JSON.parse(init.body), ignore_eos: true }) };
+        init = { ...init, body: JSON.stringify({ ...JSON.parse(init.body), ignore_eos: true, max_tokens: 16000 }) };
       }
       return realFetch(url, init);
     };
@@ -45,7 +48,6 @@ test("stream, stop, stats on a phone-sized screen", async () => {
 
   await page.click("summary");
   await page.fill("#system", "You tell short stories.");
-  await page.fill("#max-tokens", "3900");
   await page.fill("#prompt", "Once upon a time");
   const cancelsBefore = await server.metric('edgellm_requests_by_reason_total{reason="cancelled"}');
   await page.click("#send");
@@ -54,7 +56,8 @@ test("stream, stop, stats on a phone-sized screen", async () => {
   await page.waitForFunction(() => {
     const el = document.querySelector('[data-testid="answer"] .text');
     return el && el.textContent.length > 20;
-  }, null, { timeout: 10000, polling: 25 });
+  }, null, { timeout: 30000, polling: 25 });
+  server.signal("SIGSTOP");
   assert.equal(await page.isDisabled("#send"), true);
   const partial = (await answer.textContent()).length;
   // force: Playwright's actionability check waits until the button has not moved for two
@@ -70,8 +73,9 @@ test("stream, stop, stats on a phone-sized screen", async () => {
   assert.match(statsText, /tok\/s/);
   assert.match(statsText, /stopped/);
   const final = (await answer.textContent()).length;
-  assert.ok(final >= partial && final < 3900 * 8, "the answer stopped early");
+  assert.ok(final >= partial && final < 16000 * 8, "the answer stopped early");
   assert.equal(await page.isDisabled("#send"), false);
+  server.signal("SIGCONT");
 
   // The server saw the disconnect and cancelled the generation (bounded wait).
   let cancels = cancelsBefore;

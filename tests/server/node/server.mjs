@@ -34,8 +34,12 @@ export async function startServer(args = [], env = {}) {
       const line = text.split("\n").find((l) => l.startsWith(name + " "));
       return line ? Number(line.slice(name.length + 1)) : NaN;
     },
+    // SIGSTOP / SIGCONT: freeze the server between two observations of a client (the page test),
+    // so what the client sees does not depend on how fast this machine generates.
+    signal(name) { proc.kill(name); },
     async stop() {
       if (proc.exitCode !== null) return proc.exitCode;
+      proc.kill("SIGCONT");
       const exited = new Promise((resolve) => proc.on("exit", (code) => resolve(code)));
       proc.kill("SIGTERM");
       const timer = setTimeout(() => proc.kill("SIGKILL"), 10000);
