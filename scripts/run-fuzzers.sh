@@ -5,7 +5,9 @@
 #   scripts/run-fuzzers.sh BUILD_DIR
 #
 # Environment:
-#   FUZZ_SECONDS   total time budget, split evenly across the fuzzers (default 84: 12 s each for 7)
+#   FUZZ_SECONDS   total fuzzing time, split evenly across the fuzzers (default 84: 12 s each for 7)
+#   FUZZ_JOBS      fuzzers run at the same time (default: the number of cores, so 84 s of fuzzing
+#                  take 42 s of wall time on 2 cores; each fuzzer is one process)
 #   EDGELLM_TESTDATA  the shared/ folder (default ../shared): real GGUF files become seeds, and
 #                  fuzz_chat_messages renders the chat templates of testdata/tokenizers/*
 #
@@ -44,8 +46,11 @@ per_fuzzer=$(( total_seconds / ${#fuzzers[@]} ))
 work=$(mktemp -d "${TMPDIR:-/tmp}/edgellm-fuzz-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-failed=()
-for bin in "${fuzzers[@]}"; do
+# One fuzzer: seeds, then the timed run. Prints its report to $work/<short>.out and leaves
+# $work/<short>.failed on a finding (run as a background job: no shared variables).
+run_one() {
+  local bin=$1
+  local name short corpus artifacts
   name=$(basename "$bin")
   short=${name#fuzz_}
   corpus=$work/$short
@@ -68,21 +73,35 @@ for bin in "${fuzzers[@]}"; do
   fi
   # Let the fuzzer write its own seeds (LLVMFuzzerInitialize) and check they all run cleanly.
   EDGELLM_FUZZ_SEED_DIR=$corpus "$bin" -runs=0 -max_len=$max_len "$corpus" > "$work/$short-seed.log" 2>&1 || {
-    echo "run-fuzzers: $name failed on its seed corpus:" >&2
-    tail -n 40 "$work/$short-seed.log" >&2
-    failed+=("$name")
-    continue
+    echo "run-fuzzers: $name failed on its seed corpus:"
+    tail -n 40 "$work/$short-seed.log"
+    touch "$work/$short.failed"
+    return
   }
 
   echo "run-fuzzers: $name for ${per_fuzzer}s ($(ls "$corpus" | wc -l) seeds)"
   if ! "$bin" "$corpus" -max_total_time="$per_fuzzer" -max_len=$max_len -rss_limit_mb=2048 -timeout=20 \
       -print_final_stats=1 -artifact_prefix="$artifacts/" > "$work/$short.log" 2>&1; then
-    echo "run-fuzzers: $name FAILED; reproducer(s) in $artifacts:" >&2
-    tail -n 60 "$work/$short.log" >&2
-    failed+=("$name")
+    echo "run-fuzzers: $name FAILED; reproducer(s) in $artifacts:"
+    tail -n 60 "$work/$short.log"
+    touch "$work/$short.failed"
   else
     grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$work/$short.log" | sed "s/^/  $name /" || true
   fi
+}
+
+parallel=${FUZZ_JOBS:-$(nproc)}
+for bin in "${fuzzers[@]}"; do
+  while (( $(jobs -rp | wc -l) >= parallel )); do wait -n || true; done
+  short=$(basename "$bin"); short=${short#fuzz_}
+  run_one "$bin" > "$work/$short.out" 2>&1 &
+done
+wait
+failed=()
+for bin in "${fuzzers[@]}"; do
+  short=$(basename "$bin"); short=${short#fuzz_}
+  cat "$work/$short.out"
+  [[ -e $work/$short.failed ]] && failed+=("fuzz_$short")
 done
 
 if [[ ${#failed[@]} -gt 0 ]]; then

@@ -19,8 +19,9 @@ namespace edgellm::kernels {
 namespace {
 
 // The integer block sums are exact; what differs from the double reference is F32 rounding of
-// the scale products and the accumulation over <= 128 blocks, ~1e-6 of sum |w x| observed.
-constexpr double kRefRelTol = 5e-5;
+// the scale products and the accumulation over <= 128 blocks: at most 1.01e-7 of sum |w x|
+// measured here over every case and ISA (packed vs file layout: 1.09e-7), so 1e-6 is ~10x.
+constexpr double kRefRelTol = 1e-6;
 
 struct Case {
   TensorType file_type;
