@@ -1,6 +1,7 @@
 // `edgellm bench`: llama-bench style throughput tests (pp = prompt processing, tg = token
 // generation, optionally at a KV depth), with the machine's measured memory bandwidth and the
-// fraction of it that decode achieves. Results go to stdout in the chosen format; progress goes
+// fraction of it that decode achieves, and the machine's int8 dot-product peak with the fraction
+// of it that prefill achieves. Results go to stdout in the chosen format; progress goes
 // to stderr.
 #include <cstdio>
 #include <fstream>
@@ -41,7 +42,7 @@ TensorType parse_kv(const std::string& name) {
 int bench_command(const std::vector<std::string>& args) {
   bench::BenchParams p;
   std::string format = "md", json_path;
-  bool no_bandwidth = false;
+  bool no_bandwidth = false, no_int8_peak = false;
   int32_t bandwidth_mib = 1024;
   int64_t seed = 1234;
   ArgParser ap("bench", "-m MODEL[,MODEL...] [options]");
@@ -72,6 +73,7 @@ int bench_command(const std::vector<std::string>& args) {
   ap.add_string("-o,--output", &format, "FORMAT", "table, md (default), csv or json");
   ap.add_string("--json-out", &json_path, "FILE", "also write the JSON records to FILE");
   ap.add_flag("--no-bandwidth", &no_bandwidth, "skip the memory bandwidth measurement");
+  ap.add_flag("--no-int8-peak", &no_int8_peak, "skip the int8 dot-product peak probe (and pp tests' % of it)");
   ap.add_int("--bandwidth-mib", &bandwidth_mib, "N", "bandwidth buffer size in MiB (default 1024)", 1, 1 << 20);
   ap.add_int64("--seed", &seed, "N", "seed of the random token ids (default 1234)", 0);
   if (!ap.parse(args)) return 0;
@@ -85,10 +87,11 @@ int bench_command(const std::vector<std::string>& args) {
     require(static_cast<bool>(std::ifstream(m)), ErrorCode::kIo, "cannot open model '" + m + "'");
   }
   p.measure_bandwidth = !no_bandwidth;
+  p.measure_int8_peak = !no_int8_peak;
   p.bandwidth_bytes = static_cast<size_t>(bandwidth_mib) << 20;
   p.seed = static_cast<uint64_t>(seed);
 
-  std::fprintf(stderr, "bench: measuring memory bandwidth...\n");
+  std::fprintf(stderr, "bench: measuring memory bandwidth and the int8 peak...\n");
   const bench::BenchMachine machine = bench::describe_machine(p);
   std::fprintf(stderr, "bench: %s\n", bench::format_machine(machine).c_str());
   const auto records = bench::run_bench(
