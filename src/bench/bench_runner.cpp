@@ -424,6 +424,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                 r.attention_ops = ops.attention_ops;
                 r.int8_weights = ops.int8;
                 r.int8_ops_per_second = r.matmul_ops_per_token * r.avg_ts;
+                r.int8_ops_per_cpu_second = cpu_ns > 0 ? r.matmul_ops_per_token * test.n_prompt / (cpu_ns * 1e-9) : 0.0;
                 r.int8_peak_kernel = int8_peak_kernel_for_active_isa();
                 if (params.measure_int8_peak && !r.int8_peak_kernel.empty()) {
                   // A thread count the machine was not probed at: probe it now (outside the timing).
@@ -433,6 +434,9 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                   if (const Int8PeakResult* pk = find_int8_peak(roof, r.int8_peak_kernel, n_threads)) {
                     r.int8_peak_ops_per_second = pk->ops_per_second();
                     r.int8_peak_fraction = r.int8_ops_per_second / r.int8_peak_ops_per_second;
+                    if (pk->macs_per_cpu_second > 0) {
+                      r.int8_peak_cpu_fraction = r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second);
+                    }
                   }
                 }
               }

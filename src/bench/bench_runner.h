@@ -88,6 +88,11 @@ struct BenchRecord {
   std::string int8_peak_kernel;     // probe kernel of the active ISA ("avx512_vnni"; "" = none)
   double int8_peak_ops_per_second = 0;  // its peak at n_threads threads, ops/s (0 = not measured)
   double int8_peak_fraction = 0;        // int8_ops_per_second / int8_peak_ops_per_second
+  // The same in CPU time, for a machine shared with other work: matmul ops per CPU-second of the
+  // test (process CPU time; spin-waiting threads count as busy, so this errs low) over the probe's
+  // ops per CPU-second of one thread (Int8PeakResult::macs_per_cpu_second at n_threads).
+  double int8_ops_per_cpu_second = 0;
+  double int8_peak_cpu_fraction = 0;
   uint64_t peak_rss_bytes = 0;   // VmHWM after the test (reset when each model is loaded)
   // Process CPU time per repetition (all threads). On a machine shared with other work, wall
   // time includes waiting for a core; cpu_ts = tokens * n_threads / CPU seconds estimates the

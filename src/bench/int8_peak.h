@@ -5,7 +5,8 @@
 // Method: the register-resident loop of kernels/int8_peak.h (no memory traffic) of each ISA
 // kernel this CPU has, run by N threads at once, each for about `seconds` (so the clock settles
 // where it does under sustained load, e.g. AVX-512 licence levels), best of `passes`. Rates are
-// MACs per second (1 MAC = 2 ops), total over the N threads.
+// MACs per second (1 MAC = 2 ops), total over the N threads; and per CPU-second (per core, from
+// the threads' CPU time), for a machine shared with other work.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,10 @@ struct Int8PeakResult {
   int n_threads = 0;
   double macs_per_second = 0;  // best pass, all threads together
   double seconds = 0;          // wall time of the best pass
+  // The same pass's MACs over the CPU time its threads got (CLOCK_THREAD_CPUTIME_ID): the rate of
+  // one core that has the CPU to itself, which a machine shared with other work (time slices
+  // given to other processes) does not lower the way it lowers the wall-time rate.
+  double macs_per_cpu_second = 0;
   int64_t iterations = 0;      // loop iterations per thread and pass
   uint64_t checksum = 0;       // sum of the accumulators' lanes (keeps the work observable)
 

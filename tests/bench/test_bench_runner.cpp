@@ -104,6 +104,9 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
       ASSERT_NE(pk, nullptr);
       EXPECT_DOUBLE_EQ(r.int8_peak_ops_per_second, 2.0 * pk->macs_per_second);
       EXPECT_NEAR(r.int8_peak_fraction, r.int8_ops_per_second / r.int8_peak_ops_per_second, 1e-12);
+      EXPECT_NEAR(r.int8_ops_per_cpu_second, r.matmul_ops_per_token * r.n_prompt / (r.avg_cpu_ns * 1e-9),
+                  r.int8_ops_per_cpu_second * 1e-9);
+      EXPECT_NEAR(r.int8_peak_cpu_fraction, r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second), 1e-12);
     }
   }
   EXPECT_EQ(records[0].test_name(), "pp16");
@@ -119,7 +122,8 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
                           "stddev_ts", "samples_ts", "bytes_per_token", "effective_gbps", "bandwidth_gbps",
                           "bandwidth_fraction", "bandwidth_now_gbps", "bandwidth_now_fraction", "peak_rss_bytes",
                           "avg_cpu_ns", "cpu_ts", "matmul_ops_per_token", "attention_ops", "int8_ops_per_second",
-                          "int8_peak_kernel", "int8_peak_ops_per_second", "int8_peak_fraction"}) {
+                          "int8_peak_kernel", "int8_peak_ops_per_second", "int8_peak_fraction", "int8_ops_per_cpu_second",
+                          "int8_peak_cpu_fraction"}) {
     for (size_t i = 0; i < parsed.size(); ++i) EXPECT_NE(parsed.at(i).find(key), nullptr) << key;
   }
   const Json& tg = parsed.at(size_t{3});

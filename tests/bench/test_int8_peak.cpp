@@ -25,6 +25,7 @@ TEST(Int8PeakProbe, OneResultPerKernelAtEachThreadCount) {
       EXPECT_EQ(results[i].n_threads, threads);
       EXPECT_GT(results[i].macs_per_second, 0.0);
       EXPECT_GT(results[i].iterations, 0);
+      EXPECT_GT(results[i].macs_per_cpu_second, 0.0);
       EXPECT_DOUBLE_EQ(results[i].ops_per_second(), 2.0 * results[i].macs_per_second);
       EXPECT_DOUBLE_EQ(results[i].macs_per_second_per_thread(), results[i].macs_per_second / threads);
     }
