@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <sstream>
 
 #include "bench/bench_runner.h"
 #include "bench/page_cache.h"
+#include "bench/service_request.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "service/inference_service.h"
@@ -27,29 +26,9 @@ struct FirstToken {
   int32_t cached_tokens = 0;
 };
 
-// One request of `prompt` that samples one token; waits for its end.
 FirstToken first_token(InferenceService& service, const std::vector<int32_t>& prompt) {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  RequestResult result;
-  ServiceRequest r;
-  r.tokens = prompt;
-  r.sampling.temperature = 0;
-  r.max_tokens = 1;
-  r.ignore_eog = true;
-  r.deadline_ms = 0;
-  r.on_finish = [&](const RequestResult& res) {
-    std::lock_guard<std::mutex> lock(mutex);
-    result = res;
-    done = true;
-    cv.notify_all();
-  };
-  service.submit(std::move(r));
-  std::unique_lock<std::mutex> lock(mutex);
-  cv.wait(lock, [&] { return done; });
-  if (result.finish_reason == FinishReason::kError) throw Error(result.error_code, result.error);
-  return {result.stats.ttft_ms, result.stats.cached_tokens};
+  const ServiceRun run = run_greedy_request(service, prompt, 1);
+  return {run.stats.ttft_ms, run.stats.cached_tokens};
 }
 
 class RandomTokens {

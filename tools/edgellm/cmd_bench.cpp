@@ -86,6 +86,8 @@ int bench_command(const std::vector<std::string>& args) {
                 [&](const std::string& v) { tp.prompts = parse_int_list(v, "--ttft-prompts", 1, 1 << 20); });
   ap.add_int("--ttft-system", &tp.system_tokens, "N",
              "--ttft: tokens of the shared system prompt of the cached-prefix rows (default 256; 0 = none)", 0, 1 << 20);
+  bool warm_only = false;
+  ap.add_flag("--ttft-warm-only", &warm_only, "--ttft: skip the cold-start rows");
   ap.add_flag("--drop-caches", &tp.drop_page_cache,
               "--ttft: also run every cold start after posix_fadvise(DONTNEED) on the model file (no root needed)");
   if (!ap.parse(args)) return 0;
@@ -110,6 +112,7 @@ int bench_command(const std::vector<std::string>& args) {
     tp.repack = p.repack.front();
     tp.kv_type = p.kv_types.front();
     tp.seed = static_cast<uint64_t>(seed);
+    tp.cold = !warm_only;
     require(fmt == bench::ReportFormat::kMarkdown || fmt == bench::ReportFormat::kJson, ErrorCode::kInvalidArgument,
             "--ttft writes md or json (-o)");
     const auto records = bench::run_ttft_bench(tp, [](const std::string& line) {
