@@ -1,5 +1,4 @@
 #include "bench/bench_runner.h"
-#include "bench/prefill_ops.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/prefill_ops.h"
 #include "core/error.h"
 #include "engine/batch.h"
 #include "engine/context.h"

@@ -17,8 +17,11 @@
 //   warm + system cached the same system prompt and another prompt right after: the service maps
 //                        the system prompt's full KV blocks from its prefix cache (cached_tokens)
 //                        and prefills the rest.
-// Each scenario and prompt length runs `repetitions` times, interleaved (one repetition of every
-// row, then the next), and reports the median and the range.
+// Each scenario and prompt length runs `repetitions` times and reports the median and the range.
+// The cold rows run first, all of them, before the warm model is loaded (its mapping would keep
+// the file's pages cached whatever DONTNEED asks); within the cold rows and within the warm ones
+// the repetitions are interleaved (one repetition of every row, then the next), so A/B pairs
+// (page cache warm / dropped, system prompt cached / not) see the same minutes of a noisy machine.
 #pragma once
 
 #include <cstdint>
