@@ -20,7 +20,7 @@ namespace {
 TEST(TtftBench, EveryScenarioWithPrefixCacheAndColdParts) {
   TtftParams p;
   p.models = {test::shared_model("stories260K.gguf")};
-  p.prompts = {8, 40};
+  p.prompts = {8, 24};
   p.system_tokens = 40;  // two full 16-token KV blocks (32 positions) can come from the cache
   p.repetitions = 2;
   p.n_threads = 1;
@@ -33,7 +33,7 @@ TEST(TtftBench, EveryScenarioWithPrefixCacheAndColdParts) {
   for (size_t i = 0; i < rs.size(); ++i) {
     const TtftRecord& r = rs[i];
     EXPECT_EQ(r.scenario, want[i]) << i;
-    EXPECT_EQ(r.prompt_tokens, i < 4 ? (i < 2 ? 8 : 40) : (i < 7 ? 8 : 40)) << i;
+    EXPECT_EQ(r.prompt_tokens, i < 4 ? (i < 2 ? 8 : 24) : (i < 7 ? 8 : 24)) << i;
     ASSERT_EQ(r.ttft_ms.size(), 2u) << i;
     EXPECT_EQ(r.n_threads, 1);
     for (const double t : r.ttft_ms) EXPECT_GT(t, 0.0) << i;
