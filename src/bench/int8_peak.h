@@ -47,8 +47,9 @@ Int8PeakResult measure_int8_peak(const kernels::Int8PeakKernel& kernel, const In
 std::vector<Int8PeakResult> measure_int8_peaks(const Int8PeakOptions& options);
 
 // The probe kernel whose instructions the engine's quantized kernels of the active ISA use
-// (avx512 -> avx512_vnni, avx2 -> avx2, dotprod -> dotprod, i8mm -> i8mm); "" for scalar and
-// NEON, which have no int8 dot-product instruction.
+// (avx512 -> avx512_vnni, avx2 -> avx2, dotprod -> dotprod, i8mm -> i8mm: smmla, the ISA's
+// fastest, though its repacked kernels use sdot, so repacked prefill on i8mm is held to the
+// stricter ceiling); "" for scalar and NEON, which have no int8 dot-product instruction.
 std::string int8_peak_kernel_for_active_isa();
 
 }  // namespace edgellm::bench
