@@ -34,7 +34,8 @@ struct Column {
 
 const std::vector<Column> kColumns = {
     {"model", false}, {"size", true},  {"params", true}, {"threads", true}, {"n_batch", true}, {"type_kv", false}, {"repack", false},
-    {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% best bw", true}, {"% bw now", true}, {"peak RSS", true},
+    {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% best bw", true}, {"% bw now", true},
+    {"int8 GOPS", true}, {"% int8 peak", true}, {"% peak per CPU", true}, {"peak RSS", true},
 };
 
 std::vector<std::string> cells(const BenchRecord& r) {
@@ -56,6 +57,15 @@ std::vector<std::string> cells(const BenchRecord& r) {
     c.push_back(r.bandwidth_now_gbps > 0 ? fmt("%.0f%%", 100.0 * r.bandwidth_now_fraction) : "-");
   } else {
     c.insert(c.end(), {"-", "-", "-", "-"});
+  }
+  // pp tests: effective matmul ops/s (1 MAC = 2 ops) and their share of the int8 peak, shown
+  // only when the weights are quantized (the matmuls then are int8 dot products).
+  if (!r.is_generation && r.int8_weights) {
+    c.push_back(fmt("%.1f", r.int8_ops_per_second / 1e9));
+    c.push_back(r.int8_peak_ops_per_second > 0 ? fmt("%.0f%%", 100.0 * r.int8_peak_fraction) : "-");
+    c.push_back(r.int8_peak_cpu_fraction > 0 ? fmt("%.0f%%", 100.0 * r.int8_peak_cpu_fraction) : "-");
+  } else {
+    c.insert(c.end(), {"-", "-", "-"});
   }
   c.push_back(fmt("%.0f MiB", static_cast<double>(r.peak_rss_bytes) / kMiB));
   return c;
@@ -174,6 +184,23 @@ Json record_to_json(const BenchRecord& r) {
     j.set("bandwidth_now_gbps", nullptr);
     j.set("bandwidth_now_fraction", nullptr);
   }
+  if (!r.is_generation) {
+    j.set("matmul_ops_per_token", r.matmul_ops_per_token);
+    j.set("attention_ops", r.attention_ops);
+    j.set("int8_weights", r.int8_weights);
+    j.set("int8_ops_per_second", r.int8_ops_per_second);
+    j.set("int8_peak_kernel", r.int8_peak_kernel.empty() ? Json(nullptr) : Json(r.int8_peak_kernel));
+    j.set("int8_peak_ops_per_second", r.int8_peak_ops_per_second > 0 ? Json(r.int8_peak_ops_per_second) : Json(nullptr));
+    j.set("int8_peak_fraction", r.int8_peak_ops_per_second > 0 ? Json(r.int8_peak_fraction) : Json(nullptr));
+    j.set("int8_ops_per_cpu_second", r.int8_ops_per_cpu_second);
+    j.set("int8_peak_cpu_fraction", r.int8_peak_cpu_fraction > 0 ? Json(r.int8_peak_cpu_fraction) : Json(nullptr));
+  } else {
+    for (const char* k : {"matmul_ops_per_token", "attention_ops", "int8_weights", "int8_ops_per_second",
+                          "int8_peak_kernel", "int8_peak_ops_per_second", "int8_peak_fraction", "int8_ops_per_cpu_second",
+                          "int8_peak_cpu_fraction"}) {
+      j.set(k, nullptr);
+    }
+  }
   j.set("peak_rss_bytes", r.peak_rss_bytes);
   j.set("avg_cpu_ns", static_cast<uint64_t>(r.avg_cpu_ns + 0.5));
   j.set("cpu_ts", r.cpu_ts);
@@ -190,6 +217,14 @@ std::string format_machine(const BenchMachine& m) {
          fmt("%.2f", m.bandwidth_all.gbps) + " GB/s (" + std::to_string(m.bandwidth_all.n_threads) + " threads), " +
          fmt("%.0f", static_cast<double>(m.bandwidth_1.bytes) / kMiB) + " MiB buffer";
   }
+  if (!m.int8_peak.empty()) {
+    s += "\nint8 peak (register-resident dot-product loop, 1 MAC = 2 ops), G MAC/s:";
+    for (const auto& r : m.int8_peak) {
+      s += "\n  " + r.kernel + " (" + r.instruction + "), " + std::to_string(r.n_threads) + " thread(s): " +
+           fmt("%.1f", r.macs_per_second / 1e9) + " total, " + fmt("%.1f", r.macs_per_second_per_thread() / 1e9) +
+           " per thread (wall time), " + fmt("%.1f", r.macs_per_cpu_second / 1e9) + " per CPU-second";
+    }
+  }
   return s;
 }
 
@@ -203,7 +238,9 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
       std::ostringstream out;
       out << "model_filename,model_type,model_size,model_n_params,n_batch,n_threads,type_k,type_v,n_prompt,n_gen,"
              "n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,samples_ns,samples_ts,bytes_per_token,"
-             "effective_gbps,bandwidth_gbps,bandwidth_fraction,bandwidth_now_gbps,bandwidth_now_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes\n";
+             "effective_gbps,bandwidth_gbps,bandwidth_fraction,bandwidth_now_gbps,bandwidth_now_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes,"
+             "matmul_ops_per_token,attention_ops,int8_weights,int8_ops_per_second,int8_peak_kernel,"
+             "int8_peak_ops_per_second,int8_peak_fraction,int8_ops_per_cpu_second,int8_peak_cpu_fraction\n";
       for (const auto& r : records) {
         out << csv_escape(base_name(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
             << r.model_n_params << ',' << r.n_batch << ',' << r.n_threads << ',' << r.type_k << ',' << r.type_v << ','
@@ -221,7 +258,18 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
           out << ",,,,,,";
         }
         out << r.peak_rss_bytes << ',' << fmt("%.0f", r.avg_cpu_ns) << ',' << fmt("%.4f", r.cpu_ts) << ',' << r.repack << ','
-            << r.repacked_bytes << '\n';
+            << r.repacked_bytes << ',';
+        if (r.is_generation) {
+          out << ",,,,,,,,";
+        } else {
+          out << fmt("%.0f", r.matmul_ops_per_token) << ',' << fmt("%.0f", r.attention_ops) << ','
+              << (r.int8_weights ? "true" : "false") << ',' << fmt("%.0f", r.int8_ops_per_second) << ','
+              << r.int8_peak_kernel << ',' << (r.int8_peak_ops_per_second > 0 ? fmt("%.0f", r.int8_peak_ops_per_second) : "")
+              << ',' << (r.int8_peak_ops_per_second > 0 ? fmt("%.4f", r.int8_peak_fraction) : "") << ','
+              << fmt("%.0f", r.int8_ops_per_cpu_second) << ','
+              << (r.int8_peak_cpu_fraction > 0 ? fmt("%.4f", r.int8_peak_cpu_fraction) : "");
+        }
+        out << '\n';
       }
       return out.str();
     }

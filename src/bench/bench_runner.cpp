@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/prefill_ops.h"
 #include "core/error.h"
 #include "engine/batch.h"
 #include "engine/context.h"
@@ -225,6 +226,22 @@ std::string describe_model_type(const Model& model) {
   return model.hparams().arch + " " + size + " " + ftype;
 }
 
+const Int8PeakResult* find_int8_peak(const BenchMachine& m, const std::string& kernel, int n_threads) {
+  for (const auto& r : m.int8_peak) {
+    if (r.kernel == kernel && r.n_threads == n_threads) return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+void probe_int8_peak(const BenchParams& params, int n_threads, BenchMachine* m) {
+  Int8PeakOptions o;
+  o.n_threads = n_threads;
+  o.seconds = params.int8_peak_seconds;
+  for (auto& r : measure_int8_peaks(o)) m->int8_peak.push_back(std::move(r));
+}
+}  // namespace
+
 BenchMachine describe_machine(const BenchParams& params) {
   BenchMachine m;
   m.cpu = read_cpu_name();
@@ -237,6 +254,10 @@ BenchMachine describe_machine(const BenchParams& params) {
     o.n_threads = m.hardware_threads;
     m.bandwidth_all = measure_read_bandwidth(o);
     m.bandwidth_measured = true;
+  }
+  if (params.measure_int8_peak) {
+    probe_int8_peak(params, 1, &m);
+    if (m.hardware_threads > 1) probe_int8_peak(params, m.hardware_threads, &m);
   }
   return m;
 }
@@ -313,6 +334,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
     load_params.repack = repack;
     const std::unique_ptr<Model> model = Model::load(path, load_params);
     const std::string model_type = describe_model_type(*model);
+    const PrefillShape prefill = prefill_shape(*model);
     uint64_t model_size = 0, n_params = 0;
     for (const auto& t : model->gguf().tensors()) {
       model_size += t.n_bytes;
@@ -394,6 +416,28 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                   r.bandwidth_now_fraction = r.effective_gbps / r.bandwidth_now_gbps;
                   r.bandwidth_gbps = n_threads == 1 ? roof.bandwidth_1.gbps : roof.bandwidth_all.gbps;
                   r.bandwidth_fraction = r.effective_gbps / r.bandwidth_gbps;
+                }
+              }
+              if (!r.is_generation) {
+                const PrefillOps ops = count_prefill_ops(prefill, test.n_prompt, /*n_logits=*/1, depth);
+                r.matmul_ops_per_token = ops.matmul_ops / test.n_prompt;
+                r.attention_ops = ops.attention_ops;
+                r.int8_weights = ops.int8;
+                r.int8_ops_per_second = r.matmul_ops_per_token * r.avg_ts;
+                r.int8_ops_per_cpu_second = cpu_ns > 0 ? r.matmul_ops_per_token * test.n_prompt / (cpu_ns * 1e-9) : 0.0;
+                r.int8_peak_kernel = int8_peak_kernel_for_active_isa();
+                if (params.measure_int8_peak && !r.int8_peak_kernel.empty()) {
+                  // A thread count the machine was not probed at: probe it now (outside the timing).
+                  if (find_int8_peak(roof, r.int8_peak_kernel, n_threads) == nullptr) {
+                    probe_int8_peak(params, n_threads, &roof);
+                  }
+                  if (const Int8PeakResult* pk = find_int8_peak(roof, r.int8_peak_kernel, n_threads)) {
+                    r.int8_peak_ops_per_second = pk->ops_per_second();
+                    r.int8_peak_fraction = r.int8_ops_per_second / r.int8_peak_ops_per_second;
+                    if (pk->macs_per_cpu_second > 0) {
+                      r.int8_peak_cpu_fraction = r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second);
+                    }
+                  }
                 }
               }
               r.peak_rss_bytes = peak;

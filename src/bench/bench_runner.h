@@ -11,6 +11,11 @@
 // one row of an untied embedding table) plus the KV cache up to the current position is read
 // once per generated token. bytes_per_token * tok/s is the effective read bandwidth, compared
 // with the machine's measured bandwidth (memory_bandwidth.h).
+//
+// Prefill is compute-bound: a pp test's matmul ops (prefill_ops.h: every linear layer for every
+// prompt token, the output head for the last token only; attention not included) over its time
+// are its effective int8 ops/s, compared with the int8 peak (int8_peak.h) of the probe kernel
+// whose instructions the active ISA's matmuls use, measured at the test's thread count.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/int8_peak.h"
 #include "bench/memory_bandwidth.h"
 #include "kernels/tensor_type.h"
 
@@ -38,6 +44,8 @@ struct BenchParams {
   int32_t repetitions = 3;
   bool measure_bandwidth = true;
   size_t bandwidth_bytes = size_t{1} << 30;
+  bool measure_int8_peak = true;
+  double int8_peak_seconds = 0.2;          // per probe pass (best of 3)
   uint64_t seed = 1234;                    // random prompt / generated token ids
 };
 
@@ -72,6 +80,19 @@ struct BenchRecord {
   // to ~20% from minute to minute, so the best probe of a long run can be from a faster minute).
   double bandwidth_now_gbps = 0;     // 0 = not measured
   double bandwidth_now_fraction = 0; // effective / bandwidth_now_gbps
+  // pp tests (prefill_ops.h); 0 / empty for tg tests
+  double matmul_ops_per_token = 0;  // matmul ops of the test / n_prompt (1 MAC = 2 ops)
+  double attention_ops = 0;         // q . k and p . v ops of the whole test, not in the above
+  bool int8_weights = false;        // the matmuls run as int8 dot products (quantized weights)
+  double int8_ops_per_second = 0;   // matmul_ops_per_token * avg_ts
+  std::string int8_peak_kernel;     // probe kernel of the active ISA ("avx512_vnni"; "" = none)
+  double int8_peak_ops_per_second = 0;  // its peak at n_threads threads, ops/s (0 = not measured)
+  double int8_peak_fraction = 0;        // int8_ops_per_second / int8_peak_ops_per_second
+  // The same in CPU time, for a machine shared with other work: matmul ops per CPU-second of the
+  // test (process CPU time; spin-waiting threads count as busy, so this errs low) over the probe's
+  // ops per CPU-second of one thread (Int8PeakResult::macs_per_cpu_second at n_threads).
+  double int8_ops_per_cpu_second = 0;
+  double int8_peak_cpu_fraction = 0;
   uint64_t peak_rss_bytes = 0;   // VmHWM after the test (reset when each model is loaded)
   // Process CPU time per repetition (all threads). On a machine shared with other work, wall
   // time includes waiting for a core; cpu_ts = tokens * n_threads / CPU seconds estimates the
@@ -92,7 +113,13 @@ struct BenchMachine {
   BandwidthResult bandwidth_1;   // one thread
   BandwidthResult bandwidth_all; // every hardware thread
   bool bandwidth_measured = false;
+  // Every int8 probe kernel of this CPU at 1 thread and at every hardware thread (run_bench adds
+  // the other thread counts it tests); empty when not measured.
+  std::vector<Int8PeakResult> int8_peak;
 };
+
+// The probe of `kernel` at exactly n_threads threads in `m`, or nullptr.
+const Int8PeakResult* find_int8_peak(const BenchMachine& m, const std::string& kernel, int n_threads);
 
 // Bytes read to generate one token at KV length `kv_tokens` (see the file comment).
 double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_tokens);

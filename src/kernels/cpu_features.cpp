@@ -42,6 +42,8 @@ CpuFeatures detect() {
     f.avx512vl = (ebx >> 31) & 1u;
     f.avx512vnni = (ecx >> 11) & 1u;
   }
+  // Sub-leaf 1 reads as zeros on CPUs that do not have it.
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx_vnni = f.os_ymm && ((eax >> 4) & 1u);
   return f;
 }
 

@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512dq = false;
   bool avx512vnni = false;
+  bool avx_vnni = false;   // VEX-encoded vpdpbusd ymm (cpuid 7.1 eax bit 4); only the int8 peak probe uses it
   bool os_ymm = false;  // XCR0 has SSE and AVX state enabled
   bool os_zmm = false;  // XCR0 additionally has opmask and both ZMM state components
   // ARM64

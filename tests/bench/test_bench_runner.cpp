@@ -10,6 +10,7 @@
 
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
+#include "bench/prefill_ops.h"
 #include "runtime/memory_stats.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -31,12 +32,14 @@ std::string tiny_model(const std::string& shape, const std::string& type) {
 
 BenchMachine no_bandwidth_machine() {
   BenchParams p;
+  p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)
   p.measure_bandwidth = false;
   return describe_machine(p);
 }
 
 TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
   BenchParams p;
+  p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)
   p.models = {tiny_model("tiny-qwen2", "q8_0")};
   p.n_prompt = {16};
   p.n_gen = {4};
@@ -45,6 +48,8 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
   p.repetitions = 2;
   p.measure_bandwidth = true;
   p.bandwidth_bytes = size_t{4} << 20;
+  p.measure_int8_peak = true;
+  p.int8_peak_seconds = 0.002;
   const BenchMachine m = describe_machine(p);
   ASSERT_TRUE(m.bandwidth_measured);
   EXPECT_GT(m.bandwidth_1.gbps, 0.0);
@@ -79,6 +84,31 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
     }
   }
   EXPECT_EQ(n_tg, 2);
+  // pp tests: ops from the model's shapes, the rate from the timing, the peak of the active
+  // ISA's probe kernel at 1 thread from the machine's probes.
+  const auto model = Model::load(p.models[0]);
+  const std::string kernel = int8_peak_kernel_for_active_isa();
+  for (const auto& r : records) {
+    if (r.is_generation) {
+      EXPECT_EQ(r.int8_ops_per_second, 0.0);
+      continue;
+    }
+    const PrefillOps ops = count_prefill_ops(prefill_shape(*model), r.n_prompt, 1, r.n_depth);
+    EXPECT_DOUBLE_EQ(r.matmul_ops_per_token, ops.matmul_ops / r.n_prompt);
+    EXPECT_DOUBLE_EQ(r.attention_ops, ops.attention_ops);
+    EXPECT_TRUE(r.int8_weights);
+    EXPECT_NEAR(r.int8_ops_per_second, r.matmul_ops_per_token * r.avg_ts, r.int8_ops_per_second * 1e-12);
+    EXPECT_EQ(r.int8_peak_kernel, kernel);
+    if (!kernel.empty()) {
+      const Int8PeakResult* pk = find_int8_peak(m, kernel, 1);
+      ASSERT_NE(pk, nullptr);
+      EXPECT_DOUBLE_EQ(r.int8_peak_ops_per_second, 2.0 * pk->macs_per_second);
+      EXPECT_NEAR(r.int8_peak_fraction, r.int8_ops_per_second / r.int8_peak_ops_per_second, 1e-12);
+      EXPECT_NEAR(r.int8_ops_per_cpu_second, r.matmul_ops_per_token * r.n_prompt / (r.avg_cpu_ns * 1e-9),
+                  r.int8_ops_per_cpu_second * 1e-9);
+      EXPECT_NEAR(r.int8_peak_cpu_fraction, r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second), 1e-12);
+    }
+  }
   EXPECT_EQ(records[0].test_name(), "pp16");
   EXPECT_EQ(records[1].test_name(), "tg4");
   EXPECT_EQ(records[3].test_name(), "tg4 @ d8");
@@ -91,7 +121,9 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
                           "type_k", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts",
                           "stddev_ts", "samples_ts", "bytes_per_token", "effective_gbps", "bandwidth_gbps",
                           "bandwidth_fraction", "bandwidth_now_gbps", "bandwidth_now_fraction", "peak_rss_bytes",
-                          "avg_cpu_ns", "cpu_ts"}) {
+                          "avg_cpu_ns", "cpu_ts", "matmul_ops_per_token", "attention_ops", "int8_ops_per_second",
+                          "int8_peak_kernel", "int8_peak_ops_per_second", "int8_peak_fraction", "int8_ops_per_cpu_second",
+                          "int8_peak_cpu_fraction"}) {
     for (size_t i = 0; i < parsed.size(); ++i) EXPECT_NE(parsed.at(i).find(key), nullptr) << key;
   }
   const Json& tg = parsed.at(size_t{3});
@@ -155,6 +187,7 @@ TEST(BenchRunner, BytesPerTokenCountRepackedCopies) {
 // The probes around a tg test read a buffer of their own; it must not count in the model's peak.
 TEST(BenchRunner, PeakRssLeavesOutTheBandwidthProbe) {
   BenchParams p;
+  p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)
   p.models = {tiny_model("tiny-llama", "q4_0")};
   p.n_prompt = {0};
   p.n_gen = {2};
@@ -173,6 +206,7 @@ TEST(BenchRunner, PeakRssLeavesOutTheBandwidthProbe) {
 
 TEST(BenchRunner, ThreadsAndKvTypesMultiplyTests) {
   BenchParams p;
+  p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)
   p.models = {tiny_model("tiny-llama", "q4_0")};
   p.n_prompt = {8};
   p.n_gen = {2};
@@ -196,6 +230,7 @@ TEST(BenchRunner, ThreadsAndKvTypesMultiplyTests) {
 
 TEST(BenchRunner, ErrorsNameTheProblem) {
   BenchParams p;
+  p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)
   EXPECT_THROW(run_bench(p, no_bandwidth_machine()), Error);  // no model
   p.models = {test::temp_dir() + "/missing.gguf"};
   try {

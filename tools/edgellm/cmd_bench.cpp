@@ -1,6 +1,7 @@
 // `edgellm bench`: llama-bench style throughput tests (pp = prompt processing, tg = token
 // generation, optionally at a KV depth), with the machine's measured memory bandwidth and the
-// fraction of it that decode achieves. Results go to stdout in the chosen format; progress goes
+// fraction of it that decode achieves, and the machine's int8 dot-product peak with the fraction
+// of it that prefill achieves; or, with --ttft, time to first token (bench/ttft_bench.h). Results go to stdout in the chosen format; progress goes
 // to stderr.
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
+#include "bench/ttft_bench.h"
 #include "cli_args.h"
 #include "command.h"
 #include "core/error.h"
@@ -41,9 +43,11 @@ TensorType parse_kv(const std::string& name) {
 int bench_command(const std::vector<std::string>& args) {
   bench::BenchParams p;
   std::string format = "md", json_path;
-  bool no_bandwidth = false;
+  bool no_bandwidth = false, no_int8_peak = false;
   int32_t bandwidth_mib = 1024;
   int64_t seed = 1234;
+  bool ttft = false;
+  bench::TtftParams tp;
   ArgParser ap("bench", "-m MODEL[,MODEL...] [options]");
   ap.add_custom("-m,--model", "FILES", "GGUF model(s), comma-separated or repeated", [&](const std::string& v) {
     for (auto& m : split_commas(v)) p.models.push_back(m);
@@ -72,8 +76,20 @@ int bench_command(const std::vector<std::string>& args) {
   ap.add_string("-o,--output", &format, "FORMAT", "table, md (default), csv or json");
   ap.add_string("--json-out", &json_path, "FILE", "also write the JSON records to FILE");
   ap.add_flag("--no-bandwidth", &no_bandwidth, "skip the memory bandwidth measurement");
+  ap.add_flag("--no-int8-peak", &no_int8_peak, "skip the int8 dot-product peak probe (and pp tests' % of it)");
   ap.add_int("--bandwidth-mib", &bandwidth_mib, "N", "bandwidth buffer size in MiB (default 1024)", 1, 1 << 20);
   ap.add_int64("--seed", &seed, "N", "seed of the random token ids (default 1234)", 0);
+  ap.add_flag("--ttft", &ttft,
+              "time to first token instead of pp/tg tests: cold start (load -> first token) and warm, "
+              "with and without a cached system prompt (docs/benchmarks.md)");
+  ap.add_custom("--ttft-prompts", "N[,N]", "--ttft: prompt lengths in tokens (default 50,300,1000)",
+                [&](const std::string& v) { tp.prompts = parse_int_list(v, "--ttft-prompts", 1, 1 << 20); });
+  ap.add_int("--ttft-system", &tp.system_tokens, "N",
+             "--ttft: tokens of the shared system prompt of the cached-prefix rows (default 256; 0 = none)", 0, 1 << 20);
+  bool warm_only = false;
+  ap.add_flag("--ttft-warm-only", &warm_only, "--ttft: skip the cold-start rows");
+  ap.add_flag("--drop-caches", &tp.drop_page_cache,
+              "--ttft: also run every cold start after posix_fadvise(DONTNEED) on the model file (no root needed)");
   if (!ap.parse(args)) return 0;
 
   require(!p.models.empty(), ErrorCode::kInvalidArgument, "-m/--model is required");
@@ -85,10 +101,35 @@ int bench_command(const std::vector<std::string>& args) {
     require(static_cast<bool>(std::ifstream(m)), ErrorCode::kIo, "cannot open model '" + m + "'");
   }
   p.measure_bandwidth = !no_bandwidth;
+  p.measure_int8_peak = !no_int8_peak;
   p.bandwidth_bytes = static_cast<size_t>(bandwidth_mib) << 20;
   p.seed = static_cast<uint64_t>(seed);
 
-  std::fprintf(stderr, "bench: measuring memory bandwidth...\n");
+  if (ttft) {
+    tp.models = p.models;
+    tp.repetitions = p.repetitions;
+    tp.n_threads = p.n_threads.empty() ? 0 : p.n_threads.front();
+    tp.repack = p.repack.front();
+    tp.kv_type = p.kv_types.front();
+    tp.seed = static_cast<uint64_t>(seed);
+    tp.cold = !warm_only;
+    require(fmt == bench::ReportFormat::kMarkdown || fmt == bench::ReportFormat::kJson, ErrorCode::kInvalidArgument,
+            "--ttft writes md or json (-o)");
+    const auto records = bench::run_ttft_bench(tp, [](const std::string& line) {
+      std::fprintf(stderr, "bench: %s\n", line.c_str());
+    });
+    const std::string text =
+        fmt == bench::ReportFormat::kJson ? bench::format_ttft_json(records) : bench::format_ttft_markdown(records);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (!json_path.empty()) {
+      std::ofstream out(json_path, std::ios::binary);
+      out << bench::format_ttft_json(records);
+      require(static_cast<bool>(out), ErrorCode::kIo, "cannot write '" + json_path + "'");
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "bench: measuring memory bandwidth and the int8 peak...\n");
   const bench::BenchMachine machine = bench::describe_machine(p);
   std::fprintf(stderr, "bench: %s\n", bench::format_machine(machine).c_str());
   const auto records = bench::run_bench(

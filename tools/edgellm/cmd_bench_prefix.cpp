@@ -5,13 +5,13 @@
 // median TTFT (submit -> first token, RequestStats::ttft_ms) of the cold and the cached request
 // and their ratio. Requests go through the InferenceService, as an app's do.
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "bench/service_request.h"
+#include "bench/ttft_bench.h"
 #include "cli_args.h"
 #include "command.h"
 #include "generation_options.h"
@@ -22,45 +22,9 @@
 namespace edgellm::cli {
 namespace {
 
-struct Run {
-  std::vector<int32_t> tokens;
-  RequestStats stats;
-};
-
-Run run_request(InferenceService& service, const std::vector<int32_t>& prompt, int32_t n_gen) {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  Run run;
-  RequestResult result;
-  ServiceRequest r;
-  r.tokens = prompt;
-  r.sampling.temperature = 0;
-  r.max_tokens = n_gen;
-  r.ignore_eog = true;
-  r.deadline_ms = 0;
-  r.on_token = [&](const TokenEvent& ev) {
-    if (ev.token >= 0) run.tokens.push_back(ev.token);  // scheduler thread; read after on_finish
-    return true;
-  };
-  r.on_finish = [&](const RequestResult& res) {
-    std::lock_guard<std::mutex> lock(mutex);
-    result = res;
-    done = true;
-    cv.notify_all();
-  };
-  service.submit(std::move(r));
-  std::unique_lock<std::mutex> lock(mutex);
-  cv.wait(lock, [&] { return done; });
-  if (result.finish_reason == FinishReason::kError) throw Error(result.error_code, result.error);
-  run.stats = result.stats;
-  return run;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
-}
+using bench::median;
+using bench::run_greedy_request;
+using Run = bench::ServiceRun;
 
 int bench_prefix_command(const std::vector<std::string>& args) {
   std::string model_path;
@@ -102,8 +66,8 @@ int bench_prefix_command(const std::vector<std::string>& args) {
   // A warm-up request in both services so that neither cold TTFT pays for first-touch faults.
   std::vector<int32_t> warm(static_cast<size_t>(n_prefix + n_suffix));
   for (auto& t : warm) t = next_id();
-  (void)run_request(cached, warm, 1);
-  (void)run_request(reference, warm, 1);
+  (void)run_greedy_request(cached, warm, 1);
+  (void)run_greedy_request(reference, warm, 1);
 
   std::vector<double> cold, hit, ref;
   bool identical = true;
@@ -114,9 +78,9 @@ int bench_prefix_command(const std::vector<std::string>& args) {
     std::vector<int32_t> a = prefix, b = prefix;
     for (int32_t i = 0; i < n_suffix; ++i) a.push_back(next_id());
     for (int32_t i = 0; i < n_suffix; ++i) b.push_back(next_id());
-    const Run ra = run_request(cached, a, n_gen);
-    const Run rb = run_request(cached, b, n_gen);
-    const Run rr = run_request(reference, b, n_gen);
+    const Run ra = run_greedy_request(cached, a, n_gen);
+    const Run rb = run_greedy_request(cached, b, n_gen);
+    const Run rr = run_greedy_request(reference, b, n_gen);
     cold.push_back(ra.stats.ttft_ms);
     hit.push_back(rb.stats.ttft_ms);
     ref.push_back(rr.stats.ttft_ms);
