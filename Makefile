@@ -131,10 +131,11 @@ test-server: build
 	cd tests/server/node && EDGELLM_BIN=$(abspath $(BUILD))/edgellm node --test --test-concurrency=1
 
 # Native configurations first (plain, then the sanitizers), the ARM64 step last (after
-# everything native has passed).
-test: test-unit test-asan test-tsan test-musl fuzz test-napi test-napi-asan
-	$(MAKE) test-server
-	$(MAKE) test-arm64
+# everything native has passed); scripts/run-steps.sh stops at the first failing step and prints
+# each step's wall time.
+TEST_STEPS = test-unit test-asan test-tsan test-musl fuzz test-napi test-napi-asan test-server test-arm64
+test:
+	MAKE="$(MAKE)" scripts/run-steps.sh $(TEST_STEPS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz $(BUILD)-arm64
