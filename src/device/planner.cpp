@@ -28,46 +28,6 @@ struct Ranked {
 
 }  // namespace
 
-const char* power_mode_name(PowerMode mode) {
-  switch (mode) {
-    case PowerMode::kPerformance: return "performance";
-    case PowerMode::kBalanced: return "balanced";
-    case PowerMode::kEfficiency: return "efficiency";
-  }
-  return "?";
-}
-
-PowerMode parse_power_mode(const std::string& text) {
-  if (text == "performance") return PowerMode::kPerformance;
-  if (text == "balanced") return PowerMode::kBalanced;
-  if (text == "efficiency") return PowerMode::kEfficiency;
-  throw Error(ErrorCode::kInvalidArgument, "power mode '" + text + "' is not one of performance, balanced, efficiency");
-}
-
-ThreadPlan plan_threads(const DeviceProfile& device, PowerMode mode) {
-  ThreadPlan t;
-  t.prefill = device.fast_cores(4);
-  switch (mode) {
-    case PowerMode::kPerformance:
-      t.decode = t.prefill;
-      break;
-    case PowerMode::kBalanced:
-      // Decode reads every weight once per token: about half the fast cores already saturate
-      // the memory bus on phones, and the rest only add heat.
-      t.decode = std::max(1, (t.prefill + 1) / 2);
-      break;
-    case PowerMode::kEfficiency:
-      if (device.efficiency_cores() > 0) {
-        t.decode = std::min(4, device.efficiency_cores());
-        t.decode_on_efficiency_cores = true;
-      } else {
-        t.decode = std::max(1, t.prefill / 2);
-      }
-      break;
-  }
-  return t;
-}
-
 std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type) {
   std::string safe = label;
   for (auto& c : safe) {

@@ -18,25 +18,12 @@
 
 #include "core/json.h"
 #include "device/device_profile.h"
+#include "device/power_mode.h"
 #include "engine/memory_plan.h"
 
 namespace edgellm {
 
 class CrashLoopGuard;
-
-enum class PowerMode { kPerformance, kBalanced, kEfficiency };
-const char* power_mode_name(PowerMode mode);
-// "performance", "balanced", "efficiency"; Error(kInvalidArgument) otherwise.
-PowerMode parse_power_mode(const std::string& text);
-
-// Threads for prefill (compute-bound: the fast cores) and decode (memory-bound: fewer cores
-// read as fast; efficiency mode runs it on the efficiency cores to keep the device cool).
-struct ThreadPlan {
-  int prefill = 1;
-  int decode = 1;
-  bool decode_on_efficiency_cores = false;
-};
-ThreadPlan plan_threads(const DeviceProfile& device, PowerMode mode);
 
 struct PlanCandidate {
   std::string label;  // a registry key ("name@version") or the file path
