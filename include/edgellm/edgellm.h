@@ -407,8 +407,10 @@ EDGELLM_API edgellm_status edgellm_apply_template(edgellm_service* service, cons
  *   {"device": "this" | "phone-4gb" | "phone-8gb" | "phone-12gb" | "phone-16gb" | {profile},
  *    "models": ["/path/a.gguf", ...]  and/or  "registry": "/path/to/registry",
  *    "max_ctx": 4096, "min_ctx": 512, "n_parallel": 1, "headroom": 0.15,
- *    "power_mode": "performance" | "balanced" | "efficiency"}
- * (every field optional but one source of models). Writes the plan as JSON ("choice" is null
+ *    "power_mode": "performance" | "balanced" | "efficiency",
+ *    "min_decode_tokens_per_second": 0}
+ * (every field optional but one source of models; a registry model measured slower than
+ * min_decode_tokens_per_second is not chosen). Writes the plan as JSON ("choice" is null
  * when nothing fits). Blocks while each candidate's index is mapped (no weights are read). */
 EDGELLM_API edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t capacity, size_t* length);
 
