@@ -105,8 +105,7 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
           cp.n_batch = batch;
           cp.n_seq_max = o.n_parallel;
           cp.kv_type = kv;
-          cp.n_threads = plan.threads.decode;
-          cp.n_threads_batch = plan.threads.prefill;
+          apply_thread_plan(plan.threads, cp);  // counts and placements (a decode pool of its own counts)
           PlanOption opt = best;
           opt.n_ctx = ctx;
           opt.kv_type = kv;
