@@ -58,7 +58,7 @@ extern "C" {
 EDGELLM_API const char* edgellm_version(void);
 /* Bumped whenever a struct or a signature of this header changes: compare it with
  * EDGELLM_ABI_VERSION to detect a header / library mismatch. */
-#define EDGELLM_ABI_VERSION 2
+#define EDGELLM_ABI_VERSION 3
 EDGELLM_API uint32_t edgellm_abi_version(void);
 
 /* ------------------------------------------------------------------------------ statuses */
@@ -132,13 +132,25 @@ typedef enum edgellm_repack {
   EDGELLM_REPACK_OFF = 2 /* multiply the mapped file as it is: least memory, slower */
 } edgellm_repack;
 
+/* ABI 3: power modes (docs/device-fitness.md, "Power modes"): thread counts, cores and worker
+ * priority per phase, for this device's CPU clusters. Prefill runs on the fast cores; decode on
+ * as many (PERFORMANCE, worker nice -5 where permitted), half as many (BALANCED), or the
+ * efficiency cores at nice 10 (EFFICIENCY). A priority the system refuses is reported in the
+ * metrics (thread_priority_denied, and a note in edgellm_metrics_json), never an error. */
+typedef enum edgellm_power_mode {
+  EDGELLM_POWER_NONE = 0, /* threads as n_threads / n_threads_batch say, where the system puts them */
+  EDGELLM_POWER_PERFORMANCE = 1,
+  EDGELLM_POWER_BALANCED = 2,
+  EDGELLM_POWER_EFFICIENCY = 3
+} edgellm_power_mode;
+
 typedef struct edgellm_service_params {
   int32_t n_ctx;           /* positions per sequence; 0: the model's training context, at most 4096 */
   int32_t n_parallel;      /* requests decoded at once (sequences); default 4 */
   int32_t max_queued;      /* requests that may wait for a sequence (0: none wait); default 3 */
   int32_t step_tokens;     /* most tokens one step runs (decode tokens + a prompt chunk); default 256 */
-  int32_t n_threads;       /* threads for decode; 0: the big cores */
-  int32_t n_threads_batch; /* threads for prefill; 0: n_threads */
+  int32_t n_threads;       /* threads for decode (llama.cpp -t); 0: the power mode's, else the big cores */
+  int32_t n_threads_batch; /* threads for prefill (llama.cpp -tb); 0: the power mode's, else n_threads */
   edgellm_kv_type kv_type; /* default F16 */
   uint64_t kv_budget_bytes;       /* KV pool bytes; 0: see kv_budget_fraction */
   edgellm_repack repack;          /* default AUTO */
@@ -151,6 +163,8 @@ typedef struct edgellm_service_params {
    * request whose prompt + max_tokens cannot fit the whole pool ends with OUT_OF_MEMORY, one
    * that does not fit beside the running ones waits. */
   double kv_budget_fraction;
+  /* ABI 3: default NONE. Explicit n_threads / n_threads_batch override the mode's counts. */
+  edgellm_power_mode power_mode;
 } edgellm_service_params;
 
 EDGELLM_API edgellm_service_params edgellm_service_default_params(void);
@@ -354,6 +368,10 @@ typedef struct edgellm_metrics {
   double prefix_hit_rate;        /* prompt_tokens_cached / prompt_tokens */
   double kv_fragmentation;       /* unused slots / slots of the blocks running requests hold */
   uint64_t kv_evictions;         /* cached blocks evicted for new content */
+  /* ABI 3: the threads decode and prefill run on, and how often a worker priority the power
+   * mode asked for was refused (no CAP_SYS_NICE; the threads keep theirs). */
+  int32_t n_threads, n_threads_batch;
+  uint64_t thread_priority_denied;
 } edgellm_metrics;
 
 EDGELLM_API edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out);
@@ -389,8 +407,10 @@ EDGELLM_API edgellm_status edgellm_apply_template(edgellm_service* service, cons
  *   {"device": "this" | "phone-4gb" | "phone-8gb" | "phone-12gb" | "phone-16gb" | {profile},
  *    "models": ["/path/a.gguf", ...]  and/or  "registry": "/path/to/registry",
  *    "max_ctx": 4096, "min_ctx": 512, "n_parallel": 1, "headroom": 0.15,
- *    "power_mode": "performance" | "balanced" | "efficiency"}
- * (every field optional but one source of models). Writes the plan as JSON ("choice" is null
+ *    "power_mode": "performance" | "balanced" | "efficiency",
+ *    "min_decode_tokens_per_second": 0}
+ * (every field optional but one source of models; a registry model measured slower than
+ * min_decode_tokens_per_second is not chosen). Writes the plan as JSON ("choice" is null
  * when nothing fits). Blocks while each candidate's index is mapped (no weights are read). */
 EDGELLM_API edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t capacity, size_t* length);
 

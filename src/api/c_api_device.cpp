@@ -50,6 +50,7 @@ edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t cap
     o.n_parallel = static_cast<int32_t>(number_or(req, "n_parallel", o.n_parallel));
     o.headroom = number_or(req, "headroom", o.headroom);
     if (const Json* p = req.find("power_mode"); p && p->is_string()) o.power = parse_power_mode(p->as_string());
+    o.min_decode_tokens_per_second = number_or(req, "min_decode_tokens_per_second", 0);
     std::vector<PlanCandidate> candidates;
     std::optional<ModelRegistry> registry;
     std::optional<CrashLoopGuard> crash_guard;
@@ -57,7 +58,10 @@ edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t cap
       registry.emplace(r->as_string());
       crash_guard.emplace(registry->guard_dir());
       o.guard = &*crash_guard;
-      for (const auto& m : registry->list()) candidates.push_back({m.key(), registry->model_path(m), m.task_score});
+      for (const auto& m : registry->list()) {
+        candidates.push_back({m.key(), registry->model_path(m), m.task_score, m.prefill_tokens_per_second,
+                              m.decode_tokens_per_second});
+      }
     }
     if (const Json* ms = req.find("models"); ms && ms->is_array()) {
       for (const Json& m : ms->as_array()) {

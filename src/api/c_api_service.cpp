@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "core/utf8.h"
 #include "core/log.h"
+#include "device/power_mode.h"
 #include "engine/sampler.h"
 #include "kv/session_file.h"
 
@@ -40,6 +41,14 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
     case EDGELLM_REPACK_ON: sp.load.repack = RepackMode::kOn; break;
     case EDGELLM_REPACK_OFF: sp.load.repack = RepackMode::kOff; break;
     default: throw Error(ErrorCode::kInvalidArgument, "repack " + std::to_string(repack) + " is unknown");
+  }
+  const int power = capi::enum_value(p.power_mode);
+  switch (power) {
+    case EDGELLM_POWER_NONE: break;
+    case EDGELLM_POWER_PERFORMANCE: apply_thread_plan(plan_threads(detect_this_device(), PowerMode::kPerformance), cp); break;
+    case EDGELLM_POWER_BALANCED: apply_thread_plan(plan_threads(detect_this_device(), PowerMode::kBalanced), cp); break;
+    case EDGELLM_POWER_EFFICIENCY: apply_thread_plan(plan_threads(detect_this_device(), PowerMode::kEfficiency), cp); break;
+    default: throw Error(ErrorCode::kInvalidArgument, "power_mode " + std::to_string(power) + " is unknown");
   }
   sp.max_queued = p.max_queued;
   sp.step_tokens = p.step_tokens;
@@ -200,6 +209,7 @@ edgellm_service_params edgellm_service_default_params(void) {
   p.chat_template = nullptr;
   p.pin_threads = false;
   p.kv_budget_fraction = 0;
+  p.power_mode = EDGELLM_POWER_NONE;
   return p;
 }
 
@@ -352,6 +362,9 @@ edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* ou
     r.prefix_hit_rate = m.prefix_hit_rate();
     r.kv_fragmentation = m.kv_fragmentation;
     r.kv_evictions = m.kv_evictions;
+    r.n_threads = m.n_threads;
+    r.n_threads_batch = m.n_threads_batch;
+    r.thread_priority_denied = m.thread_priority_denied;
     *out = r;
     return EDGELLM_OK;
   });

@@ -28,46 +28,6 @@ struct Ranked {
 
 }  // namespace
 
-const char* power_mode_name(PowerMode mode) {
-  switch (mode) {
-    case PowerMode::kPerformance: return "performance";
-    case PowerMode::kBalanced: return "balanced";
-    case PowerMode::kEfficiency: return "efficiency";
-  }
-  return "?";
-}
-
-PowerMode parse_power_mode(const std::string& text) {
-  if (text == "performance") return PowerMode::kPerformance;
-  if (text == "balanced") return PowerMode::kBalanced;
-  if (text == "efficiency") return PowerMode::kEfficiency;
-  throw Error(ErrorCode::kInvalidArgument, "power mode '" + text + "' is not one of performance, balanced, efficiency");
-}
-
-ThreadPlan plan_threads(const DeviceProfile& device, PowerMode mode) {
-  ThreadPlan t;
-  t.prefill = device.fast_cores(4);
-  switch (mode) {
-    case PowerMode::kPerformance:
-      t.decode = t.prefill;
-      break;
-    case PowerMode::kBalanced:
-      // Decode reads every weight once per token: about half the fast cores already saturate
-      // the memory bus on phones, and the rest only add heat.
-      t.decode = std::max(1, (t.prefill + 1) / 2);
-      break;
-    case PowerMode::kEfficiency:
-      if (device.efficiency_cores() > 0) {
-        t.decode = std::min(4, device.efficiency_cores());
-        t.decode_on_efficiency_cores = true;
-      } else {
-        t.decode = std::max(1, t.prefill / 2);
-      }
-      break;
-  }
-  return t;
-}
-
 std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type) {
   std::string safe = label;
   for (auto& c : safe) {
@@ -90,6 +50,10 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
   plan.budget_bytes = device.budget_bytes(o.headroom);
   plan.power = o.power;
   plan.threads = plan_threads(device, o.power);
+  plan.estimate_prompt_tokens = o.estimate_prompt_tokens;
+  plan.estimate_answer_tokens = o.estimate_answer_tokens;
+  require(o.min_decode_tokens_per_second >= 0 && o.estimate_prompt_tokens >= 0 && o.estimate_answer_tokens >= 0,
+          ErrorCode::kInvalidArgument, "plan: speeds and token counts must be >= 0");
 
   // Load each candidate's index and views (mmap, no repacking: cheap) to run the formula.
   std::vector<Ranked> ranked;
@@ -118,6 +82,8 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
     best.label = r.c.label;
     best.path = r.c.path;
     best.weight_type = r.weight_type;
+    best.prefill_tokens_per_second = r.c.prefill_tokens_per_second;
+    best.decode_tokens_per_second = r.c.decode_tokens_per_second;
     if (!r.model) {
       best.rejected = "cannot be loaded: " + r.load_error;
       plan.considered.push_back(best);
@@ -139,8 +105,7 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
           cp.n_batch = batch;
           cp.n_seq_max = o.n_parallel;
           cp.kv_type = kv;
-          cp.n_threads = plan.threads.decode;
-          cp.n_threads_batch = plan.threads.prefill;
+          apply_thread_plan(plan.threads, cp);  // counts and placements (a decode pool of its own counts)
           PlanOption opt = best;
           opt.n_ctx = ctx;
           opt.kv_type = kv;
@@ -172,6 +137,14 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
                                 ", " + tensor_type_name(smallest.kv_type) + " KV, batch " +
                                 std::to_string(smallest.n_batch) + "; the budget is " + mib(plan.budget_bytes);
     }
+    const double tg = r.c.decode_tokens_per_second;
+    if (best.fits && tg > 0 && tg < o.min_decode_tokens_per_second) {
+      char why[160];
+      std::snprintf(why, sizeof why, "measured %.1f tok/s decode on this device, below the %.1f tok/s wanted", tg,
+                    o.min_decode_tokens_per_second);
+      best.fits = false;
+      best.rejected = why;
+    }
     if (best.fits && !plan.choice) plan.choice = best;
     plan.considered.push_back(best);
   }
@@ -188,13 +161,23 @@ Json Plan::to_json() const {
   t.set("prefill", threads.prefill);
   t.set("decode", threads.decode);
   t.set("decode_on_efficiency_cores", threads.decode_on_efficiency_cores);
+  t.set("prefill_placement", threads.prefill_placement.to_string());
+  t.set("decode_placement", threads.decode_placement.to_string());
   j.set("threads", t);
-  auto option_json = [](const PlanOption& o) {
+  auto option_json = [this](const PlanOption& o) {
     Json x = Json::object();
     x.set("model", o.label);
     x.set("path", o.path);
     x.set("weight_type", o.weight_type);
     x.set("fits", o.fits);
+    if (o.prefill_tokens_per_second > 0 && o.decode_tokens_per_second > 0) {
+      Json sp = Json::object();
+      sp.set("prefill_tokens_per_second", o.prefill_tokens_per_second);
+      sp.set("decode_tokens_per_second", o.decode_tokens_per_second);
+      sp.set("estimate_prefill_seconds", estimate_prompt_tokens / o.prefill_tokens_per_second);
+      sp.set("estimate_decode_seconds", estimate_answer_tokens / o.decode_tokens_per_second);
+      x.set("measured", sp);
+    }
     if (!o.rejected.empty()) x.set("rejected", o.rejected);
     if (o.n_ctx > 0) {
       x.set("n_ctx", o.n_ctx);
@@ -223,8 +206,10 @@ std::string Plan::to_text() const {
   std::snprintf(line, sizeof line, "budget %s (the smaller of limit and available, less %.0f %% headroom)\n",
                 mib(budget_bytes).c_str(), headroom * 100);
   s += line;
-  std::snprintf(line, sizeof line, "power mode %s: prefill on %d threads, decode on %d%s\n\n", power_mode_name(power),
-                threads.prefill, threads.decode, threads.decode_on_efficiency_cores ? " (efficiency cores)" : "");
+  std::snprintf(line, sizeof line, "power mode %s: prefill on %d threads (%s), decode on %d%s (%s)\n\n",
+                power_mode_name(power), threads.prefill, threads.prefill_placement.to_string().c_str(), threads.decode,
+                threads.decode_on_efficiency_cores ? " efficiency cores" : "",
+                threads.decode_placement.to_string().c_str());
   s += line;
   for (const auto& o : considered) {
     const bool chosen = choice && choice->label == o.label;
@@ -243,6 +228,18 @@ std::string Plan::to_text() const {
                     mib(m.runtime).c_str(), mib(m.total()).c_str(), m.total() <= budget_bytes ? "<=" : ">",
                     mib(budget_bytes).c_str());
       s += line;
+    }
+    if (o.prefill_tokens_per_second > 0 && o.decode_tokens_per_second > 0) {
+      const double pp_s = estimate_prompt_tokens / o.prefill_tokens_per_second;
+      const double tg_s = estimate_answer_tokens / o.decode_tokens_per_second;
+      std::snprintf(line, sizeof line,
+                    "      measured here: prefill %.1f tok/s, decode %.1f tok/s\n"
+                    "        %d-token prompt %.2f s + %d-token answer %.2f s = %.2f s\n",
+                    o.prefill_tokens_per_second, o.decode_tokens_per_second, estimate_prompt_tokens, pp_s,
+                    estimate_answer_tokens, tg_s, pp_s + tg_s);
+      s += line;
+    } else {
+      s += "      speed not measured here (edgellm registry bench)\n";
     }
     if (!o.rejected.empty()) s += "      " + o.rejected + "\n";
   }

@@ -18,30 +18,20 @@
 
 #include "core/json.h"
 #include "device/device_profile.h"
+#include "device/power_mode.h"
 #include "engine/memory_plan.h"
 
 namespace edgellm {
 
 class CrashLoopGuard;
 
-enum class PowerMode { kPerformance, kBalanced, kEfficiency };
-const char* power_mode_name(PowerMode mode);
-// "performance", "balanced", "efficiency"; Error(kInvalidArgument) otherwise.
-PowerMode parse_power_mode(const std::string& text);
-
-// Threads for prefill (compute-bound: the fast cores) and decode (memory-bound: fewer cores
-// read as fast; efficiency mode runs it on the efficiency cores to keep the device cool).
-struct ThreadPlan {
-  int prefill = 1;
-  int decode = 1;
-  bool decode_on_efficiency_cores = false;
-};
-ThreadPlan plan_threads(const DeviceProfile& device, PowerMode mode);
-
 struct PlanCandidate {
   std::string label;  // a registry key ("name@version") or the file path
   std::string path;   // the GGUF file
   std::optional<double> task_score;
+  // Measured on this device (the registry manifest, `edgellm registry bench`); 0: not measured.
+  double prefill_tokens_per_second = 0;
+  double decode_tokens_per_second = 0;
 };
 
 struct PlanOptions {
@@ -51,11 +41,19 @@ struct PlanOptions {
   double headroom = 0.15;  // fraction of the budget kept free
   PowerMode power = PowerMode::kBalanced;
   const CrashLoopGuard* guard = nullptr;  // configurations it marks unfit are skipped
+  // A candidate measured to decode slower than this (tok/s) is not offered (0: no floor; an
+  // unmeasured candidate is never rejected for speed).
+  double min_decode_tokens_per_second = 0;
+  // The request the time estimates are for: prompt tokens prefilled, answer tokens decoded.
+  int32_t estimate_prompt_tokens = 512;
+  int32_t estimate_answer_tokens = 128;
 };
 
 struct PlanOption {
   std::string label, path;
   std::string weight_type;  // dominant matrix type of the file
+  double prefill_tokens_per_second = 0;  // measured (PlanCandidate); 0: not measured
+  double decode_tokens_per_second = 0;
   int32_t n_ctx = 0;
   TensorType kv_type = TensorType::F16;
   int32_t n_batch = 0;
@@ -68,6 +66,7 @@ struct PlanOption {
 struct Plan {
   DeviceProfile device;
   double headroom = 0;
+  int32_t estimate_prompt_tokens = 0, estimate_answer_tokens = 0;
   uint64_t budget_bytes = 0;
   PowerMode power = PowerMode::kBalanced;
   ThreadPlan threads;

@@ -27,7 +27,8 @@ constexpr int32_t kMaxThreads = 256;
 
 struct Context::Impl {
   std::unique_ptr<KvCache> kv;
-  std::shared_ptr<ThreadPool> pool;
+  std::shared_ptr<ThreadPool> pool;         // prefill (and decode unless decode_pool is set)
+  std::shared_ptr<ThreadPool> decode_pool;  // null: decode runs on `pool`
   std::unique_ptr<ForwardPass> forward;
   std::vector<float> logits;  // [n_outputs, n_vocab]; capacity n_batch rows reserved up front
   int32_t n_outputs = 0;
@@ -67,7 +68,19 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   impl_->kv = std::make_unique<KvCache>(kp);
   impl_->fingerprint = fingerprint;
   const int max_threads = std::max(p.n_threads, p.n_threads_batch);
+  for (const ThreadPlacement* pl : {&p.placement, &p.placement_batch}) {
+    require(!pl->nice || (*pl->nice >= -20 && *pl->nice <= 19), ErrorCode::kInvalidArgument,
+            "thread nice value " + std::to_string(pl->nice.value_or(0)) + " is outside [-20, 19]");
+  }
   impl_->pool = p.thread_pool ? p.thread_pool : shared_thread_pool(max_threads, p.pin_threads);
+  if (p.placement.nice.value_or(0) != p.placement_batch.nice.value_or(0)) {
+    // Decode workers at another priority than prefill workers get a pool of their own (n_threads
+    // threads: on a 4 + 4 phone 3 more sleeping workers, ~100 KiB of stack touched). One pool
+    // would have to move its workers' nice value back and forth every phase change, and an
+    // unprivileged thread cannot raise its priority again once it lowered it: prefill would run
+    // at decode's priority after the first decode.
+    impl_->decode_pool = std::make_shared<ThreadPool>(p.n_threads);
+  }
   impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
   params_.thread_pool.reset();  // params() reports the configuration; the Context holds the pool
   // One row per sequence: a decode step of every sequence never allocates. A prompt that asks for
@@ -85,6 +98,22 @@ KvCache& Context::kv_cache() { return *impl_->kv; }
 size_t Context::allocated_bytes() const {
   return impl_->kv->pool().total_bytes() + (impl_->forward ? impl_->forward->allocated_bytes() : 0) +
          impl_->logits.capacity() * sizeof(float);
+}
+
+ThreadPool& Context::prefill_pool() const { return *impl_->pool; }
+ThreadPool& Context::decode_pool() const { return impl_->decode_pool ? *impl_->decode_pool : *impl_->pool; }
+
+PlacementLog::Snapshot Context::placement_log() const {
+  PlacementLog::Snapshot s = impl_->pool->placement_log();
+  if (impl_->decode_pool) {
+    const PlacementLog::Snapshot d = impl_->decode_pool->placement_log();
+    s.affinity_applied += d.affinity_applied;
+    s.affinity_failed += d.affinity_failed;
+    s.nice_applied += d.nice_applied;
+    s.nice_denied += d.nice_denied;
+    if (s.note.empty()) s.note = d.note;
+  }
+  return s;
 }
 
 int32_t Context::kv_blocks_needed(int32_t seq_id, int32_t n_more) const {
@@ -186,14 +215,18 @@ void Context::decode(const Batch& batch) {
         kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
         kv.seq_set_token(chunk[i].seq_id, chunk[i].pos, chunk[i].token);
       }
-      // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch.
+      // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch,
+      // each phase on its placement (and pool).
       const int threads = distinct ? params_.n_threads : params_.n_threads_batch;
+      const ThreadPlacement& placement = distinct ? params_.placement : params_.placement_batch;
+      ThreadPool& pool = distinct && impl_->decode_pool ? *impl_->decode_pool : *impl_->pool;
+      const ScopedThreadPlacement scope(placement.empty() ? nullptr : &placement);
       if (!impl_->forward) {  // released by trim()
         const int max_threads = std::max(params_.n_threads, params_.n_threads_batch);
         impl_->forward = std::make_unique<ForwardPass>(model_, params_.n_batch, params_.n_ctx,
                                                        params_.kv_block_tokens, max_threads);
       }
-      impl_->forward->run(chunk, cn, kv, *impl_->pool, threads, abort_check_,
+      impl_->forward->run(chunk, cn, kv, pool, threads, abort_check_,
                           impl_->logits.data() + static_cast<size_t>(out_done) * static_cast<size_t>(hp.n_vocab));
     } catch (...) {
       for (const auto& g : grown) kv.seq_truncate(g.first, g.second);

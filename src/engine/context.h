@@ -42,6 +42,11 @@ struct ContextParams {
   // the prefix cache); 0 = enough blocks for n_seq_max full sequences. In (0, 1].
   double kv_budget_fraction = 0;
   bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
+  // Where decode (n_threads) and prefill (n_threads_batch) threads run and at which worker
+  // priority (runtime/thread_placement.h; device/power_mode.h fills them per power mode). Empty:
+  // threads stay where they are. The thread calling decode() takes the phase's CPU set too.
+  ThreadPlacement placement;
+  ThreadPlacement placement_batch;
   // The pool to run on (attached, shared with its other users). Null: the process-wide
   // shared_thread_pool() with enough threads, pinned when pin_threads.
   std::shared_ptr<ThreadPool> thread_pool;
@@ -130,6 +135,11 @@ class Context {
   KvCache& kv_cache();
   // Bytes this context allocated (KV pool + scratch + logits), for memory reports.
   size_t allocated_bytes() const;
+  // The pools prefill and decode run on (the same one unless the phases' worker priorities
+  // differ: see the constructor) and what applying the placements did on them.
+  ThreadPool& prefill_pool() const;
+  ThreadPool& decode_pool() const;
+  PlacementLog::Snapshot placement_log() const;
 
  private:
   struct Impl;

@@ -148,7 +148,11 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   m.scratch = ForwardPass::scratch_bytes(model, p.n_batch, p.n_ctx, p.kv_block_tokens, m.n_threads);
   m.logits = static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(hp.n_vocab) * sizeof(float);
   m.tokenizer = tokenizer_bytes(model.gguf());
-  m.runtime = kRuntimeFixedBytes + static_cast<size_t>(m.n_threads) * kRuntimePerThreadBytes;
+  // Decode at another worker priority than prefill runs on a pool of its own (Context): its
+  // n_threads - 1 workers come on top.
+  const bool decode_pool = p.placement.nice.value_or(0) != p.placement_batch.nice.value_or(0);
+  const size_t threads = static_cast<size_t>(m.n_threads) + (decode_pool ? static_cast<size_t>(p.n_threads - 1) : 0);
+  m.runtime = kRuntimeFixedBytes + threads * kRuntimePerThreadBytes;
   return m;
 }
 

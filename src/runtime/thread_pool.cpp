@@ -18,6 +18,11 @@ namespace {
 // of deadlocking on a pool whose threads are all busy.
 thread_local bool t_inside_task = false;
 
+// The placement of the jobs this thread starts (ScopedThreadPlacement), and the one it last
+// applied to itself as a job's caller.
+thread_local const ThreadPlacement* t_scope_placement = nullptr;
+thread_local std::vector<int> t_caller_cpus;  // empty: none applied yet
+
 // Spin step: a pause instruction, and every kYieldEvery steps a sched_yield so that on an
 // oversubscribed machine (more runnable threads than cores) the thread we wait for gets the core.
 constexpr int kYieldEvery = 64;
@@ -47,6 +52,11 @@ void pin_current_thread(int cpu) {
 }
 
 }  // namespace
+
+ScopedThreadPlacement::ScopedThreadPlacement(const ThreadPlacement* placement) : previous_(t_scope_placement) {
+  t_scope_placement = placement;
+}
+ScopedThreadPlacement::~ScopedThreadPlacement() { t_scope_placement = previous_; }
 
 ThreadPool::ThreadPool(int n_threads, const ThreadPoolOptions& options) : options_(options) {
   n_threads = std::clamp(n_threads, 1, static_cast<int>(kStateCountMask));
@@ -86,6 +96,8 @@ void ThreadPool::run_tasks(int thread) {
 void ThreadPool::worker_main(int index) {
   if (!options_.cpus.empty()) pin_current_thread(options_.cpus[static_cast<size_t>(index) % options_.cpus.size()]);
   uint64_t seen_generation = 0;
+  ThreadPlacement applied;  // the last placement this worker applied to itself
+  bool has_applied = false;
   for (;;) {
     uint64_t state = state_.load(std::memory_order_acquire);
     // Spin first: in a forward pass the next job arrives within microseconds.
@@ -118,7 +130,14 @@ void ThreadPool::worker_main(int index) {
     // (active count 0) before it waits for in_flight_ to drain; with both sides sequentially
     // consistent, either the caller sees us and waits, or we see the closed job and leave.
     in_flight_.fetch_add(1);
-    if (state_.load() == state) run_tasks(index);
+    if (state_.load() == state) {
+      if (placement_ != nullptr && (!has_applied || applied != *placement_)) {
+        placement_log_.record(*placement_, apply_placement_to_current_thread(*placement_, true), true);
+        applied = *placement_;
+        has_applied = true;
+      }
+      run_tasks(index);
+    }
     if (in_flight_.fetch_sub(1) == 1) {
       std::lock_guard<std::mutex> lock(done_mutex_);
       done_cv_.notify_one();
@@ -130,6 +149,18 @@ void ThreadPool::run(int64_t n_tasks, TaskRef fn, int n_threads) {
   if (n_tasks <= 0) return;
   if (n_threads <= 0 || n_threads > max_threads()) n_threads = max_threads();
   n_threads = static_cast<int>(std::min<int64_t>(n_threads, n_tasks));
+  if (!t_inside_task) {
+    int seen = max_job_threads_.load(std::memory_order_relaxed);
+    while (n_threads > seen && !max_job_threads_.compare_exchange_weak(seen, n_threads)) {
+    }
+    // The caller works as thread 0: it takes the CPU set (a comparison of a few ints per job;
+    // the syscall only when the phase changed).
+    const ThreadPlacement* p = t_scope_placement;
+    if (p != nullptr && !p->cpus.empty() && t_caller_cpus != p->cpus) {
+      placement_log_.record(*p, apply_placement_to_current_thread(*p, false), false);
+      t_caller_cpus = p->cpus;
+    }
+  }
   if (n_threads == 1 || t_inside_task) {
     // Serial path: nested calls and single-thread jobs never touch the workers.
     const bool was_inside = t_inside_task;
@@ -146,6 +177,7 @@ void ThreadPool::run(int64_t n_tasks, TaskRef fn, int n_threads) {
 
   std::lock_guard<std::mutex> call_lock(call_mutex_);
   fn_ = &fn;
+  placement_ = t_scope_placement;
   n_tasks_ = n_tasks;
   next_task_.store(0, std::memory_order_relaxed);
   failed_.store(false, std::memory_order_relaxed);
@@ -176,6 +208,7 @@ void ThreadPool::run(int64_t n_tasks, TaskRef fn, int n_threads) {
     done_cv_.wait(lock, [&] { return in_flight_.load() == 0; });
   }
   fn_ = nullptr;
+  placement_ = nullptr;
   if (error_) {
     std::exception_ptr e = error_;
     error_ = nullptr;

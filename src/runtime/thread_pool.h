@@ -4,6 +4,14 @@
 //
 // Waiting: workers spin for a bounded number of iterations after each job (the next matmul of a
 // forward pass usually follows within microseconds), then sleep on a condition variable.
+//
+// Placement (runtime/thread_placement.h): a job started inside a ScopedThreadPlacement runs on
+// that placement's CPUs and, for the workers, its nice value. Each thread applies a placement
+// when it takes part in a job whose placement differs from the last one it applied (a prefill
+// and a decode phase alternate a few times per request, so this is a syscall per phase change,
+// not per job); the caller takes the CPU set but never the nice value (it is the app's or the
+// service's own thread, and an unprivileged thread cannot get back a priority it gave up). A
+// job without placement leaves every thread as the last placement left it.
 #pragma once
 
 #include <atomic>
@@ -14,7 +22,22 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/thread_placement.h"
+
 namespace edgellm {
+
+// Jobs this thread starts while the scope lives run with `placement` (null: none); nested scopes
+// restore the outer one. The placement must outlive the scope.
+class ScopedThreadPlacement {
+ public:
+  explicit ScopedThreadPlacement(const ThreadPlacement* placement);
+  ~ScopedThreadPlacement();
+  ScopedThreadPlacement(const ScopedThreadPlacement&) = delete;
+  ScopedThreadPlacement& operator=(const ScopedThreadPlacement&) = delete;
+
+ private:
+  const ThreadPlacement* previous_;
+};
 
 struct ThreadPoolOptions {
   // Pin thread i to cpus[i % cpus.size()] with sched_setaffinity (empty = no pinning). Thread 0
@@ -59,6 +82,13 @@ class ThreadPool {
     run(n_tasks, TaskRef(fn), n_threads);
   }
 
+  // What applying placements did on this pool's threads (counts and the first failure's note).
+  PlacementLog::Snapshot placement_log() const { return placement_log_.snapshot(); }
+  // The most threads any job asked for (after clamping to max_threads() and n_tasks) since the
+  // last reset: the per-phase thread counts a caller can check. Nested (inline) calls don't count.
+  int max_job_threads() const { return max_job_threads_.load(); }
+  void reset_max_job_threads() { max_job_threads_.store(0); }
+
  private:
   void run(int64_t n_tasks, TaskRef fn, int n_threads);
   void worker_main(int index);
@@ -70,6 +100,7 @@ class ThreadPool {
 
   // Job state, written by the caller before `state_` is published, read by participating workers.
   const TaskRef* fn_ = nullptr;
+  const ThreadPlacement* placement_ = nullptr;  // the starter's scope; null: none
   int64_t n_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
   std::atomic<bool> failed_{false};
@@ -83,6 +114,8 @@ class ThreadPool {
   std::atomic<int> in_flight_{0};  // workers that joined the current job and have not left
   std::atomic<int> sleepers_{0};   // workers blocked on wake_cv_
   std::atomic<bool> stop_{false};
+  std::atomic<int> max_job_threads_{0};
+  PlacementLog placement_log_;
 
   std::mutex wake_mutex_;
   std::condition_variable wake_cv_;

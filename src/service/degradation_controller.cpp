@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "device/device_profile.h"
+#include "device/power_mode.h"
 #include "engine/memory_plan.h"
 #include "model/model.h"
 
@@ -23,6 +25,7 @@ DegradationController::DegradationController(ModelHost& host, DegradationConfig 
   // The context in force (0 in the parameters means the model's): rung 2 halves it.
   if (base_.context.n_ctx == 0) base_.context.n_ctx = host_.current_service()->context_params().n_ctx;
   base_head_dim_ = host_.current_service()->model().hparams().head_dim;
+  efficiency_decode_ = plan_threads(detect_this_device(), PowerMode::kEfficiency).decode_placement;
   if (!config_.smaller_models.empty()) {
     // Mapped, not repacked: only the hyper-parameters are read. A file that does not load is
     // reported when rung 4 tries it (apply_failures), not here.
@@ -80,6 +83,9 @@ ServiceParams DegradationController::params_for_locked(Rung r) const {
     const int prefill = p.context.n_threads_batch > 0 ? p.context.n_threads_batch : decode;
     p.context.n_threads = std::max(1, decode / 2);
     p.context.n_threads_batch = std::max(1, prefill / 2);
+    // Decode moves to the efficiency cores at a lower priority (its own pool: Context); prefill
+    // keeps its placement. Lowering a priority is always permitted.
+    p.context.placement = efficiency_decode_;
   }
   if (rung >= 2 && p.context.n_ctx > 0) p.context.n_ctx = std::max(64, p.context.n_ctx / 2);
   const bool small = rung >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty();
@@ -226,6 +232,8 @@ Json DegradationController::metrics_json() const {
   }
   j.set("n_ctx", p.context.n_ctx);
   j.set("n_threads", p.context.n_threads);
+  j.set("n_threads_batch", p.context.n_threads_batch);
+  j.set("decode_placement", p.context.placement.to_string());
   j.set("kv_type", tensor_type_name(p.context.kv_type));
   j.set("refused_requests", refused_);
   j.set("ended_requests", ended_count_);

@@ -2,7 +2,8 @@
 // enabled) go into a DegradationLadder on a small thread of its own (every tick_ms, and at
 // once when the host feeds a signal), and each rung the ladder takes becomes a configuration:
 //
-//   rung >= 1  threads halved (decode and prefill)      -> ModelHost::reconfigure
+//   rung >= 1  threads halved (decode and prefill), decode on the efficiency cores at
+//              efficiency mode's nice (device/power_mode.h)  -> ModelHost::reconfigure
 //   rung >= 2  context halved for new requests          -> reconfigure
 //   rung >= 3  Q8_0 KV for new requests                 -> reconfigure
 //   rung >= 4  the next smaller model of the config     -> ModelHost::swap_model
@@ -17,6 +18,8 @@
 // Thread safety: every public function may be called from any thread (not the destructor from
 // a callback). Steps run on the controller's thread, never under a lock a callback may need.
 #pragma once
+
+#include "runtime/thread_placement.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -81,6 +84,7 @@ class DegradationController {
   DegradationConfig config_;
   ServiceParams base_;
   int32_t base_head_dim_ = 0, small_head_dim_ = 0;  // read once: which models take Q8_0 KV
+  ThreadPlacement efficiency_decode_;  // this device's efficiency-mode decode placement, read once
 
   mutable std::mutex mutex_;
   mutable std::condition_variable wake_;

@@ -329,6 +329,16 @@ ServiceMetrics InferenceService::metrics() const {
   const ProcessMemory pm = read_process_memory();
   m.rss_bytes = pm.rss_bytes;
   m.peak_rss_bytes = pm.peak_bytes;
+  // The Context's parameters are fixed at construction and its placement log is thread-safe.
+  const ContextParams& cp = ctx_->params();
+  m.n_threads = cp.n_threads;
+  m.n_threads_batch = cp.n_threads_batch;
+  m.decode_placement = cp.placement.to_string();
+  m.prefill_placement = cp.placement_batch.to_string();
+  const PlacementLog::Snapshot pl = ctx_->placement_log();
+  m.thread_affinity_failed = pl.affinity_failed;
+  m.thread_priority_denied = pl.nice_denied;
+  m.thread_note = pl.note;
   return m;
 }
 

@@ -90,6 +90,15 @@ Json ServiceMetrics::to_json() const {
   j.set("kv_evictions", kv_evictions);
   j.set("kv_fragmentation", kv_fragmentation);
   j.set("paused", paused);
+  Json th = Json::object();
+  th.set("decode", n_threads);
+  th.set("prefill", n_threads_batch);
+  th.set("decode_placement", decode_placement);
+  th.set("prefill_placement", prefill_placement);
+  th.set("affinity_failed", thread_affinity_failed);
+  th.set("priority_denied", thread_priority_denied);
+  th.set("note", thread_note);
+  j.set("threads", std::move(th));
   j.set("rss_bytes", static_cast<uint64_t>(rss_bytes));
   j.set("peak_rss_bytes", static_cast<uint64_t>(peak_rss_bytes));
   j.set("ttft_ms", ttft_ms.to_json());
@@ -137,6 +146,8 @@ std::string ServiceMetrics::to_prometheus() const {
   metric(out, "requests_finished_total", "counter", "Requests that received their final callback.", d(requests_finished));
   metric(out, "busy_rejections_total", "counter", "Submissions answered BUSY because the queue was full.", d(busy_rejections));
   metric(out, "invalid_requests_total", "counter", "Submissions refused for invalid contents.", d(invalid_requests));
+  metric(out, "thread_priority_denied_total", "counter",
+         "Worker thread priorities the power mode asked for that the system refused.", d(thread_priority_denied));
   out += "# HELP edgellm_requests_by_reason_total Finished requests by finish reason.\n"
          "# TYPE edgellm_requests_by_reason_total counter\n";
   const std::pair<const char*, uint64_t> reasons[] = {

@@ -64,6 +64,14 @@ struct ServiceMetrics {
   uint64_t kv_evictions = 0;         // cached blocks reused for new content (counter)
   double kv_fragmentation = 0;       // unused slots / slots of the blocks the running sequences hold
   bool paused = false;
+  // Threads (ContextParams, device/power_mode.h): per phase, where they run, and what applying
+  // that did (a refused priority is counted and noted, never an error).
+  int32_t n_threads = 0;             // decode
+  int32_t n_threads_batch = 0;       // prefill
+  std::string decode_placement, prefill_placement;  // ThreadPlacement::to_string()
+  uint64_t thread_affinity_failed = 0;
+  uint64_t thread_priority_denied = 0;
+  std::string thread_note;           // the first failure, "" when none
   size_t rss_bytes = 0;
   size_t peak_rss_bytes = 0;
   LatencyHistogram ttft_ms;

@@ -4,7 +4,10 @@
 // refusals (NULLs, bad JSON, bad digests, a tampered file) with statuses and no crash.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <functional>
 #include <string>
 
@@ -100,6 +103,74 @@ TEST(CApiDevice, PlanJson) {
     EXPECT_NE(edgellm_plan_json(bad, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL) << bad;
   }
   EXPECT_EQ(edgellm_plan_json(nullptr, nullptr, 0, &len), EDGELLM_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+
+namespace {
+
+// A greedy answer through the C ABI; the finish callback copies the text.
+std::string greedy_answer(edgellm_service* svc) {
+  struct Done {
+    std::string text;
+    std::atomic<bool> finished{false};
+  } done;
+  edgellm_request_params r = edgellm_request_default_params();
+  r.prompt = "Once upon a time";
+  r.sampling.temperature = 0;
+  r.max_tokens = 24;
+  r.user_data = &done;
+  r.on_finish = [](const edgellm_result* res, void* u) {
+    auto* d = static_cast<Done*>(u);
+    d->text.assign(res->text, res->text_len);
+    d->finished.store(true, std::memory_order_release);
+  };
+  edgellm_request_id id = 0;
+  if (edgellm_submit(svc, &r, &id) != EDGELLM_OK) return "<submit failed>";
+  while (!done.finished.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done.text;
+}
+
+TEST(CApiDevice, PowerModesSetThreadsPerPhaseAndKeepTheAnswer) {
+  const std::string stories = edgellm::test::shared_model("stories260K.gguf");
+  edgellm_service_params p = edgellm_service_default_params();
+  EXPECT_EQ(p.power_mode, EDGELLM_POWER_NONE);
+  p.n_ctx = 128;
+  p.n_threads = 1;
+  p.n_threads_batch = 1;
+  edgellm_service* svc = nullptr;
+  ASSERT_EQ(edgellm_service_create(stories.c_str(), &p, &svc), EDGELLM_OK) << edgellm_last_error();
+  const std::string reference = greedy_answer(svc);
+  ASSERT_FALSE(reference.empty());
+  edgellm_service_destroy(svc);
+
+  for (edgellm_power_mode mode : {EDGELLM_POWER_PERFORMANCE, EDGELLM_POWER_BALANCED, EDGELLM_POWER_EFFICIENCY}) {
+    p = edgellm_service_default_params();
+    p.n_ctx = 128;
+    p.power_mode = mode;
+    p.n_threads_batch = 2;  // explicit: wins over the mode; decode threads come from the mode
+    ASSERT_EQ(edgellm_service_create(stories.c_str(), &p, &svc), EDGELLM_OK) << edgellm_last_error();
+    EXPECT_EQ(greedy_answer(svc), reference) << "mode " << mode;
+    edgellm_metrics m{};
+    ASSERT_EQ(edgellm_get_metrics(svc, &m), EDGELLM_OK);
+    EXPECT_EQ(m.n_threads_batch, 2);
+    EXPECT_GE(m.n_threads, 1);
+    edgellm_status st;
+    const std::string json = call_json(&st, [&](char* b, size_t c, size_t* l) { return edgellm_metrics_json(svc, b, c, l); });
+    EXPECT_NE(json.find("\"decode_placement\": \"cpus "), std::string::npos) << json;
+    if (mode == EDGELLM_POWER_EFFICIENCY) {
+      EXPECT_NE(json.find("nice 10"), std::string::npos) << json;
+    }
+    if (m.thread_priority_denied > 0) {  // performance asks for nice -5: granted with CAP_SYS_NICE, else noted
+      EXPECT_NE(json.find("not permitted"), std::string::npos) << json;
+    }
+    edgellm_service_destroy(svc);
+  }
+
+  p = edgellm_service_default_params();
+  p.power_mode = static_cast<edgellm_power_mode>(7);
+  EXPECT_EQ(edgellm_service_create(stories.c_str(), &p, &svc), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("power_mode"), std::string::npos);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "engine/context.h"
 #include "model/model.h"
 #include "registry/crash_loop_guard.h"
 #include "support/test_env.h"
@@ -102,6 +103,61 @@ TEST(Planner, ThreadsPerPowerMode) {
   EXPECT_TRUE(eff.decode_on_efficiency_cores);
   EXPECT_EQ(eff.decode, 4);
   EXPECT_EQ(phone.budget_bytes(0.0), uint64_t{3072} << 20);
+}
+
+// A fake 1 + 3 + 4 phone whose little cores are CPUs 0-3 (as on most SoCs), big 4-6, prime 7.
+DeviceProfile fake_big_little() {
+  DeviceProfile d;
+  d.name = "fake";
+  d.clusters = {{1, 3130000, {7}}, {3, 2540000, {4, 5, 6}}, {4, 2050000, {0, 1, 2, 3}}};
+  return d;
+}
+
+TEST(PowerMode, CpusAndNicePerPhase) {
+  const DeviceProfile d = fake_big_little();
+  const std::vector<int> fast = {4, 5, 6, 7}, little = {0, 1, 2, 3};
+
+  const ThreadPlan perf = plan_threads(d, PowerMode::kPerformance);
+  EXPECT_EQ(perf.prefill, 4);
+  EXPECT_EQ(perf.decode, 4);
+  EXPECT_EQ(perf.prefill_placement, (ThreadPlacement{fast, kPerformanceNice}));
+  EXPECT_EQ(perf.decode_placement, (ThreadPlacement{fast, kPerformanceNice}));
+
+  const ThreadPlan bal = plan_threads(d, PowerMode::kBalanced);
+  EXPECT_EQ(bal.prefill, 4);
+  EXPECT_EQ(bal.decode, 2);
+  EXPECT_EQ(bal.prefill_placement, (ThreadPlacement{fast, 0}));
+  EXPECT_EQ(bal.decode_placement, (ThreadPlacement{fast, 0}));
+
+  const ThreadPlan eff = plan_threads(d, PowerMode::kEfficiency);
+  EXPECT_EQ(eff.prefill, 4);
+  EXPECT_EQ(eff.decode, 4);
+  EXPECT_TRUE(eff.decode_on_efficiency_cores);
+  EXPECT_EQ(eff.prefill_placement, (ThreadPlacement{fast, 0}));
+  EXPECT_EQ(eff.decode_placement, (ThreadPlacement{little, kEfficiencyDecodeNice}));
+
+  // One cluster (this 2-core x86 box): every phase on all its cores; efficiency halves decode.
+  DeviceProfile one;
+  one.clusters = {{2, 0, {0, 1}}};
+  const ThreadPlan e1 = plan_threads(one, PowerMode::kEfficiency);
+  EXPECT_EQ(e1.prefill, 2);
+  EXPECT_EQ(e1.decode, 1);
+  EXPECT_FALSE(e1.decode_on_efficiency_cores);
+  EXPECT_EQ(e1.decode_placement, (ThreadPlacement{{0, 1}, kEfficiencyDecodeNice}));
+
+  // A JSON tier has no CPU ids: counts and nice only.
+  const ThreadPlan tier = plan_threads(load_device_profile("phone-8gb"), PowerMode::kEfficiency);
+  EXPECT_TRUE(tier.decode_placement.cpus.empty());
+  EXPECT_EQ(tier.decode_placement.nice, kEfficiencyDecodeNice);
+
+  // Explicit thread counts win over the plan; placements are taken.
+  ContextParams cp;
+  cp.n_threads = 3;
+  apply_thread_plan(eff, cp);
+  EXPECT_EQ(cp.n_threads, 3);
+  EXPECT_EQ(cp.n_threads_batch, 4);
+  EXPECT_EQ(cp.placement.cpus, little);
+  EXPECT_EQ(cp.placement_batch.cpus, fast);
 }
 
 TEST(DeviceProfile, JsonIsValidated) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "device/power_mode.h"
 #include "registry/atomic_file.h"
 #include "service/degradation_controller.h"
 #include "service/degradation_ladder.h"
@@ -186,6 +187,9 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   // did take it at rung 3: checked through params_for below).
   EXPECT_EQ(host.current_params().context.kv_type, TensorType::F16);
   EXPECT_EQ(c.params_for(Rung::kInt8Kv).context.kv_type, TensorType::Q8_0);
+  // Rung 1 moved decode to the efficiency placement (a lower priority); the base has none.
+  EXPECT_EQ(c.params_for(Rung::kFewerThreads).context.placement.nice, kEfficiencyDecodeNice);
+  EXPECT_TRUE(c.params_for(Rung::kNormal).context.placement.empty());
   EXPECT_EQ(host.current_params().context.n_ctx, 128);
   EXPECT_EQ(host.current_params().context.n_threads, 1);
   const double planned_small = c.metrics_json().at("planned_bytes").as_number();

@@ -15,6 +15,46 @@ namespace {
 
 using test::run_cli;
 
+TEST(CliRegistry, BenchWritesMeasuredSpeedsThatPlanUses) {
+  const std::string reg = test::temp_dir() + "/cli-reg-bench";
+  const std::string stories = test::shared_model("stories260K.gguf");
+  auto r = run_cli({"registry", "add", stories, "--name", "tiny", "--version", "1", "--registry", reg, "--bench"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured tiny@1 on"), std::string::npos) << r.out;
+  const Json m = Json::parse(test::read_file(reg + "/manifests/tiny@1.json"));
+  const double pp = m.at("prefill_tokens_per_second").as_number();
+  const double tg = m.at("decode_tokens_per_second").as_number();
+  EXPECT_GT(pp, 0);
+  EXPECT_GT(tg, 0);
+  EXPECT_EQ(m.at("sha256").as_string(), "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
+
+  // The plan shows them with the time estimate, in text and JSON.
+  r = run_cli({"plan", "--registry", reg, "--device", "phone-4gb", "--estimate-prompt", "100", "--estimate-answer", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured here: prefill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("100-token prompt"), std::string::npos) << r.out;
+  r = run_cli({"plan", "--registry", reg, "--device", "phone-4gb", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json plan = Json::parse(r.out);
+  const Json& measured = plan.at("choice").at("measured");
+  EXPECT_EQ(measured.at("decode_tokens_per_second").as_number(), tg);
+  EXPECT_NEAR(measured.at("estimate_prefill_seconds").as_number(), 512 / pp, 1e-9);
+  // A floor above the measured decode speed: nothing is chosen, and the plan says why.
+  r = run_cli({"plan", "--registry", reg, "--device", "phone-4gb", "--min-decode-tps", "1e9"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("below the"), std::string::npos) << r.out;
+
+  // Re-measuring an installed model rewrites only the speeds.
+  r = run_cli({"registry", "bench", "tiny", "--registry", reg, "--pp", "32", "--tg", "8", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on 1 threads"), std::string::npos) << r.out;
+  const Json m2 = Json::parse(test::read_file(reg + "/manifests/tiny@1.json"));
+  EXPECT_GT(m2.at("decode_tokens_per_second").as_number(), 0);
+  EXPECT_EQ(m2.at("sha256").as_string(), m.at("sha256").as_string());
+  r = run_cli({"registry", "bench", "nope", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 1);
+}
+
 TEST(CliRegistry, AddInstallListVerifyUseRemove) {
   const std::string reg = test::temp_dir() + "/cli-reg";
   const std::string stories = test::shared_model("stories260K.gguf");

@@ -39,10 +39,15 @@ int run_plan(const std::vector<std::string>& args) {
   ap.add_int("-np,--parallel", &o.n_parallel, "N", "sequences decoded at once (default 1)", 1, 256);
   ap.add_float("--headroom", &headroom, "F", "fraction of the budget kept free (default 0.15)", 0.0f, 0.9f);
   ap.add_string("--power", &power, "MODE", "performance, balanced (default) or efficiency");
+  float min_tg = 0;
+  ap.add_float("--min-decode-tps", &min_tg, "X", "skip candidates measured to decode slower than X tok/s here", 0.0f);
+  ap.add_int("--estimate-prompt", &o.estimate_prompt_tokens, "N", "prompt tokens of the time estimate (default 512)", 0);
+  ap.add_int("--estimate-answer", &o.estimate_answer_tokens, "N", "answer tokens of the time estimate (default 128)", 0);
   ap.add_flag("--json", &json, "print JSON");
   if (!ap.parse(args)) return 0;
   o.headroom = headroom;
   o.power = parse_power_mode(power);
+  o.min_decode_tokens_per_second = min_tg;
 
   std::optional<ModelRegistry> registry;
   std::optional<CrashLoopGuard> guard;
@@ -53,7 +58,8 @@ int run_plan(const std::vector<std::string>& args) {
   }
   std::vector<PlanCandidate> candidates;
   auto add_manifest = [&](const ModelManifest& m) {
-    candidates.push_back({m.key(), registry->model_path(m), m.task_score});
+    candidates.push_back({m.key(), registry->model_path(m), m.task_score, m.prefill_tokens_per_second,
+                          m.decode_tokens_per_second});
   };
   if (positionals.empty()) {
     require(registry.has_value(), ErrorCode::kInvalidArgument, "plan needs MODEL files or --registry DIR\n" + ap.usage());

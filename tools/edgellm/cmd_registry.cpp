@@ -1,6 +1,11 @@
 // `edgellm registry SUBCOMMAND --registry DIR ...`: the model registry of registry/model_registry.h.
-//   add FILE --name N --version V [--sha256 HEX] [--tier T] [--task-score S]
-//                          copy a local file in (verified when --sha256 is given) and make it current
+//   add FILE --name N --version V [--sha256 HEX] [--tier T] [--task-score S] [--bench]
+//                          copy a local file in (verified when --sha256 is given) and make it current;
+//                          --bench then measures it (as `registry bench`)
+//   bench NAME[@V] [--pp N] [--tg N] [-t N]
+//                          measure prefill and decode tok/s here (the engine's bench: one warm-up, one
+//                          timed run of a pp N and a tg N test) and write them into the manifest
+//                          atomically; `edgellm plan` uses them
 //   install URL|FILE --name N --version V --sha256 HEX [--size BYTES]
 //                          download (resumable: run again after an interruption) or copy, verify,
 //                          install atomically, make current
@@ -23,8 +28,10 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "bench/bench_runner.h"
 #include "registry/crash_loop_guard.h"
 #include "registry/model_registry.h"
+#include "runtime/cpu_topology.h"
 #if defined(EDGELLM_HAVE_CURL)
 #include "fetch/http_download.h"
 #endif
@@ -82,6 +89,35 @@ void print_manifest(const ModelManifest& m, bool current) {
               m.task_score ? (" score " + std::to_string(*m.task_score)).c_str() : "");
 }
 
+struct BenchShape {
+  int32_t n_prompt = 64;
+  int32_t n_gen = 16;
+  int32_t n_threads = 0;  // 0: the big cores
+};
+
+// Measures an installed model (bench/bench_runner.h: one warm-up and one timed pp and tg run, no
+// bandwidth probe) and writes the speeds into its manifest (ModelRegistry::update_measurements:
+// under the registry's lock, atomically). Returns the updated manifest.
+ModelManifest bench_into_manifest(ModelRegistry& reg, const ModelManifest& m, const BenchShape& shape) {
+  bench::BenchParams p;
+  p.models = {reg.model_path(m)};
+  p.n_prompt = {shape.n_prompt};
+  p.n_gen = {shape.n_gen};
+  p.n_threads = {shape.n_threads > 0 ? shape.n_threads : default_thread_count()};
+  p.repetitions = 1;
+  p.measure_bandwidth = false;
+  double pp = 0, tg = 0;
+  const auto records = bench::run_bench(p, bench::describe_machine(p));
+  for (const auto& r : records) (r.is_generation ? tg : pp) = r.avg_ts;
+  require(pp > 0 && tg > 0, ErrorCode::kInternal, "bench of " + m.key() + " measured no speed");
+  reg.update_measurements(m.name, m.version, pp, tg, std::nullopt);
+  std::printf("measured %s on %d threads: prefill %.1f tok/s (pp%d), decode %.1f tok/s (tg%d); manifest updated\n",
+              m.key().c_str(), p.n_threads[0], pp, shape.n_prompt, tg, shape.n_gen);
+  auto updated = reg.get(m.name, m.version);
+  require(updated.has_value(), ErrorCode::kInternal, m.key() + " vanished while it was measured");
+  return *updated;
+}
+
 int run_registry(const std::vector<std::string>& args) {
   std::vector<std::string> pos;
   std::string dir = "models/registry";
@@ -89,7 +125,9 @@ int run_registry(const std::vector<std::string>& args) {
   float task_score = -1;
   int64_t size = 0;
   bool json = false;
-  ArgParser ap("registry", "add|install|list|verify|use|remove|reset ... [--registry DIR]");
+  bool bench_after = false;
+  BenchShape shape;
+  ArgParser ap("registry", "add|install|bench|list|verify|use|remove|reset ... [--registry DIR]");
   ap.allow_positionals(&pos, "ARGS");
   ap.add_string("--registry", &dir, "DIR", "registry folder (default models/registry)");
   ap.add_string("--name", &name, "NAME", "model name ([A-Za-z0-9._-])");
@@ -99,6 +137,10 @@ int run_registry(const std::vector<std::string>& args) {
   ap.add_string("--tier", &tier, "T", "device tier the model is meant for (4GB, 8GB, ...)");
   ap.add_float("--task-score", &task_score, "S", "task score in [0, 1] (ranks candidates in `edgellm plan`)", 0, 1);
   ap.add_flag("--json", &json, "list as JSON");
+  ap.add_flag("--bench", &bench_after, "add / install: measure prefill and decode speed here afterwards");
+  ap.add_int("--pp", &shape.n_prompt, "N", "bench: prompt tokens of the prefill test (default 64)", 1, 8192);
+  ap.add_int("--tg", &shape.n_gen, "N", "bench: tokens of the decode test (default 16)", 1, 8192);
+  ap.add_int("-t,--threads", &shape.n_threads, "N", "bench: threads (default: the big cores)", 0, 256);
   if (!ap.parse(args)) return 0;
   require(!pos.empty(), ErrorCode::kInvalidArgument, "registry needs a subcommand\n" + ap.usage());
   const std::string sub = pos[0];
@@ -145,6 +187,14 @@ int run_registry(const std::vector<std::string>& args) {
     }
     std::printf("installed %s (%s, %.1f MiB, sha256 %s), current\n", installed.key().c_str(),
                 installed.weight_type.c_str(), installed.size_bytes / 1048576.0, installed.sha256.c_str());
+    if (bench_after) bench_into_manifest(reg, installed, shape);
+    return 0;
+  }
+  if (sub == "bench") {
+    require(pos.size() == 2, ErrorCode::kInvalidArgument, "registry bench needs NAME or NAME@VERSION");
+    auto m = reg.resolve(pos[1]);
+    require(m.has_value(), ErrorCode::kInvalidArgument, "'" + pos[1] + "' is not installed");
+    bench_into_manifest(reg, *m, shape);
     return 0;
   }
   if (sub == "list") {
@@ -209,7 +259,8 @@ int run_registry(const std::vector<std::string>& args) {
   throw Error(ErrorCode::kInvalidArgument, "unknown registry subcommand '" + sub + "'\n" + ap.usage());
 }
 
-const CommandRegistration kRegistration("registry", "model registry: add, install (download + verify), list, verify, use, remove",
+const CommandRegistration kRegistration("registry",
+                                        "model registry: add, install (download + verify), bench, list, verify, use, remove",
                                         run_registry);
 
 }  // namespace

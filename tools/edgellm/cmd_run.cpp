@@ -292,7 +292,14 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::fflush(stdout);
 
-  if (o.stats) print_stats(r, mem, model->weight_bytes(), ctx.allocated_bytes(), model->repacked_bytes());
+  if (o.stats) {
+    print_stats(r, mem, model->weight_bytes(), ctx.allocated_bytes(), model->repacked_bytes());
+    const ContextParams& cp = ctx.params();
+    const PlacementLog::Snapshot pl = ctx.placement_log();
+    std::fprintf(stderr, "threads:       prefill %d (%s), decode %d (%s)%s%s\n", cp.n_threads_batch,
+                 cp.placement_batch.to_string().c_str(), cp.n_threads, cp.placement.to_string().c_str(),
+                 pl.note.empty() ? "" : "; ", pl.note.c_str());
+  }
   if (r.prompt_tokens_dropped > 0) {
     std::fprintf(stderr, "edgellm run: note: dropped the oldest %d prompt tokens to fit the context\n",
                  r.prompt_tokens_dropped);

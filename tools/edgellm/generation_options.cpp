@@ -4,12 +4,17 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "device/power_mode.h"
 
 namespace edgellm::cli {
 
 void add_context_options(ArgParser& ap, ContextOptions* o) {
-  ap.add_int("-t,--threads", &o->threads, "N", "threads for decoding; 0 = big cores (default 0)", 0, 256);
-  ap.add_int("--threads-batch", &o->threads_batch, "N", "threads for prompt processing; 0 = --threads (default 0)", 0, 256);
+  ap.add_int("-t,--threads", &o->threads, "N", "threads for decoding; 0 = the power mode's, else big cores (default 0)", 0, 256);
+  ap.add_int("-tb,--threads-batch", &o->threads_batch, "N",
+             "threads for prompt processing; 0 = the power mode's, else --threads (default 0)", 0, 256);
+  ap.add_string("--power", &o->power, "MODE",
+                "performance, balanced or efficiency: threads, cores and worker priority per phase for this "
+                "device (docs/device-fitness.md); default: none (threads as -t / -tb say)");
   ap.add_int("-c,--ctx-size", &o->ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
   ap.add_int("-b,--batch-size", &o->batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
   ap.add_string("--repack", &o->repack, "MODE",
@@ -35,6 +40,7 @@ ContextParams context_params(const ContextOptions& o) {
   cp.n_threads = o.threads;
   cp.n_threads_batch = o.threads_batch;
   cp.kv_type = parse_kv_type(o.kv_type);
+  if (!o.power.empty()) apply_thread_plan(plan_threads(detect_this_device(), parse_power_mode(o.power)), cp);
   return cp;
 }
 

@@ -21,15 +21,18 @@ struct ContextOptions {
   int32_t batch_size = 512;
   std::string kv_type = "f16";
   std::string repack = "auto";
+  std::string power;  // "" (none), performance, balanced, efficiency
 };
 
-// -t/--threads, --threads-batch, -c/--ctx-size, -b/--batch-size, --repack.
+// -t/--threads (decode), -tb/--threads-batch (prompt) as llama.cpp names them, --power,
+// -c/--ctx-size, -b/--batch-size, --repack.
 void add_context_options(ArgParser& ap, ContextOptions* o);
 // --kv-type (registered separately: the commands list it at different places in their help).
 void add_kv_type_option(ArgParser& ap, std::string* kv_type);
 // "f16" / "f32" / "q8_0" (either case); Error(kInvalidArgument) naming --kv-type otherwise.
 TensorType parse_kv_type(const std::string& name);
-// Validates the KV type (throws as parse_kv_type) and fills the Context parameters.
+// Validates the KV type (throws as parse_kv_type) and the power mode, and fills the Context
+// parameters (the power mode's thread plan for this device where -t / -tb are 0).
 ContextParams context_params(const ContextOptions& o);
 // The model loading parameters (--repack); throws Error(kInvalidArgument) for a bad value.
 ModelLoadParams model_load_params(const ContextOptions& o);

@@ -12,12 +12,10 @@ namespace {
 constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
 constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 
-// The power modes trade speed for heat (docs/harmonyos.md): 'performance' pins the decode threads
-// to the big cores, 'balanced' (the default) uses the big cores unpinned, 'efficiency' decodes
-// and prefills on one thread so long generations keep the device cool. Explicit `threads`,
-// `batchThreads` or `pinThreads` options override what the mode sets.
-enum PowerMode { kPerformance = 0, kBalanced = 1, kEfficiency = 2 };
-const char* const kPowerModes[] = {"performance", "balanced", "efficiency", nullptr};
+// The power modes trade speed for heat: the C ABI's edgellm_power_mode (docs/device-fitness.md,
+// "Power modes": threads, cores and worker priority per phase for this device's clusters).
+// Absent: EDGELLM_POWER_NONE. Explicit `threads` / `batchThreads` override the mode's counts.
+const char* const kPowerModes[] = {"performance", "balanced", "efficiency", nullptr};  // edgellm_power_mode - 1
 const char* const kKvTypes[] = {"f16", "f32", "q8_0", nullptr};  // edgellm_kv_type order
 const char* const kRepack[] = {"auto", "on", "off", nullptr};    // edgellm_repack order
 const char* const kPriorities[] = {"interactive", "background", nullptr};
@@ -105,10 +103,9 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
   edgellm_service_params& p = out->params;
   p = edgellm_service_default_params();
   OptionReader r(env, options, "options");
-  int power = kBalanced;
+  int power = -1;
   r.choice("powerMode", kPowerModes, &power);
-  if (power == kPerformance) p.pin_threads = true;
-  if (power == kEfficiency) p.n_threads = p.n_threads_batch = 1;
+  if (power >= 0) p.power_mode = static_cast<edgellm_power_mode>(EDGELLM_POWER_PERFORMANCE + power);
   r.integer("contextSize", kI32Min, kI32Max, &p.n_ctx);
   r.integer("threads", kI32Min, kI32Max, &p.n_threads);
   r.integer("batchThreads", kI32Min, kI32Max, &p.n_threads_batch);
