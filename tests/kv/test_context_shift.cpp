@@ -41,7 +41,7 @@ KvCacheParams small_cache() {
   p.n_layer = 2;
   p.n_head_kv = 2;
   p.head_dim = 4;
-  p.type = TensorType::F32;
+  p.type_k = p.type_v = TensorType::F32;
   p.block_tokens = 4;
   p.n_seq_max = 2;
   p.n_ctx = 32;
@@ -63,8 +63,8 @@ void fill(KvCache& c, int32_t seq, const std::vector<int32_t>& ids) {
       for (int32_t h = 0; h < p.n_head_kv; ++h) {
         std::vector<float> k(static_cast<size_t>(p.head_dim), tag(l, 0, h, ids[static_cast<size_t>(pos)]));
         std::vector<float> v(static_cast<size_t>(p.head_dim), tag(l, 1, h, ids[static_cast<size_t>(pos)]));
-        c.store_row(k.data(), c.k_row(seq, l, h, pos));
-        c.store_row(v.data(), c.v_row(seq, l, h, pos));
+        c.store_k_row(k.data(), c.k_row(seq, l, h, pos));
+        c.store_v_row(v.data(), c.v_row(seq, l, h, pos));
       }
     }
   }
