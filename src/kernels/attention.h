@@ -12,7 +12,8 @@
 //
 // Q8_0 and Q4_0 rows are dequantized in registers (d * q, d * (nibble - 8) per element, as
 // dequantize_row does; both exact in F32) and then multiplied in F32, so every type gives the F32
-// result of its dequantized rows up to summation order. The per-ISA versions live in kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*.
+// result of its dequantized rows up to summation order. The per-ISA versions live in
+// kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*.
 #pragma once
 
 #include <cstddef>
