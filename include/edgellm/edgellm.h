@@ -124,7 +124,16 @@ EDGELLM_API void edgellm_set_log_callback(edgellm_log_callback fn, void* user_da
 
 typedef struct edgellm_service edgellm_service; /* opaque */
 
-typedef enum edgellm_kv_type { EDGELLM_KV_F16 = 0, EDGELLM_KV_F32 = 1, EDGELLM_KV_Q8_0 = 2 } edgellm_kv_type;
+/* KV cache element types. Q8_0 (8-bit, half of F16's memory) and Q4_0 (ABI 3; 4-bit, 36 % of
+ * F16's at head_dim 64) need a head_dim that is a multiple of 32. EDGELLM_KV_SAME (ABI 3) is
+ * only for kv_type_v: V in kv_type. */
+typedef enum edgellm_kv_type {
+  EDGELLM_KV_SAME = -1,
+  EDGELLM_KV_F16 = 0,
+  EDGELLM_KV_F32 = 1,
+  EDGELLM_KV_Q8_0 = 2,
+  EDGELLM_KV_Q4_0 = 3
+} edgellm_kv_type;
 
 typedef enum edgellm_repack {
   EDGELLM_REPACK_AUTO = 0, /* interleave weights at load where this CPU has a kernel for it */
@@ -151,7 +160,7 @@ typedef struct edgellm_service_params {
   int32_t step_tokens;     /* most tokens one step runs (decode tokens + a prompt chunk); default 256 */
   int32_t n_threads;       /* threads for decode (llama.cpp -t); 0: the power mode's, else the big cores */
   int32_t n_threads_batch; /* threads for prefill (llama.cpp -tb); 0: the power mode's, else n_threads */
-  edgellm_kv_type kv_type; /* default F16 */
+  edgellm_kv_type kv_type; /* K cache type, and V's unless kv_type_v is set; default F16 */
   uint64_t kv_budget_bytes;       /* KV pool bytes; 0: see kv_budget_fraction */
   edgellm_repack repack;          /* default AUTO */
   uint64_t warmup_min_free_bytes; /* warm-up skipped below this much available memory; default 256 MiB */
@@ -165,6 +174,9 @@ typedef struct edgellm_service_params {
   double kv_budget_fraction;
   /* ABI 3: default NONE. Explicit n_threads / n_threads_batch override the mode's counts. */
   edgellm_power_mode power_mode;
+  /* ABI 3. The V cache type when it differs from kv_type (llama.cpp's --cache-type-v);
+   * EDGELLM_KV_SAME (the default): kv_type. */
+  edgellm_kv_type kv_type_v;
 } edgellm_service_params;
 
 EDGELLM_API edgellm_service_params edgellm_service_default_params(void);

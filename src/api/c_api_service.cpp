@@ -17,6 +17,16 @@ using capi::guard;
 
 namespace {
 
+TensorType kv_tensor_type(int kv_type, const char* field) {
+  switch (kv_type) {
+    case EDGELLM_KV_F16: return TensorType::F16;
+    case EDGELLM_KV_F32: return TensorType::F32;
+    case EDGELLM_KV_Q8_0: return TensorType::Q8_0;
+    case EDGELLM_KV_Q4_0: return TensorType::Q4_0;
+    default: throw Error(ErrorCode::kInvalidArgument, std::string(field) + " " + std::to_string(kv_type) + " is unknown");
+  }
+}
+
 ServiceParams to_service_params(const edgellm_service_params& p) {
   ServiceParams sp;
   ContextParams& cp = sp.context;
@@ -25,13 +35,9 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
   cp.n_seq_max = p.n_parallel;
   cp.n_threads = p.n_threads;
   cp.n_threads_batch = p.n_threads_batch;
-  const int kv_type = capi::enum_value(p.kv_type);
-  switch (kv_type) {
-    case EDGELLM_KV_F16: cp.kv_type = TensorType::F16; break;
-    case EDGELLM_KV_F32: cp.kv_type = TensorType::F32; break;
-    case EDGELLM_KV_Q8_0: cp.kv_type = TensorType::Q8_0; break;
-    default: throw Error(ErrorCode::kInvalidArgument, "kv_type " + std::to_string(kv_type) + " is unknown");
-  }
+  cp.kv_type = kv_tensor_type(capi::enum_value(p.kv_type), "kv_type");
+  const int kv_type_v = capi::enum_value(p.kv_type_v);
+  if (kv_type_v != EDGELLM_KV_SAME) cp.kv_type_v = kv_tensor_type(kv_type_v, "kv_type_v");
   cp.kv_budget_bytes = static_cast<size_t>(p.kv_budget_bytes);
   cp.kv_budget_fraction = p.kv_budget_fraction;
   cp.pin_threads = p.pin_threads;
@@ -210,6 +216,7 @@ edgellm_service_params edgellm_service_default_params(void) {
   p.pin_threads = false;
   p.kv_budget_fraction = 0;
   p.power_mode = EDGELLM_POWER_NONE;
+  p.kv_type_v = EDGELLM_KV_SAME;
   return p;
 }
 

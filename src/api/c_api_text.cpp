@@ -60,7 +60,8 @@ edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size
     const ContextParams& cp = s.context_params();
     j.set("n_ctx", static_cast<int>(cp.n_ctx));
     j.set("n_parallel", static_cast<int>(cp.n_seq_max));
-    j.set("kv_type", Json(tensor_type_name(cp.kv_type)));
+    j.set("kv_type", Json(tensor_type_name(cp.kv_k())));  // K
+    j.set("kv_type_v", Json(tensor_type_name(cp.kv_v())));
     j.set("kv_block_tokens", static_cast<int>(cp.kv_block_tokens));
     j.set("n_threads", static_cast<int>(cp.n_threads));
     j.set("n_threads_batch", static_cast<int>(cp.n_threads_batch));

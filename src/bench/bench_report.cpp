@@ -45,7 +45,7 @@ std::vector<std::string> cells(const BenchRecord& r) {
   c.push_back(params_label(r.model_n_params));
   c.push_back(std::to_string(r.n_threads));
   c.push_back(std::to_string(r.n_batch));
-  c.push_back(r.type_k);
+  c.push_back(r.type_k == r.type_v ? r.type_k : r.type_k + "/" + r.type_v);  // K/V when they differ
   c.push_back(r.repacked_bytes > 0 ? fmt("%.0f MiB", static_cast<double>(r.repacked_bytes) / kMiB) : "off");
   c.push_back(r.test_name());
   c.push_back(fmt("%.2f", r.avg_ts) + " ± " + fmt("%.2f", r.stddev_ts));

@@ -175,7 +175,7 @@ std::string BenchRecord::test_name() const {
   return s;
 }
 
-double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_tokens) {
+double decode_bytes_per_token(const Model& model, TensorType kv_type_k, TensorType kv_type_v, double kv_tokens) {
   double bytes = 0;
   for (const auto& t : model.gguf().tensors()) {
     if (t.name == "token_embd.weight" && !model.output_tied()) {
@@ -194,11 +194,13 @@ double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_
   for (const WeightView* w : model.matrices()) bytes += packed_extra(*w);  // a tied head once: it is token_embd
   const HParams& hp = model.hparams();
   const int64_t kv_width = hp.n_embd_kv();
-  const double bytes_per_kv_value =
-      kv_width % tensor_block_size(kv_type) == 0
-          ? static_cast<double>(tensor_row_bytes(kv_type, kv_width)) / static_cast<double>(kv_width)
-          : 2.0;  // an F16 cache when the type does not fit the row
-  bytes += static_cast<double>(hp.n_layer) * 2.0 * static_cast<double>(kv_width) * bytes_per_kv_value * kv_tokens;
+  const auto bytes_per_kv_value = [&](TensorType t) {
+    return kv_width % tensor_block_size(t) == 0
+               ? static_cast<double>(tensor_row_bytes(t, kv_width)) / static_cast<double>(kv_width)
+               : 2.0;  // an F16 cache when the type does not fit the row
+  };
+  bytes += static_cast<double>(hp.n_layer) * static_cast<double>(kv_width) *
+           (bytes_per_kv_value(kv_type_k) + bytes_per_kv_value(kv_type_v)) * kv_tokens;
   return bytes;
 }
 
@@ -340,7 +342,12 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
       model_size += t.n_bytes;
       n_params += static_cast<uint64_t>(t.n_elements());
     }
-    for (const TensorType kv_type : params.kv_types) {
+    std::vector<std::pair<TensorType, TensorType>> kv_pairs;  // (K, V)
+    for (const TensorType k : params.kv_types) {
+      if (params.kv_types_v.empty()) kv_pairs.emplace_back(k, k);
+      for (const TensorType v : params.kv_types_v) kv_pairs.emplace_back(k, v);
+    }
+    for (const auto& [kv_type, kv_type_v] : kv_pairs) {
       for (const int32_t n_batch : params.n_batch) {
         for (const int32_t n_threads : thread_counts) {
           ContextParams cp;
@@ -350,6 +357,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
           cp.n_threads = n_threads;
           cp.n_threads_batch = n_threads;
           cp.kv_type = kv_type;
+          cp.kv_type_v = kv_type_v;
           Context ctx(*model, cp);
           DepthCache cache(ctx, model->hparams().n_vocab, params.seed);
           for (const int32_t depth : params.n_depth) {
@@ -372,7 +380,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               r.n_batch = n_batch;
               r.n_threads = n_threads;
               r.type_k = kv_type_name(kv_type);
-              r.type_v = r.type_k;
+              r.type_v = kv_type_name(kv_type_v);
               r.repack = repack_mode_name(repack);
               r.repacked_bytes = model->repacked_bytes();
               r.n_prompt = test.n_prompt;
@@ -382,7 +390,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               r.isa = kernels::isa_name(kernels::active_isa());
               r.test_time = iso_time_now();
               say(base_name(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
-                  r.type_k + " ...");
+                  r.type_k + "/" + r.type_v + " ...");
               // Warm-up (not recorded): first touch of weight pages, thread start-up, scratch.
               if (r.is_generation) {
                 run_generation(ctx, cache, depth, std::min(test.n_gen, kWarmupTokens));
@@ -409,7 +417,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               if (r.is_generation) {
                 // Token i (0-based) at position depth + i attends to depth + i + 1 positions.
                 const double mean_kv = depth + (test.n_gen + 1) / 2.0;
-                r.bytes_per_token = decode_bytes_per_token(*model, kv_type, mean_kv);
+                r.bytes_per_token = decode_bytes_per_token(*model, kv_type, kv_type_v, mean_kv);
                 r.effective_gbps = r.bytes_per_token * r.avg_ts / 1e9;
                 if (probe) {
                   r.bandwidth_now_gbps = std::max(bandwidth_before, probe_now(n_threads));

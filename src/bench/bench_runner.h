@@ -39,7 +39,8 @@ struct BenchParams {
   std::vector<int32_t> n_depth = {0};      // every test at every depth
   std::vector<int32_t> n_threads;          // empty = {hardware threads}
   std::vector<int32_t> n_batch = {512};
-  std::vector<TensorType> kv_types = {TensorType::F16};
+  std::vector<TensorType> kv_types = {TensorType::F16};  // K cache types
+  std::vector<TensorType> kv_types_v;  // V cache types, every one with every K type; empty = V as K
   std::vector<RepackMode> repack = {RepackMode::kAuto};  // the model is loaded once per mode
   int32_t repetitions = 3;
   bool measure_bandwidth = true;
@@ -122,7 +123,7 @@ struct BenchMachine {
 const Int8PeakResult* find_int8_peak(const BenchMachine& m, const std::string& kernel, int n_threads);
 
 // Bytes read to generate one token at KV length `kv_tokens` (see the file comment).
-double decode_bytes_per_token(const Model& model, TensorType kv_type, double kv_tokens);
+double decode_bytes_per_token(const Model& model, TensorType kv_type_k, TensorType kv_type_v, double kv_tokens);
 // "qwen2 0.5B Q4_K_M": architecture, general.size_label (or the parameter count), file type.
 std::string describe_model_type(const Model& model);
 

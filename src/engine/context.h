@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,11 @@ struct ContextParams {
   int32_t n_seq_max = 1;          // sequences that may hold KV at once
   int32_t n_threads = 0;          // threads for decode-sized batches; 0 = default (big cores)
   int32_t n_threads_batch = 0;    // threads for prefill-sized batches; 0 = n_threads
-  TensorType kv_type = TensorType::F16;  // F16 (default), F32 (tests), Q8_0 (int8 + per-block scale)
+  // KV cache element types: F16 (default), F32 (tests), Q8_0 (int8 + per-block scale), Q4_0
+  // (4-bit + per-block scale; Q8_0 and Q4_0 need head_dim a multiple of 32). kv_type is the K
+  // type and also the V type unless kv_type_v is set (--kv-type-k / --kv-type-v).
+  TensorType kv_type = TensorType::F16;
+  std::optional<TensorType> kv_type_v;
   int32_t kv_block_tokens = 16;   // tokens per KV block
   size_t kv_budget_bytes = 0;     // KV pool size; 0 = see kv_budget_fraction
   // With kv_budget_bytes 0: > 0 sizes the pool as this fraction of the memory available now
@@ -50,6 +55,9 @@ struct ContextParams {
   // The pool to run on (attached, shared with its other users). Null: the process-wide
   // shared_thread_pool() with enough threads, pinned when pin_threads.
   std::shared_ptr<ThreadPool> thread_pool;
+
+  TensorType kv_k() const { return kv_type; }
+  TensorType kv_v() const { return kv_type_v.value_or(kv_type); }
 };
 
 struct ContextStats {

@@ -3,8 +3,8 @@
 //
 // K is stored rotated at its position (the attention kernels read it in place), so a row that
 // moves from position p to p - d is rotated by the angles of -d: R(a(-d)) R(a(p)) k = R(a(p - d)) k.
-// For F32 KV that is exact up to float rounding (about 1e-6 relative); F16 and Q8_0 rows are
-// dequantized, rotated and stored again, which adds one more rounding of the cache type per shift
+// For F32 K that is exact up to float rounding (about 1e-6 relative); F16, Q8_0 and Q4_0 rows are
+// dequantized, rotated and stored again, which adds one more rounding of the K type per shift
 // a row lives through (docs/context-shift.md has the measured errors). V carries no position and
 // moves unchanged.
 #include <algorithm>
@@ -45,7 +45,7 @@ void Context::seq_shift(int32_t seq_id, int32_t n_keep, int32_t n_discard) {
   const int32_t half = hp.n_rot / 2;
   std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
   rope_angles(hp, model_.rope_freqs().data, -static_cast<float>(n_discard), cs.data(), sn.data());
-  const TensorType type = kv.params().type;
+  const TensorType type = kv.params().type_k;
   const int32_t hd = hp.head_dim;
   std::vector<float> row(static_cast<size_t>(hd));
   const int32_t length = kv.seq_length(seq_id);
@@ -55,7 +55,7 @@ void Context::seq_shift(int32_t seq_id, int32_t n_keep, int32_t n_discard) {
         uint8_t* k = kv.k_row(seq_id, layer, head, pos);
         load_row(type, k, row.data(), hd);
         rope_rotate(hp.rope_style, hp.n_rot, cs.data(), sn.data(), row.data());
-        kv.store_row(row.data(), k);
+        kv.store_k_row(row.data(), k);
       }
     }
   }

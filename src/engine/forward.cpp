@@ -299,8 +299,8 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
         float* kh = ke + h * hd;
         if (L.k_norm.present()) kernels::rms_norm(kh, L.k_norm.data, kh, hd, eps);
         apply_rope(kh, e);
-        kv.store_row(kh, kv.k_row(entries[e].seq_id, il, h, entries[e].pos));
-        kv.store_row(ve + h * hd, kv.v_row(entries[e].seq_id, il, h, entries[e].pos));
+        kv.store_k_row(kh, kv.k_row(entries[e].seq_id, il, h, entries[e].pos));
+        kv.store_v_row(ve + h * hd, kv.v_row(entries[e].seq_id, il, h, entries[e].pos));
       }
     });
 

@@ -65,9 +65,9 @@ void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, con
 void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const KvCache& kv) {
   const int32_t hd = hp_.head_dim, n_q = hp_.n_embd_q(), g = hp_.n_gqa(), n_kv = hp_.n_head_kv;
   const int32_t T = kv.params().block_tokens;
-  const size_t row_bytes = kv.row_bytes();
-  const TensorType kv_type = kv.params().type;
-  const kernels::AttentionKernels kern = kernels::attention_kernels(kv_type, hd);
+  const size_t k_row_bytes = kv.k_row_bytes(), v_row_bytes = kv.v_row_bytes();
+  const TensorType v_type = kv.params().type_v;
+  const kernels::AttentionKernels k_kern = kernels::attention_kernels(kv.params().type_k, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t ss = scores_stride_;
   const BlockScratch layout = block_scratch(g, hd, ss, query_block_tokens_);
@@ -98,7 +98,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
         const int32_t m = std::min(T - off, s0 + cnt - s);
         const int32_t id = table[static_cast<size_t>(b)];
         const uint8_t* rows = values ? kv.v_rows(id, layer, hkv) : kv.k_rows(id, layer, hkv);
-        fn(rows + static_cast<size_t>(off) * row_bytes, s, m);
+        fn(rows + static_cast<size_t>(off) * (values ? v_row_bytes : k_row_bytes), s, m);
         s += m;
       }
     };
@@ -107,7 +107,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
     for (int32_t s0 = 0; s0 < n_pos; s0 += kAttnTileRows) {
       const int32_t cnt = std::min<int32_t>(kAttnTileRows, n_pos - s0);
       for_block_pieces(s0, cnt, false, [&](const uint8_t* rows, int32_t s, int32_t m) {
-        kern.widen_transposed(rows, row_bytes, m, hd, tile + (s - s0), kAttnTileRows);
+        k_kern.widen_transposed(rows, k_row_bytes, m, hd, tile + (s - s0), kAttnTileRows);
       });
       kernels::gemm_f32(nq, cnt, hd, scale, qo, hd, tile, kAttnTileRows, false, scores + s0, ss);
     }
@@ -122,11 +122,11 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
     // a V row a query must not see never meets it (not even as 0 x inf). gemm_f32 continues each
     // element's FMA chain from C, so every query's sum is one chain over its positions in order
     // however they are split: prompt chunking does not change the result.
-    // A piece's rows are contiguous (the cache's row_bytes is one packed row of hd values), so
-    // one dequantize_row call widens them all.
+    // A piece's rows are contiguous (the cache's V row is one packed row of hd values), so one
+    // dequantize_row call widens them all.
     const auto widen_values = [&](int32_t s0, int32_t cnt) {
       for_block_pieces(s0, cnt, true, [&](const uint8_t* rows, int32_t s, int32_t m) {
-        kernels::dequantize_row(kv_type, rows, tile + static_cast<int64_t>(s - s0) * hd, static_cast<int64_t>(m) * hd);
+        kernels::dequantize_row(v_type, rows, tile + static_cast<int64_t>(s - s0) * hd, static_cast<int64_t>(m) * hd);
       });
     };
     std::memset(qo, 0, floats(nq * hd));
@@ -154,9 +154,11 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
 void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv) {
   const int32_t hd = hp_.head_dim, n_q = hp_.n_embd_q(), g = hp_.n_gqa();
   const int32_t T = kv.params().block_tokens;
-  const size_t row_bytes = kv.row_bytes();
-  // Kernels that read the K/V rows in the cache type (F16/F32/Q8_0) in place, resolved once.
-  const kernels::AttentionKernels kern = kernels::attention_kernels(kv.params().type, hd);
+  const size_t k_row_bytes = kv.k_row_bytes(), v_row_bytes = kv.v_row_bytes();
+  // Kernels that read the K and the V rows in their cache types (F32/F16/Q8_0/Q4_0) in place,
+  // resolved once.
+  const kernels::AttentionKernels k_kern = kernels::attention_kernels(kv.params().type_k, hd);
+  const kernels::AttentionKernels v_kern = kernels::attention_kernels(kv.params().type_v, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
@@ -200,7 +202,7 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     };
     constexpr int32_t kPieceRows = 16;
     constexpr size_t kAheadBytes = 8192;
-    const auto for_runs = [&](auto rows_of, auto&& fn) {
+    const auto for_runs = [&](auto rows_of, size_t row_bytes, auto&& fn) {
       for (int32_t b = 0; b < n_blk;) {
         const int32_t end = run_end(b);
         const uint8_t* base = rows_of(b);
@@ -228,14 +230,14 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     auto v_rows = [&](int32_t b) { return kv.v_rows(table[static_cast<size_t>(b)], layer, hkv); };
 
     // scores[h][p] = scale * q_h . k_p.
-    for_runs(k_rows, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
-      kern.scores(rows, row_bytes, cnt, hd, q, hd, hpt, scale, scores + p0, n_ctx_);
+    for_runs(k_rows, k_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
+      k_kern.scores(rows, k_row_bytes, cnt, hd, q, hd, hpt, scale, scores + p0, n_ctx_);
     });
     for (int32_t h = 0; h < hpt; ++h) kernels::softmax(scores + static_cast<int64_t>(h) * n_ctx_, n_pos);
     // out[h] = sum_p softmax[h][p] * v_p, accumulated run by run.
     std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));
-    for_runs(v_rows, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
-      kern.accumulate(rows, row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);
+    for_runs(v_rows, v_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
+      v_kern.accumulate(rows, v_row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);
     });
   };
   pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv * subgroups, task, n_threads_);

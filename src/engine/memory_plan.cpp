@@ -46,7 +46,8 @@ Json MemoryPlan::to_json() const {
   j.set("n_seq_max", n_seq_max);
   j.set("n_batch", n_batch);
   j.set("n_threads", n_threads);
-  j.set("kv_type", tensor_type_name(kv_type));
+  j.set("kv_type", tensor_type_name(kv_type));  // K (the name kept from when K and V shared one)
+  j.set("kv_type_v", tensor_type_name(kv_type_v));
   j.set("kv_blocks", kv_blocks);
   j.set("weights_touched_bytes", static_cast<uint64_t>(weights_touched));
   j.set("weights_repacked_bytes", static_cast<uint64_t>(weights_repacked));
@@ -65,7 +66,8 @@ KvCacheParams kv_cache_params(const HParams& hp, const ContextParams& p) {
   kp.n_layer = hp.n_layer;
   kp.n_head_kv = hp.n_head_kv;
   kp.head_dim = hp.head_dim;
-  kp.type = p.kv_type;
+  kp.type_k = p.kv_k();
+  kp.type_v = p.kv_v();
   kp.block_tokens = p.kv_block_tokens;
   kp.n_seq_max = p.n_seq_max;
   kp.n_ctx = p.n_ctx;
@@ -115,7 +117,8 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   m.n_seq_max = p.n_seq_max;
   m.n_batch = p.n_batch;
   m.n_threads = std::max(p.n_threads, p.n_threads_batch);
-  m.kv_type = p.kv_type;
+  m.kv_type = p.kv_k();
+  m.kv_type_v = p.kv_v();
 
   // Weights: every matrix the forward multiplies (each counted once: a tied output head is
   // token_embd), plus the F32 vectors (norms, biases), which are copied out of the file. A

@@ -12,7 +12,10 @@
 //                    term is the same with or without repacking (weights_repacked says how much
 //                    of it cannot be evicted by the OS).
 //   kv               kv_pool_blocks x KvCache::block_bytes (the whole pool, as if every position
-//                    of every sequence were used: the worst case a phone must survive)
+//                    of every sequence were used: the worst case a phone must survive);
+//                    block_bytes = block_tokens x n_layer x n_head_kv x (K row + V row), a row
+//                    being head_dim values in its type: F32 4 B, F16 2 B, Q8_0 34 B and Q4_0
+//                    18 B per 32 (head_dim 64: 256 / 128 / 68 / 36 bytes)
 //   scratch          ForwardPass buffers for n_batch entries and max threads
 //   logits           logits_rows_reserved x n_vocab x 4 bytes
 //   tokenizer        vocabulary strings and tables, merge table (estimated from the GGUF arrays)
@@ -35,7 +38,8 @@ inline constexpr int32_t kDefaultContextCap = 4096;
 
 struct MemoryPlan {
   int32_t n_ctx = 0, n_seq_max = 0, n_batch = 0, n_threads = 0;
-  TensorType kv_type = TensorType::F16;
+  TensorType kv_type = TensorType::F16;    // K
+  TensorType kv_type_v = TensorType::F16;  // V
   int32_t kv_blocks = 0;
   size_t weights_touched = 0;
   size_t weights_repacked = 0;  // part of weights_touched that is anonymous (repacked) memory

@@ -78,6 +78,7 @@ void evaluate_chunks(const Model& model, const std::vector<int32_t>& tokens, con
   cp.n_seq_max = 1;
   cp.n_threads = params.n_threads;
   cp.kv_type = params.kv_type;
+  cp.kv_type_v = params.kv_type_v;
   Context ctx(model, cp);
 
   Batch batch;

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <string_view>
 #include <vector>
@@ -30,7 +31,8 @@ struct EvalParams {
   int32_t n_ctx = 512;       // tokens per chunk
   int32_t n_batch = 512;     // max tokens per forward call (a chunk is split when larger)
   int32_t n_threads = 0;     // 0 = the engine default
-  TensorType kv_type = TensorType::F16;
+  TensorType kv_type = TensorType::F16;   // K cache type, and V's unless kv_type_v is set
+  std::optional<TensorType> kv_type_v;
   int32_t max_chunks = -1;   // -1 = every chunk the text fills
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks -> Error(kCancelled)
 };

@@ -11,24 +11,26 @@
 namespace edgellm::kernels {
 namespace {
 
-enum class RowKind { kF32, kF16, kQ8_0 };
+enum class RowKind { kF32, kF16, kQ8_0, kQ4_0 };
 
 RowKind row_kind(TensorType type) {
   switch (type) {
     case TensorType::F32: return RowKind::kF32;
     case TensorType::F16: return RowKind::kF16;
     case TensorType::Q8_0: return RowKind::kQ8_0;
+    case TensorType::Q4_0: return RowKind::kQ4_0;
     default:
       throw Error(ErrorCode::kUnsupported, std::string("attention: KV rows of type ") + tensor_type_name(type) +
-                                               " are not supported (f32, f16 or q8_0)");
+                                               " are not supported (f32, f16, q8_0 or q4_0)");
   }
 }
 
-// The six kernels of one ISA namespace, picked by row kind.
-#define EDGELLM_PICK(ns, kind)                                                      \
-  ((kind) == RowKind::kF32   ? AttentionKernels{ns::scores_f32, ns::accumulate_f32} \
-   : (kind) == RowKind::kF16 ? AttentionKernels{ns::scores_f16, ns::accumulate_f16} \
-                             : AttentionKernels{ns::scores_q8_0, ns::accumulate_q8_0})
+// The eight kernels of one ISA namespace, picked by row kind.
+#define EDGELLM_PICK(ns, kind)                                                        \
+  ((kind) == RowKind::kF32    ? AttentionKernels{ns::scores_f32, ns::accumulate_f32}   \
+   : (kind) == RowKind::kF16  ? AttentionKernels{ns::scores_f16, ns::accumulate_f16}   \
+   : (kind) == RowKind::kQ8_0 ? AttentionKernels{ns::scores_q8_0, ns::accumulate_q8_0} \
+                              : AttentionKernels{ns::scores_q4_0, ns::accumulate_q4_0})
 
 // The scalar reference: each row widened by dequantize_row into a stack buffer (pieces of kPiece
 // elements, whole blocks of every row type), then scattered into the columns of kt. The SIMD
@@ -48,10 +50,11 @@ void widen_transposed_generic(const void* k_rows, size_t row_bytes, int64_t cnt,
   }
 }
 
-#define EDGELLM_PICK_WIDEN(ns, kind)                    \
-  ((kind) == RowKind::kF32   ? ns::widen_transposed_f32 \
-   : (kind) == RowKind::kF16 ? ns::widen_transposed_f16 \
-                             : ns::widen_transposed_q8_0)
+#define EDGELLM_PICK_WIDEN(ns, kind)                     \
+  ((kind) == RowKind::kF32    ? ns::widen_transposed_f32  \
+   : (kind) == RowKind::kF16  ? ns::widen_transposed_f16  \
+   : (kind) == RowKind::kQ8_0 ? ns::widen_transposed_q8_0 \
+                              : ns::widen_transposed_q4_0)
 
 AttentionWidenTransposedFn widen_transposed_for(RowKind kind, Isa isa) {
   switch (isa) {
@@ -65,9 +68,10 @@ AttentionWidenTransposedFn widen_transposed_for(RowKind kind, Isa isa) {
     case Isa::kI8mm: return EDGELLM_PICK_WIDEN(attention_neon, kind);
 #endif
     default:
-      return kind == RowKind::kF32   ? widen_transposed_generic<TensorType::F32>
-             : kind == RowKind::kF16 ? widen_transposed_generic<TensorType::F16>
-                                     : widen_transposed_generic<TensorType::Q8_0>;
+      return kind == RowKind::kF32    ? widen_transposed_generic<TensorType::F32>
+             : kind == RowKind::kF16  ? widen_transposed_generic<TensorType::F16>
+             : kind == RowKind::kQ8_0 ? widen_transposed_generic<TensorType::Q8_0>
+                                      : widen_transposed_generic<TensorType::Q4_0>;
   }
 }
 #undef EDGELLM_PICK_WIDEN

@@ -1,5 +1,5 @@
 // Attention inner loops over the rows of a paged KV cache block, read in their stored type
-// (F32, F16 or Q8_0) without converting the block to F32 first.
+// (F32, F16, Q8_0 or Q4_0) without converting the block to F32 first.
 //
 // One call covers `cnt` consecutive rows of one KV head (row s at rows + s * row_bytes, each
 // row hd elements of the cache type) and the g query heads of one GQA group that share that KV
@@ -10,9 +10,10 @@
 //   accumulate: out[h * out_stride + i] += sum_s p[h * p_stride + s] * v_s[i]
 //               for h < g, s < cnt, i < hd.
 //
-// Q8_0 rows are dequantized in registers (d * q per element, as dequantize_row does) and then
-// multiplied in F32, so every type gives the F32 result of its dequantized rows up to summation
-// order. The per-ISA versions live in kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*.
+// Q8_0 and Q4_0 rows are dequantized in registers (d * q, d * (nibble - 8) per element, as
+// dequantize_row does; both exact in F32) and then multiplied in F32, so every type gives the F32
+// result of its dequantized rows up to summation order. The per-ISA versions live in
+// kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*.
 #pragma once
 
 #include <cstddef>
@@ -43,8 +44,8 @@ struct AttentionKernels {
   AttentionWidenTransposedFn widen_transposed = nullptr;
 };
 
-// Throws Error(kUnsupported) for a type other than F32/F16/Q8_0 and Error(kInvalidArgument) when
-// hd < 1 or hd is not a multiple of the type's block size (32 for Q8_0).
+// Throws Error(kUnsupported) for a type other than F32/F16/Q8_0/Q4_0 and Error(kInvalidArgument)
+// when hd < 1 or hd is not a multiple of the type's block size (32 for Q8_0 and Q4_0).
 AttentionKernels attention_kernels(TensorType type, int64_t hd);
 
 // Checked one-off forms (tests, tools): validate every argument, then dispatch.

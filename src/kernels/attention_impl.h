@@ -13,11 +13,15 @@
                   int64_t g, float scale, float* scores, int64_t scores_stride);                                       \
   void scores_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,    \
                    int64_t g, float scale, float* scores, int64_t scores_stride);                                      \
+  void scores_q4_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,    \
+                   int64_t g, float scale, float* scores, int64_t scores_stride);                                      \
   void accumulate_f32(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride, \
                       int64_t g, float* out, int64_t out_stride);                                                      \
   void accumulate_f16(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride, \
                       int64_t g, float* out, int64_t out_stride);                                                      \
   void accumulate_q8_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,                  \
+                       int64_t p_stride, int64_t g, float* out, int64_t out_stride);                                   \
+  void accumulate_q4_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,                  \
                        int64_t p_stride, int64_t g, float* out, int64_t out_stride);
 
 // The K^T tile widening of the SIMD ISAs (the scalar reference is generic, in attention.cpp).
@@ -27,6 +31,8 @@
   void widen_transposed_f16(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,  \
                             int64_t kt_stride);                                                        \
   void widen_transposed_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, \
+                             int64_t kt_stride);                                                       \
+  void widen_transposed_q4_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt, \
                              int64_t kt_stride);
 
 namespace edgellm::kernels::attention_scalar {

@@ -21,11 +21,15 @@ const KvCacheParams& validated(const KvCacheParams& p) {
   require(p.n_seq_max >= 1, ErrorCode::kInvalidArgument,
           "KV cache: n_seq_max " + std::to_string(p.n_seq_max) + " must be >= 1");
   require(p.n_ctx >= 1, ErrorCode::kInvalidArgument, "KV cache: n_ctx " + std::to_string(p.n_ctx) + " must be >= 1");
-  require(p.type == TensorType::F32 || p.type == TensorType::F16 || p.type == TensorType::Q8_0,
-          ErrorCode::kUnsupported,
-          std::string("KV cache type ") + tensor_type_name(p.type) + " is not supported (f32, f16, q8_0)");
-  require(p.type != TensorType::Q8_0 || p.head_dim % 32 == 0, ErrorCode::kUnsupported,
-          "KV cache type q8_0 needs head_dim a multiple of 32, the model has " + std::to_string(p.head_dim));
+  for (const TensorType t : {p.type_k, p.type_v}) {
+    require(t == TensorType::F32 || t == TensorType::F16 || t == TensorType::Q8_0 || t == TensorType::Q4_0,
+            ErrorCode::kUnsupported,
+            std::string("KV cache type ") + tensor_type_name(t) + " is not supported (f32, f16, q8_0, q4_0)");
+    require(p.head_dim % tensor_block_size(t) == 0, ErrorCode::kUnsupported, [&] {
+      return std::string("KV cache type ") + tensor_type_name(t) + " needs head_dim a multiple of " +
+             std::to_string(tensor_block_size(t)) + ", the model has " + std::to_string(p.head_dim);
+    });
+  }
   return p;
 }
 
@@ -36,12 +40,14 @@ size_t KvCache::block_bytes(const KvCacheParams& p) {
 }
 
 size_t KvCache::bytes_per_token(const KvCacheParams& p) {
-  return static_cast<size_t>(p.n_layer) * 2 * static_cast<size_t>(p.n_head_kv) * tensor_row_bytes(p.type, p.head_dim);
+  return static_cast<size_t>(p.n_layer) * static_cast<size_t>(p.n_head_kv) *
+         (tensor_row_bytes(p.type_k, p.head_dim) + tensor_row_bytes(p.type_v, p.head_dim));
 }
 
 KvCache::KvCache(const KvCacheParams& params)
     : params_(validated(params)),
-      row_bytes_(tensor_row_bytes(params.type, params.head_dim)),
+      k_row_bytes_(tensor_row_bytes(params.type_k, params.head_dim)),
+      v_row_bytes_(tensor_row_bytes(params.type_v, params.head_dim)),
       pool_(params.n_blocks, block_bytes(params)),
       seqs_(static_cast<size_t>(params.n_seq_max)) {
   // Block tables never reallocate afterwards: growing a sequence in a decode step stays off the heap.
@@ -51,7 +57,9 @@ KvCache::KvCache(const KvCacheParams& params)
     s.tokens.reserve(static_cast<size_t>(params_.n_ctx));
     s.hashes.reserve(max_blocks);
   }
-  seed_ = hash_combine(hash_combine(hash_mix(params_.prefix_seed), static_cast<uint64_t>(params_.type)),
+  // Both types are extra keys: a block of Q4_0 V rows must not serve a cache expecting Q8_0 ones.
+  seed_ = hash_combine(hash_combine(hash_combine(hash_mix(params_.prefix_seed), static_cast<uint64_t>(params_.type_k)),
+                                    static_cast<uint64_t>(params_.type_v)),
                        static_cast<uint64_t>(params_.block_tokens));
   block_ids_.assign(static_cast<size_t>(params_.n_blocks) * static_cast<size_t>(params_.block_tokens), -1);
   block_parent_.assign(static_cast<size_t>(params_.n_blocks), 0);
@@ -79,11 +87,10 @@ const std::vector<int32_t>& KvCache::block_table(int32_t seq) const {
 int32_t KvCache::copy_block(int32_t block) {
   const int32_t copy = pool_.allocate();
   if (copy < 0) return copy;
-  // One slot of T rows in every plane.
-  const size_t slot = static_cast<size_t>(params_.block_tokens) * row_bytes_;
   uint8_t* base = pool_.storage();
   for (int32_t layer = 0; layer < params_.n_layer; ++layer) {
     for (int32_t kv = 0; kv < 2; ++kv) {
+      const size_t slot = static_cast<size_t>(params_.block_tokens) * row_bytes(kv);  // T rows of one plane
       for (int32_t head = 0; head < params_.n_head_kv; ++head) {
         std::memcpy(base + offset(copy, layer, kv, head), base + offset(block, layer, kv, head), slot);
       }
@@ -179,15 +186,16 @@ void KvCache::seq_drop(int32_t seq, int32_t n_keep, int32_t n_discard) {
   // A row of block i' may be read after block i' was copied above: the copy holds the same bytes.
   for (int32_t layer = 0; layer < params_.n_layer; ++layer) {
     for (int32_t kv = 0; kv < 2; ++kv) {
+      const size_t rb = row_bytes(kv);
       for (int32_t head = 0; head < params_.n_head_kv; ++head) {
         for (int32_t dst = n_keep; dst < new_length; ++dst) {
           const int32_t src = dst + n_discard;
           uint8_t* base = pool_.storage();
           std::memcpy(base + offset(s.blocks[static_cast<size_t>(dst / T)], layer, kv, head) +
-                          static_cast<size_t>(dst % T) * row_bytes_,
+                          static_cast<size_t>(dst % T) * rb,
                       base + offset(s.blocks[static_cast<size_t>(src / T)], layer, kv, head) +
-                          static_cast<size_t>(src % T) * row_bytes_,
-                      row_bytes_);
+                          static_cast<size_t>(src % T) * rb,
+                      rb);
         }
       }
     }
@@ -238,24 +246,27 @@ void KvCache::clear() {
 }
 
 size_t KvCache::offset(int32_t block, int32_t layer, int32_t kv, int32_t head) const {
-  const size_t plane = (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kv)) * static_cast<size_t>(params_.n_head_kv) +
-                       static_cast<size_t>(head);
-  return (plane * static_cast<size_t>(pool_.n_blocks()) + static_cast<size_t>(block)) *
-         static_cast<size_t>(params_.block_tokens) * row_bytes_;
+  // A plane holds n_blocks x T rows; a layer is n_head_kv K planes, then n_head_kv V planes.
+  const size_t rows_per_plane = static_cast<size_t>(pool_.n_blocks()) * static_cast<size_t>(params_.block_tokens);
+  const size_t k_planes = static_cast<size_t>(params_.n_head_kv) * rows_per_plane * k_row_bytes_;
+  const size_t layer_bytes = k_planes + static_cast<size_t>(params_.n_head_kv) * rows_per_plane * v_row_bytes_;
+  const size_t rb = row_bytes(kv);
+  return static_cast<size_t>(layer) * layer_bytes + (kv == 0 ? 0 : k_planes) +
+         (static_cast<size_t>(head) * rows_per_plane + static_cast<size_t>(block) * params_.block_tokens) * rb;
 }
 
 uint8_t* KvCache::k_row(int32_t seq, int32_t layer, int32_t head, int32_t pos) {
   const Sequence& s = seqs_[static_cast<size_t>(seq)];
   const int32_t T = params_.block_tokens;
   return pool_.storage() + offset(s.blocks[static_cast<size_t>(pos / T)], layer, 0, head) +
-         static_cast<size_t>(pos % T) * row_bytes_;
+         static_cast<size_t>(pos % T) * k_row_bytes_;
 }
 
 uint8_t* KvCache::v_row(int32_t seq, int32_t layer, int32_t head, int32_t pos) {
   const Sequence& s = seqs_[static_cast<size_t>(seq)];
   const int32_t T = params_.block_tokens;
   return pool_.storage() + offset(s.blocks[static_cast<size_t>(pos / T)], layer, 1, head) +
-         static_cast<size_t>(pos % T) * row_bytes_;
+         static_cast<size_t>(pos % T) * v_row_bytes_;
 }
 
 const uint8_t* KvCache::k_rows(int32_t block, int32_t layer, int32_t head) const {
@@ -266,8 +277,8 @@ const uint8_t* KvCache::v_rows(int32_t block, int32_t layer, int32_t head) const
   return pool_.storage() + offset(block, layer, 1, head);
 }
 
-void KvCache::store_row(const float* src, uint8_t* dst) const {
-  switch (params_.type) {
+void KvCache::store_row(TensorType type, const float* src, uint8_t* dst) const {
+  switch (type) {
     case TensorType::F32:
       std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(params_.head_dim));
       break;
@@ -275,7 +286,7 @@ void KvCache::store_row(const float* src, uint8_t* dst) const {
       kernels::fp32_to_fp16_row(src, reinterpret_cast<uint16_t*>(dst), params_.head_dim);
       break;
     default:
-      kernels::quantize_row(params_.type, src, dst, params_.head_dim);
+      kernels::quantize_row(type, src, dst, params_.head_dim);
       break;
   }
 }

@@ -1,8 +1,8 @@
 // The paged KV cache: a BlockPool plus one block table per sequence.
 //
 // Storage layout (bytes), for n_blocks blocks of block_tokens = T, head_dim = D, row = one head's
-// D values in `type`:
-//   [n_layer][2 (K, V)][n_head_kv][n_blocks][T][row]
+// D values in the K type (type_k) or the V type (type_v), which may differ:
+//   [n_layer][K: [n_head_kv][n_blocks][T][K row], V: [n_head_kv][n_blocks][T][V row]]
 // One plane per (layer, K/V, head); block b is rows [b T, b T + T) of every plane. Position p of
 // a sequence lives in block table[p / T], slot p % T.
 // Why planes and not whole blocks side by side: the pool hands out ids in order, so the blocks of
@@ -18,7 +18,7 @@
 //
 // Prefix cache: the cache records the token id of every position (Context::decode calls
 // seq_set_token) and, once a block is full, registers it in the pool under its chained hash
-// (block_hash.h; seed = prefix_seed mixed with the KV type and block size). A registered block is
+// (block_hash.h; seed = prefix_seed mixed with the K and V types and the block size). A registered block is
 // immutable: growing into a registered partial block copies it when it is shared and
 // unregisters it when it is not. When the last sequence releases it the block stays cached
 // (BlockPool LRU) until the pool needs it. seq_reuse_prefix maps the longest prefix of a new
@@ -38,7 +38,9 @@ struct KvCacheParams {
   int32_t n_layer = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
-  TensorType type = TensorType::F16;  // F32, F16 or Q8_0 (head_dim a multiple of 32)
+  // Element types of the K and V rows: F32, F16, Q8_0 or Q4_0 (the last two: head_dim a multiple of 32).
+  TensorType type_k = TensorType::F16;
+  TensorType type_v = TensorType::F16;
   int32_t block_tokens = 16;
   int32_t n_seq_max = 1;
   int32_t n_ctx = 0;      // positions per sequence
@@ -58,9 +60,10 @@ class KvCache {
   const KvCacheParams& params() const { return params_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
-  // One row of head_dim values in the cache type, unpadded (tensor_row_bytes): the rows of a run
+  // One K / V row of head_dim values in its type, unpadded (tensor_row_bytes): the rows of a run
   // of slots are contiguous.
-  size_t row_bytes() const { return row_bytes_; }
+  size_t k_row_bytes() const { return k_row_bytes_; }
+  size_t v_row_bytes() const { return v_row_bytes_; }
 
   int32_t seq_length(int32_t seq) const;
   const std::vector<int32_t>& block_table(int32_t seq) const;
@@ -115,8 +118,9 @@ class KvCache {
   const uint8_t* k_rows(int32_t block, int32_t layer, int32_t head) const;
   const uint8_t* v_rows(int32_t block, int32_t layer, int32_t head) const;
 
-  // Converts n = head_dim floats into the cache type (attention reads the rows in place).
-  void store_row(const float* src, uint8_t* dst) const;
+  // Converts n = head_dim floats into the K / V type (attention reads the rows in place).
+  void store_k_row(const float* src, uint8_t* dst) const { store_row(params_.type_k, src, dst); }
+  void store_v_row(const float* src, uint8_t* dst) const { store_row(params_.type_v, src, dst); }
 
  private:
   struct Sequence {
@@ -134,12 +138,14 @@ class KvCache {
   // Start of `block`'s rows in the plane of (layer, kv, head).
   size_t offset(int32_t block, int32_t layer, int32_t kv, int32_t head) const;
   int32_t copy_block(int32_t block);  // -1 when the pool is empty
+  size_t row_bytes(int32_t kv) const { return kv == 0 ? k_row_bytes_ : v_row_bytes_; }
+  void store_row(TensorType type, const float* src, uint8_t* dst) const;
 
   KvCacheParams params_;
-  size_t row_bytes_ = 0;
+  size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   BlockPool pool_;
   std::vector<Sequence> seqs_;
-  uint64_t seed_ = 0;                  // hash chain start: prefix_seed + type + block size
+  uint64_t seed_ = 0;                  // hash chain start: prefix_seed + K, V types + block size
   std::vector<int32_t> block_ids_;     // [n_blocks][block_tokens] token ids of registered blocks
   std::vector<uint64_t> block_parent_;  // [n_blocks] parent hash of registered blocks
   std::vector<int32_t> scratch_blocks_;

@@ -14,7 +14,7 @@ namespace edgellm {
 namespace {
 
 constexpr char kMagic[8] = {'E', 'D', 'G', 'L', 'S', 'E', 'S', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1: one u32 KV type at offset 12 (K = V); still read
 constexpr size_t kHeaderBytes = 56;
 constexpr uint64_t kChecksumSeed = 0x6b762d73657373ULL;  // "kv-sess"
 
@@ -34,8 +34,12 @@ T get(const uint8_t* p) {
 
 [[noreturn]] void refuse(ErrorCode code, const std::string& why) { throw Error(code, "session: " + why); }
 
-size_t row_bytes_total(const KvCacheParams& p, size_t n_tokens, size_t row_size) {
-  return static_cast<size_t>(p.n_layer) * 2 * static_cast<size_t>(p.n_head_kv) * n_tokens * row_size;
+size_t row_bytes_total(const KvCacheParams& p, size_t n_tokens, size_t k_row_size, size_t v_row_size) {
+  return static_cast<size_t>(p.n_layer) * static_cast<size_t>(p.n_head_kv) * n_tokens * (k_row_size + v_row_size);
+}
+
+std::string kv_types_name(TensorType k, TensorType v) {
+  return std::string(tensor_type_name(k)) + "/" + tensor_type_name(v);
 }
 
 }  // namespace
@@ -49,13 +53,13 @@ std::string encode_session(KvCache& kv, int32_t seq, uint64_t model_fingerprint,
     require(tokens[static_cast<size_t>(i)] >= 0, ErrorCode::kInvalidArgument,
             "session: position " + std::to_string(i) + " of the sequence has no recorded token id");
   }
-  const size_t row_size = kv.row_bytes();
-  const size_t rows = row_bytes_total(p, static_cast<size_t>(n), row_size);
+  const size_t rows = row_bytes_total(p, static_cast<size_t>(n), kv.k_row_bytes(), kv.v_row_bytes());
   std::string out;
   out.reserve(kHeaderBytes + 4 * static_cast<size_t>(n) + payload.size() + rows + 8);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(out, kVersion);
-  put<uint32_t>(out, static_cast<uint32_t>(p.type));
+  put<uint16_t>(out, static_cast<uint16_t>(p.type_k));
+  put<uint16_t>(out, static_cast<uint16_t>(p.type_v));
   put<uint64_t>(out, model_fingerprint);
   put<uint32_t>(out, static_cast<uint32_t>(p.n_layer));
   put<uint32_t>(out, static_cast<uint32_t>(p.n_head_kv));
@@ -70,7 +74,7 @@ std::string encode_session(KvCache& kv, int32_t seq, uint64_t model_fingerprint,
       for (int32_t head = 0; head < p.n_head_kv; ++head) {
         for (int32_t pos = 0; pos < n; ++pos) {
           const uint8_t* row = k_or_v == 0 ? kv.k_row(seq, layer, head, pos) : kv.v_row(seq, layer, head, pos);
-          out.append(reinterpret_cast<const char*>(row), row_size);
+          out.append(reinterpret_cast<const char*>(row), k_or_v == 0 ? kv.k_row_bytes() : kv.v_row_bytes());
         }
       }
     }
@@ -88,8 +92,8 @@ SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, c
   }
   if (std::memcmp(b, kMagic, sizeof(kMagic)) != 0) refuse(ErrorCode::kInvalidFile, "not an EdgeLLM session file (bad magic)");
   const uint32_t version = get<uint32_t>(b + 8);
-  if (version != kVersion) {
-    refuse(ErrorCode::kInvalidFile, "format version " + std::to_string(version) + " is not supported (expected " +
+  if (version != kVersion && version != 1) {
+    refuse(ErrorCode::kInvalidFile, "format version " + std::to_string(version) + " is not supported (expected 1 or " +
                                         std::to_string(kVersion) + ")");
   }
   // Sizes first (they say whether bytes are missing), then the checksum, then what it is for.
@@ -115,10 +119,14 @@ SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, c
     refuse(ErrorCode::kInvalidArgument, "it was saved with another model file (fingerprint " + std::to_string(fingerprint) +
                                             ", this model " + std::to_string(model_fingerprint) + ")");
   }
-  const auto type = static_cast<TensorType>(get<uint32_t>(b + 12));
-  if (type != params.type) {
-    refuse(ErrorCode::kInvalidArgument, std::string("it holds ") + tensor_type_name(type) + " KV but this context uses " +
-                                            tensor_type_name(params.type) + " (use the same --kv-type)");
+  // Version 1 recorded one type for K and V (u32); version 2 the K and the V type (u16 each).
+  const auto type_k = static_cast<TensorType>(version == 1 ? get<uint32_t>(b + 12) : get<uint16_t>(b + 12));
+  const auto type_v = version == 1 ? type_k : static_cast<TensorType>(get<uint16_t>(b + 14));
+  if (type_k != params.type_k || type_v != params.type_v) {
+    refuse(ErrorCode::kInvalidArgument, "it holds " + kv_types_name(type_k, type_v) +
+                                            " KV (K/V) but this context uses " +
+                                            kv_types_name(params.type_k, params.type_v) +
+                                            " (use the same --kv-type-k / --kv-type-v)");
   }
   const uint32_t n_layer = get<uint32_t>(b + 24), n_head_kv = get<uint32_t>(b + 28), head_dim = get<uint32_t>(b + 32);
   if (n_layer != static_cast<uint32_t>(params.n_layer) || n_head_kv != static_cast<uint32_t>(params.n_head_kv) ||
@@ -126,8 +134,9 @@ SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, c
     refuse(ErrorCode::kInvalidArgument, "its KV shape (layers, KV heads, head size) is not this model's");
   }
   SessionView s;
-  s.row_size = tensor_row_bytes(params.type, params.head_dim);
-  if (rows_bytes != row_bytes_total(params, n_tokens, s.row_size)) {
+  s.k_row_size = tensor_row_bytes(params.type_k, params.head_dim);
+  s.v_row_size = tensor_row_bytes(params.type_v, params.head_dim);
+  if (rows_bytes != row_bytes_total(params, n_tokens, s.k_row_size, s.v_row_size)) {
     refuse(ErrorCode::kInvalidFile, "corrupted (the row bytes do not match the token count)");
   }
   s.tokens.resize(n_tokens);
@@ -160,14 +169,15 @@ void import_session(KvCache& kv, int32_t seq, const SessionView& s, int32_t n_po
                                              " positions but the context holds " + std::to_string(p.n_ctx));
   }
   kv.seq_grow(seq, n_positions);  // kContextFull leaves it empty
-  const size_t run = static_cast<size_t>(n_saved) * s.row_size;  // one (layer, K/V, head) plane
   const uint8_t* src = s.rows;
   for (int32_t layer = 0; layer < p.n_layer; ++layer) {
     for (int32_t k_or_v = 0; k_or_v < 2; ++k_or_v) {
+      const size_t row_size = k_or_v == 0 ? s.k_row_size : s.v_row_size;
+      const size_t run = static_cast<size_t>(n_saved) * row_size;  // one (layer, K/V, head) plane
       for (int32_t head = 0; head < p.n_head_kv; ++head) {
         for (int32_t pos = 0; pos < n_positions; ++pos) {
           uint8_t* dst = k_or_v == 0 ? kv.k_row(seq, layer, head, pos) : kv.v_row(seq, layer, head, pos);
-          std::memcpy(dst, src + static_cast<size_t>(pos) * s.row_size, s.row_size);
+          std::memcpy(dst, src + static_cast<size_t>(pos) * row_size, row_size);
         }
         src += run;
       }

@@ -90,7 +90,15 @@ ServiceParams DegradationController::params_for_locked(Rung r) const {
   if (rung >= 2 && p.context.n_ctx > 0) p.context.n_ctx = std::max(64, p.context.n_ctx / 2);
   const bool small = rung >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty();
   const int32_t head_dim = small ? small_head_dim_ : base_head_dim_;
-  if (rung >= 3 && head_dim > 0 && head_dim % 32 == 0) p.context.kv_type = TensorType::Q8_0;
+  if (rung >= 3 && head_dim > 0 && head_dim % 32 == 0) {
+    // int8 K and V, never widening a type that is already smaller (a Q4_0 K or V stays Q4_0).
+    const auto narrowed = [](TensorType t) {
+      return t == TensorType::F32 || t == TensorType::F16 ? TensorType::Q8_0 : t;
+    };
+    const TensorType v = narrowed(p.context.kv_v());
+    p.context.kv_type = narrowed(p.context.kv_type);
+    p.context.kv_type_v = v != p.context.kv_type ? std::optional<TensorType>(v) : std::nullopt;
+  }
   return p;
 }
 
@@ -234,7 +242,8 @@ Json DegradationController::metrics_json() const {
   j.set("n_threads", p.context.n_threads);
   j.set("n_threads_batch", p.context.n_threads_batch);
   j.set("decode_placement", p.context.placement.to_string());
-  j.set("kv_type", tensor_type_name(p.context.kv_type));
+  j.set("kv_type", tensor_type_name(p.context.kv_k()));
+  j.set("kv_type_v", tensor_type_name(p.context.kv_v()));
   j.set("refused_requests", refused_);
   j.set("ended_requests", ended_count_);
   j.set("apply_failures", apply_failures_);

@@ -148,6 +148,30 @@ TEST(CApiBasics, CreateFailuresAreStatuses) {
   p.kv_type = static_cast<edgellm_kv_type>(77);
   EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
   p = edgellm_service_default_params();
+  EXPECT_EQ(p.kv_type_v, EDGELLM_KV_SAME);
+  p.kv_type_v = static_cast<edgellm_kv_type>(77);
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("kv_type_v 77"), std::string::npos) << edgellm_last_error();
+  // stories260K's heads are 8 wide: no whole 32-value Q4_0 block.
+  p.kv_type_v = EDGELLM_KV_Q4_0;
+  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(edgellm_last_error()).find("q4_0 needs head_dim a multiple of 32"), std::string::npos)
+      << edgellm_last_error();
+  // tiny-zh-poems (head_dim 32) takes K and V of different types; info reports both.
+  p.kv_type = EDGELLM_KV_Q8_0;
+  p.n_ctx = 64;
+  p.n_parallel = 1;
+  ASSERT_EQ(edgellm_service_create(edgellm::test::shared_model("tiny-zh-poems.gguf").c_str(), &p, &s), EDGELLM_OK)
+      << edgellm_last_error();
+  std::string info(1 << 16, '\0');
+  size_t len = 0;
+  ASSERT_EQ(edgellm_model_info_json(s, info.data(), info.size(), &len), EDGELLM_OK);
+  info.resize(len);
+  EXPECT_NE(info.find("\"kv_type\": \"q8_0\""), std::string::npos) << info;
+  EXPECT_NE(info.find("\"kv_type_v\": \"q4_0\""), std::string::npos) << info;
+  ASSERT_EQ(edgellm_service_destroy(s), EDGELLM_OK);
+  s = nullptr;
+  p = edgellm_service_default_params();
   p.kv_budget_fraction = 1.5;
   EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
   p.kv_budget_fraction = 1e-15;  // less than one block of any machine's memory

@@ -152,16 +152,20 @@ TEST(BenchRunner, BytesPerTokenFollowsTheShape) {
                            + 2 * n_embd + n_q + 2 * n_kv;                                 // norms + biases
   tensor_bytes = 4 * (n_vocab * n_embd + 2 * per_layer + n_embd);
   const double kv_per_pos = 2 * 2 * 128 * 2;
-  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::F16, 0), tensor_bytes);
-  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::F16, 100), tensor_bytes + 100 * kv_per_pos);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::F16, TensorType::F16, 0), tensor_bytes);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::F16, TensorType::F16, 100), tensor_bytes + 100 * kv_per_pos);
   // Q8_0 KV: 34 bytes per 32 values.
-  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::Q8_0, 100), tensor_bytes + 100 * 2 * 2 * 128 * 34.0 / 32);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::Q8_0, TensorType::Q8_0, 100),
+                   tensor_bytes + 100 * 2 * 2 * 128 * 34.0 / 32);
+  // Q8_0 K (34 bytes per 32 values) with Q4_0 V (18 bytes per 32).
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*model, TensorType::Q8_0, TensorType::Q4_0, 100),
+                   tensor_bytes + 100 * 2 * 128 * (34.0 + 18.0) / 32);
 
   // tiny-llama is untied: only one row of token_embd (256 F32 = 1 KiB) is read per token.
   const auto untied = Model::load(tiny_model("tiny-llama", "f32"));
   double all = 0;
   for (const auto& t : untied->gguf().tensors()) all += static_cast<double>(t.n_bytes);
-  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*untied, TensorType::F16, 0), all - 4 * n_vocab * n_embd + 4 * n_embd);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*untied, TensorType::F16, TensorType::F16, 0), all - 4 * n_vocab * n_embd + 4 * n_embd);
 }
 
 // A repacked Q4_K matrix is read from its packed copy: 148 bytes per row and super-block against
@@ -180,8 +184,8 @@ TEST(BenchRunner, BytesPerTokenCountRepackedCopies) {
   };
   for (const WeightView* w : packed->matrices()) add(*w);
   ASSERT_GT(extra, 0.0);
-  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*packed, TensorType::F16, 10),
-                   decode_bytes_per_token(*mapped, TensorType::F16, 10) + extra);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(*packed, TensorType::F16, TensorType::F16, 10),
+                   decode_bytes_per_token(*mapped, TensorType::F16, TensorType::F16, 10) + extra);
 }
 
 // The probes around a tg test read a buffer of their own; it must not count in the model's peak.

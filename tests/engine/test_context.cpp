@@ -140,7 +140,8 @@ TEST_F(ContextTest, KvBudgetExhaustionKeepsCompletedChunksOnly) {
   ContextParams p = params();
   p.kv_block_tokens = 4;
   p.n_batch = 4;
-  p.kv_budget_bytes = 3 * 4 * KvCache::bytes_per_token({5, 4, 8, TensorType::F32, 4, 1, 64, 1});  // 3 blocks
+  // 3 blocks
+  p.kv_budget_bytes = 3 * 4 * KvCache::bytes_per_token({5, 4, 8, TensorType::F32, TensorType::F32, 4, 1, 64, 1});
   Context ctx(*model_, p);
   EXPECT_EQ(ctx.kv_cache().pool().n_blocks(), 3);
   Batch b;

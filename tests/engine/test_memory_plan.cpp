@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "engine/batch.h"
@@ -96,6 +97,29 @@ TEST(MemoryPlan, TinyZhPoems) {
   cp.n_batch = 256;
   cp.n_threads = 2;
   expect_within_10_percent("tiny-zh-poems, ctx 512", measure_in_child(test::shared_model("tiny-zh-poems.gguf"), cp));
+}
+
+// The KV term counts a K row and a V row, each in its own type: tiny-zh-poems (4 layers, 4 KV
+// heads of 32), 512 positions = 32 blocks of 16. Per position and head: F16 64 + 64 bytes, Q8_0
+// K 34 + Q4_0 V 18 bytes, Q4_0 both 18 + 18.
+TEST(MemoryPlan, KvTermCountsKAndVRowsInTheirTypes) {
+  auto model = Model::load(test::shared_model("tiny-zh-poems.gguf"));
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.n_threads = 1;
+  const auto kv_bytes = [&](TensorType k, std::optional<TensorType> v) {
+    cp.kv_type = k;
+    cp.kv_type_v = v;
+    const MemoryPlan m = plan_memory(*model, cp, RepackMode::kAuto);
+    EXPECT_EQ(m.kv_type, k);
+    EXPECT_EQ(m.kv_type_v, v.value_or(k));
+    EXPECT_EQ(m.kv_blocks, 32);
+    return m.kv;
+  };
+  const size_t rows = 32 * 16 * 4 * 4;  // blocks x tokens x layers x KV heads
+  EXPECT_EQ(kv_bytes(TensorType::F16, std::nullopt), rows * (64 + 64));
+  EXPECT_EQ(kv_bytes(TensorType::Q8_0, TensorType::Q4_0), rows * (34 + 18));
+  EXPECT_EQ(kv_bytes(TensorType::Q4_0, std::nullopt), rows * (18 + 18));
 }
 
 TEST(MemoryPlan, SyntheticQwen05BQ4_0At4k) {

@@ -60,6 +60,18 @@ Rows make_rows(TensorType type, int64_t cnt, int64_t hd, size_t row_bytes, uint3
           dec[i] = fp16_to_fp32(h);
         }
         break;
+      case TensorType::Q4_0:  // the library quantizes, the test decodes the blocks itself
+        quantize_row(TensorType::Q4_0, src, row, hd);
+        for (int64_t b = 0; b < hd / kQK4_0; ++b) {
+          BlockQ4_0 blk;
+          std::memcpy(&blk, row + static_cast<size_t>(b) * sizeof(BlockQ4_0), sizeof(blk));
+          const double d = fp16_to_fp32(blk.d);
+          for (int j = 0; j < kQK4_0 / 2; ++j) {
+            dec[b * kQK4_0 + j] = d * ((blk.qs[j] & 0x0F) - 8);
+            dec[b * kQK4_0 + kQK4_0 / 2 + j] = d * ((blk.qs[j] >> 4) - 8);
+          }
+        }
+        break;
       default: {  // Q8_0: the library quantizes, the test decodes the blocks itself
         quantize_row(TensorType::Q8_0, src, row, hd);
         for (int64_t b = 0; b < hd / kQK8_0; ++b) {
@@ -88,10 +100,11 @@ struct Shape {
   TensorType type;
   int64_t hd;
 };
-// Every stored type; head dims below, at and above the vector widths (Q8_0 needs whole blocks).
+// Every stored type; head dims below, at and above the vector widths (Q8_0, Q4_0: whole blocks).
 const Shape kShapes[] = {{TensorType::F32, 8},   {TensorType::F32, 20},  {TensorType::F32, 64},  {TensorType::F32, 128},
                          {TensorType::F16, 8},   {TensorType::F16, 20},  {TensorType::F16, 64},  {TensorType::F16, 128},
-                         {TensorType::Q8_0, 32}, {TensorType::Q8_0, 64}, {TensorType::Q8_0, 128}};
+                         {TensorType::Q8_0, 32}, {TensorType::Q8_0, 64}, {TensorType::Q8_0, 128},
+                         {TensorType::Q4_0, 32}, {TensorType::Q4_0, 64}, {TensorType::Q4_0, 128}};
 // Row counts around 4 / 8 / 16 lanes and a typical KV block of 16; head counts 1, 2, the
 // Qwen2.5 group of 7 and more than the 8 a kernel pass holds.
 const int64_t kCounts[] = {1, 3, 8, 15, 16, 17, 40};
@@ -201,6 +214,37 @@ TEST_P(Attention, ResolvedKernelsMatchCheckedForms) {
   EXPECT_EQ(oa, ob);
 }
 
+// Each ISA against its scalar twin (Isa::kScalar) on the quantized row types, for a decode-like
+// shape (Qwen2.5: hd 64, g 7; TinyLlama: hd 64, g 8): the same F32 products in another summation
+// order, so within the sum tolerance of each other (the reference tests above bound both).
+TEST_P(Attention, QuantizedRowsMatchScalarTwin) {
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    for (int64_t g : {7, 8}) {
+      const int64_t hd = 64, cnt = 37;
+      const size_t row_bytes = tensor_row_bytes(type, hd);
+      const Rows k = make_rows(type, cnt, hd, row_bytes, 31 + static_cast<uint32_t>(g));
+      const auto q = randn(static_cast<size_t>(g * hd), 41);
+      const auto p = randn(static_cast<size_t>(g * cnt), 43, 0.2f);
+      std::vector<float> s(static_cast<size_t>(g * cnt)), o(static_cast<size_t>(g * hd), 0.0f);
+      const AttentionKernels kern = attention_kernels(type, hd);
+      kern.scores(k.bytes.data(), row_bytes, cnt, hd, q.data(), hd, g, 0.125f, s.data(), cnt);
+      kern.accumulate(k.bytes.data(), row_bytes, cnt, hd, p.data(), cnt, g, o.data(), hd);
+      set_active_isa(Isa::kScalar);
+      std::vector<float> s_ref(s.size()), o_ref(o.size(), 0.0f);
+      const AttentionKernels twin = attention_kernels(type, hd);
+      twin.scores(k.bytes.data(), row_bytes, cnt, hd, q.data(), hd, g, 0.125f, s_ref.data(), cnt);
+      twin.accumulate(k.bytes.data(), row_bytes, cnt, hd, p.data(), cnt, g, o_ref.data(), hd);
+      set_active_isa(GetParam());
+      for (size_t i = 0; i < s.size(); ++i) {
+        ASSERT_NEAR(s[i], s_ref[i], 1e-5 * (1.0 + std::fabs(s_ref[i]))) << tensor_type_name(type) << " score " << i;
+      }
+      for (size_t i = 0; i < o.size(); ++i) {
+        ASSERT_NEAR(o[i], o_ref[i], 1e-5 * (1.0 + std::fabs(o_ref[i]))) << tensor_type_name(type) << " out " << i;
+      }
+    }
+  }
+}
+
 // Prefill's K^T tiles: element d of row s lands at kt[d * kt_stride + s], exactly the value the
 // test decodes (widening is exact for every type); nothing outside [hd, cnt] of the tile moves.
 TEST_P(Attention, WidenTransposedPutsRowsInColumns) {
@@ -238,9 +282,10 @@ ErrorCode code_of(void (*fn)()) {
 }
 
 TEST(AttentionArgs, RejectsUnsupportedTypesAndShapes) {
-  EXPECT_EQ(code_of([] { attention_kernels(TensorType::Q4_0, 64); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([] { attention_kernels(TensorType::Q4_1, 64); }), ErrorCode::kUnsupported);
   EXPECT_EQ(code_of([] { attention_kernels(TensorType::BF16, 64); }), ErrorCode::kUnsupported);
   EXPECT_EQ(code_of([] { attention_kernels(TensorType::Q8_0, 48); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([] { attention_kernels(TensorType::Q4_0, 48); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([] { attention_kernels(TensorType::F16, 0); }), ErrorCode::kInvalidArgument);
   // Rows shorter than one head row, negative counts, overlapping head strides.
   EXPECT_EQ(code_of([] {

@@ -18,7 +18,8 @@ KvCacheParams small(TensorType type = TensorType::F32, int32_t n_blocks = 8) {
   p.n_layer = 2;
   p.n_head_kv = 2;
   p.head_dim = 32;
-  p.type = type;
+  p.type_k = type;
+  p.type_v = type;
   p.block_tokens = 4;
   p.n_seq_max = 3;
   p.n_ctx = 32;
@@ -38,9 +39,9 @@ void write_positions(KvCache& c, int32_t seq, int tag, int32_t from, int32_t to)
     for (int l = 0; l < p.n_layer; ++l) {
       for (int h = 0; h < p.n_head_kv; ++h) {
         for (int i = 0; i < p.head_dim; ++i) row[static_cast<size_t>(i)] = value(tag, l, 0, h, pos, i);
-        c.store_row(row.data(), c.k_row(seq, l, h, pos));
+        c.store_k_row(row.data(), c.k_row(seq, l, h, pos));
         for (int i = 0; i < p.head_dim; ++i) row[static_cast<size_t>(i)] = value(tag, l, 1, h, pos, i);
-        c.store_row(row.data(), c.v_row(seq, l, h, pos));
+        c.store_v_row(row.data(), c.v_row(seq, l, h, pos));
       }
     }
   }
@@ -48,7 +49,9 @@ void write_positions(KvCache& c, int32_t seq, int tag, int32_t from, int32_t to)
 
 // Checks positions [from, to) of `seq` hold `tag`'s values, read through the block table the way
 // attention reads them (k_rows / v_rows of a block + slot).
-void expect_positions(const KvCache& c, int32_t seq, int tag, int32_t from, int32_t to, float tol = 0) {
+// tol (relative) applies to K and V unless tol_v >= 0 is given for V.
+void expect_positions(const KvCache& c, int32_t seq, int tag, int32_t from, int32_t to, float tol = 0,
+                      float tol_v = -1) {
   const auto& p = c.params();
   std::vector<float> row(static_cast<size_t>(p.head_dim));
   const auto& table = c.block_table(seq);
@@ -58,10 +61,13 @@ void expect_positions(const KvCache& c, int32_t seq, int tag, int32_t from, int3
       for (int h = 0; h < p.n_head_kv; ++h) {
         for (int kv = 0; kv < 2; ++kv) {
           const uint8_t* rows = kv == 0 ? c.k_rows(block, l, h) : c.v_rows(block, l, h);
-          kernels::dequantize_row(p.type, rows + static_cast<size_t>(pos % p.block_tokens) * c.row_bytes(), row.data(), p.head_dim);
+          const size_t row_bytes = kv == 0 ? c.k_row_bytes() : c.v_row_bytes();
+          kernels::dequantize_row(kv == 0 ? p.type_k : p.type_v, rows + static_cast<size_t>(pos % p.block_tokens) * row_bytes,
+                                  row.data(), p.head_dim);
+          const float t = kv == 1 && tol_v >= 0 ? tol_v : tol;
           for (int i = 0; i < p.head_dim; ++i) {
             const float want = value(tag, l, kv, h, pos, i);
-            ASSERT_NEAR(row[static_cast<size_t>(i)], want, tol * std::abs(want))
+            ASSERT_NEAR(row[static_cast<size_t>(i)], want, t * std::abs(want))
                 << "seq " << seq << " pos " << pos << " layer " << l << " head " << h << " kv " << kv << " i " << i;
           }
         }
@@ -79,6 +85,10 @@ TEST(KvCache, SizesFollowTheLayout) {
   EXPECT_EQ(KvCache::bytes_per_token(h), 2u * 2 * 2 * 32 * 2);
   KvCacheParams q = small(TensorType::Q8_0);
   EXPECT_EQ(KvCache::bytes_per_token(q), 2u * 2 * 2 * 34);  // one q8_0 block (34 bytes) per head row
+  KvCacheParams q4 = small(TensorType::Q4_0);
+  EXPECT_EQ(KvCache::bytes_per_token(q4), 2u * 2 * 2 * 18);  // one q4_0 block (18 bytes) per head row
+  q4.type_v = TensorType::F16;  // 2 layers x 2 heads x (18 + 64)
+  EXPECT_EQ(KvCache::bytes_per_token(q4), 2u * 2 * (18 + 32 * 2));
 }
 
 TEST(KvCache, GrowWriteReadAcrossBlocks) {
@@ -213,11 +223,41 @@ TEST(KvCache, F16AndQ8_0RoundTrip) {
   }
 }
 
+// K and V of different types: each plane holds its own row size, so every row reads back in its
+// type. A Q4_0 row has a step of max/8 over its 32 values (relative error <= 1/16 of the block's
+// largest, here ~7 % of the values); its F32 partner must come back exact, which catches a K/V
+// plane mix-up (K and V values differ by kv * 50, 5 %).
+TEST(KvCache, KAndVOfDifferentTypesRoundTrip) {
+  constexpr float kQ4RelTol = 0.07f, kQ8RelTol = 5e-3f;
+  struct Case {
+    TensorType k, v;
+    float tol_k, tol_v;
+  };
+  for (const Case& t : {Case{TensorType::Q4_0, TensorType::F32, kQ4RelTol, 0}, Case{TensorType::F32, TensorType::Q4_0, 0, kQ4RelTol},
+                        Case{TensorType::Q8_0, TensorType::Q4_0, kQ8RelTol, kQ4RelTol}}) {
+    KvCacheParams p = small(t.k);
+    p.type_v = t.v;
+    KvCache c(p);
+    c.seq_grow(0, 9);
+    c.seq_grow(1, 6);
+    write_positions(c, 0, 1, 0, 9);
+    write_positions(c, 1, 2, 0, 6);
+    expect_positions(c, 0, 1, 0, 9, t.tol_k, t.tol_v);
+    expect_positions(c, 1, 2, 0, 6, t.tol_k, t.tol_v);
+    c.seq_fork(0, 2);  // copies the partial last block plane by plane
+    expect_positions(c, 2, 1, 0, 9, t.tol_k, t.tol_v);
+  }
+}
+
 TEST(KvCache, RejectsBadParameters) {
   KvCacheParams p = small(TensorType::Q8_0);
   p.head_dim = 48;  // not a multiple of 32
   EXPECT_THROW(KvCache{p}, Error);
   p = small(TensorType::Q4_K);
+  EXPECT_THROW(KvCache{p}, Error);
+  p = small(TensorType::F16);
+  p.type_v = TensorType::Q4_0;
+  p.head_dim = 48;  // V needs whole 32-value blocks
   EXPECT_THROW(KvCache{p}, Error);
   p = small();
   p.block_tokens = 0;

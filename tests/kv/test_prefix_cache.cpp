@@ -25,7 +25,7 @@ KvCacheParams params(int32_t n_blocks) {
   p.n_layer = 2;
   p.n_head_kv = 1;
   p.head_dim = 8;
-  p.type = TensorType::F32;
+  p.type_k = p.type_v = TensorType::F32;
   p.block_tokens = kT;
   p.n_seq_max = 3;
   p.n_ctx = 40;
@@ -50,7 +50,11 @@ void append(KvCache& c, int32_t seq, const std::vector<int32_t>& all, int32_t po
   for (int l = 0; l < p.n_layer; ++l) {
     for (int kv = 0; kv < 2; ++kv) {
       for (int i = 0; i < p.head_dim; ++i) row[static_cast<size_t>(i)] = prefix_value(all, pos, l, kv, i);
-      c.store_row(row.data(), kv == 0 ? c.k_row(seq, l, 0, pos) : c.v_row(seq, l, 0, pos));
+      if (kv == 0) {
+        c.store_k_row(row.data(), c.k_row(seq, l, 0, pos));
+      } else {
+        c.store_v_row(row.data(), c.v_row(seq, l, 0, pos));
+      }
     }
   }
   c.seq_publish(seq);

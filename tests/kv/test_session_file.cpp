@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
 
@@ -17,12 +19,13 @@ namespace {
 
 constexpr uint64_t kFingerprint = 0x1234abcd5678ef01ULL;
 
-KvCacheParams params(TensorType type, int32_t block_tokens) {
+KvCacheParams params(TensorType type, int32_t block_tokens, std::optional<TensorType> type_v = std::nullopt) {
   KvCacheParams p;
   p.n_layer = 2;
   p.n_head_kv = 2;
   p.head_dim = 32;
-  p.type = type;
+  p.type_k = type;
+  p.type_v = type_v.value_or(type);
   p.block_tokens = block_tokens;
   p.n_seq_max = 2;
   p.n_ctx = 64;
@@ -45,7 +48,11 @@ void fill(KvCache& c, int32_t seq, int32_t n) {
       for (int h = 0; h < p.n_head_kv; ++h) {
         for (int kv = 0; kv < 2; ++kv) {
           for (int i = 0; i < p.head_dim; ++i) row[static_cast<size_t>(i)] = value(l, kv, h, pos, i);
-          c.store_row(row.data(), kv == 0 ? c.k_row(seq, l, h, pos) : c.v_row(seq, l, h, pos));
+          if (kv == 0) {
+            c.store_k_row(row.data(), c.k_row(seq, l, h, pos));
+          } else {
+            c.store_v_row(row.data(), c.v_row(seq, l, h, pos));
+          }
         }
       }
     }
@@ -61,8 +68,8 @@ void expect_same_rows(KvCache& c, int32_t seq, KvCache& ref, int32_t ref_seq, in
     EXPECT_EQ(c.seq_tokens(seq)[static_cast<size_t>(pos)], 100 + pos);
     for (int l = 0; l < p.n_layer; ++l) {
       for (int h = 0; h < p.n_head_kv; ++h) {
-        ASSERT_EQ(std::memcmp(c.k_row(seq, l, h, pos), ref.k_row(ref_seq, l, h, pos), c.row_bytes()), 0) << pos;
-        ASSERT_EQ(std::memcmp(c.v_row(seq, l, h, pos), ref.v_row(ref_seq, l, h, pos), c.row_bytes()), 0) << pos;
+        ASSERT_EQ(std::memcmp(c.k_row(seq, l, h, pos), ref.k_row(ref_seq, l, h, pos), c.k_row_bytes()), 0) << pos;
+        ASSERT_EQ(std::memcmp(c.v_row(seq, l, h, pos), ref.v_row(ref_seq, l, h, pos), c.v_row_bytes()), 0) << pos;
       }
     }
   }
@@ -78,12 +85,15 @@ ErrorCode refusal(const std::string& bytes, uint64_t fingerprint, const KvCacheP
 }
 
 TEST(SessionFile, RoundTripIntoAnotherBlockSizeAndAPartlyUsedPool) {
-  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
-    SCOPED_TRACE(tensor_type_name(type));
-    KvCache src(params(type, 4));
+  const std::pair<TensorType, TensorType> kTypes[] = {
+      {TensorType::F32, TensorType::F32},   {TensorType::F16, TensorType::F16},  {TensorType::Q8_0, TensorType::Q8_0},
+      {TensorType::Q4_0, TensorType::Q4_0}, {TensorType::Q8_0, TensorType::Q4_0}, {TensorType::F16, TensorType::Q4_0}};
+  for (const auto& [type, type_v] : kTypes) {
+    SCOPED_TRACE(std::string(tensor_type_name(type)) + "/" + tensor_type_name(type_v));
+    KvCache src(params(type, 4, type_v));
     fill(src, 1, 23);
     const std::string bytes = encode_session(src, 1, kFingerprint, "payload \xe6\x9c\x88");
-    KvCache dst(params(type, 8));
+    KvCache dst(params(type, 8, type_v));
     fill(dst, 0, 9);  // other blocks in use
     const SessionView s = decode_session(bytes, kFingerprint, dst.params());
     EXPECT_EQ(s.payload, "payload \xe6\x9c\x88");
@@ -122,6 +132,24 @@ TEST(SessionFile, AnotherModelOrKvTypeIsRefusedAndNothingChanges) {
   EXPECT_EQ(refusal(bytes, kFingerprint + 1, src.params()), ErrorCode::kInvalidArgument);
   EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::F32, 4)), ErrorCode::kInvalidArgument);
   EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::Q8_0, 4)), ErrorCode::kInvalidArgument);
+  // K and V types are checked separately.
+  KvCache mixed(params(TensorType::Q8_0, 4, TensorType::Q4_0));
+  fill(mixed, 0, 6);
+  const std::string mixed_bytes = encode_session(mixed, 0, kFingerprint, "");
+  EXPECT_EQ(refusal(mixed_bytes, kFingerprint, mixed.params()), ErrorCode::kInternal);
+  for (const auto& [k, v] : {std::pair{TensorType::Q4_0, TensorType::Q4_0}, std::pair{TensorType::Q8_0, TensorType::Q8_0},
+                             std::pair{TensorType::Q4_0, TensorType::Q8_0}, std::pair{TensorType::F16, TensorType::F16}}) {
+    EXPECT_EQ(refusal(mixed_bytes, kFingerprint, params(k, 4, v)), ErrorCode::kInvalidArgument)
+        << tensor_type_name(k) << "/" << tensor_type_name(v);
+  }
+  try {
+    (void)decode_session(mixed_bytes, kFingerprint, params(TensorType::Q8_0, 4));
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it holds q8_0/q4_0 KV (K/V) but this context uses q8_0/q8_0"),
+              std::string::npos)
+        << e.what();
+  }
   KvCacheParams shape = src.params();
   shape.n_head_kv = 1;
   EXPECT_EQ(refusal(bytes, kFingerprint, shape), ErrorCode::kInvalidArgument);
@@ -146,6 +174,25 @@ TEST(SessionFile, AnotherModelOrKvTypeIsRefusedAndNothingChanges) {
   const SessionView s = decode_session(bytes, kFingerprint, tiny.params());
   EXPECT_THROW(import_session(tiny, 0, s, 6), Error);
   EXPECT_EQ(tiny.seq_length(0), 0);
+}
+
+// A version 1 file (one u32 KV type at offset 12 for K and V) still restores, into a cache whose
+// K and V are both that type. Built here from a version 2 file: same rows, header rewritten,
+// checksum (hash_bytes of everything before it, seed "kv-sess") recomputed.
+TEST(SessionFile, VersionOneFilesAreRead) {
+  KvCache src(params(TensorType::F16, 4));
+  fill(src, 0, 7);
+  std::string bytes = encode_session(src, 0, kFingerprint, "v1");
+  const uint32_t version = 1, type = static_cast<uint32_t>(TensorType::F16);
+  std::memcpy(bytes.data() + 8, &version, 4);
+  std::memcpy(bytes.data() + 12, &type, 4);
+  const uint64_t sum = hash_bytes(0x6b762d73657373ULL, bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+  KvCache dst(params(TensorType::F16, 4));
+  const SessionView s = decode_session(bytes, kFingerprint, dst.params());
+  import_session(dst, 0, s, 7);
+  expect_same_rows(dst, 0, src, 0, 7);
+  EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::F16, 4, TensorType::Q8_0)), ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -252,5 +252,23 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   std::printf("  metrics: %s\n", m.dump().c_str());
 }
 
+// Rung 3 narrows F16 / F32 K and V to Q8_0 but never widens a 4-bit one: K Q4_0 / V F16 becomes
+// K Q4_0 / V Q8_0, and K = V = Q4_0 stays as it is.
+TEST(DegradationController, Int8KvNeverWidensAQ4_0Cache) {
+  const std::string zh = test::shared_model("tiny-zh-poems.gguf");
+  ServiceParams p = base_params();
+  p.context.kv_type = TensorType::Q4_0;
+  p.context.kv_type_v = TensorType::F16;
+  ModelHost host(zh, "zh", p);
+  DegradationConfig cfg;
+  cfg.base_model_path = zh;
+  cfg.base_version = "zh";
+  DegradationController c(host, cfg);
+  const ContextParams int8 = c.params_for(Rung::kInt8Kv).context;
+  EXPECT_EQ(int8.kv_k(), TensorType::Q4_0);
+  EXPECT_EQ(int8.kv_v(), TensorType::Q8_0);
+  EXPECT_EQ(c.params_for(Rung::kShorterContext).context.kv_v(), TensorType::F16);
+}
+
 }  // namespace
 }  // namespace edgellm

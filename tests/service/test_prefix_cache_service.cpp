@@ -190,7 +190,7 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
   kp.n_layer = model->hparams().n_layer;
   kp.n_head_kv = model->hparams().n_head_kv;
   kp.head_dim = model->hparams().head_dim;
-  kp.type = TensorType::F32;
+  kp.type_k = kp.type_v = TensorType::F32;
   kp.block_tokens = params.context.kv_block_tokens;
   const size_t block_bytes = KvCache::block_bytes(kp);
   params.context.kv_budget_bytes = 12 * block_bytes + block_bytes / 2;  // 12 whole blocks

@@ -331,8 +331,9 @@ TEST_F(ServiceTest, KvAdmissionWaitsForBlocks) {
     solo = a.tokens;
   }
   ServiceParams p = params(2);
-  const size_t block = KvCache::block_bytes(KvCacheParams{model_->hparams().n_layer, model_->hparams().n_head_kv,
-                                                          model_->hparams().head_dim, TensorType::F16, 16, 1, 256, 1});
+  const size_t block =
+      KvCache::block_bytes(KvCacheParams{model_->hparams().n_layer, model_->hparams().n_head_kv, model_->hparams().head_dim,
+                                         TensorType::F16, TensorType::F16, 16, 1, 256, 1});
   p.context.kv_budget_bytes = block * 4;  // 64 positions: one request of prompt + 40 tokens
   InferenceService s(model(), p);
   Outcome a, b;

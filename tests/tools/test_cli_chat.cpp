@@ -251,7 +251,10 @@ TEST_F(CliChat, SessionResumesInANewProcessExactlyAndRefusesBadFiles) {
   expect_refused(other, "another model");
   EXPECT_EQ(file_bytes(session), good);
   // Another KV type.
-  expect_refused(args({"--session", session, "--kv-type", "f16"}), "f32 KV but this context uses f16");
+  expect_refused(args({"--session", session, "--kv-type", "f16"}), "f32/f32 KV (K/V) but this context uses f16/f16");
+  // Only V differs (-ctv, llama.cpp's name for --kv-type-v).
+  expect_refused(args({"--session", session, "--kv-type", "f32", "-ctv", "f16"}),
+                 "f32/f32 KV (K/V) but this context uses f32/f16");
   EXPECT_EQ(file_bytes(session), good);
   // Truncated.
   put_bytes(session, good.substr(0, good.size() - 1000));

@@ -270,7 +270,10 @@ TEST_F(CliRun, BadInputFailsCleanly) {
       {{"run", "-m", model_, "-p", "hi", "--no-such-option"}, "--no-such-option"},
       {{"run", "-m", model_}, "prompt"},
       {{"run", "-p", "hi"}, "model"},
-      {{"run", "-m", model_, "-p", "hi", "--kv-type", "q4_0"}, "--kv-type"},
+      {{"run", "-m", model_, "-p", "hi", "--kv-type", "q4_1"}, "--kv-type"},
+      {{"run", "-m", model_, "-p", "hi", "--cache-type-v", "q5_0"}, "--kv-type-v: 'q5_0'"},
+      // stories260K's heads are 8 wide: no whole 32-value Q4_0 block.
+      {{"run", "-m", model_, "-p", "hi", "-ctk", "q4_0"}, "q4_0 needs head_dim a multiple of 32"},
       {{"run", "-m", model_, "--prompt-ids", "1,x"}, "--prompt-ids"},
       {{"run", "-m", model_, "--prompt-ids", "1,100000"}, "100000"},
       {{"run", "-m", model_, "-p", "hi", "--dump-logits", test::temp_dir() + "/no/such/dir/x.bin"}, "--dump-logits"},

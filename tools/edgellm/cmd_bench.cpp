@@ -33,10 +33,11 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-TensorType parse_kv(const std::string& name) {
+TensorType parse_kv(const std::string& name, const char* option) {
   const auto t = tensor_type_from_name(name);
-  require(t && (*t == TensorType::F16 || *t == TensorType::F32 || *t == TensorType::Q8_0),
-          ErrorCode::kInvalidArgument, "--kv-type '" + name + "' is not a KV cache type (use f16, q8_0 or f32)");
+  require(t && (*t == TensorType::F16 || *t == TensorType::F32 || *t == TensorType::Q8_0 || *t == TensorType::Q4_0),
+          ErrorCode::kInvalidArgument,
+          std::string(option) + " '" + name + "' is not a KV cache type (use f16, q8_0, q4_0 or f32)");
   return *t;
 }
 
@@ -68,10 +69,17 @@ int bench_command(const std::vector<std::string>& args) {
                   p.repack.clear();
                   for (const auto& m : split_commas(v)) p.repack.push_back(parse_repack_mode(m));
                 });
-  ap.add_custom("--kv-type,-ctk", "TYPE[,TYPE]", "KV cache types: f16 (default), q8_0, f32", [&](const std::string& v) {
-    p.kv_types.clear();
-    for (const auto& t : split_commas(v)) p.kv_types.push_back(parse_kv(t));
-  });
+  ap.add_custom("--kv-type,-ctk,--cache-type-k,--kv-type-k", "TYPE[,TYPE]",
+                "K cache types (and V's when -ctv is not given): f16 (default), q8_0, q4_0, f32",
+                [&](const std::string& v) {
+                  p.kv_types.clear();
+                  for (const auto& t : split_commas(v)) p.kv_types.push_back(parse_kv(t, "--kv-type-k"));
+                });
+  ap.add_custom("-ctv,--cache-type-v,--kv-type-v", "TYPE[,TYPE]", "V cache types, each run with every K type",
+                [&](const std::string& v) {
+                  p.kv_types_v.clear();
+                  for (const auto& t : split_commas(v)) p.kv_types_v.push_back(parse_kv(t, "--kv-type-v"));
+                });
   ap.add_int("-r,--repetitions", &p.repetitions, "N", "measured repetitions per test (default 3)", 1, 1000);
   ap.add_string("-o,--output", &format, "FORMAT", "table, md (default), csv or json");
   ap.add_string("--json-out", &json_path, "FILE", "also write the JSON records to FILE");

@@ -42,7 +42,7 @@ int bench_prefix_command(const std::vector<std::string>& args) {
   ap.add_int("-r,--repetitions", &reps, "N", "repetitions, each with a new prefix (default 3)", 1, 100);
   ap.add_int64("--seed", &seed, "N", "seed of the random token ids (default 1234)", 0);
   add_context_options(ap, &co);
-  add_kv_type_option(ap, &co.kv_type);
+  add_kv_type_options(ap, &co.kv);
   if (!ap.parse(args)) return 0;
   require(!model_path.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
 

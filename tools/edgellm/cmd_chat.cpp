@@ -200,7 +200,7 @@ int chat_command(const std::vector<std::string>& args) {
   ap.add_flag("--stats", &o.stats, "print each turn's token counts and timings to stderr");
   ap.add_int("-n,--max-tokens", &o.max_tokens, "N", "tokens per answer; -1 = until end of turn or full context (default 256)", -1);
   add_context_options(ap, &o.context);
-  add_kv_type_option(ap, &o.context.kv_type);
+  add_kv_type_options(ap, &o.context.kv);
   add_sampling_options(ap, &s, &o.seed);
   ap.add_strings("--stop", &o.stop, "STR", "also end an answer when STR is generated (repeatable)");
   if (!ap.parse(args)) return 0;

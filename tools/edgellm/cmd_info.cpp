@@ -11,6 +11,7 @@
 
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "engine/context.h"
@@ -97,22 +98,21 @@ int run_info(const std::vector<std::string>& args) {
   int32_t n_ctx = 0;
   int32_t n_batch = ContextParams{}.n_batch;
   int32_t n_parallel = 1;
-  std::string kv_type_name = "f16";
+  KvTypeOptions kv_types;
   std::string repack_name = "auto";
   bool json = false;
-  ArgParser ap("info", "MODEL [--ctx N] [--batch N] [--parallel N] [--kv-type f16|f32|q8_0] [--repack MODE] [--json]");
+  ArgParser ap("info", "MODEL [--ctx N] [--batch N] [--parallel N] [--kv-type f16|f32|q8_0|q4_0] [-ctk T] [-ctv T] [--repack MODE] [--json]");
   ap.allow_positionals(&positionals, "MODEL");
   ap.add_int("-c,--ctx", &n_ctx, "N", "context for the memory plan (0 = the model's, capped at 4096)", 0, 1 << 24);
   ap.add_int("-b,--batch", &n_batch, "N", "batch size for the scratch estimate", 1, 1 << 16);
   ap.add_int("-np,--parallel", &n_parallel, "N", "sequences decoded at once (KV for each)", 1, 1024);
   ap.add_string("--repack", &repack_name, "MODE", "auto|on|off: whether the plan assumes repacked weights");
-  ap.add_string("--kv-type", &kv_type_name, "TYPE", "KV cache element type: f16, f32 or q8_0");
+  add_kv_type_options(ap, &kv_types);
   ap.add_flag("--json", &json, "print one JSON object");
   if (!ap.parse(args)) return 0;
   require(positionals.size() == 1, ErrorCode::kInvalidArgument, "info needs exactly one MODEL argument\n" + ap.usage());
-  const auto kv_type = tensor_type_from_name(kv_type_name);
-  require(kv_type && (*kv_type == TensorType::F16 || *kv_type == TensorType::F32 || *kv_type == TensorType::Q8_0),
-          ErrorCode::kInvalidArgument, "--kv-type '" + kv_type_name + "' is not one of f16, f32, q8_0");
+  ContextParams kv_cp;
+  apply_kv_types(kv_types, &kv_cp);  // validated before the model is read
 
   auto file = gguf::GgufFile::open(positionals[0]);
   // Everything read from `f` is extracted before `file` moves into Model::from_gguf below (on
@@ -178,18 +178,12 @@ int run_info(const std::vector<std::string>& args) {
     cp.n_ctx = n_ctx;
     cp.n_batch = n_batch;
     cp.n_seq_max = n_parallel;
-    cp.kv_type = *kv_type;
+    cp.kv_type = kv_cp.kv_type;
+    cp.kv_type_v = kv_cp.kv_type_v;
     mp = plan_memory(*model, cp, parse_repack_mode(repack_name));
     n_ctx = mp.n_ctx;
     plan = mp.to_json();
-    const size_t per_token = KvCache::bytes_per_token([&] {
-      KvCacheParams kp;
-      kp.n_layer = model->hparams().n_layer;
-      kp.n_head_kv = model->hparams().n_head_kv;
-      kp.head_dim = model->hparams().head_dim;
-      kp.type = *kv_type;
-      return kp;
-    }());
+    const size_t per_token = KvCache::bytes_per_token(kv_cache_params(model->hparams(), cp));
     plan.set("kv_bytes_per_token", static_cast<uint64_t>(per_token));
   }
 
@@ -232,8 +226,8 @@ int run_info(const std::vector<std::string>& args) {
   }
   if (model) {
     auto mib = [](size_t b) { return human(static_cast<double>(b)); };
-    std::printf("\nmemory plan (n_ctx %d x %d sequences, kv %s, batch %d, %d threads):\n", mp.n_ctx, mp.n_seq_max,
-                tensor_type_name(mp.kv_type), mp.n_batch, mp.n_threads);
+    std::printf("\nmemory plan (n_ctx %d x %d sequences, kv %s/%s (K/V), batch %d, %d threads):\n", mp.n_ctx,
+                mp.n_seq_max, tensor_type_name(mp.kv_type), tensor_type_name(mp.kv_type_v), mp.n_batch, mp.n_threads);
     std::printf("  weights read by the forward pass %12s  (%s repacked into anonymous memory; file maps %s)\n",
                 mib(mp.weights_touched).c_str(), mib(mp.weights_repacked).c_str(), mib(mp.weights_mapped_file).c_str());
     std::printf("  KV cache (%d blocks)           %12s  (%s per token)\n", mp.kv_blocks, mib(mp.kv).c_str(),

@@ -1,4 +1,4 @@
-// `edgellm perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [--threads N] [--kv-type f16|f32|q8_0]
+// `edgellm perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [--threads N] [--kv-type f16|f32|q8_0|q4_0] [-ctk TYPE] [-ctv TYPE]
 // [--chunks N] [--kl-divergence-base FILE [--kl-divergence]] [--json]`
 //
 // Three modes (method in src/eval/perplexity.h, statistics in src/eval/kl_divergence.h):
@@ -51,7 +51,8 @@ void print_percentiles(const char* what, const eval::Percentiles& p, double scal
 }
 
 int perplexity_command(const std::vector<std::string>& args) {
-  std::string model_path, text_path, base_path, kv = "f16", repack = "auto";
+  std::string model_path, text_path, base_path, repack = "auto";
+  KvTypeOptions kv;
   int32_t n_ctx = 512, n_batch = 0, threads = 0, chunks = -1;
   bool kl = false, json = false;
   ArgParser ap("perplexity", "-m MODEL (-f TEXT | --kl-divergence --kl-divergence-base FILE) [options]");
@@ -60,7 +61,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   ap.add_int("-c,--ctx-size", &n_ctx, "N", "tokens per chunk (scored: the second half)", 4, 1 << 20);
   ap.add_int("-b,--batch-size", &n_batch, "N", "max tokens per forward call (0 = the context size)", 0, 1 << 20);
   ap.add_int("-t,--threads", &threads, "N", "threads (0 = default)", 0, 1024);
-  ap.add_string("--kv-type", &kv, "TYPE", "KV cache type: f16 (default), f32, q8_0");
+  add_kv_type_options(ap, &kv);
   ap.add_string("--repack", &repack, "MODE", "repack Q4_0/Q8_0/Q4_K weights at load: auto (default), on, off");
   ap.add_int("--chunks", &chunks, "N", "evaluate at most N chunks (-1 = all)", -1, 1 << 30);
   ap.add_string("--kl-divergence-base", &base_path, "FILE",
@@ -76,7 +77,10 @@ int perplexity_command(const std::vector<std::string>& args) {
   params.n_ctx = n_ctx;
   params.n_batch = n_batch > 0 ? n_batch : n_ctx;
   params.n_threads = threads;
-  params.kv_type = parse_kv_type(kv);
+  ContextParams kv_cp;
+  apply_kv_types(kv, &kv_cp);
+  params.kv_type = kv_cp.kv_type;
+  params.kv_type_v = kv_cp.kv_type_v;
   params.max_chunks = chunks;
   params.cancel = interrupt_flag();
 
@@ -87,7 +91,8 @@ int perplexity_command(const std::vector<std::string>& args) {
 
   Json out = Json::object();
   out.set("model", model_path);
-  out.set("kv_type", kv);
+  out.set("kv_type", tensor_type_name(params.kv_type));  // K
+  out.set("kv_type_v", tensor_type_name(kv_cp.kv_v()));
 
   if (kl) {
     if (!ap.seen("-c")) params.n_ctx = 0;  // the file's context

@@ -137,7 +137,7 @@ int run_command(const std::vector<std::string>& args) {
   add_sampling_options(ap, &s, &o.seed);
   add_sampler_order_option(ap, &s);
   ap.add_strings("--stop", &o.stop, "STR", "stop when STR is generated (repeatable; STR is not printed)");
-  add_kv_type_option(ap, &o.context.kv_type);
+  add_kv_type_options(ap, &o.context.kv);
   ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
   ap.add_flag("--ignore-eos", &o.ignore_eos, "keep generating past end-of-text tokens");
   ap.add_flag("--truncate", &o.truncate, "drop the oldest prompt tokens when the prompt does not fit the context");

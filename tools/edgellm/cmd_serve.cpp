@@ -87,7 +87,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                 [&](const std::string& v) { route_cloud = parse_double(v, "--route-cloud"); });
   ap.add_flag("--privacy", &so.router.privacy, "router: never call the cloud (answers stay on this device)");
   add_context_options(ap, &ctx);
-  add_kv_type_option(ap, &ctx.kv_type);
+  add_kv_type_options(ap, &ctx.kv);
   if (!ap.parse(args)) return 0;
   if (model.empty()) throw Error(ErrorCode::kInvalidArgument, "-m MODEL is required");
   if (!api_key_env.empty()) {

@@ -22,15 +22,25 @@ void add_context_options(ArgParser& ap, ContextOptions* o) {
                 "for them), on, off (default auto)");
 }
 
-void add_kv_type_option(ArgParser& ap, std::string* kv_type) {
-  ap.add_string("--kv-type", kv_type, "TYPE", "KV cache element type: f16, f32 or q8_0 (default f16)");
+void add_kv_type_options(ArgParser& ap, KvTypeOptions* kv) {
+  ap.add_string("--kv-type", &kv->both, "TYPE", "KV cache element type of K and V: f16, f32, q8_0 or q4_0 (default f16)");
+  ap.add_string("--kv-type-k,-ctk,--cache-type-k", &kv->k, "TYPE", "K cache type (overrides --kv-type for K)");
+  ap.add_string("--kv-type-v,-ctv,--cache-type-v", &kv->v, "TYPE", "V cache type (overrides --kv-type for V)");
 }
 
-TensorType parse_kv_type(const std::string& name) {
+TensorType parse_kv_type(const std::string& name, const std::string& option) {
   if (name == "f16" || name == "F16") return TensorType::F16;
   if (name == "f32" || name == "F32") return TensorType::F32;
   if (name == "q8_0" || name == "Q8_0") return TensorType::Q8_0;
-  throw Error(ErrorCode::kInvalidArgument, "--kv-type: '" + name + "' is not one of f16, f32, q8_0");
+  if (name == "q4_0" || name == "Q4_0") return TensorType::Q4_0;
+  throw Error(ErrorCode::kInvalidArgument, option + ": '" + name + "' is not one of f16, f32, q8_0, q4_0");
+}
+
+void apply_kv_types(const KvTypeOptions& kv, ContextParams* cp) {
+  const TensorType both = parse_kv_type(kv.both, "--kv-type");
+  cp->kv_type = kv.k.empty() ? both : parse_kv_type(kv.k, "--kv-type-k");
+  const TensorType v = kv.v.empty() ? both : parse_kv_type(kv.v, "--kv-type-v");
+  if (v != cp->kv_type) cp->kv_type_v = v;
 }
 
 ContextParams context_params(const ContextOptions& o) {
@@ -39,7 +49,7 @@ ContextParams context_params(const ContextOptions& o) {
   cp.n_batch = o.batch_size;
   cp.n_threads = o.threads;
   cp.n_threads_batch = o.threads_batch;
-  cp.kv_type = parse_kv_type(o.kv_type);
+  apply_kv_types(o.kv, &cp);
   if (!o.power.empty()) apply_thread_plan(plan_threads(detect_this_device(), parse_power_mode(o.power)), cp);
   return cp;
 }

@@ -14,12 +14,19 @@
 
 namespace edgellm::cli {
 
+// KV cache types as given: --kv-type sets K and V, --kv-type-k / --kv-type-v (llama.cpp's
+// -ctk/--cache-type-k, -ctv/--cache-type-v) override one of them (empty: not given).
+struct KvTypeOptions {
+  std::string both = "f16";
+  std::string k, v;
+};
+
 struct ContextOptions {
   int32_t threads = 0;
   int32_t threads_batch = 0;
   int32_t ctx_size = 0;
   int32_t batch_size = 512;
-  std::string kv_type = "f16";
+  KvTypeOptions kv;
   std::string repack = "auto";
   std::string power;  // "" (none), performance, balanced, efficiency
 };
@@ -27,11 +34,14 @@ struct ContextOptions {
 // -t/--threads (decode), -tb/--threads-batch (prompt) as llama.cpp names them, --power,
 // -c/--ctx-size, -b/--batch-size, --repack.
 void add_context_options(ArgParser& ap, ContextOptions* o);
-// --kv-type (registered separately: the commands list it at different places in their help).
-void add_kv_type_option(ArgParser& ap, std::string* kv_type);
-// "f16" / "f32" / "q8_0" (either case); Error(kInvalidArgument) naming --kv-type otherwise.
-TensorType parse_kv_type(const std::string& name);
-// Validates the KV type (throws as parse_kv_type) and the power mode, and fills the Context
+// --kv-type, --kv-type-k (-ctk, --cache-type-k), --kv-type-v (-ctv, --cache-type-v); registered
+// separately: the commands list them at different places in their help.
+void add_kv_type_options(ArgParser& ap, KvTypeOptions* kv);
+// "f16" / "f32" / "q8_0" / "q4_0" (either case); Error(kInvalidArgument) naming `option` otherwise.
+TensorType parse_kv_type(const std::string& name, const std::string& option = "--kv-type");
+// Parses the KV types (throws as parse_kv_type) into cp->kv_type (K) and cp->kv_type_v.
+void apply_kv_types(const KvTypeOptions& kv, ContextParams* cp);
+// Validates the KV types (throws as parse_kv_type) and the power mode, and fills the Context
 // parameters (the power mode's thread plan for this device where -t / -tb are 0).
 ContextParams context_params(const ContextOptions& o);
 // The model loading parameters (--repack); throws Error(kInvalidArgument) for a bad value.

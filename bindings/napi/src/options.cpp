@@ -16,7 +16,7 @@ constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 // "Power modes": threads, cores and worker priority per phase for this device's clusters).
 // Absent: EDGELLM_POWER_NONE. Explicit `threads` / `batchThreads` override the mode's counts.
 const char* const kPowerModes[] = {"performance", "balanced", "efficiency", nullptr};  // edgellm_power_mode - 1
-const char* const kKvTypes[] = {"f16", "f32", "q8_0", nullptr};  // edgellm_kv_type order
+const char* const kKvTypes[] = {"f16", "f32", "q8_0", "q4_0", nullptr};  // edgellm_kv_type order
 const char* const kRepack[] = {"auto", "on", "off", nullptr};    // edgellm_repack order
 const char* const kPriorities[] = {"interactive", "background", nullptr};
 const char* const kRoles[] = {"system", "user", "assistant", "tool", nullptr};
@@ -117,6 +117,9 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
   int kv = p.kv_type;
   r.choice("kvType", kKvTypes, &kv);
   p.kv_type = static_cast<edgellm_kv_type>(kv);
+  int kv_v = EDGELLM_KV_SAME;  // absent: V as K
+  r.choice("kvTypeV", kKvTypes, &kv_v);
+  p.kv_type_v = static_cast<edgellm_kv_type>(kv_v);
   int repack = p.repack;
   r.choice("repack", kRepack, &repack);
   p.repack = static_cast<edgellm_repack>(repack);

@@ -33,6 +33,7 @@ test('load rejects: missing file, truncated GGUF, not a GGUF, bad options', asyn
 
   for (const [p, o] of [[42, undefined], [h.stories, 'fast'], [h.stories, { contextSize: 'big' }],
     [h.stories, { contextSize: 1.5 }], [h.stories, { kvType: 'f8' }], [h.stories, { threads: -3 }],
+    [h.stories, { kvTypeV: 'q4_1' }],
     [h.stories, { powerMode: 'turbo' }], [h.stories, { chatTemplate: 7 }], [h.stories, { parallel: 0 }]]) {
     const e = await loadError(p, o);
     assert.equal(e.code, 'INVALID_ARGUMENT', `${JSON.stringify(o)}: ${e.message}`);

@@ -162,6 +162,18 @@ test('tokenize / detokenize round trip, info and metrics', async () => {
   }
 });
 
+test('K and V cache types apart (kvType, kvTypeV) reach the service', async () => {
+  const m = await edgellm.load(h.zhPoems, { contextSize: 64, parallel: 1, kvType: 'q8_0', kvTypeV: 'q4_0' });
+  try {
+    const info = m.info();
+    assert.equal(info.kv_type, 'q8_0');
+    assert.equal(info.kv_type_v, 'q4_0');
+    assert.equal(info.memory.kv_type_v, 'q4_0');
+  } finally {
+    await m.release();
+  }
+});
+
 test('Chinese prompt on tiny-zh-poems streams whole characters (no U+FFFD) equal to the reference', async () => {
   const refs = fs.readFileSync(path.join(h.testdata, 'testdata', 'reference', 'tiny-zh-poems-greedy.jsonl'), 'utf8')
     .split('\n').filter(Boolean).map((l) => JSON.parse(l));

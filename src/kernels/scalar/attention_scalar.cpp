@@ -35,6 +35,16 @@ struct Q8_0Row {
     return fp16_to_fp32(b.d) * static_cast<float>(b.qs[i % kQK8_0]);
   }
 };
+// Q4_0: element j < 16 of a block is the low nibble of qs[j], element j + 16 the high nibble;
+// value d * (nibble - 8), as dequantize_row computes it.
+struct Q4_0Row {
+  static float at(const uint8_t* row, int64_t i) {
+    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[i / kQK4_0];
+    const int64_t j = i % kQK4_0;
+    const int nibble = j < kQK4_0 / 2 ? b.qs[j] & 0x0F : b.qs[j - kQK4_0 / 2] >> 4;
+    return static_cast<float>(nibble - 8) * fp16_to_fp32(b.d);
+  }
+};
 
 template <class Row>
 void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride, int64_t g,
@@ -81,6 +91,10 @@ void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float*
                  float* s, int64_t ss) {
   scores<Q8_0Row>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
 }
+void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                 float* s, int64_t ss) {
+  scores<Q4_0Row>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
 void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                     float* out, int64_t os) {
   accumulate<F32Row>(v, rb, cnt, hd, p, ps, g, out, os);
@@ -92,6 +106,10 @@ void accumulate_f16(const void* v, size_t rb, int64_t cnt, int64_t hd, const flo
 void accumulate_q8_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                      float* out, int64_t os) {
   accumulate<Q8_0Row>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                     float* out, int64_t os) {
+  accumulate<Q4_0Row>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
 }  // namespace edgellm::kernels::attention_scalar

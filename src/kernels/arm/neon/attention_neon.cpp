@@ -62,6 +62,21 @@ struct Q8_0Rows {
     return vmulq_n_f32(q, arm::half_to_float(b->d));
   }
 };
+// Q4_0 rows are whole blocks too: chunk c is elements 4 (c % 8) .. + 4 of block c / 8, the low
+// (c % 8 < 4) or high nibbles of the 4 bytes qs[4 (c % 4) ..] (one 32-bit word). (nibble - 8) * d
+// in F32, exactly as dequantize_row computes it.
+struct Q4_0Rows {
+  static float32x4_t load(const uint8_t* row, int64_t c, int64_t) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + (c >> 3);
+    uint32_t word;
+    std::memcpy(&word, b->qs + kLanes * (c & 3), sizeof(word));
+    uint8x8_t u = vreinterpret_u8_u32(vdup_n_u32(word));
+    u = (c & 4) != 0 ? vshr_n_u8(u, 4) : vand_u8(u, vdup_n_u8(0x0F));
+    const int16x8_t q16 = vmovl_s8(vsub_s8(vreinterpret_s8_u8(u), vdup_n_s8(8)));
+    const float32x4_t q = vcvtq_f32_s32(vmovl_s16(vget_low_s16(q16)));
+    return vmulq_n_f32(q, arm::half_to_float(b->d));
+  }
+};
 
 // Lanes [0, width) of 4 floats at p (a partial chunk goes through a zero-padded buffer).
 EDGELLM_ARM_INLINE float32x4_t load_part(const float* p, int64_t width) {
@@ -259,6 +274,9 @@ void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, flo
 void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
   widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
 }
+void widen_transposed_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<Q4_0Rows>(k, rb, cnt, hd, kt, kts);
+}
 
 void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                 float* s, int64_t ss) {
@@ -272,6 +290,10 @@ void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float*
                  float* s, int64_t ss) {
   scores<Q8_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
 }
+void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                 float* s, int64_t ss) {
+  scores<Q4_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
 void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                     float* out, int64_t os) {
   accumulate<F32Rows>(v, rb, cnt, hd, p, ps, g, out, os);
@@ -283,6 +305,10 @@ void accumulate_f16(const void* v, size_t rb, int64_t cnt, int64_t hd, const flo
 void accumulate_q8_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                      float* out, int64_t os) {
   accumulate<Q8_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                     float* out, int64_t os) {
+  accumulate<Q4_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
 }  // namespace edgellm::kernels::attention_neon

@@ -56,6 +56,18 @@ struct Q8_0Rows {
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), _mm256_set1_ps(_cvtsh_ss(b->d)));
   }
 };
+// Q4_0 rows are whole blocks too: chunk c is quarter c % 4 of block c / 4, i.e. the low (quarters
+// 0, 1) or high (2, 3) nibbles of the 8 bytes qs[8 (c % 2) ..]. (nibble - 8) * d in F32, exactly
+// as dequantize_row computes it.
+struct Q4_0Rows {
+  static __m256 load(const uint8_t* row, int64_t c, int64_t) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + (c >> 2);
+    __m128i q4 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + kLanes * (c & 1)));
+    if ((c & 2) != 0) q4 = _mm_srli_epi16(q4, 4);
+    const __m128i q8 = _mm_sub_epi8(_mm_and_si128(q4, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), _mm256_set1_ps(_cvtsh_ss(b->d)));
+  }
+};
 
 // 8x8 transpose: r[j] lane i -> col[i] lane j (unpack, shuffle, then swap 128-bit halves).
 inline void transpose8_to(const __m256 r[8], float* col) {
@@ -299,6 +311,9 @@ void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, flo
 void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
   widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
 }
+void widen_transposed_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<Q4_0Rows>(k, rb, cnt, hd, kt, kts);
+}
 
 void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                 float* s, int64_t ss) {
@@ -312,6 +327,10 @@ void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float*
                  float* s, int64_t ss) {
   scores<Q8_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
 }
+void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                 float* s, int64_t ss) {
+  scores<Q4_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
 void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                     float* out, int64_t os) {
   accumulate<F32Rows>(v, rb, cnt, hd, p, ps, g, out, os);
@@ -323,6 +342,10 @@ void accumulate_f16(const void* v, size_t rb, int64_t cnt, int64_t hd, const flo
 void accumulate_q8_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                      float* out, int64_t os) {
   accumulate<Q8_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                     float* out, int64_t os) {
+  accumulate<Q4_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
 }  // namespace edgellm::kernels::attention_avx2

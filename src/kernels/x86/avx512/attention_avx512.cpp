@@ -62,6 +62,17 @@ struct Q8_0Rows {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), _mm512_set1_ps(_cvtsh_ss(b->d)));
   }
 };
+// Q4_0 rows are whole blocks too: chunk c is half c % 2 of block c / 2, i.e. the low (half 0) or
+// high (half 1) nibbles of the block's 16 bytes. (nibble - 8) * d in F32, as dequantize_row does.
+struct Q4_0Rows {
+  static __m512 load(const uint8_t* row, int64_t c, __mmask16) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + (c >> 1);
+    __m128i q4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+    if ((c & 1) != 0) q4 = _mm_srli_epi16(q4, 4);
+    const __m128i q8 = _mm_sub_epi8(_mm_and_si128(q4, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), _mm512_set1_ps(_cvtsh_ss(b->d)));
+  }
+};
 
 // In-place 16x16 transpose: r[j] lane i -> r[i] lane j. Stages: 2x2 blocks of floats (unpack ps),
 // then of float pairs (unpack pd) inside each 128-bit lane, then the 4x4 grid of 128-bit lanes
@@ -383,6 +394,9 @@ void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, flo
 void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
   widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
 }
+void widen_transposed_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
+  widen_transposed<Q4_0Rows>(k, rb, cnt, hd, kt, kts);
+}
 
 void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                 float* s, int64_t ss) {
@@ -396,6 +410,10 @@ void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float*
                  float* s, int64_t ss) {
   scores<Q8_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
 }
+void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
+                 float* s, int64_t ss) {
+  scores<Q4_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
 void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                     float* out, int64_t os) {
   accumulate<F32Rows>(v, rb, cnt, hd, p, ps, g, out, os);
@@ -407,6 +425,10 @@ void accumulate_f16(const void* v, size_t rb, int64_t cnt, int64_t hd, const flo
 void accumulate_q8_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                      float* out, int64_t os) {
   accumulate<Q8_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
+}
+void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                     float* out, int64_t os) {
+  accumulate<Q4_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
 }  // namespace edgellm::kernels::attention_avx512

@@ -8,7 +8,8 @@ export interface LoadOptions {
   contextSize?: number;       // positions per sequence; 0: the model's training context (at most 4096)
   threads?: number;           // decode threads; 0: the big cores
   batchThreads?: number;      // prefill threads; 0: `threads`
-  kvType?: 'f16' | 'f32' | 'q8_0';
+  kvType?: 'f16' | 'f32' | 'q8_0' | 'q4_0';   // K cache type, and V's unless kvTypeV is given
+  kvTypeV?: 'f16' | 'f32' | 'q8_0' | 'q4_0';  // V cache type (default: kvType)
   maxQueued?: number;         // requests that may wait for a sequence; beyond: BUSY
   parallel?: number;          // requests decoded at once
   stepTokens?: number;        // most tokens one scheduler step runs
@@ -116,7 +117,8 @@ export interface ModelInfo {
   repacked_bytes: number;
   n_ctx: number;                   // the memory plan: context, sequences, KV type and block size
   n_parallel: number;
-  kv_type: string;
+  kv_type: string;                 // K
+  kv_type_v: string;
   kv_block_tokens: number;
   n_threads: number;
   n_threads_batch: number;
@@ -129,7 +131,8 @@ export interface MemoryPlan {
   n_seq_max: number;
   n_batch: number;
   n_threads: number;
-  kv_type: string;
+  kv_type: string;                 // K
+  kv_type_v: string;
   kv_blocks: number;
   weights_touched_bytes: number;
   weights_repacked_bytes: number;
