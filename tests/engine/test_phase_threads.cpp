@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -85,14 +86,28 @@ TEST(PhaseThreads, DecodeAtAnotherPriorityRunsOnItsOwnPoolAtThatPriority) {
     tokens = greedy(ctx, &pt, &dt);
     EXPECT_EQ(pt, 2);
     EXPECT_EQ(dt, 2);
-    // Read the decode workers back (a job without placement changes nothing).
-    ctx.decode_pool().parallel_for(16, [&](int64_t, int thread) {
-      if (thread != 0) {  // only worker 1 writes: a 2-thread job
-        workers_nice.push_back(current_thread_nice());
-        workers_cpu_count.push_back(static_cast<int>(current_thread_cpus().size()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(3));
-    }, 2);
+    // The last job of the greedy run was a decode step, started under decode's placement: the
+    // caller (thread 0) took its CPU. (Whether the worker joined those microsecond-long jobs of
+    // a tiny model is a race, so the workers are read back in a job of their own below.)
+    EXPECT_EQ(current_thread_cpus(), std::vector<int>{cpus.back()});
+    // A decode-phase job on the decode pool in which the caller's tasks wait (up to 10 s) until
+    // worker 1 has run one: a worker applies the phase's placement before it runs any of the
+    // phase's tasks.
+    {
+      const ScopedThreadPlacement decode_phase(&p.placement);
+      std::atomic<bool> worker_ran{false};
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      ctx.decode_pool().parallel_for(16, [&](int64_t, int thread) {
+        if (thread != 0) {  // only worker 1 writes: a 2-thread job
+          workers_nice.push_back(current_thread_nice());
+          workers_cpu_count.push_back(static_cast<int>(current_thread_cpus().size()));
+          worker_ran = true;
+        }
+        while (!worker_ran && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }, 2);
+    }
     const auto log = ctx.placement_log();
     EXPECT_EQ(log.nice_denied, 0u) << log.note;
     EXPECT_GE(log.nice_applied, 1u);
