@@ -49,6 +49,15 @@ if [[ -z $cxx || $("$cxx" --version 2>/dev/null) != *clang* ]]; then
 fi
 # The C compiler next to it (clang++-14 -> clang-14) for examples/*.c; CC overrides.
 cc=${CC:-${cxx/clang++/clang}}
+# The C++ flags of one musl target (TARGET MUSL_INCLUDE ARCH_DEFINE) into cxx_flags: the --one
+# compiles and the precompiled header share them, as clang accepts a PCH only under the same flags.
+# -nostdinc/-nostdinc++ drop glibc's /usr/include and libstdc++; the search path is exactly
+# libc++, clang's own headers (intrinsics, stddef.h), musl. _LIBCPP_HAS_MUSL_LIBC is what a
+# musl build of libc++ records in its __config_site (Debian's is configured for glibc).
+set_cxx_flags() {
+  cxx_flags=(--target="$1-linux-musl" -std=c++20 -O0 -nostdinc -nostdinc++ -isystem "$libcxx"
+    -isystem "$resource/include" -isystem "$2" -D_LIBCPP_HAS_MUSL_LIBC -Iinclude -Isrc "$3" "${warnings[@]}")
+}
 # libc++ headers of the same LLVM as the compiler (/usr/lib/llvm-14/bin/clang++ -> include/c++/v1).
 llvm_root=$(dirname "$(dirname "$(readlink -f "$(command -v "$cxx")")")")
 libcxx=${LIBCXX_INCLUDE:-$llvm_root/include/c++/v1}
@@ -71,9 +80,6 @@ if [[ ${1:-} == --one ]]; then
     i8mm) isa_flags=("${i8mm_flags[@]}") ;;
     *) isa_flags=() ;;  # generic files and neon (the armv8-a baseline)
   esac
-  # -nostdinc/-nostdinc++ drop glibc's /usr/include and libstdc++; the search path is exactly
-  # libc++, clang's own headers (intrinsics, stddef.h), musl. _LIBCPP_HAS_MUSL_LIBC is what a
-  # musl build of libc++ records in its __config_site (Debian's is configured for glibc).
   if [[ $file == *.c ]]; then
     # A C program of the public API (examples/*.c): strict C11 against musl alone, include/ only.
     compile=("$cc" --target="$target-linux-musl" -std=c11 -O0 -c -o /dev/null -nostdinc
@@ -91,9 +97,8 @@ if [[ ${1:-} == --one ]]; then
     else
       mode=(-c -o /dev/null)
     fi
-    compile=("$cxx" --target="$target-linux-musl" -std=c++20 -O0 "${mode[@]}"
-      -nostdinc -nostdinc++ -isystem "$libcxx" -isystem "$resource/include" -isystem "$musl"
-      -D_LIBCPP_HAS_MUSL_LIBC -Iinclude -Isrc "${arch[@]}" "${warnings[@]}" "${isa_flags[@]}" "$file")
+    set_cxx_flags "$target" "$musl" "${arch[@]}"
+    compile=("$cxx" "${cxx_flags[@]}" "${mode[@]}" "${isa_flags[@]}" "$file")
   fi
   if out=$(cd "$root" && "${compile[@]}" 2>&1); then
     echo "ok $file [$target]"
@@ -157,11 +162,10 @@ printf '#include <%s>\n' algorithm atomic chrono cmath condition_variable cstdin
   functional map memory mutex optional sstream string string_view thread unordered_map vector \
   > "$pch_dir/std.h"
 std_pch() {
-  local target=$1 musl=$2 arch=$3
-  (cd "$root" && "$cxx" --target="$target-linux-musl" -std=c++20 -O0 -x c++-header \
-    -nostdinc -nostdinc++ -isystem "$libcxx" -isystem "$resource/include" -isystem "$musl" \
-    -D_LIBCPP_HAS_MUSL_LIBC -Iinclude -Isrc "$arch" "${warnings[@]}" "$pch_dir/std.h" \
-    -o "$pch_dir/$target.pch") || echo "check-musl: no precompiled header for $target (each file parses its headers)" >&2
+  local cxx_flags
+  set_cxx_flags "$@"
+  (cd "$root" && "$cxx" "${cxx_flags[@]}" -x c++-header "$pch_dir/std.h" -o "$pch_dir/$1.pch") ||
+    echo "check-musl: no precompiled header for $1 (each file parses its headers)" >&2
 }
 std_pch x86_64 "$musl_x86" -DEDGELLM_ARCH_X86=1 &
 if ((have_arm)); then std_pch aarch64 "$musl_arm" -DEDGELLM_ARCH_ARM64=1 & fi

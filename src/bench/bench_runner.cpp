@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/cpu_clock.h"
 #include "bench/prefill_ops.h"
 #include "core/error.h"
 #include "engine/batch.h"
@@ -30,13 +31,6 @@ namespace edgellm::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// CPU seconds used by the whole process (all threads) so far.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 struct Timing {
   double wall = 0;  // seconds
@@ -126,10 +120,10 @@ Timing run_prompt(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_prom
   cache.restore(depth);
   Batch b;
   b.add_sequence(0, cache.random_tokens(n_prompt), depth, /*logits_last=*/true);
-  const double c0 = process_cpu_seconds();
+  const double c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
   const auto t0 = Clock::now();
   ctx.decode(b);
-  const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), process_cpu_seconds() - c0};
+  const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0};
   cache.after_test();
   return t;
 }
@@ -139,14 +133,14 @@ Timing run_generation(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_
   cache.restore(depth);
   const std::vector<int32_t> tokens = cache.random_tokens(n_gen);
   Batch b;
-  const double c0 = process_cpu_seconds();
+  const double c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
   const auto t0 = Clock::now();
   for (int32_t i = 0; i < n_gen; ++i) {
     b.clear();
     b.add(0, tokens[static_cast<size_t>(i)], depth + i, /*want_logits=*/true);
     ctx.decode(b);
   }
-  const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), process_cpu_seconds() - c0};
+  const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0};
   cache.after_test();
   return t;
 }

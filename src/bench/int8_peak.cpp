@@ -5,8 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
-#include <time.h>
 
+#include "bench/cpu_clock.h"
 #include "core/error.h"
 #include "kernels/kernels.h"
 
@@ -14,12 +14,6 @@ namespace edgellm::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // Inputs that keep vpmaddubsw's int16 pair sums from saturating (a in 0..127, b in -64..63:
 // |pair| <= 2 * 127 * 64), so every kernel does exactly the quad dot product it is tested for.
@@ -81,9 +75,9 @@ Int8PeakResult measure_int8_peak(const kernels::Int8PeakKernel& kernel, const In
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) {
       }
-      const double c0 = thread_cpu_seconds();
+      const double c0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
       sink.fetch_add(run_and_sum(kernel, in, iterations), std::memory_order_relaxed);
-      cpu[static_cast<size_t>(t)] = thread_cpu_seconds() - c0;
+      cpu[static_cast<size_t>(t)] = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
     };
     std::vector<std::thread> threads;
     for (int t = 1; t < n; ++t) threads.emplace_back(body, t);
