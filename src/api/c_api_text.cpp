@@ -57,6 +57,10 @@ edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size
     j.set("matrix_types", std::move(types));
     j.set("weight_bytes", static_cast<uint64_t>(m.weight_bytes()));
     j.set("repacked_bytes", static_cast<uint64_t>(m.repacked_bytes()));
+    // Matrices mapped from a pack file beside the model (model/pack_file.h) and what the load did
+    // with it ("mapped <path>", "none at <path>", "refused: <why>").
+    j.set("pack_mapped_tensors", m.pack_mapped_tensors());
+    j.set("pack_file", m.pack_file_status());
     const ContextParams& cp = s.context_params();
     j.set("n_ctx", static_cast<int>(cp.n_ctx));
     j.set("n_parallel", static_cast<int>(cp.n_seq_max));

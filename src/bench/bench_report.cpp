@@ -46,7 +46,9 @@ std::vector<std::string> cells(const BenchRecord& r) {
   c.push_back(std::to_string(r.n_threads));
   c.push_back(std::to_string(r.n_batch));
   c.push_back(r.type_k == r.type_v ? r.type_k : r.type_k + "/" + r.type_v);  // K/V when they differ
-  c.push_back(r.repacked_bytes > 0 ? fmt("%.0f MiB", static_cast<double>(r.repacked_bytes) / kMiB) : "off");
+  c.push_back(r.repacked_bytes > 0 ? fmt("%.0f MiB", static_cast<double>(r.repacked_bytes) / kMiB)
+              : r.pack_bytes > 0  ? fmt("pack %.0f MiB", static_cast<double>(r.pack_bytes) / kMiB)
+                                  : "off");
   c.push_back(r.test_name());
   c.push_back(fmt("%.2f", r.avg_ts) + " ± " + fmt("%.2f", r.stddev_ts));
   c.push_back(r.cpu_ts > 0 ? fmt("%.2f", r.cpu_ts) : "-");
@@ -207,6 +209,7 @@ Json record_to_json(const BenchRecord& r) {
   j.set("isa", r.isa);
   j.set("repack", r.repack);
   j.set("repacked_bytes", r.repacked_bytes);
+  j.set("pack_bytes", r.pack_bytes);
   return j;
 }
 

@@ -377,6 +377,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
               r.type_v = kv_type_name(kv_type_v);
               r.repack = repack_mode_name(repack);
               r.repacked_bytes = model->repacked_bytes();
+              if (model->pack_file() != nullptr) r.pack_bytes = model->pack_file()->tensor_data_bytes();
               r.n_prompt = test.n_prompt;
               r.n_gen = test.n_gen;
               r.n_depth = depth;

@@ -104,6 +104,7 @@ struct BenchRecord {
   std::string isa;               // kernel ISA in use
   std::string repack;            // load mode asked for: auto / on / off
   uint64_t repacked_bytes = 0;   // anonymous memory holding repacked weights (0 = none repacked)
+  uint64_t pack_bytes = 0;       // repacked weights mapped from a pack file (model/pack_file.h; 0 = none)
 
   std::string test_name() const;  // "pp512", "tg128", "tg128 @ d4096"
 };

@@ -120,11 +120,13 @@ std::vector<TtftRecord> run_ttft_bench(const TtftParams& params, const std::func
     RandomTokens tokens(params.seed, 1);  // replaced once the vocabulary size is known
     std::string model_type;
     int32_t n_threads = 0;
+    bool pack_mapped = false;  // the load maps a pack file (model/pack_file.h) instead of repacking
     {
       // The model's type and vocabulary, and the service's resolved thread count, from a first
       // load (also the process's first: thread pool, kernel tables) that no row counts.
       const std::shared_ptr<const Model> model = Model::load(path, sp.load);
       model_type = describe_model_type(*model);
+      pack_mapped = model->pack_mapped_tensors() > 0;
       tokens = RandomTokens(params.seed, model->hparams().n_vocab);
       InferenceService service(model, sp);
       n_threads = service.context_params().n_threads_batch;
@@ -137,7 +139,7 @@ std::vector<TtftRecord> run_ttft_bench(const TtftParams& params, const std::func
       r.prompt_tokens = prompt;
       r.system_tokens = system;
       r.n_threads = n_threads;
-      r.repack = repack_mode_name(params.repack);
+      r.repack = std::string(repack_mode_name(params.repack)) + (pack_mapped ? " + pack file" : "");
       return r;
     };
 

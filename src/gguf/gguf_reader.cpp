@@ -411,7 +411,8 @@ void GgufFile::parse(const ReadOptions& options) {
     }
     const uint32_t raw_type = cur.read<uint32_t>("type of " + tq);
     const TensorTypeTraits* traits = find_tensor_type(raw_type);
-    if (traits == nullptr || !traits->is_weight_type || !traits->in_files) {
+    // Weight types, and raw I8 bytes (pack files); not the activation formats or internal layouts.
+    if (traits == nullptr || !traits->in_files || !(traits->is_weight_type || traits->type == TensorType::I8)) {
       const char* known = ggml_type_name(raw_type);
       cur.fail(ErrorCode::kUnsupported, tq + " has type id " + std::to_string(raw_type) +
                                             (known ? " (" + std::string(known) + ")" : std::string(" (not a ggml type)")) +

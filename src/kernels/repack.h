@@ -66,6 +66,12 @@ namespace edgellm::kernels {
 
 inline constexpr int64_t kPackRows = 16;
 
+// The revision of the X16 layouts above. Pack files (model/pack_file.h) store repacked matrices
+// and record this number: bump it whenever any layout here changes, so files written by an older
+// build are refused instead of being read with the wrong layout (the loader's spot check, which
+// repacks each tensor's first group and compares, catches a forgotten bump).
+inline constexpr uint32_t kPackedLayoutVersion = 1;
+
 // Q4_K_X16 super-block column: its size and where its parts start (layout above).
 inline constexpr int64_t kQ4KX16ColumnBytes = 2368;
 inline constexpr int64_t kQ4KX16Scales = 2048;

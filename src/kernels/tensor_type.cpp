@@ -25,6 +25,7 @@ constexpr TensorTypeTraits kTraits[] = {
     {TensorType::Q6_K, "q6_K", kQK_K, sizeof(BlockQ6_K), true, true, true},
     {TensorType::Q8_K, "q8_K", kQK_K, sizeof(BlockQ8_K), true, false, true},
     {TensorType::BF16, "bf16", 1, 2, false, true, true},
+    {TensorType::I8, "i8", 1, 1, false, false, true},
     {TensorType::Q4_0_X16, "q4_0x16", kQK4_0, sizeof(BlockQ4_0), true, true, false},
     {TensorType::Q5_0_X16, "q5_0x16", kQK5_0, sizeof(BlockQ5_0), true, true, false},
     {TensorType::Q8_0_X16, "q8_0x16", kQK8_0, sizeof(BlockQ8_0), true, true, false},

@@ -22,6 +22,9 @@ enum class TensorType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,  // activation format only (K-quant dot products)
+  // Raw bytes: never a weight the engine multiplies; pack files (model/pack_file.h) store the
+  // repacked matrices as I8 tensors of [packed row bytes, rows] so any GGUF reader can parse them.
+  I8 = 24,
   BF16 = 30,
   // EdgeLLM-internal layouts, never read from or written to a file (ids outside ggml's range).
   // Weights repacked at load time so 16 rows interleave in 4-byte groups (kernels/repack.h):

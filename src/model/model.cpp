@@ -161,7 +161,8 @@ void Model::bind(const ModelLoadParams& params) {
   }
   weight_bytes_ = b.bytes();
   own_vectors();
-  repack_weights(params);
+  use_pack_file(params);    // matrices it holds are mapped, already in the packed layout...
+  repack_weights(params);   // ...so this repacks only the others (none with a complete pack file)
 
   if (params.prefault) {
     for (const auto& t : file_->tensors()) {

@@ -61,11 +61,22 @@ struct LayerWeights {
 // resident total stays about the same.
 enum class RepackMode { kAuto, kOn, kOff };
 
+// Pack files (model/pack_file.h): the repacked matrices stored once beside the model and mapped
+// at load instead of repacked (no copy: the load costs milliseconds, the packed weights are clean
+// file pages). Only consulted when `repack` is not kOff.
+//   kAuto:    map the pack file (`pack_path`, or default_pack_file_path(model path) when that
+//             exists); when it is refused, log why (kWarn) and repack as `repack` says;
+//   kOff:     never look for one;
+//   kRequire: the pack file must be used: a refusal throws its Error (tools, tests).
+enum class PackFileMode { kAuto, kOff, kRequire };
+
 struct ModelLoadParams {
   // Touch every weight page after mapping (predictable first-token latency, costs load time).
   bool prefault = false;
   RepackMode repack = RepackMode::kAuto;
   int repack_threads = 0;  // 0 = the forward pass's default (the big cores), on the shared pool
+  PackFileMode pack_file = PackFileMode::kAuto;
+  std::string pack_path;   // "" = default_pack_file_path(model path) (none for in-memory models)
 };
 
 const char* repack_mode_name(RepackMode mode);
@@ -100,11 +111,18 @@ class Model {
   // Anonymous memory holding repacked matrices (0 when nothing was repacked), and their count.
   size_t repacked_bytes() const { return packed_.size(); }
   int repacked_tensors() const { return repacked_tensors_; }
+  // Matrices mapped from a pack file (0 when none was used), the file, and what the load did
+  // with it: "" (not looked for), "mapped <path>", "none at <path>" or "refused: <why>".
+  int pack_mapped_tensors() const { return pack_mapped_tensors_; }
+  const gguf::GgufFile* pack_file() const { return pack_file_.get(); }
+  const std::string& pack_file_status() const { return pack_status_; }
 
  private:
   Model() = default;
   void bind(const ModelLoadParams& params);
   void repack_weights(const ModelLoadParams& params);  // model_repack.cpp
+  void use_pack_file(const ModelLoadParams& params);   // model_pack.cpp
+  void map_pack_file(const std::string& path, bool any_isa);
   void own_vectors();
   std::vector<WeightView*> mutable_matrices();  // matrices(), for load-time rebinding
 
@@ -120,6 +138,9 @@ class Model {
   size_t weight_bytes_ = 0;
   AlignedBuffer packed_;
   int repacked_tensors_ = 0;
+  std::unique_ptr<gguf::GgufFile> pack_file_;  // mapped pack file; views point into it
+  int pack_mapped_tensors_ = 0;
+  std::string pack_status_;
   AlignedBuffer vectors_;  // the F32 vectors, copied out of the file (own_vectors)
 };
 
