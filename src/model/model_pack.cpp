@@ -1,6 +1,7 @@
 // Model::use_pack_file: maps a pack file (model/pack_file.h) and points the matrices it holds at
 // it, after checking everything that can be checked without reading the weights; a refused file
 // leaves the model untouched (all checks come before the first view is rebound).
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -20,6 +21,25 @@
 namespace edgellm {
 
 namespace {
+
+// Asks for the pack file's pages in 2 MiB folios, mapped as huge pages. Why: the forward pass
+// streams all of them every token, and 4 KiB mappings cost a TLB miss per 4 KiB (the repacked
+// buffer it replaces has huge pages, AlignedBuffer::advise_huge_pages). On a VM_HUGEPAGE file
+// mapping a page fault reads ahead in PMD-sized folios, which are then PMD-mapped; without it the
+// fault path reads small folios. Measured (TinyLlama pack file, 571 MiB, read from disk by
+// touching every page): 6 MiB PMD-mapped without the advice, 570 MiB with it; a later mapping of
+// the cached file touched every page in 30 ms (huge) vs 125-515 ms (small folios). Pages already
+// cached in small folios stay small until evicted (write_pack_file drops its own). A hint: no-op
+// where THP is off or the filesystem has no large folios.
+void advise_huge_pages(const MappedFile& map) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (map.is_mapped() && map.size() > 0) {
+    (void)::madvise(const_cast<uint8_t*>(map.data()), map.size(), MADV_HUGEPAGE);
+  }
+#else
+  (void)map;
+#endif
+}
 
 bool file_exists(const std::string& path) {
   struct stat st {};
@@ -56,6 +76,7 @@ void Model::use_pack_file(const ModelLoadParams& params) {
 
 void Model::map_pack_file(const std::string& path, bool any_isa) {
   std::unique_ptr<gguf::GgufFile> pack = gguf::GgufFile::open(path);  // kIo / kInvalidFile naming the path
+  advise_huge_pages(pack->mapping());  // before any tensor page is faulted in
   const std::string where = "pack file '" + path + "'";
   const auto remake = std::string(": rebuild it with `edgellm pack ") +
                       (file_->mapping().path().empty() ? std::string("<model>") : file_->mapping().path()) + "`";
