@@ -157,12 +157,14 @@ void Model::map_pack_file(const std::string& path, bool any_isa) {
     kernels::repack_rows(w->type, w->data, group.data(), w->n_in, 0, kernels::kPackRows);
     require(std::memcmp(group.data(), t.data, group.size()) == 0, ErrorCode::kInvalidFile,
             tq + ": its first rows are not the repacked rows of the model (stale layout or foreign data)" + remake);
-    const MappedFile& map = file_->mapping();
-    map.release_pages(static_cast<size_t>(w->data - map.data()), w->row_bytes * static_cast<size_t>(kernels::kPackRows));
     bindings.push_back({w, *expected, &t});
   }
-  // Every check passed: rebind.
+  // Every check passed: rebind. The model file's pages of these matrices are never read again:
+  // drop the few the fingerprint and the spot check mapped (as repack_weights drops all it read),
+  // so the resident set holds the packed copy only.
+  const MappedFile& map = file_->mapping();
   for (const Binding& b : bindings) {
+    map.release_pages(static_cast<size_t>(b.w->data - map.data()), b.w->row_bytes * static_cast<size_t>(b.w->n_out));
     b.w->type = b.packed;
     b.w->data = b.t->data;
     b.w->row_bytes = tensor_row_bytes(b.packed, b.w->n_in);
