@@ -87,13 +87,65 @@ size_t available_memory_bytes() {
   return static_cast<size_t>(available);
 }
 
+namespace {
+
+// Buffers from this size on are mapped directly (anonymous, private): the kernel hands out
+// zero pages lazily, on first touch. Why: zero-filling a buffer up front faults in every page at
+// creation, though most of a KV pool or a prompt-sized scratch buffer is never touched by a
+// short request (page faults cost ~0.25 us each on bare metal, several times that on some
+// guests: a TinyLlama Context took 300-490 ms to create here, docs/benchmarks.md). The heap
+// cannot promise zeros (glibc reuses freed chunks above its mmap threshold), so memset stays
+// for small buffers.
+// Not under AddressSanitizer: its heap redzones are what catches an overrun of these buffers.
+constexpr size_t kMapDirectlyBytes = size_t{256} << 10;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+#else
+constexpr bool kAsan = false;
+#endif
+
+// The length of the direct mapping holding a buffer of `bytes`, 0 when it lives on the heap.
+// The size alone decides (a failed mapping throws, it never falls back to the heap), so the
+// buffer needs no flag to know how to free itself.
+size_t mapped_length(size_t bytes) {
+#if defined(__linux__)
+  if (kAsan || bytes < kMapDirectlyBytes) return 0;
+  const long p = ::sysconf(_SC_PAGESIZE);
+  const size_t page = p > 0 ? static_cast<size_t>(p) : 4096;
+  return (bytes + page - 1) / page * page;
+#else
+  (void)bytes;
+  return 0;
+#endif
+}
+
+}  // namespace
+
 AlignedBuffer::AlignedBuffer(size_t bytes, const char* what) : AlignedBuffer(bytes, what, Uninitialized{}) {
-  if (data_) std::memset(data_, 0, (size_ + kAlignment - 1) / kAlignment * kAlignment);
+  if (data_ && mapped_length(size_) == 0) std::memset(data_, 0, (size_ + kAlignment - 1) / kAlignment * kAlignment);
 }
 
 AlignedBuffer::AlignedBuffer(size_t bytes, const char* what, Uninitialized) {
   if (bytes == 0) return;
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (const size_t len = mapped_length(bytes); len != 0) {
+#if defined(__linux__)
+    void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      throw Error(ErrorCode::kOutOfMemory, std::string("cannot map ") + std::to_string(bytes) + " bytes for " + what);
+    }
+    data_ = static_cast<uint8_t*>(m);  // page-aligned, so kAlignment-aligned; reads as zeros
+    size_ = bytes;
+    engine_memory().add(size_);
+    return;
+#endif
+  }
   void* p = ::operator new(rounded, std::align_val_t(kAlignment), std::nothrow);
   if (!p) {
     throw Error(ErrorCode::kOutOfMemory, std::string("cannot allocate ") + std::to_string(bytes) + " bytes for " + what);
@@ -149,7 +201,15 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
 
 void AlignedBuffer::release() noexcept {
   if (data_) {
+#if defined(__linux__)
+    if (mapped_length(size_) != 0) {
+      (void)::munmap(data_, mapped_length(size_));
+    } else {
+      ::operator delete(data_, std::align_val_t(kAlignment));
+    }
+#else
     ::operator delete(data_, std::align_val_t(kAlignment));
+#endif
     engine_memory().sub(size_);
   }
   data_ = nullptr;
