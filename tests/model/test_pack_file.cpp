@@ -129,6 +129,8 @@ TEST(PackFile, MappedWeightsGiveTheLogitsOfRepackAtLoad) {
   for (const TensorType type :
        {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
     for (const bool tied : {false, true}) {
+      // Tied heads (token_embd follows the mapped head) for one legacy and one K type: CI time.
+      if (tied && type != TensorType::Q4_0 && type != TensorType::Q4_K) continue;
       const std::string what = std::string(tensor_type_name(type)) + (tied ? " tied" : "");
       const std::string path = model_file(spec_for(type, tied), std::string("pack_") + tensor_type_name(type));
       write_pack_of(path, default_pack_file_path(path));
