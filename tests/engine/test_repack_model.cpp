@@ -23,6 +23,7 @@
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
 #include "model/model.h"
+#include "support/prompt_logits.h"
 #include "support/synthetic_model.h"
 #include "support/test_env.h"
 
@@ -60,30 +61,7 @@ test::SyntheticModelSpec spec_for(TensorType type, bool tied, int32_t n_vocab) {
   return s;
 }
 
-// Logits of a 21-token prompt (last entry) and of 4 more single-token steps, concatenated.
-std::vector<float> run(const Model& model) {
-  ContextParams p;
-  p.n_ctx = 64;
-  p.n_batch = 16;  // the prompt runs as two chunks: 16-token tiles and a 5-token remainder
-  p.n_threads = 2;
-  p.kv_type = TensorType::F32;
-  Context ctx(model, p);
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 21; ++i) prompt.push_back((i * 37 + 5) % model.hparams().n_vocab);
-  Batch b;
-  b.add_sequence(0, prompt, 0);
-  ctx.decode(b);
-  const int32_t nv = model.hparams().n_vocab;
-  std::vector<float> out(ctx.logits(0), ctx.logits(0) + nv);
-  int32_t pos = static_cast<int32_t>(prompt.size());
-  for (int step = 0; step < 4; ++step) {
-    Batch one;
-    one.add(0, (step * 11 + 3) % nv, pos++, true);
-    ctx.decode(one);
-    out.insert(out.end(), ctx.logits(0), ctx.logits(0) + nv);
-  }
-  return out;
-}
+std::vector<float> run(const Model& model) { return test::prompt_and_step_logits(model, 4); }
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
   ASSERT_EQ(got.size(), ref.size());

@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "core/error.h"
-#include "engine/context.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
 #include "model/model.h"
 #include "model/pack_file.h"
 #include "support/isa_guard.h"
+#include "support/prompt_logits.h"
 #include "support/synthetic_model.h"
 #include "support/test_env.h"
 
@@ -45,30 +45,7 @@ test::SyntheticModelSpec spec_for(TensorType type, bool tied, uint64_t seed = 7)
 
 constexpr int kMatrices = 2 * 7 + 1;  // 7 per layer and the head
 
-// Logits of a 21-token prompt (two chunks: 16 + 5 tokens) and 3 single-token steps, concatenated.
-std::vector<float> run(const Model& model) {
-  ContextParams p;
-  p.n_ctx = 64;
-  p.n_batch = 16;
-  p.n_threads = 2;
-  p.kv_type = TensorType::F32;
-  Context ctx(model, p);
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 21; ++i) prompt.push_back((i * 37 + 5) % model.hparams().n_vocab);
-  Batch b;
-  b.add_sequence(0, prompt, 0);
-  ctx.decode(b);
-  const int32_t nv = model.hparams().n_vocab;
-  std::vector<float> out(ctx.logits(0), ctx.logits(0) + nv);
-  int32_t pos = static_cast<int32_t>(prompt.size());
-  for (int step = 0; step < 3; ++step) {
-    Batch one;
-    one.add(0, (step * 11 + 3) % nv, pos++, true);
-    ctx.decode(one);
-    out.insert(out.end(), ctx.logits(0), ctx.logits(0) + nv);
-  }
-  return out;
-}
+std::vector<float> run(const Model& model) { return test::prompt_and_step_logits(model, 3); }
 
 // Bit-identical: the same kernels multiply the same packed bytes.
 void expect_same_logits(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
