@@ -35,7 +35,7 @@ for src in "$root"/tests/kernels/test_*.cpp; do
   name=$(basename "$src" .cpp)
   kernel_tests+=("kernels_$name")
 done
-tests=("${kernel_tests[@]}" gguf_test_gguf_reader engine_test_reference_greedy tools_test_cli_run)
+tests=("${kernel_tests[@]}" gguf_test_gguf_reader model_test_pack_file engine_test_reference_greedy tools_test_cli_run)
 # The C ABI: libedgellm.so (exports checked with the cross binutils), its header checks, the C
 # examples and tests/api (run once, on the default ISA, below). Absent until src/api exists.
 api_targets=()

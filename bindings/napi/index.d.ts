@@ -18,6 +18,12 @@ export interface LoadOptions {
   chatTemplate?: string;      // a built-in template name or a file; default: the model's
   pinThreads?: boolean;
   powerMode?: 'performance' | 'balanced' | 'efficiency';
+  packDir?: string;           // where pack files are looked for (see pack); '' = never; default: beside the model
+}
+
+export interface PackOptions {
+  packDir?: string;           // default: beside the model (an app's install folder is read-only: use its cache folder)
+  threads?: number;           // 0: the default count
 }
 
 export interface GenerateOptions {
@@ -115,6 +121,8 @@ export interface ModelInfo {
   matrix_types: Record<string, number>;  // weight type -> number of matrices
   weight_bytes: number;
   repacked_bytes: number;
+  pack_mapped_tensors: number;     // matrices mapped from a pack file
+  pack_file: string;               // 'mapped PATH', 'none at PATH', 'refused: WHY' or 'off'
   n_ctx: number;                   // the memory plan: context, sequences, KV type and block size
   n_parallel: number;
   kv_type: string;                 // K
@@ -165,4 +173,9 @@ export declare class Model {
 }
 
 export function load(modelPath: string, options?: LoadOptions): Promise<Model>;
+// Writes the model's pack file, "<packDir>/<model file name>.x16.pack": its weights in the layout
+// this library's kernels use, so later loads (with the same packDir) map it in milliseconds
+// instead of repacking (~1 s per GB). About the model's size; written atomically. Runs on a
+// worker thread, seconds for a 1-3B model: call it once after installing or updating a model.
+export function pack(modelPath: string, options?: PackOptions): Promise<void>;
 export function version(): string;

@@ -58,7 +58,7 @@ extern "C" {
 EDGELLM_API const char* edgellm_version(void);
 /* Bumped whenever a struct or a signature of this header changes: compare it with
  * EDGELLM_ABI_VERSION to detect a header / library mismatch. */
-#define EDGELLM_ABI_VERSION 3
+#define EDGELLM_ABI_VERSION 4
 EDGELLM_API uint32_t edgellm_abi_version(void);
 
 /* ------------------------------------------------------------------------------ statuses */
@@ -177,6 +177,14 @@ typedef struct edgellm_service_params {
   /* ABI 3. The V cache type when it differs from kv_type (llama.cpp's --cache-type-v);
    * EDGELLM_KV_SAME (the default): kv_type. */
   edgellm_kv_type kv_type_v;
+  /* ABI 4. Where pack files are looked for (edgellm_pack_model): NULL (the default) = beside the
+   * model, "<model path>.x16.pack"; a folder = "<pack_dir>/<model file name>.x16.pack" (an app's
+   * writable cache folder when the model sits in a read-only one; a hot swap looks there for
+   * the new model's); "" = never map a pack file. A pack file that is missing or does not fit
+   * (another model file, another library version's layouts, a CPU without the kernels) is not
+   * an error: the load repacks as `repack` says, and edgellm_model_info_json's "pack_file" says
+   * why. Unused with repack OFF. */
+  const char* pack_dir;
 } edgellm_service_params;
 
 EDGELLM_API edgellm_service_params edgellm_service_default_params(void);
@@ -187,6 +195,17 @@ EDGELLM_API edgellm_service_params edgellm_service_default_params(void);
  * Any thread. */
 EDGELLM_API edgellm_status edgellm_service_create(const char* model_path, const edgellm_service_params* params,
                                                   edgellm_service** out);
+
+/* ABI 4. Writes the pack file of the model at model_path: its matrices in the interleaved layout
+ * this library's kernels multiply (the repacking a load with repack AUTO does, ~1 s per GB), so
+ * that later loads map them in milliseconds instead. Written to "<pack_dir>/<model file
+ * name>.x16.pack" (pack_dir NULL: beside the model), atomically: a temporary file renamed over
+ * the old one, so a crash or a full disk (IO) leaves the previous file or none, never a torn one.
+ * About the size of the model; a service using this model need not be stopped (it keeps what it
+ * loaded). n_threads 0: the default count. Blocks (seconds for a 1-3B model): call it off the
+ * UI thread, e.g. once after installing or updating a model. Any thread. INVALID_ARGUMENT: NULL
+ * model_path, or a model with no matrix to repack; IO, INVALID_FILE, UNSUPPORTED as for a load. */
+EDGELLM_API edgellm_status edgellm_pack_model(const char* model_path, const char* pack_dir, int32_t n_threads);
 
 /* Cancels every waiting and running request (each gets on_finish with CANCELLED before this
  * returns), stops the scheduler thread and frees the service. NULL: no-op, OK. Returns

@@ -60,6 +60,13 @@ ServiceParams to_service_params(const edgellm_service_params& p) {
   sp.step_tokens = p.step_tokens;
   sp.warmup_min_free_bytes = static_cast<size_t>(p.warmup_min_free_bytes);
   if (p.chat_template != nullptr) sp.chat_template = p.chat_template;
+  if (p.pack_dir != nullptr) {
+    if (p.pack_dir[0] == '\0') {
+      sp.load.pack_file = PackFileMode::kOff;
+    } else {
+      sp.load.pack_dir = p.pack_dir;
+    }
+  }
   return sp;
 }
 
@@ -217,6 +224,7 @@ edgellm_service_params edgellm_service_default_params(void) {
   p.kv_budget_fraction = 0;
   p.power_mode = EDGELLM_POWER_NONE;
   p.kv_type_v = EDGELLM_KV_SAME;
+  p.pack_dir = nullptr;
   return p;
 }
 

@@ -64,7 +64,7 @@ enum class RepackMode { kAuto, kOn, kOff };
 // Pack files (model/pack_file.h): the repacked matrices stored once beside the model and mapped
 // at load instead of repacked (no copy: the load costs milliseconds, the packed weights are clean
 // file pages). Only consulted when `repack` is not kOff.
-//   kAuto:    map the pack file (`pack_path`, or default_pack_file_path(model path) when that
+//   kAuto:    map the pack file (`pack_path`, or pack_file_path(model path, pack_dir) when that
 //             exists); when it is refused, log why (kWarn) and repack as `repack` says;
 //   kOff:     never look for one;
 //   kRequire: the pack file must be used: a refusal throws its Error (tools, tests).
@@ -76,7 +76,11 @@ struct ModelLoadParams {
   RepackMode repack = RepackMode::kAuto;
   int repack_threads = 0;  // 0 = the forward pass's default (the big cores), on the shared pool
   PackFileMode pack_file = PackFileMode::kAuto;
-  std::string pack_path;   // "" = default_pack_file_path(model path) (none for in-memory models)
+  std::string pack_path;   // "" = pack_file_path(model path, pack_dir) (none for in-memory models)
+  // Where pack files live when pack_path is "": "" = beside the model. A folder instead keeps
+  // them out of a read-only install location (an app's cache folder) and still follows the
+  // model on a hot swap: the name is the model file's.
+  std::string pack_dir;
 };
 
 const char* repack_mode_name(RepackMode mode);

@@ -49,7 +49,10 @@ bool file_exists(const std::string& path) {
 }  // namespace
 
 void Model::use_pack_file(const ModelLoadParams& params) {
-  if (params.repack == RepackMode::kOff || params.pack_file == PackFileMode::kOff) return;
+  if (params.repack == RepackMode::kOff || params.pack_file == PackFileMode::kOff) {
+    pack_status_ = "off";
+    return;
+  }
   std::string path = params.pack_path;
   if (path.empty()) {
     if (file_->mapping().path().empty()) {
@@ -57,7 +60,7 @@ void Model::use_pack_file(const ModelLoadParams& params) {
               "a pack file is required but the model is not a file and no pack_path was given");
       return;
     }
-    path = default_pack_file_path(file_->mapping().path());
+    path = pack_file_path(file_->mapping().path(), params.pack_dir);
     // The default location is only a guess: its absence is the normal case, not a refusal.
     if (params.pack_file == PackFileMode::kAuto && !file_exists(path)) {
       pack_status_ = "none at " + path;

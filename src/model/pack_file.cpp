@@ -46,6 +46,13 @@ std::string default_pack_file_path(const std::string& model_path) {
   return model_path + "." + kPackLayoutFamily + ".pack";
 }
 
+std::string pack_file_path(const std::string& model_path, const std::string& dir) {
+  if (dir.empty()) return default_pack_file_path(model_path);
+  const size_t slash = model_path.find_last_of('/');
+  const std::string name = slash == std::string::npos ? model_path : model_path.substr(slash + 1);
+  return (dir.back() == '/' ? dir : dir + "/") + default_pack_file_path(name);
+}
+
 PackFileStats write_pack_file(const Model& model, const std::string& path, int n_threads) {
   std::vector<PackedMatrix> matrices;
   for (const WeightView* w : model.matrices()) {

@@ -59,6 +59,8 @@ inline constexpr const char* kPackKeyTypes = "edgellm.pack.types";
 
 // Where a model's pack file lives by default: "<model path>.x16.pack".
 std::string default_pack_file_path(const std::string& model_path);
+// The same name in folder `dir` ("<dir>/<model file name>.x16.pack"); dir "" = beside the model.
+std::string pack_file_path(const std::string& model_path, const std::string& dir);
 
 struct PackFileStats {
   int tensors = 0;

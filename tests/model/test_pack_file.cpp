@@ -155,7 +155,7 @@ TEST(PackFile, AbsentDefaultIsNotAnErrorAndRepackOffIgnoresIt) {
   ModelLoadParams off;
   off.repack = RepackMode::kOff;
   const auto portable = Model::load(path, off);
-  EXPECT_EQ(portable->pack_file_status(), "");
+  EXPECT_EQ(portable->pack_file_status(), "off");
   EXPECT_EQ(portable->layer(0).wq.type, TensorType::Q8_0);
   // An explicit path that does not exist is a refusal (kRequire: an error naming it).
   ErrorCode code{};
@@ -163,6 +163,30 @@ TEST(PackFile, AbsentDefaultIsNotAnErrorAndRepackOffIgnoresIt) {
   EXPECT_EQ(code, ErrorCode::kIo);
   EXPECT_NE(e.find(".missing"), std::string::npos) << e;
   std::filesystem::remove(default_pack_file_path(path));
+}
+
+// pack_dir (an app's writable cache folder; the C ABI's service_params.pack_dir): the pack file
+// is looked for as "<dir>/<model file name>.x16.pack", not beside the model, and mapped from there.
+TEST(PackFile, PackDirHoldsItUnderTheModelsName) {
+  const std::string path = model_file(spec_for(TensorType::Q4_0, false), "pack_dir_model");
+  const std::string dir = test::temp_dir() + "/pack_dir_cache";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string in_dir = dir + "/pack_dir_model.gguf.x16.pack";
+  EXPECT_EQ(pack_file_path(path, dir), in_dir);
+  EXPECT_EQ(pack_file_path(path, dir + "/"), in_dir);
+  EXPECT_EQ(pack_file_path(path, ""), default_pack_file_path(path));
+  write_pack_of(path, in_dir);
+  ModelLoadParams lp;
+  lp.pack_dir = dir;
+  const auto m = Model::load(path, lp);
+  EXPECT_EQ(m->pack_file_status(), "mapped " + in_dir);
+  EXPECT_EQ(m->pack_mapped_tensors(), kMatrices);
+  expect_same_logits(run(*m), run(*repacked_at_load(path)), "mapped from pack_dir");
+  // Beside the model there is none, and without pack_dir the load does not find the folder's.
+  const auto beside = Model::load(path);
+  EXPECT_EQ(beside->pack_file_status(), "none at " + default_pack_file_path(path));
+  std::filesystem::remove_all(dir);
 }
 
 // A bad pack file: kRequire throws `code` with `fragment` in the message; kAuto logs, falls back

@@ -23,6 +23,8 @@ napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core);
 
 // load(modelPath, options?) -> Promise<Model>.
 napi_value load(napi_env env, napi_callback_info info);
+// pack(modelPath, options?: { packDir, threads }) -> Promise<void> (pack.cpp).
+napi_value pack(napi_env env, napi_callback_info info);
 
 // Model.generate: a Generation { id, result, cancel } (never throws for bad input: the result
 // promise rejects). core may hold a released service (result rejects with SHUT_DOWN).

@@ -1,4 +1,4 @@
-// Module entry: exports { load, Model, version } and registers with the host
+// Module entry: exports { load, pack, Model, version } and registers with the host
 // (compat.h: NAPI_MODULE for Node.js, napi_module_register from a constructor for OHOS).
 #include "addon.h"
 #include "js.h"
@@ -48,11 +48,13 @@ napi_value init(napi_env env, napi_value exports) {
     throw_napi_failure(env, "napi_set_instance_data");
     return nullptr;
   }
-  napi_value load_fn = nullptr, version_fn = nullptr;
+  napi_value load_fn = nullptr, pack_fn = nullptr, version_fn = nullptr;
   if (!define_model_class(env, exports, data) ||
       napi_create_function(env, "load", NAPI_AUTO_LENGTH, load, nullptr, &load_fn) != napi_ok ||
+      napi_create_function(env, "pack", NAPI_AUTO_LENGTH, pack, nullptr, &pack_fn) != napi_ok ||
       napi_create_function(env, "version", NAPI_AUTO_LENGTH, version, nullptr, &version_fn) != napi_ok ||
-      !set_property(env, exports, "load", load_fn) || !set_property(env, exports, "version", version_fn)) {
+      !set_property(env, exports, "load", load_fn) || !set_property(env, exports, "pack", pack_fn) ||
+      !set_property(env, exports, "version", version_fn)) {
     throw_napi_failure(env, "module init");
     return nullptr;
   }

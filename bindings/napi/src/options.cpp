@@ -127,6 +127,10 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
     if (!read_string(env, t, &out->chat_template)) r.fail("options.chatTemplate must be a string");
     p.chat_template = out->chat_template.c_str();
   }
+  if (napi_value d = r.field("packDir")) {
+    if (!read_string(env, d, &out->pack_dir)) r.fail("options.packDir must be a string");
+    p.pack_dir = out->pack_dir.c_str();
+  }
   if (!r.ok()) {
     *error = r.error();
     return false;

@@ -17,10 +17,11 @@ namespace edgellm_napi {
 
 // LoadOptions: { contextSize, threads, batchThreads, kvType: 'f16'|'f32'|'q8_0', maxQueued,
 // parallel, stepTokens, kvBudgetBytes, repack: 'auto'|'on'|'off', chatTemplate, pinThreads,
-// powerMode: 'performance'|'balanced'|'efficiency' }.
+// powerMode: 'performance'|'balanced'|'efficiency', packDir }.
 struct LoadConfig {
   std::string model_path;
   std::string chat_template;  // params.chat_template points here when set
+  std::string pack_dir;       // params.pack_dir points here when set
   edgellm_service_params params{};
 };
 // False with *error set when the path or an option is malformed.
