@@ -168,6 +168,7 @@ TEST(PackFile, AbsentDefaultIsNotAnErrorAndRepackOffIgnoresIt) {
 // pack_dir (an app's writable cache folder; the C ABI's service_params.pack_dir): the pack file
 // is looked for as "<dir>/<model file name>.x16.pack", not beside the model, and mapped from there.
 TEST(PackFile, PackDirHoldsItUnderTheModelsName) {
+  if (!has_simd_packed_kernels()) GTEST_SKIP() << "no SIMD packed kernels on " << kernels::isa_name(kernels::active_isa());
   const std::string path = model_file(spec_for(TensorType::Q4_0, false), "pack_dir_model");
   const std::string dir = test::temp_dir() + "/pack_dir_cache";
   std::filesystem::remove_all(dir);
