@@ -11,7 +11,7 @@
 #   scripts/fuzz-long.sh HOURS [BUILD_DIR]          (BUILD_DIR default build-fuzz: `make fuzz`)
 #
 # Environment: FUZZ_NICE (default 19), FUZZ_TARGETS (space-separated short names, default all),
-# FUZZ_BUDGET (wall or cpu, see below), FUZZ_ROUND_SECONDS,
+# FUZZ_BUDGET (wall or cpu, see below), FUZZ_ROUND_SECONDS, FUZZ_TIMEOUT (seconds per input, 120),
 # EDGELLM_TESTDATA (default ../shared). Findings (crash-*, leak-*, timeout-*, oom-* reproducers)
 # are kept in BUILD_DIR/fuzz-artifacts/<fuzzer>/; reproduce one with
 #   BUILD_DIR/fuzz_<target> BUILD_DIR/fuzz-artifacts/fuzz_<target>/crash-<sha1>
@@ -33,6 +33,9 @@ nice_level=${FUZZ_NICE:-19}
 # wall time - on a shared machine under nice a wall-time hour can be minutes of fuzzing.
 budget_kind=${FUZZ_BUDGET:-wall}
 round_seconds=${FUZZ_ROUND_SECONDS:-900}
+# libFuzzer's -timeout is wall time per input: at nice 19 on a busy machine a 2 s input was
+# starved to 21 s and reported as a timeout. 120 s still catches a real hang.
+timeout=${FUZZ_TIMEOUT:-120}
 case $budget_kind in wall|cpu) ;; *) echo "fuzz-long: FUZZ_BUDGET must be wall or cpu" >&2; exit 2 ;; esac
 max_len=65536
 
@@ -81,7 +84,7 @@ for bin in "${fuzzers[@]}"; do
       chunk=$seconds
     fi
     { time nice -n "$nice_level" "$bin" "$corpus" -max_total_time="$chunk" -max_len=$max_len -rss_limit_mb=2048 \
-        -timeout=20 -report_slow_units=100000 -print_final_stats=1 -artifact_prefix="$artifacts/" > "$work/$short.round.log" 2>&1 || true; } \
+        -timeout=$timeout -report_slow_units=100000 -print_final_stats=1 -artifact_prefix="$artifacts/" > "$work/$short.round.log" 2>&1 || true; } \
         2> "$work/$short.time"
     cat "$work/$short.round.log" >> "$work/$short.log"
     read -r w u s < "$work/$short.time"
@@ -110,7 +113,7 @@ for bin in "${fuzzers[@]}"; do
   # Minimise: the smallest set covering the old kept corpus and everything this run found.
   merged=$work/$short-merged
   mkdir -p "$merged"
-  nice -n "$nice_level" "$bin" -merge=1 -use_counters=0 -max_len=$max_len -rss_limit_mb=2048 -timeout=20 "$merged" "$kept" "$corpus" \
+  nice -n "$nice_level" "$bin" -merge=1 -use_counters=0 -max_len=$max_len -rss_limit_mb=2048 -timeout=$timeout "$merged" "$kept" "$corpus" \
       > "$work/$short-merge.log" 2>&1 || { echo "fuzz-long: merge failed for $name" >&2; tail -20 "$work/$short-merge.log" >&2; continue; }
   rm -f "$kept"/*
   cp "$merged"/* "$kept"/ 2>/dev/null || true
