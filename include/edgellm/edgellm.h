@@ -199,12 +199,17 @@ EDGELLM_API edgellm_status edgellm_service_create(const char* model_path, const 
 /* ABI 4. Writes the pack file of the model at model_path: its matrices in the interleaved layout
  * this library's kernels multiply (the repacking a load with repack AUTO does, ~1 s per GB), so
  * that later loads map them in milliseconds instead. Written to "<pack_dir>/<model file
- * name>.x16.pack" (pack_dir NULL: beside the model), atomically: a temporary file renamed over
- * the old one, so a crash or a full disk (IO) leaves the previous file or none, never a torn one.
+ * name>.x16.pack" (pack_dir NULL: beside the model; "" is INVALID_ARGUMENT), atomically: a
+ * temporary file of its own ("<pack file>.tmp.XXXXXX") renamed over the old one, so a full disk
+ * (IO) leaves the previous file or none, never a torn one, and concurrent calls for one model
+ * each leave a whole file (the last rename wins); a killed process can leave its temporary file.
  * About the size of the model; a service using this model need not be stopped (it keeps what it
- * loaded). n_threads 0: the default count. Blocks (seconds for a 1-3B model): call it off the
- * UI thread, e.g. once after installing or updating a model. Any thread. INVALID_ARGUMENT: NULL
- * model_path, or a model with no matrix to repack; IO, INVALID_FILE, UNSUPPORTED as for a load. */
+ * loaded; its steps may wait while a slab is repacked on the shared threads). n_threads 0: the
+ * default count, at most 256. Blocks (seconds for a 1-3B model): call it off the UI thread, e.g.
+ * once after installing or updating a model. Any thread. INVALID_ARGUMENT: NULL model_path,
+ * n_threads out of range, or a model with no matrix to repack; UNSUPPORTED: this CPU has no SIMD
+ * kernels for the model's interleaved layouts (loads here would refuse the file, so none is
+ * written); IO, INVALID_FILE as for a load. */
 EDGELLM_API edgellm_status edgellm_pack_model(const char* model_path, const char* pack_dir, int32_t n_threads);
 
 /* Cancels every waiting and running request (each gets on_finish with CANCELLED before this

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -420,13 +421,16 @@ std::vector<uint8_t> GgufWriter::write_to_bytes(const TensorDataFn& fill) {
 }
 
 void GgufWriter::write(const std::string& path, const TensorDataFn& fill) {
-  const std::string tmp = path + ".tmp";
-  int fd;
-  do {
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (fd < 0 && errno == EINTR);
+  // A temporary name of its own (mkstemp), not "<path>.tmp": two writers of the same path (an app
+  // packing a model twice at once, an app and the CLI) must not truncate and interleave one file
+  // that one of them then renames into place. The last rename wins, with a whole file.
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmp.data());  // POSIX (mkostemp needs _GNU_SOURCE, which musl builds lack)
   if (fd < 0) throw Error(ErrorCode::kIo, "cannot create '" + tmp + "': " + std::strerror(errno));
   try {
+    (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    // mkstemp creates 0600; a model file is as readable as one written by open(..., 0644).
+    if (::fchmod(fd, 0644) != 0) throw Error(ErrorCode::kIo, "cannot chmod '" + tmp + "': " + std::strerror(errno));
     FileOutput out(fd, tmp);
     emit(out, fill);
     out.flush();

@@ -7,8 +7,10 @@
 //     first, then the callback streams each tensor's bytes, one tensor at a time, so a quantizer
 //     never holds more than one tensor of a 7B model in memory.
 //
-// write(path) writes to "<path>.tmp", fsyncs, then renames over `path`; on any failure (disk full,
-// callback exception) the temporary file is removed and the error names the path and errno text.
+// write(path) writes to a new "<path>.tmp.XXXXXX" (mkstemp: concurrent writers of one path each
+// have their own), fsyncs, then renames over `path`; on any failure (disk full, callback
+// exception) the temporary file is removed and the error names the path and errno text. A killed
+// process leaves its temporary file behind.
 #pragma once
 
 #include <cstddef>

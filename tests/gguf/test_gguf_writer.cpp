@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -277,7 +278,7 @@ TEST(GgufWriter, WriteFileAtomically) {
   const float x[32] = {};
   w.add_tensor("x", TensorType::F32, {32}, x, sizeof(x));
   w.write(path);
-  EXPECT_FALSE(edgellm::test::file_exists(path + ".tmp"));
+  EXPECT_FALSE(edgellm::test::temp_file_left(path));
   auto f = GgufFile::open(path);
   EXPECT_EQ(f->get_string("general.architecture"), "llama");
   EXPECT_EQ(f->file_size(), w.file_size());
@@ -290,7 +291,7 @@ TEST(GgufWriter, WriteFileAtomically) {
     throw Error(ErrorCode::kCancelled, "stop");
   }), Error);
   EXPECT_FALSE(edgellm::test::file_exists(path2));
-  EXPECT_FALSE(edgellm::test::file_exists(path2 + ".tmp"));
+  EXPECT_FALSE(edgellm::test::temp_file_left(path2));
 
   try {
     w.write(dir + "/no/such/dir/out.gguf");
@@ -298,6 +299,53 @@ TEST(GgufWriter, WriteFileAtomically) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
     EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
+  }
+}
+
+// Two writers of one path at once (an app packing a model twice, an app and the CLI): each writes
+// its own temporary file, so the file left is one writer's, whole — never a truncated mix (with a
+// shared "<path>.tmp", the second open's O_TRUNC punched a hole into the first writer's data,
+// which it then renamed into place).
+TEST(GgufWriter, ConcurrentWritersOfOnePathLeaveOneWholeFile) {
+  const std::string path = edgellm::test::temp_dir() + "/race.gguf";
+  constexpr int64_t kFloats = 1 << 20;  // 4 MiB each, written in 64 KiB pieces
+  auto write_filled = [&](uint8_t byte) {
+    GgufWriter w;
+    w.add_tensor_info("t", TensorType::F32, {kFloats});
+    w.write(path, [byte](size_t, const WriterTensor& t, TensorSink& sink) {
+      std::vector<uint8_t> chunk(1 << 16, byte);
+      for (size_t at = 0; at < t.n_bytes; at += chunk.size()) {
+        sink.write(chunk.data(), chunk.size());
+        std::this_thread::yield();
+      }
+    });
+  };
+  for (int round = 0; round < 4; ++round) {
+    std::string errors[2];
+    auto run = [&](int i, uint8_t byte) {
+      try {
+        write_filled(byte);
+      } catch (const Error& e) {
+        errors[i] = e.what();  // the shared-name version failed here: the rename found no file
+      }
+    };
+    std::thread a(run, 0, uint8_t{0x11});
+    std::thread b(run, 1, uint8_t{0x22});
+    a.join();
+    b.join();
+    EXPECT_EQ(errors[0], "");
+    EXPECT_EQ(errors[1], "");
+    const auto f = GgufFile::open(path);
+    ASSERT_EQ(f->tensors().size(), 1u);
+    const uint8_t* d = f->tensors()[0].data;
+    const size_t n = f->tensors()[0].n_bytes;
+    ASSERT_EQ(n, static_cast<size_t>(kFloats) * 4);
+    const uint8_t first = d[0];
+    EXPECT_TRUE(first == 0x11 || first == 0x22) << int(first);
+    size_t mixed = 0;
+    for (size_t i = 0; i < n; ++i) mixed += d[i] != first;
+    EXPECT_EQ(mixed, 0u) << "round " << round << ": bytes not from the writer whose file won";
+    EXPECT_FALSE(edgellm::test::temp_file_left(path));
   }
 }
 
@@ -326,7 +374,7 @@ TEST(GgufWriter, DiskFullReportsErrnoAndRemovesTemp) {
   signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find(std::strerror(EFBIG)), std::string::npos) << message;
   EXPECT_NE(message.find("big.gguf.tmp"), std::string::npos) << message;
-  EXPECT_FALSE(edgellm::test::file_exists(path + ".tmp"));
+  EXPECT_FALSE(edgellm::test::temp_file_left(path));
   EXPECT_FALSE(edgellm::test::file_exists(path));
 }
 

@@ -130,7 +130,7 @@ TEST(QuantizeModel, InjectedWriteErrorLeavesOutputUntouched) {
     EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos);
   }
   EXPECT_EQ(test::read_file(out), "previous contents");
-  EXPECT_FALSE(test::file_exists(out + ".tmp"));
+  EXPECT_FALSE(test::temp_file_left(out));
 }
 
 TEST(QuantizeModel, CancelLeavesOutputUntouched) {
@@ -149,7 +149,7 @@ TEST(QuantizeModel, CancelLeavesOutputUntouched) {
     EXPECT_EQ(e.code(), ErrorCode::kCancelled);
   }
   EXPECT_FALSE(test::file_exists(out));
-  EXPECT_FALSE(test::file_exists(out + ".tmp"));
+  EXPECT_FALSE(test::temp_file_left(out));
 }
 
 TEST(QuantizeModel, UnwritableDirectoryFailsCleanly) {

@@ -13,6 +13,9 @@ std::string shared_testdata(const std::string& rel);    // shared/testdata/<rel>
 // A fresh temporary directory for this test process (removed at exit).
 std::string temp_dir();
 bool file_exists(const std::string& path);
+// Whether an atomic write of `path` left a temporary file beside it ("<path>.tmp" or
+// "<path>.tmp.XXXXXX", gguf::GgufWriter::write).
+bool temp_file_left(const std::string& path);
 std::string read_file(const std::string& path);
 
 }  // namespace edgellm::test

@@ -14,7 +14,8 @@ namespace {
 
 struct PackWork {
   std::string model_path;
-  std::string pack_dir;  // "" = beside the model
+  std::string pack_dir;
+  bool has_pack_dir = false;  // absent: beside the model ('' is passed on: the library refuses it)
   int32_t threads = 0;
   napi_deferred deferred = nullptr;
   napi_async_work work = nullptr;
@@ -25,8 +26,7 @@ struct PackWork {
 
 void execute(napi_env, void* data) {
   auto* w = static_cast<PackWork*>(data);
-  w->status = edgellm_pack_model(w->model_path.c_str(), w->pack_dir.empty() ? nullptr : w->pack_dir.c_str(),
-                                 w->threads);
+  w->status = edgellm_pack_model(w->model_path.c_str(), w->has_pack_dir ? w->pack_dir.c_str() : nullptr, w->threads);
   if (w->status != EDGELLM_OK) w->error = last_error_message(w->status);
 }
 
@@ -62,9 +62,10 @@ napi_value pack(napi_env env, napi_callback_info info) {
     return promise;
   }
   OptionReader r(env, args[1], "options");
-  r.integer("threads", 0, 1024, &w->threads);
+  r.integer("threads", 0, 256, &w->threads);
   if (napi_value d = r.field("packDir")) {
     if (!read_string(env, d, &w->pack_dir)) r.fail("options.packDir must be a string");
+    w->has_pack_dir = true;
   }
   if (!r.ok()) {
     reject_error(env, deferred, "INVALID_ARGUMENT", r.error());

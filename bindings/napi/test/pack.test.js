@@ -63,6 +63,25 @@ test('pack into a cache folder: loads with packDir map it and generate what repa
   }
 });
 
+test('on a CPU without the kernels for the layouts (scalar pinned) pack rejects UNSUPPORTED and writes nothing', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edgellm-pack-isa-'));
+  try {
+    const model = path.join(tmp, 'poems-q4_0.gguf');
+    execFileSync(h.cli, ['quantize', h.zhPoems, model, 'Q4_0'], { stdio: 'ignore' });
+    const cache = path.join(tmp, 'cache');
+    fs.mkdirSync(cache);
+    // EDGELLM_ISA is read once per process: a child node with the scalar kernels.
+    const script = `require(${JSON.stringify(path.resolve(__dirname, '..'))}).pack(process.argv[1], { packDir: process.argv[2] })
+      .then(() => console.log('OK'), (e) => console.log(e.code));`;
+    const out = execFileSync(process.execPath, ['-e', script, model, cache],
+      { env: { ...process.env, EDGELLM_ISA: 'scalar' } }).toString().trim();
+    assert.equal(out, 'UNSUPPORTED');
+    assert.deepEqual(fs.readdirSync(cache), []);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
 test('pack rejects with codes and writes nothing', async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edgellm-pack-err-'));
   try {
@@ -73,6 +92,8 @@ test('pack rejects with codes and writes nothing', async () => {
     assert.equal((await h.rejection(edgellm.pack(42))).code, 'INVALID_ARGUMENT');
     assert.equal((await h.rejection(edgellm.pack(h.stories, { threads: -1 }))).code, 'INVALID_ARGUMENT');
     assert.equal((await h.rejection(edgellm.pack(h.stories, { packDir: 7 }))).code, 'INVALID_ARGUMENT');
+    assert.equal((await h.rejection(edgellm.pack(h.stories, { packDir: '' }))).code, 'INVALID_ARGUMENT');
+    assert.equal((await h.rejection(edgellm.pack(h.stories, { threads: 300 }))).code, 'INVALID_ARGUMENT');
     assert.equal((await h.rejection(edgellm.load(h.stories, { packDir: 7 }))).code, 'INVALID_ARGUMENT');
     assert.deepEqual(fs.readdirSync(tmp), []);
   } finally {

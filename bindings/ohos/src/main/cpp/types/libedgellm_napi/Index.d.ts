@@ -22,8 +22,8 @@ export interface LoadOptions {
 }
 
 export interface PackOptions {
-  packDir?: string;           // default: beside the model (an app's install folder is read-only: use its cache folder)
-  threads?: number;           // 0: the default count
+  packDir?: string;           // a folder; default: beside the model (an app's install folder is read-only: use its cache folder)
+  threads?: number;           // 0 (default): the default count; at most 256
 }
 
 export interface GenerateOptions {
@@ -177,5 +177,6 @@ export function load(modelPath: string, options?: LoadOptions): Promise<Model>;
 // this library's kernels use, so later loads (with the same packDir) map it in milliseconds
 // instead of repacking (~1 s per GB). About the model's size; written atomically. Runs on a
 // worker thread, seconds for a 1-3B model: call it once after installing or updating a model.
+// Rejects with 'UNSUPPORTED' where this CPU lacks the kernels for the layouts (nothing to gain).
 export function pack(modelPath: string, options?: PackOptions): Promise<void>;
 export function version(): string;
