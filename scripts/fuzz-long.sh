@@ -98,7 +98,6 @@ for bin in "${fuzzers[@]}"; do
     awk -v s="$seconds" -v c="$cpu" 'BEGIN { exit !(c >= s) }' && break
     echo "fuzz-long: $name round $round: ${cpu%.*}s of ${seconds}s CPU so far" >&2
   done
-  user=$cpu; sys=0
   # The last status line ("#N ... cov: E ft: F corp: ...") holds the final coverage.
   status=$(grep -E '^#[0-9]+.*cov: [0-9]+ ft: [0-9]+' "$work/$short.log" | tail -1 || true)
   cov=$(sed -E 's/.*cov: ([0-9]+).*/\1/' <<< "$status")
@@ -118,7 +117,7 @@ for bin in "${fuzzers[@]}"; do
   rm -f "$kept"/*
   cp "$merged"/* "$kept"/ 2>/dev/null || true
   after=$(find "$kept" -type f | wc -l)
-  rows+=("$(printf '| %s | %.0f | %.0f | %s | %s | %s | %s -> %s | %s |' "$short" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')" \
+  rows+=("$(printf '| %s | %.0f | %.0f | %s | %s | %s | %s -> %s | %s |' "$short" "$wall" "$cpu" \
       "${runs:-?}" "${cov:-?}" "${ft:-?}" "$before" "$after" "$findings")")
 done
 

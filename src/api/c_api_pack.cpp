@@ -4,7 +4,6 @@
 
 #include "api/c_api_internal.h"
 #include "kernels/kernels.h"
-#include "kernels/repack.h"
 #include "model/model.h"
 #include "model/pack_file.h"
 
@@ -15,17 +14,6 @@ using edgellm::capi::guard;
 namespace {
 
 constexpr int32_t kMaxPackThreads = 256;  // as a service's n_threads (engine/context.cpp)
-
-// False when a load on this CPU would refuse the model's pack file (model_pack.cpp: every
-// interleaved type in it needs a SIMD kernel here). True for a model with nothing to interleave:
-// write_pack_file reports that one.
-bool any_fast_packed_kernel(const Model& model) {
-  for (const WeightView* w : model.matrices()) {
-    if (!w->present() || !kernels::can_repack(w->type, w->n_in, w->n_out)) continue;
-    if (!kernels::has_fast_packed_kernel(*kernels::packed_type_for(w->type))) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -47,7 +35,7 @@ edgellm_status edgellm_pack_model(const char* model_path, const char* pack_dir, 
     const auto model = Model::load(model_path, portable);
     // On a CPU whose kernels do not multiply the interleaved layouts with SIMD every load would
     // refuse the file: say so instead of writing a model-sized file no load here will use.
-    if (!any_fast_packed_kernel(*model)) {
+    if (!pack_file_usable_here(*model)) {
       return fail(EDGELLM_ERR_UNSUPPORTED, std::string("this CPU's kernels (") + kernels::isa_name(kernels::active_isa()) +
                                                ") do not multiply this model's interleaved layouts with SIMD, so loads here "
                                                "would refuse a pack file: none is written");

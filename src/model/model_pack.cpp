@@ -71,11 +71,7 @@ void Model::use_pack_file(const ModelLoadParams& params) {
   try {
     map_pack_file(path, params.repack == RepackMode::kOn);
     pack_status_ = "mapped " + path;
-  } catch (const Error& e) {
-    if (params.pack_file == PackFileMode::kRequire) throw;
-    pack_status_ = std::string("refused: ") + e.what();
-    log_message(LogLevel::kWarn, "pack file not used, loading the portable model file instead: " + std::string(e.what()));
-  } catch (const std::exception& e) {  // bad_alloc on a hostile header: still only a cache miss
+  } catch (const std::exception& e) {  // Error, or bad_alloc on a hostile header: only a cache miss
     if (params.pack_file == PackFileMode::kRequire) throw;
     pack_status_ = std::string("refused: ") + e.what();
     log_message(LogLevel::kWarn, "pack file not used, loading the portable model file instead: " + std::string(e.what()));

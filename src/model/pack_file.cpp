@@ -42,6 +42,14 @@ struct PackedMatrix {
 
 }  // namespace
 
+bool pack_file_usable_here(const Model& model) {
+  for (const WeightView* w : model.matrices()) {
+    if (!w->present() || !kernels::can_repack(w->type, w->n_in, w->n_out)) continue;
+    if (!kernels::has_fast_packed_kernel(*kernels::packed_type_for(w->type))) return false;
+  }
+  return true;
+}
+
 std::string default_pack_file_path(const std::string& model_path) {
   return model_path + "." + kPackLayoutFamily + ".pack";
 }

@@ -77,4 +77,9 @@ struct PackFileStats {
 // no repackable matrix, Error(kIo) when the file cannot be written.
 PackFileStats write_pack_file(const Model& model, const std::string& path, int n_threads = 0);
 
+// Whether a load on this CPU would map `model`'s pack file: every interleaved type in it needs a
+// SIMD kernel here (else Model::load refuses the file, model_pack.cpp). True for a model with
+// nothing to interleave (write_pack_file reports that one).
+bool pack_file_usable_here(const Model& model);
+
 }  // namespace edgellm

@@ -127,6 +127,8 @@ size_t mapped_length(size_t bytes) {
 
 }  // namespace
 
+bool AlignedBuffer::maps_directly(size_t bytes) { return mapped_length(bytes) != 0; }
+
 AlignedBuffer::AlignedBuffer(size_t bytes, const char* what) : AlignedBuffer(bytes, what, Uninitialized{}) {
   if (data_ && mapped_length(size_) == 0) std::memset(data_, 0, (size_ + kAlignment - 1) / kAlignment * kAlignment);
 }

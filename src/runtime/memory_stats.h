@@ -66,6 +66,9 @@ class AlignedBuffer {
     return reinterpret_cast<const T*>(data_);
   }
   size_t size() const { return size_; }
+  // Whether a buffer of `bytes` is its own anonymous mapping (zero pages, resident only once
+  // written) rather than a zero-filled heap block: large buffers on Linux, never under ASan.
+  static bool maps_directly(size_t bytes);
   // Asks the kernel to back the 2 MiB-aligned part of the buffer with transparent huge pages
   // (Linux THP, in "madvise" mode on most systems): a large buffer streamed every token (the
   // repacked weights) then costs ~500x fewer TLB misses and page faults. Call it before the

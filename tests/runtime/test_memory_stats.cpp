@@ -15,18 +15,6 @@ TEST(MemoryStats, ReadsRssAndPeak) {
   EXPECT_GE(m.peak_bytes, m.rss_bytes);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;  // AlignedBuffer keeps large buffers on the (redzoned) heap, memset
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
-
 TEST(MemoryStats, LargeBufferIsZeroAndResidentOnlyWhereWritten) {
   // 64 MB: zero to read, but (a direct mapping, not zero-filled) resident only once written;
   // written, RSS rises by most of it. Slack covers the allocator and the rest of the process.
@@ -35,7 +23,7 @@ TEST(MemoryStats, LargeBufferIsZeroAndResidentOnlyWhereWritten) {
   const ProcessMemory before = read_process_memory();
   AlignedBuffer b(kBytes, "test");
   const ProcessMemory created = read_process_memory();
-  if (!kAsan) {
+  if (AlignedBuffer::maps_directly(kBytes)) {  // not under ASan: its heap keeps redzones
     EXPECT_LT(created.rss_bytes, before.rss_bytes + kSlack);
   }
   for (size_t i = 0; i < kBytes; i += 4096) ASSERT_EQ(b.data()[i], 0) << i;

@@ -43,6 +43,21 @@ void throw_error(napi_env env, std::string_view code, std::string_view message) 
   if (error) napi_throw(env, error);
 }
 
+bool start_async_work(napi_env env, const char* name, napi_async_execute_callback execute,
+                      napi_async_complete_callback complete, void* data, napi_async_work* work) {
+  napi_value js_name = js_string(env, name);
+  if (!js_name || napi_create_async_work(env, nullptr, js_name, execute, complete, data, work) != napi_ok) {
+    throw_napi_failure(env, "napi_create_async_work");
+    return false;
+  }
+  if (napi_queue_async_work(env, *work) != napi_ok) {
+    napi_delete_async_work(env, *work);
+    throw_napi_failure(env, "napi_queue_async_work");
+    return false;
+  }
+  return true;
+}
+
 void throw_napi_failure(napi_env env, const char* what) {
   if (exception_pending(env)) return;
   const napi_extended_error_info* info = nullptr;

@@ -28,6 +28,11 @@ void reject_error(napi_env env, napi_deferred deferred, std::string_view code, s
 void throw_error(napi_env env, std::string_view code, std::string_view message);
 // Throws for a failed Node-API call (napi_get_last_error_info's message) unless one is pending.
 void throw_napi_failure(napi_env env, const char* what);
+// Creates and queues an async work named `name` (execute on a libuv worker, complete on the JS
+// thread, which must napi_delete_async_work *work). False with an exception pending, and nothing
+// queued, when either step fails: `data` then still belongs to the caller.
+bool start_async_work(napi_env env, const char* name, napi_async_execute_callback execute,
+                      napi_async_complete_callback complete, void* data, napi_async_work* work);
 // The error for a failed C ABI call made on this thread: code from status, message from
 // edgellm_last_error() (read at once: the next library call on this thread replaces it).
 std::string last_error_message(edgellm_status status);

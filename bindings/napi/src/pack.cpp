@@ -71,16 +71,7 @@ napi_value pack(napi_env env, napi_callback_info info) {
     reject_error(env, deferred, "INVALID_ARGUMENT", r.error());
     return promise;
   }
-  napi_value name = js_string(env, "edgellm.pack");
-  if (!name || napi_create_async_work(env, nullptr, name, execute, complete, w.get(), &w->work) != napi_ok) {
-    throw_napi_failure(env, "napi_create_async_work");
-    return nullptr;
-  }
-  if (napi_queue_async_work(env, w->work) != napi_ok) {
-    napi_delete_async_work(env, w->work);
-    throw_napi_failure(env, "napi_queue_async_work");
-    return nullptr;
-  }
+  if (!start_async_work(env, "edgellm.pack", execute, complete, w.get(), &w->work)) return nullptr;
   w.release();  // complete() owns it
   return promise;
 }

@@ -23,13 +23,23 @@ async function greedyText(modelPath, options) {
   }
 }
 
-test('pack into a cache folder: loads with packDir map it and generate what repacking does', async () => {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edgellm-pack-'));
+// Runs fn({ model, cache }) with tiny-zh-poems quantized to Q4_0 (the CLI) in a fresh temporary
+// folder and an empty cache folder beside it; removes them after.
+async function withQuantizedPoems(prefix, fn) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   try {
     const model = path.join(tmp, 'poems-q4_0.gguf');
     execFileSync(h.cli, ['quantize', h.zhPoems, model, 'Q4_0'], { stdio: 'ignore' });
     const cache = path.join(tmp, 'cache');
     fs.mkdirSync(cache);
+    await fn({ model, cache });
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+test('pack into a cache folder: loads with packDir map it and generate what repacking does', () =>
+  withQuantizedPoems('edgellm-pack-', async ({ model, cache }) => {
     assert.equal(await edgellm.pack(model, { packDir: cache, threads: 2 }), undefined);
     const packFile = path.join(cache, 'poems-q4_0.gguf.x16.pack');
     assert.ok(fs.statSync(packFile).size > 1 << 20, 'the pack file is about the model size');
@@ -58,18 +68,10 @@ test('pack into a cache folder: loads with packDir map it and generate what repa
     const damaged = await greedyText(model, { packDir: cache });
     assert.match(damaged.info.pack_file, /^refused: /);
     assert.equal(damaged.text, repacked.text);
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('on a CPU without the kernels for the layouts (scalar pinned) pack rejects UNSUPPORTED and writes nothing', () => {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edgellm-pack-isa-'));
-  try {
-    const model = path.join(tmp, 'poems-q4_0.gguf');
-    execFileSync(h.cli, ['quantize', h.zhPoems, model, 'Q4_0'], { stdio: 'ignore' });
-    const cache = path.join(tmp, 'cache');
-    fs.mkdirSync(cache);
+test('on a CPU without the kernels for the layouts (scalar pinned) pack rejects UNSUPPORTED and writes nothing', () =>
+  withQuantizedPoems('edgellm-pack-isa-', async ({ model, cache }) => {
     // EDGELLM_ISA is read once per process: a child node with the scalar kernels.
     const script = `require(${JSON.stringify(path.resolve(__dirname, '..'))}).pack(process.argv[1], { packDir: process.argv[2] })
       .then(() => console.log('OK'), (e) => console.log(e.code));`;
@@ -77,10 +79,7 @@ test('on a CPU without the kernels for the layouts (scalar pinned) pack rejects 
       { env: { ...process.env, EDGELLM_ISA: 'scalar' } }).toString().trim();
     assert.equal(out, 'UNSUPPORTED');
     assert.deepEqual(fs.readdirSync(cache), []);
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
-});
+  }));
 
 test('pack rejects with codes and writes nothing', async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edgellm-pack-err-'));
