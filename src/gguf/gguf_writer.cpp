@@ -1,8 +1,5 @@
 #include "gguf/gguf_writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -11,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace edgellm::gguf {
@@ -109,18 +107,7 @@ class FileOutput final : public GgufWriter::Output {
   }
 
  private:
-  void raw_write(const uint8_t* p, size_t n) {
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        throw Error(ErrorCode::kIo, "cannot write '" + path_ + "': " + std::strerror(errno));
-      }
-      if (w == 0) throw Error(ErrorCode::kIo, "cannot write '" + path_ + "': write returned 0");
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
+  void raw_write(const uint8_t* p, size_t n) { write_all(fd_, p, n, path_); }
 
   int fd_;
   const std::string& path_;
@@ -421,40 +408,11 @@ std::vector<uint8_t> GgufWriter::write_to_bytes(const TensorDataFn& fill) {
 }
 
 void GgufWriter::write(const std::string& path, const TensorDataFn& fill) {
-  // A temporary name of its own (mkstemp), not "<path>.tmp": two writers of the same path (an app
-  // packing a model twice at once, an app and the CLI) must not truncate and interleave one file
-  // that one of them then renames into place. The last rename wins, with a whole file.
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());  // POSIX (mkostemp needs _GNU_SOURCE, which musl builds lack)
-  if (fd < 0) throw Error(ErrorCode::kIo, "cannot create '" + tmp + "': " + std::strerror(errno));
-  try {
-    (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    // mkstemp creates 0600; a model file is as readable as one written by open(..., 0644).
-    if (::fchmod(fd, 0644) != 0) throw Error(ErrorCode::kIo, "cannot chmod '" + tmp + "': " + std::strerror(errno));
+  write_file_atomically(path, [&](int fd, const std::string& tmp) {
     FileOutput out(fd, tmp);
     emit(out, fill);
     out.flush();
-    if (::fsync(fd) != 0) throw Error(ErrorCode::kIo, "cannot fsync '" + tmp + "': " + std::strerror(errno));
-    const int rc = ::close(fd);
-    fd = -1;
-    // close() can report a delayed write error (NFS, some FUSE filesystems).
-    if (rc != 0) throw Error(ErrorCode::kIo, "cannot close '" + tmp + "': " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw Error(ErrorCode::kIo, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-    }
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  // Make the rename durable; best effort (some filesystems refuse fsync on directories).
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
-  }
+  });
 }
 
 }  // namespace edgellm::gguf

@@ -212,6 +212,22 @@ void KvCache::seq_drop(int32_t seq, int32_t n_keep, int32_t n_discard) {
 
 void KvCache::seq_clear(int32_t seq) { seq_truncate(seq, 0); }
 
+int32_t KvCache::seq_exact_length(int32_t seq) const {
+  check_seq(seq);
+  const Sequence& s = seqs_[static_cast<size_t>(seq)];
+  const int64_t limit = static_cast<int64_t>(s.publish_limit) * params_.block_tokens;
+  return static_cast<int32_t>(std::min<int64_t>(s.length, limit));
+}
+
+void KvCache::seq_mark_inexact_from(int32_t seq, int32_t pos) {
+  check_seq(seq);
+  require(pos >= 0, ErrorCode::kInvalidArgument, "seq_mark_inexact_from: negative position " + std::to_string(pos));
+  Sequence& s = seqs_[static_cast<size_t>(seq)];
+  const int32_t first = pos / params_.block_tokens;  // the block holding pos
+  s.publish_limit = std::min(s.publish_limit, first);
+  s.hashes.resize(std::min(s.hashes.size(), static_cast<size_t>(first)));
+}
+
 void KvCache::seq_fork(int32_t src, int32_t dst) {
   check_seq(src);
   check_seq(dst);

@@ -86,6 +86,14 @@ class KvCache {
   // kContextFull when copying shared blocks needs more free blocks than the pool has; the
   // sequence is then unchanged.
   void seq_drop(int32_t seq, int32_t n_keep, int32_t n_discard);
+  // Leading positions of `seq` whose rows are what a prefill of their token ids gives: all of them
+  // unless a context shift moved rows (seq_drop), then the positions before the block that held
+  // its n_keep. Sessions record it (kv/session_file.h).
+  int32_t seq_exact_length(int32_t seq) const;
+  // Positions from `pos` on carry another history (a restored session of a shifted sequence): as
+  // after seq_drop, the blocks from the one holding `pos` on are never registered for the prefix
+  // cache, until a truncation back to a length <= their start. Call before seq_publish.
+  void seq_mark_inexact_from(int32_t seq, int32_t pos);
   // dst (cleared first) shares src's full blocks; src's partial last block is copied.
   // Throws kContextFull (dst left empty) when no block is free for the copy.
   void seq_fork(int32_t src, int32_t dst);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "kernels/tensor_type.h"
@@ -14,8 +15,11 @@ namespace edgellm {
 namespace {
 
 constexpr char kMagic[8] = {'E', 'D', 'G', 'L', 'S', 'E', 'S', '1'};
-constexpr uint32_t kVersion = 2;  // 1: one u32 KV type at offset 12 (K = V); still read
-constexpr size_t kHeaderBytes = 56;
+// 1: one u32 KV type at offset 12 (K = V); 2: no exact-positions field (all positions exact).
+// Both still read.
+constexpr uint32_t kVersion = 3;
+constexpr size_t kHeaderBytesV2 = 56;  // versions 1 and 2
+constexpr size_t kHeaderBytes = 60;    // version 3: + u32 exact positions at 56
 constexpr uint64_t kChecksumSeed = 0x6b762d73657373ULL;  // "kv-sess"
 
 template <typename T>
@@ -56,6 +60,7 @@ std::string encode_session(KvCache& kv, int32_t seq, uint64_t model_fingerprint,
   const size_t rows = row_bytes_total(p, static_cast<size_t>(n), kv.k_row_bytes(), kv.v_row_bytes());
   std::string out;
   out.reserve(kHeaderBytes + 4 * static_cast<size_t>(n) + payload.size() + rows + 8);
+  const int32_t exact = kv.seq_exact_length(seq);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(out, kVersion);
   put<uint16_t>(out, static_cast<uint16_t>(p.type_k));
@@ -67,6 +72,7 @@ std::string encode_session(KvCache& kv, int32_t seq, uint64_t model_fingerprint,
   put<uint32_t>(out, static_cast<uint32_t>(n));
   put<uint64_t>(out, payload.size());
   put<uint64_t>(out, rows);
+  put<uint32_t>(out, static_cast<uint32_t>(exact));
   for (int32_t i = 0; i < n; ++i) put<int32_t>(out, tokens[static_cast<size_t>(i)]);
   out.append(payload.data(), payload.size());
   for (int32_t layer = 0; layer < p.n_layer; ++layer) {
@@ -86,23 +92,25 @@ std::string encode_session(KvCache& kv, int32_t seq, uint64_t model_fingerprint,
 SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, const KvCacheParams& params) {
   const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
   const size_t size = bytes.size();
-  if (size < kHeaderBytes + 8) {
+  if (size < kHeaderBytesV2 + 8) {
     refuse(ErrorCode::kInvalidFile, "the file is truncated or not a session (" + std::to_string(size) +
-                                        " bytes, a session has at least " + std::to_string(kHeaderBytes + 8) + ")");
+                                        " bytes, a session has at least " + std::to_string(kHeaderBytesV2 + 8) + ")");
   }
   if (std::memcmp(b, kMagic, sizeof(kMagic)) != 0) refuse(ErrorCode::kInvalidFile, "not an EdgeLLM session file (bad magic)");
   const uint32_t version = get<uint32_t>(b + 8);
-  if (version != kVersion && version != 1) {
-    refuse(ErrorCode::kInvalidFile, "format version " + std::to_string(version) + " is not supported (expected 1 or " +
+  if (version < 1 || version > kVersion) {
+    refuse(ErrorCode::kInvalidFile, "format version " + std::to_string(version) + " is not supported (expected 1 to " +
                                         std::to_string(kVersion) + ")");
   }
+  const size_t header_bytes = version >= 3 ? kHeaderBytes : kHeaderBytesV2;
+  if (size < header_bytes + 8) refuse(ErrorCode::kInvalidFile, "the file is truncated (" + std::to_string(size) + " bytes)");
   // Sizes first (they say whether bytes are missing), then the checksum, then what it is for.
   const uint64_t n_tokens = get<uint32_t>(b + 36);
   const uint64_t payload_bytes = get<uint64_t>(b + 40);
   const uint64_t rows_bytes = get<uint64_t>(b + 48);
   const uint64_t limit = std::numeric_limits<uint64_t>::max() / 4;
   if (payload_bytes > limit || rows_bytes > limit) refuse(ErrorCode::kInvalidFile, "corrupted (impossible sizes)");
-  const uint64_t expect = kHeaderBytes + 4 * n_tokens + payload_bytes + rows_bytes + 8;
+  const uint64_t expect = header_bytes + 4 * n_tokens + payload_bytes + rows_bytes + 8;
   if (size < expect) {
     refuse(ErrorCode::kInvalidFile, "the file is truncated (" + std::to_string(size) + " bytes, its header says " +
                                         std::to_string(expect) + ")");
@@ -133,14 +141,19 @@ SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, c
       head_dim != static_cast<uint32_t>(params.head_dim)) {
     refuse(ErrorCode::kInvalidArgument, "its KV shape (layers, KV heads, head size) is not this model's");
   }
+  // Positions whose rows a prefill of their ids gives; files before version 3 did not say (their
+  // writers treated every position as exact).
+  const uint64_t exact = version >= 3 ? get<uint32_t>(b + 56) : n_tokens;
+  if (exact > n_tokens) refuse(ErrorCode::kInvalidFile, "corrupted (more exact positions than tokens)");
   SessionView s;
+  s.exact_positions = static_cast<int32_t>(exact);
   s.k_row_size = tensor_row_bytes(params.type_k, params.head_dim);
   s.v_row_size = tensor_row_bytes(params.type_v, params.head_dim);
   if (rows_bytes != row_bytes_total(params, n_tokens, s.k_row_size, s.v_row_size)) {
     refuse(ErrorCode::kInvalidFile, "corrupted (the row bytes do not match the token count)");
   }
   s.tokens.resize(n_tokens);
-  const uint8_t* p = b + kHeaderBytes;
+  const uint8_t* p = b + header_bytes;
   for (uint64_t i = 0; i < n_tokens; ++i) s.tokens[i] = get<int32_t>(p + 4 * i);
   p += 4 * n_tokens;
   s.payload.assign(reinterpret_cast<const char*>(p), payload_bytes);
@@ -187,6 +200,8 @@ void import_session(KvCache& kv, int32_t seq, const SessionView& s, int32_t n_po
     const int32_t t = s.tokens[static_cast<size_t>(pos)];
     kv.seq_set_token(seq, pos, t);
   }
+  // Rows moved by a context shift carry the dropped positions' history: not for the prefix cache.
+  if (s.exact_positions < n_positions) kv.seq_mark_inexact_from(seq, s.exact_positions);
   kv.seq_publish(seq);
 }
 
@@ -204,19 +219,10 @@ std::string read_session_file(const std::string& path) {
 }
 
 void write_session_file(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw Error(ErrorCode::kIo, "session: cannot create " + tmp + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fflush(f) == 0;
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed) {
-    std::remove(tmp.c_str());
-    throw Error(ErrorCode::kIo, "session: cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error(ErrorCode::kIo, "session: cannot rename " + tmp + " to " + path + ": " + why);
+  try {
+    write_file_atomically(path, [&](int fd, const std::string& tmp) { write_all(fd, bytes.data(), bytes.size(), tmp); });
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("session: ") + e.what());
   }
 }
 

@@ -6,19 +6,23 @@
 //
 //   offset  size            field
 //   0       8               magic "EDGLSES1"
-//   8       4               format version (2; version 1 files, one u32 type for K and V, are read)
+//   8       4               format version (3; versions 1 and 2 are read, see below)
 //   12      2 + 2           K, V element type (TensorType value: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0)
 //   16      8               model fingerprint (model/model_fingerprint.h)
 //   24      4 x 3           n_layer, n_head_kv, head_dim
 //   36      4               n_tokens: positions [0, n_tokens)
 //   40      8               payload bytes
 //   48      8               row bytes: n_layer * n_head_kv * n_tokens * (K row size + V row size)
-//   56      4 n_tokens      token ids (int32)
+//   56      4               exact positions: the leading positions whose rows are what a prefill
+//                           of their ids gives (n_tokens unless context shifts moved rows; only
+//                           their full blocks go to the prefix cache on restore)
+//   60      4 n_tokens      token ids (int32)
 //   ...     payload         application payload (opaque here)
 //   ...     row bytes       rows [n_layer][K, V][n_head_kv][n_tokens][row] in the K / V type
 //   end-8   8               checksum: core/hash.h hash_bytes of every byte before it
 //
-// Block size is not part of it: rows are stored per position, so a session restores into a cache
+// Version 2 had no exact-positions field (the ids follow at 56; every position counts as exact);
+// version 1 also had one u32 type for K and V at 12. Block size is not part of it: rows are stored per position, so a session restores into a cache
 // of any block size. Every refusal is Error(kInvalidFile) (truncated, corrupted: checksum, sizes,
 // magic, version) or Error(kInvalidArgument) (another model, KV type or shape), with a message
 // that says which; nothing is read outside the bytes given and nothing in the cache changes.
@@ -39,6 +43,7 @@ struct SessionView {
   std::vector<int32_t> tokens;
   std::string payload;
   const uint8_t* rows = nullptr;
+  int32_t exact_positions = 0;  // <= tokens.size()
   size_t k_row_size = 0;  // bytes of one head_dim row in the K type
   size_t v_row_size = 0;  // ... in the V type
 };

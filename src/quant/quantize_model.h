@@ -3,7 +3,7 @@
 // Memory: the input is read from its mapping; each tensor is converted in chunks of rows (every
 // thread quantizes a slice of the chunk into one output buffer) and handed to the GGUF writer's
 // streaming sink, so peak memory is one chunk, never the model.
-// Atomicity: the writer fills "<out>.tmp" in the output directory, fsyncs and renames it over
+// Atomicity: the writer fills "<out>.tmp.XXXXXX" (core/atomic_file.h) in the output directory, fsyncs and renames it over
 // `out` only at the end; a failure or cancellation (SIGINT in the CLI) removes the temporary file
 // and leaves `out` as it was.
 // Determinism: every row is quantized independently by the reference kernels, so the bytes do

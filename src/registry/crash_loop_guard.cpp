@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "registry/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace edgellm {
 namespace {

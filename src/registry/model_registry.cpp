@@ -17,7 +17,7 @@
 #include "core/log.h"
 #include "gguf/gguf_reader.h"
 #include "registry/crash_loop_guard.h"
-#include "registry/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace edgellm {
 

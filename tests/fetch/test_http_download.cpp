@@ -25,7 +25,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
-#include "registry/atomic_file.h"
+#include "core/atomic_file.h"
 #include "registry/model_registry.h"
 #include "support/test_env.h"
 

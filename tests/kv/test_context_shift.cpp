@@ -358,6 +358,61 @@ TEST(ContextShiftVsNaive, LayerZeroRowsEqualAFreshPrefillInDeepModels) {
   }
 }
 
+// A session saved in the middle of a shifted stream (sessions, docs/sessions.md): restored in a
+// fresh Context it continues exactly as the uninterrupted stream does (2-layer model, so rows with
+// the dropped tokens' history differ from a fresh prefill's and must be the saved ones), and the
+// restored sequence keeps its shifted blocks out of the prefix cache as the saving one did: only
+// the blocks before the one holding n_keep are offered (a version 2 file offered all full blocks).
+TEST(ContextShiftSession, SavedMidStreamContinuesExactlyAndShiftedBlocksStayOutOfThePrefixCache) {
+  auto model = Model::from_gguf(test::synthetic_model(arch_cases(2)[0].spec));
+  const int32_t n_ctx = 64, keep = 20, split = 70, total = 120;
+  SamplerParams sp;
+  sp.temperature = 0;
+  GenerationParams gp;
+  gp.context_shift = true;
+  gp.n_keep = keep;
+  const std::vector<int32_t> prompt = random_prompt(20, 300, 5);
+
+  Context whole(*model, test::window_context_params(TensorType::F16, n_ctx));
+  Sampler s_whole(sp, model->hparams().n_vocab);
+  gp.max_tokens = total;
+  const GenerationResult full = generate(whole, s_whole, nullptr, prompt, gp);
+  ASSERT_EQ(full.tokens.size(), static_cast<size_t>(total)) << full.error;
+  ASSERT_GE(full.context_shifts, 3);
+
+  Context first(*model, test::window_context_params(TensorType::F16, n_ctx));
+  Sampler s_first(sp, model->hparams().n_vocab);
+  gp.max_tokens = split;
+  const GenerationResult head = generate(first, s_first, nullptr, prompt, gp);
+  ASSERT_EQ(head.tokens.size(), static_cast<size_t>(split)) << head.error;
+  ASSERT_GE(head.context_shifts, 1);
+  const std::vector<int32_t> held = first.kv_cache().seq_tokens(0);
+  ASSERT_LT(static_cast<int32_t>(held.size()), n_ctx);  // the next token needs no shift
+  const int32_t T = first.kv_cache().params().block_tokens;
+  EXPECT_EQ(first.kv_cache().seq_exact_length(0), keep / T * T);
+  const int32_t cached_before = first.kv_cache().cached_prefix_length(held.data(), static_cast<int32_t>(held.size()));
+  EXPECT_EQ(cached_before, keep / T * T);
+  const std::string bytes = first.save_session(0);
+
+  Context resumed(*model, test::window_context_params(TensorType::F16, n_ctx));
+  resumed.load_session(0, bytes);
+  ASSERT_EQ(resumed.kv_cache().seq_tokens(0), held);
+  EXPECT_EQ(resumed.kv_cache().seq_exact_length(0), keep / T * T);
+  EXPECT_EQ(resumed.kv_cache().cached_prefix_length(held.data(), static_cast<int32_t>(held.size())), cached_before);
+  ASSERT_GT(static_cast<int32_t>(held.size()) / T, cached_before / T) << "the check needs full shifted blocks";
+
+  // Continue: generate() appends its prompt to what the sequence holds; the prompt is the last
+  // sampled token, which is not in the cache yet.
+  const std::vector<int32_t> next = {head.tokens.back()};
+  Sampler s_resumed(sp, model->hparams().n_vocab);
+  gp.max_tokens = total - split;
+  const GenerationResult tail = generate(resumed, s_resumed, nullptr, next, gp);
+  ASSERT_EQ(tail.tokens.size(), static_cast<size_t>(total - split)) << tail.error;
+  const std::vector<int32_t> want(full.tokens.begin() + split, full.tokens.end());
+  EXPECT_EQ(tail.tokens, want);
+  EXPECT_EQ(head.context_shifts + tail.context_shifts, full.context_shifts);
+}
+
 // A --keep that leaves no window is refused before anything runs.
 TEST(ContextShiftVsNaive, KeepThatLeavesNoWindowIsRefused) {
   auto model = Model::from_gguf(test::synthetic_model(arch_cases(1)[0].spec));

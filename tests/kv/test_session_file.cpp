@@ -176,23 +176,75 @@ TEST(SessionFile, AnotherModelOrKvTypeIsRefusedAndNothingChanges) {
   EXPECT_EQ(tiny.seq_length(0), 0);
 }
 
-// A version 1 file (one u32 KV type at offset 12 for K and V) still restores, into a cache whose
-// K and V are both that type. Built here from a version 2 file: same rows, header rewritten,
-// checksum (hash_bytes of everything before it, seed "kv-sess") recomputed.
-TEST(SessionFile, VersionOneFilesAreRead) {
-  KvCache src(params(TensorType::F16, 4));
-  fill(src, 0, 7);
-  std::string bytes = encode_session(src, 0, kFingerprint, "v1");
-  const uint32_t version = 1, type = static_cast<uint32_t>(TensorType::F16);
+// The bytes of an older format version from a version 3 file: the exact-positions field (u32 at
+// 56) removed; for version 1 also one u32 KV type at 12 for K and V. Checksum (hash_bytes of
+// everything before it, seed "kv-sess") recomputed.
+std::string as_version(std::string bytes, uint32_t version) {
+  bytes.erase(56, 4);
   std::memcpy(bytes.data() + 8, &version, 4);
-  std::memcpy(bytes.data() + 12, &type, 4);
+  if (version == 1) {
+    uint16_t type16 = 0;
+    std::memcpy(&type16, bytes.data() + 12, 2);
+    const uint32_t type = type16;
+    std::memcpy(bytes.data() + 12, &type, 4);
+  }
   const uint64_t sum = hash_bytes(0x6b762d73657373ULL, bytes.data(), bytes.size() - 8);
   std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
-  KvCache dst(params(TensorType::F16, 4));
-  const SessionView s = decode_session(bytes, kFingerprint, dst.params());
-  import_session(dst, 0, s, 7);
-  expect_same_rows(dst, 0, src, 0, 7);
-  EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::F16, 4, TensorType::Q8_0)), ErrorCode::kInvalidArgument);
+  return bytes;
+}
+
+// Version 1 (one KV type for K and V) and version 2 (no exact-positions field) files still
+// restore; every position of them counts as exact.
+TEST(SessionFile, VersionOneAndTwoFilesAreRead) {
+  for (const uint32_t version : {1u, 2u}) {
+    SCOPED_TRACE(version);
+    KvCache src(params(TensorType::F16, 4));
+    fill(src, 0, 9);
+    const std::string bytes = as_version(encode_session(src, 0, kFingerprint, "old"), version);
+    KvCache dst(params(TensorType::F16, 4));
+    const SessionView s = decode_session(bytes, kFingerprint, dst.params());
+    EXPECT_EQ(s.payload, "old");
+    EXPECT_EQ(s.exact_positions, 9);
+    import_session(dst, 0, s, 9);
+    expect_same_rows(dst, 0, src, 0, 9);
+    EXPECT_EQ(dst.cached_prefix_length(s.tokens.data(), 9), 8);
+    EXPECT_EQ(refusal(bytes, kFingerprint, params(TensorType::F16, 4, TensorType::Q8_0)), ErrorCode::kInvalidArgument);
+  }
+}
+
+// A sequence whose rows a context shift moved records where its exact prefix ends (the block that
+// held n_keep); restored into a cache of any block size, only full blocks inside that prefix go to
+// the prefix cache, and truncating back into it makes the sequence an ordinary one again.
+TEST(SessionFile, ShiftedSequenceRecordsItsExactPrefix) {
+  KvCache src(params(TensorType::F32, 4));
+  fill(src, 0, 30);
+  src.seq_drop(0, 9, 10);  // keep 9: the block holding position 9 (block 2) and later are moved
+  ASSERT_EQ(src.seq_length(0), 20);
+  EXPECT_EQ(src.seq_exact_length(0), 8);
+  const std::string bytes = encode_session(src, 0, kFingerprint, "");
+  for (const int32_t block : {2, 4, 8}) {
+    SCOPED_TRACE(block);
+    KvCache dst(params(TensorType::F32, block));
+    const SessionView s = decode_session(bytes, kFingerprint, dst.params());
+    EXPECT_EQ(s.exact_positions, 8);
+    import_session(dst, 0, s, 20);
+    EXPECT_EQ(dst.seq_exact_length(0), 8 / block * block);
+    EXPECT_EQ(dst.cached_prefix_length(s.tokens.data(), 20), 8 / block * block);
+    // Restoring fewer positions than the exact prefix: all of them exact.
+    import_session(dst, 0, s, 6);
+    EXPECT_EQ(dst.seq_exact_length(0), 6);
+  }
+  // An unshifted sequence: every position exact.
+  KvCache plain(params(TensorType::F32, 4));
+  fill(plain, 0, 13);
+  EXPECT_EQ(decode_session(encode_session(plain, 0, kFingerprint, ""), kFingerprint, plain.params()).exact_positions, 13);
+  // A crafted file (valid checksum) claiming more exact positions than tokens is refused.
+  std::string crafted = bytes;
+  const uint32_t too_many = 21;
+  std::memcpy(crafted.data() + 56, &too_many, 4);
+  const uint64_t sum = hash_bytes(0x6b762d73657373ULL, crafted.data(), crafted.size() - 8);
+  std::memcpy(crafted.data() + crafted.size() - 8, &sum, 8);
+  EXPECT_EQ(refusal(crafted, kFingerprint, plain.params()), ErrorCode::kInvalidFile);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "registry/atomic_file.h"
+#include "core/atomic_file.h"
 #include "support/test_env.h"
 
 namespace edgellm {

@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 #include "device/power_mode.h"
-#include "registry/atomic_file.h"
+#include "core/atomic_file.h"
 #include "service/degradation_controller.h"
 #include "service/degradation_ladder.h"
 #include "service/model_host.h"

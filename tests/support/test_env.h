@@ -14,7 +14,7 @@ std::string shared_testdata(const std::string& rel);    // shared/testdata/<rel>
 std::string temp_dir();
 bool file_exists(const std::string& path);
 // Whether an atomic write of `path` left a temporary file beside it ("<path>.tmp" or
-// "<path>.tmp.XXXXXX", gguf::GgufWriter::write).
+// "<path>.tmp.XXXXXX", core/atomic_file.h).
 bool temp_file_left(const std::string& path);
 std::string read_file(const std::string& path);
 

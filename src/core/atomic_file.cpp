@@ -1,10 +1,11 @@
-#include "registry/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -55,39 +56,44 @@ void make_dirs(const std::string& dir) {
   }
 }
 
-void write_file_atomic(const std::string& path, std::string_view content) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) io_error("cannot create '" + tmp + "'", errno);
-  size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n < 0) {
+void write_all(int fd, const void* data, size_t n, const std::string& path) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      io_error("cannot write '" + tmp + "'", err);
+      io_error("cannot write '" + path + "'", errno);
     }
-    off += static_cast<size_t>(n);
+    if (w == 0) throw Error(ErrorCode::kIo, "cannot write '" + path + "': write returned 0");
+    p += w;
+    n -= static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    io_error("fsync of '" + tmp + "'", err);
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    io_error("cannot close '" + tmp + "'", err);
-  }
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(int fd, const std::string& tmp_path)>& fill) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmp.data());  // POSIX (mkostemp needs _GNU_SOURCE, which musl builds lack)
+  if (fd < 0) io_error("cannot create '" + tmp + "'", errno);
   try {
+    (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    // mkstemp creates 0600; the file is as readable as one written by open(..., 0644).
+    if (::fchmod(fd, 0644) != 0) io_error("cannot chmod '" + tmp + "'", errno);
+    fill(fd, tmp);
+    fsync_fd(fd, "'" + tmp + "'");
+    const int rc = ::close(fd);
+    fd = -1;
+    // close() can report a delayed write error (NFS, some FUSE filesystems).
+    if (rc != 0) io_error("cannot close '" + tmp + "'", errno);
     rename_durable(tmp, path);
   } catch (...) {
+    if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
+}
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+  write_file_atomically(path, [&](int fd, const std::string& tmp) { write_all(fd, content.data(), content.size(), tmp); });
 }
 
 void rename_durable(const std::string& from, const std::string& to) {
