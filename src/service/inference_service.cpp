@@ -581,7 +581,35 @@ void InferenceService::admit() {
       finish(std::move(r), FinishReason::kError, code, why);
       continue;
     }
-    if (reserved_blocks_ + r->reserved_blocks > ctx_->kv_blocks_total()) {
+    const int32_t seq = free_seqs_.back();
+    const int64_t total = ctx_->kv_blocks_total();
+    // A session's positions are new blocks: checked before they are loaded, with no credit.
+    const bool with_session = !r->req.session_in.empty();
+    if (with_session && committed_blocks() + r->reserved_blocks > total) {
+      blocked_ = std::move(r);  // waits for running requests to release their blocks
+      return;
+    }
+    try {
+      if (with_session) ctx_->load_session(seq, r->req.session_in, &r->prompt);  // the saved positions that start the prompt
+      r->cached_tokens = ctx_->seq_reuse_prefix(seq, r->prompt, static_cast<int32_t>(r->prompt.size()) - 1);
+    } catch (const Error& e) {
+      ctx_->seq_clear(seq);
+      const ErrorCode code = e.code();
+      const std::string why = e.what();
+      finish(std::move(r), FinishReason::kError, code, why);
+      continue;
+    }
+    // The prefix is mapped (no block allocated): count what every sequence, this one included,
+    // may still take. Blocks shared with running requests are counted once, so requests with a
+    // common system prompt run side by side where their full reservations would not fit.
+    r->seq = seq;
+    running_.push_back(std::move(r));
+    const bool fits = committed_blocks() <= total;
+    r = std::move(running_.back());
+    running_.pop_back();
+    if (!fits) {
+      r->seq = -1;
+      ctx_->seq_clear(seq);     // the mapped blocks go back to the cache
       blocked_ = std::move(r);  // waits for running requests to release their blocks
       return;
     }
@@ -592,32 +620,71 @@ void InferenceService::admit() {
     gp.token_probability = r->req.token_probability;
     gp.context_shift = r->req.context_shift;
     gp.n_keep = r->req.n_keep;
-    const int32_t seq = free_seqs_.back();
     try {
-      // The generator sees the whole prompt (penalty window, counts); the prefix the KV cache
-      // already holds (full blocks of earlier requests) counts as prefilled.
+      // Built once the request is admitted: it feeds the prompt to the sampler's penalty window.
+      // The generator sees the whole prompt; the prefix the KV cache already holds (full blocks
+      // of earlier requests) counts as prefilled.
       r->gen = std::make_unique<SequenceGenerator>(*r->sampler, tokenizer_.get(), model_->hparams().n_vocab,
                                                    ctx_params_.n_ctx, 0, r->prompt, gp);
-      if (!r->req.session_in.empty()) {
-        ctx_->load_session(seq, r->req.session_in, &r->prompt);  // the saved positions that start the prompt
-        std::string().swap(r->req.session_in);
-      }
-      r->cached_tokens = ctx_->seq_reuse_prefix(seq, r->prompt, static_cast<int32_t>(r->prompt.size()) - 1);
       r->gen->prefill_advanced(r->cached_tokens);
     } catch (const Error& e) {
+      r->seq = -1;
       ctx_->seq_clear(seq);
       const ErrorCode code = e.code();
       const std::string why = e.what();
       finish(std::move(r), FinishReason::kError, code, why);
       continue;
     }
+    if (with_session) std::string().swap(r->req.session_in);
     free_seqs_.pop_back();
-    r->seq = seq;
     r->admitted = Clock::now();
-    reserved_blocks_ += r->reserved_blocks;
     running_.push_back(std::move(r));
     publish_gauges();
   }
+}
+
+int64_t InferenceService::committed_blocks() const {
+  // Two upper bounds on the blocks the running sequences can ever hold at once; the smaller
+  // one counts (each holds from any state, so admitting against the smaller never overcommits).
+  // 1. Their reservations: every block in use is in some table, and a table never exceeds its
+  //    reservation (prompt + max_tokens, at most n_ctx, in blocks).
+  // 2. Sharing kept: the blocks in use now, each once however many tables hold it, plus
+  //    - growth: blocks each table may still gain, up to its reservation;
+  //    - copies: blocks a sequence copies without growing its table. A shared partial last
+  //      block is copied on its next write (a prompt that ends on a block boundary maps that
+  //      block and recomputes its last position). A context shift copies the shared blocks it
+  //      moves rows into (kv_cache.h, seq_drop): a block with r references, s of them from
+  //      context-shift sequences, yields at most min(s, r - 1) copies (the last holder copies
+  //      nothing).
+  //    Requests with a common system prompt then run side by side where their reservations
+  //    alone would not fit.
+  const KvCache& kv = ctx_->kv_cache();
+  const BlockPool& pool = kv.pool();
+  const int32_t T = kv.params().block_tokens;
+  int64_t reserved = 0;
+  int64_t sharing = pool.n_in_use();
+  std::vector<int32_t> shift_shared;  // shared blocks in context-shift tables, once per table
+  for (const auto& rp : running_) {
+    reserved += rp->reserved_blocks;
+    const std::vector<int32_t>& table = kv.block_table(rp->seq);
+    sharing += std::max<int64_t>(0, rp->reserved_blocks - static_cast<int64_t>(table.size()));
+    if (table.empty()) continue;
+    if (rp->req.context_shift) {
+      for (const int32_t b : table) {
+        if (pool.refcount(b) > 1) shift_shared.push_back(b);
+      }
+    } else if (kv.seq_length(rp->seq) % T != 0 && pool.refcount(table.back()) > 1) {
+      sharing += 1;
+    }
+  }
+  std::sort(shift_shared.begin(), shift_shared.end());
+  for (size_t i = 0; i < shift_shared.size();) {
+    size_t j = i;
+    while (j < shift_shared.size() && shift_shared[j] == shift_shared[i]) ++j;
+    sharing += std::min<int64_t>(static_cast<int64_t>(j - i), pool.refcount(shift_shared[i]) - 1);
+    i = j;
+  }
+  return std::min(reserved, sharing);
 }
 
 bool InferenceService::deliver(Live& r, const StepOutput& out) {
@@ -794,7 +861,6 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
     st.kv_blocks = static_cast<int32_t>(ctx_->kv_cache().block_table(r->seq).size());
     ctx_->seq_clear(r->seq);
     free_seqs_.push_back(r->seq);
-    reserved_blocks_ -= r->reserved_blocks;
     r->seq = -1;
   }
   st.peak_rss_bytes = read_process_memory().peak_bytes;

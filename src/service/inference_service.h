@@ -149,6 +149,8 @@ class InferenceService {
   bool has_work_locked(std::chrono::steady_clock::time_point now) const;
   std::chrono::steady_clock::time_point next_deadline_locked() const;
   void admit();
+  // KV blocks the running requests hold or may still take (admission, docs/kv-cache.md "Budget").
+  int64_t committed_blocks() const;
   bool prepare(Live& r);           // tokenizes, builds the generator; false: finished with an error
   void step();
   void run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters);
@@ -197,7 +199,6 @@ class InferenceService {
   std::vector<std::unique_ptr<Live>> running_;
   std::unique_ptr<Live> blocked_;  // admitted from the queue, waiting for KV blocks
   std::vector<int32_t> free_seqs_;
-  int64_t reserved_blocks_ = 0;
   std::chrono::steady_clock::time_point step_deadline_;
 
   std::atomic<bool> interrupt_{false};  // abandon the forward in flight

@@ -241,6 +241,83 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
   EXPECT_GT(m.prompt_tokens_cached, 0u) << "no request hit the cache";
 }
 
+// Admission counts a block shared with running requests once (InferenceService::committed_blocks):
+// 4 requests with a 96-token system prompt (6 full blocks, cached by a first request) and their
+// own 5-token questions each reserve 8 blocks (prompt + 12 answer tokens); a 12-block pool holds
+// one such reservation, but the 6 shared blocks plus 2 of each request's own fit 3 at a time.
+// Counted by reservations alone they ran one after another.
+TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
+  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
+  ServiceParams params;
+  params.context.n_ctx = kCtx;
+  params.context.n_seq_max = 4;
+  params.context.kv_type = TensorType::F32;
+  KvCacheParams kp;
+  kp.n_layer = model->hparams().n_layer;
+  kp.n_head_kv = model->hparams().n_head_kv;
+  kp.head_dim = model->hparams().head_dim;
+  kp.type_k = kp.type_v = TensorType::F32;
+  kp.block_tokens = params.context.kv_block_tokens;
+  ASSERT_EQ(kp.block_tokens, 16);
+  params.context.kv_budget_bytes = 12 * KvCache::block_bytes(kp);
+  params.max_queued = 8;
+  InferenceService service(model, params);
+  ASSERT_EQ(service.metrics().kv_blocks_total, 12);
+
+  std::vector<int32_t> system = tok->encode(kStoryText, true, false);
+  for (int32_t i = 0; static_cast<int32_t>(system.size()) < 96; ++i) system.push_back(200 + i);
+  system.resize(96);
+  Waiter w;
+  std::vector<Outcome> outs(5);
+  {
+    std::vector<int32_t> warm = system;
+    warm.push_back(7);
+    ServiceRequest r = token_request(warm, &outs[0], &w);
+    r.max_tokens = 1;
+    service.submit(std::move(r));
+    std::unique_lock<std::mutex> lock(w.mutex);
+    ASSERT_TRUE(w.cv.wait_for(lock, std::chrono::seconds(60), [&] { return w.finished == 1; }));
+  }
+  std::vector<std::vector<int32_t>> prompts;
+  int active = 0, max_active = 0;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> p = system;
+    for (int j = 0; j < 5; ++j) p.push_back(300 + 10 * i + j);
+    prompts.push_back(p);
+    ServiceRequest r = token_request(p, &outs[static_cast<size_t>(i) + 1], &w);
+    auto on_token = r.on_token;
+    Outcome* out = &outs[static_cast<size_t>(i) + 1];
+    r.on_token = [on_token, out, &w, &active, &max_active](const TokenEvent& ev) {
+      {
+        std::lock_guard<std::mutex> lock(w.mutex);
+        if (ev.token >= 0 && out->tokens.empty()) max_active = std::max(max_active, ++active);
+      }
+      return on_token(ev);
+    };
+    auto on_finish = r.on_finish;
+    r.on_finish = [on_finish, &w, &active](const RequestResult& res) {
+      {
+        std::lock_guard<std::mutex> lock(w.mutex);
+        --active;
+      }
+      on_finish(res);
+    };
+    service.submit(std::move(r));
+  }
+  {
+    std::unique_lock<std::mutex> lock(w.mutex);
+    ASSERT_TRUE(w.cv.wait_for(lock, std::chrono::seconds(60), [&] { return w.finished == 5; }));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    ASSERT_EQ(outs[i + 1].result.finish_reason, FinishReason::kLength) << outs[i + 1].result.error;
+    EXPECT_EQ(outs[i + 1].tokens, solo_tokens(*model, prompts[i]));
+    EXPECT_EQ(outs[i + 1].result.stats.cached_tokens, 96);
+  }
+  EXPECT_EQ(max_active, 3) << "requests sharing the system prompt's blocks ran side by side";
+}
+
 }  // namespace
 }  // namespace edgellm
 
