@@ -6,7 +6,8 @@
 // Search (docs/device-fitness.md): candidates are ranked by task score when every one has one,
 // else by the bytes of weights they read (a bigger model of a family is the better one). For
 // each, configurations are tried from the most capable down — context from the wanted one
-// halving to min_ctx, F16 KV then Q8_0 KV, batch 512 / 256 / 128 — and the first that fits the
+// halving to min_ctx; K/V types F16, Q8_0, Q8_0 K with Q4_0 V, then Q4_0 (each step less KV
+// memory for a measured quality cost, docs/quantization.md); batch 512 / 256 / 128 — and the first that fits the
 // budget and is not marked unfit by the crash-loop guard is that candidate's best. The choice is
 // the best-ranked candidate that has one.
 #pragma once
@@ -55,7 +56,8 @@ struct PlanOption {
   double prefill_tokens_per_second = 0;  // measured (PlanCandidate); 0: not measured
   double decode_tokens_per_second = 0;
   int32_t n_ctx = 0;
-  TensorType kv_type = TensorType::F16;
+  TensorType kv_type = TensorType::F16;    // K cache type
+  TensorType kv_type_v = TensorType::F16;  // V cache type
   int32_t n_batch = 0;
   MemoryPlan memory;
   bool fits = false;
@@ -77,9 +79,18 @@ struct Plan {
   std::string to_text() const;  // the arithmetic, term by term in MiB
 };
 
-// Key of a configuration for the crash-loop guard: "<label>/ctx=<n>/kv=<type>" with the
-// label's characters outside [A-Za-z0-9._@=-] replaced by '_'.
-std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type);
+// Key of a configuration for the crash-loop guard: "<label>/ctx=<n>/kv=<type>" (K = V) or
+// "<label>/ctx=<n>/kv=<K type>:<V type>", with the label's characters outside [A-Za-z0-9._@=-]
+// replaced by '_'.
+std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type, TensorType kv_type_v);
+inline std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type) {
+  return plan_guard_key(label, n_ctx, kv_type, kv_type);
+}
+// The K/V types the planner tries at each context, most capable first.
+struct KvTypePair {
+  TensorType k, v;
+};
+const std::vector<KvTypePair>& plan_kv_ladder();
 
 // Never throws for a candidate that cannot be loaded (it is listed with the reason); throws
 // Error(kInvalidArgument) for bad options or no candidates.

@@ -53,31 +53,75 @@ TEST(Planner, ChoiceIsTheMostCapableConfigurationThatFits) {
       EXPECT_FALSE(c.fits);
       EXPECT_GT(c.memory.total(), p.budget_bytes) << c.label;
     }
-    // One step more capable (double context, or F16 instead of Q8_0 KV, or a bigger batch) no
-    // longer fits, unless the choice is already at that end.
+    // One step more capable (double context, or the K/V types one rung up the ladder, or a
+    // bigger batch) no longer fits, unless the choice is already at that end.
     auto model = Model::load(p.choice->path);
-    auto plan_for = [&](int32_t ctx, TensorType kv, int32_t batch) {
+    auto plan_for = [&](int32_t ctx, KvTypePair kv, int32_t batch) {
       ContextParams cp;
       cp.n_ctx = ctx;
       cp.n_batch = batch;
-      cp.kv_type = kv;
+      cp.kv_type = kv.k;
+      if (kv.v != kv.k) cp.kv_type_v = kv.v;
       cp.n_threads = p.threads.decode;
       cp.n_threads_batch = p.threads.prefill;
       return plan_memory(*model, cp, RepackMode::kAuto).total();
     };
     const auto& c = *p.choice;
-    EXPECT_EQ(plan_for(c.n_ctx, c.kv_type, c.n_batch), c.memory.total());
+    const KvTypePair chosen{c.kv_type, c.kv_type_v};
+    EXPECT_EQ(plan_for(c.n_ctx, chosen, c.n_batch), c.memory.total());
+    const auto& ladder = plan_kv_ladder();
+    size_t rung = 0;
+    while (rung < ladder.size() && (ladder[rung].k != chosen.k || ladder[rung].v != chosen.v)) ++rung;
+    ASSERT_LT(rung, ladder.size());
+    const KvTypePair least = model->hparams().head_dim % 32 == 0 ? ladder.back() : ladder.front();
     const int32_t top = std::min(4096, std::max(model->hparams().n_ctx_train, 128));
     if (c.n_ctx < top) {
-      EXPECT_GT(plan_for(std::min(top, c.n_ctx * 2), TensorType::Q8_0, 128), p.budget_bytes);
+      EXPECT_GT(plan_for(std::min(top, c.n_ctx * 2), least, 128), p.budget_bytes);
     }
-    if (c.kv_type == TensorType::Q8_0) {
-      EXPECT_GT(plan_for(c.n_ctx, TensorType::F16, 128), p.budget_bytes);
+    if (rung > 0) {
+      EXPECT_GT(plan_for(c.n_ctx, ladder[rung - 1], 128), p.budget_bytes);
     }
     if (c.n_batch < 512) {
-      EXPECT_GT(plan_for(c.n_ctx, c.kv_type, c.n_batch * 2), p.budget_bytes);
+      EXPECT_GT(plan_for(c.n_ctx, chosen, c.n_batch * 2), p.budget_bytes);
     }
   }
+}
+
+// Every rung of the K/V ladder is offered: with the budget set just above what a rung needs at
+// one context (tiny-zh-poems, head_dim 32, ctx 1024, batch 128), that rung is the choice — the
+// rung above it does not fit, a bigger batch does not either. Each rung needs strictly less.
+TEST(Planner, KvLadderGoesFromF16ToQ8ThenQ4ValuesThenQ4) {
+  const std::vector<PlanCandidate> zh = {{"zh", test::shared_model("tiny-zh-poems.gguf"), std::nullopt}};
+  auto model = Model::load(zh[0].path);
+  ASSERT_EQ(model->hparams().head_dim % 32, 0);
+  PlanOptions o;
+  o.max_ctx = o.min_ctx = 1024;
+  o.headroom = 0;
+  const ThreadPlan threads = make_plan(small_device(1000), zh, o).threads;
+  const auto& ladder = plan_kv_ladder();
+  ASSERT_EQ(ladder.size(), 4u);
+  uint64_t above = UINT64_MAX;
+  for (const KvTypePair& kv : ladder) {
+    SCOPED_TRACE(std::string(tensor_type_name(kv.k)) + "/" + tensor_type_name(kv.v));
+    ContextParams cp;
+    cp.n_ctx = 1024;
+    cp.n_batch = 128;
+    cp.kv_type = kv.k;
+    if (kv.v != kv.k) cp.kv_type_v = kv.v;
+    apply_thread_plan(threads, cp);
+    const uint64_t need = plan_memory(*model, cp, RepackMode::kAuto).total();
+    EXPECT_LT(need, above);
+    above = need;
+    const Plan p = make_plan(small_device((static_cast<double>(need) + 64) / 1048576.0), zh, o);
+    ASSERT_TRUE(p.choice) << p.to_text();
+    EXPECT_EQ(p.choice->kv_type, kv.k);
+    EXPECT_EQ(p.choice->kv_type_v, kv.v);
+    EXPECT_EQ(p.choice->n_batch, 128);
+    EXPECT_EQ(p.choice->memory.total(), need);
+    EXPECT_EQ(p.choice->guard_key, plan_guard_key("zh", 1024, kv.k, kv.v));
+  }
+  EXPECT_EQ(plan_guard_key("zh", 1024, TensorType::Q8_0, TensorType::Q4_0), "zh/ctx=1024/kv=q8_0:q4_0");
+  EXPECT_EQ(plan_guard_key("zh", 1024, TensorType::F16), "zh/ctx=1024/kv=f16");
 }
 
 TEST(Planner, NothingFitsIsReportedWithTheArithmetic) {
