@@ -1,5 +1,6 @@
 #include "core/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "core/error.h"
 
@@ -70,30 +72,63 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
   }
 }
 
-void write_file_atomically(const std::string& path, const std::function<void(int fd, const std::string& tmp_path)>& fill) {
+// Removes "<name>.tmp.XXXXXX" files of `path` last modified more than an hour ago: left by a
+// writer that was killed (an app in the background is). Younger ones may belong to a writer
+// still at work. Best effort: errors are ignored.
+static void remove_stale_temp_files(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const time_t now = ::time(nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    // mkstemp's 6 characters after the prefix, nothing else.
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string full = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 3600) ::unlink(full.c_str());
+  }
+  ::closedir(d);
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(int fd, const std::string& tmp_path)>& fill,
+                           const AtomicWriteOptions& options) {
+  remove_stale_temp_files(path);
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());  // POSIX (mkostemp needs _GNU_SOURCE, which musl builds lack)
   if (fd < 0) io_error("cannot create '" + tmp + "'", errno);
   try {
     (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    // mkstemp creates 0600; the file is as readable as one written by open(..., 0644).
-    if (::fchmod(fd, 0644) != 0) io_error("cannot chmod '" + tmp + "'", errno);
+    // mkstemp creates 0600.
+    if (options.mode != 0600 && ::fchmod(fd, static_cast<mode_t>(options.mode)) != 0) {
+      io_error("cannot chmod '" + tmp + "'", errno);
+    }
     fill(fd, tmp);
-    fsync_fd(fd, "'" + tmp + "'");
+    if (options.fsync) fsync_fd(fd, "'" + tmp + "'");
     const int rc = ::close(fd);
     fd = -1;
     // close() can report a delayed write error (NFS, some FUSE filesystems).
     if (rc != 0) io_error("cannot close '" + tmp + "'", errno);
-    rename_durable(tmp, path);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) io_error("cannot rename '" + tmp + "' to '" + path + "'", errno);
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
+  // The new content is in place: making the rename durable is best effort.
+  if (options.fsync) {
+    try {
+      fsync_dir(parent_dir(path));
+    } catch (const Error&) {
+    }
+  }
 }
 
-void write_file_atomic(const std::string& path, std::string_view content) {
-  write_file_atomically(path, [&](int fd, const std::string& tmp) { write_all(fd, content.data(), content.size(), tmp); });
+void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options) {
+  write_file_atomically(
+      path, [&](int fd, const std::string& tmp) { write_all(fd, content.data(), content.size(), tmp); }, options);
 }
 
 void rename_durable(const std::string& from, const std::string& to) {

@@ -55,7 +55,8 @@ std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType k
   }
   if (safe.size() > 120) safe = safe.substr(safe.size() - 120);
   std::string key = safe + "/ctx=" + std::to_string(n_ctx) + "/kv=" + tensor_type_name(kv_type);
-  if (kv_type_v != kv_type) key += std::string(":") + tensor_type_name(kv_type_v);
+  // '-' joins K and V: the guard accepts only [A-Za-z0-9._@=/-] (the key names a marker file).
+  if (kv_type_v != kv_type) key += std::string("-") + tensor_type_name(kv_type_v);
   return key;
 }
 

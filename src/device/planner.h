@@ -80,7 +80,7 @@ struct Plan {
 };
 
 // Key of a configuration for the crash-loop guard: "<label>/ctx=<n>/kv=<type>" (K = V) or
-// "<label>/ctx=<n>/kv=<K type>:<V type>", with the label's characters outside [A-Za-z0-9._@=-]
+// "<label>/ctx=<n>/kv=<K type>-<V type>", with the label's characters outside [A-Za-z0-9._@=-]
 // replaced by '_'.
 std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type, TensorType kv_type_v);
 inline std::string plan_guard_key(const std::string& label, int32_t n_ctx, TensorType kv_type) {

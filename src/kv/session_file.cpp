@@ -220,7 +220,12 @@ std::string read_session_file(const std::string& path) {
 
 void write_session_file(const std::string& path, std::string_view bytes) {
   try {
-    write_file_atomically(path, [&](int fd, const std::string& tmp) { write_all(fd, bytes.data(), bytes.size(), tmp); });
+    // Private (a conversation), and not fsynced: sessions are saved on the service's scheduler
+    // thread after every turn; an fsync of tens of MB there would stall every other stream.
+    AtomicWriteOptions options;
+    options.mode = 0600;
+    options.fsync = false;
+    write_file_atomic(path, bytes, options);
   } catch (const Error& e) {
     throw Error(e.code(), std::string("session: ") + e.what());
   }

@@ -585,7 +585,8 @@ void InferenceService::admit() {
     const int64_t total = ctx_->kv_blocks_total();
     // A session's positions are new blocks: checked before they are loaded, with no credit.
     const bool with_session = !r->req.session_in.empty();
-    if (with_session && committed_blocks() + r->reserved_blocks > total) {
+    if (with_session && (finished_requests_ < blocked_retry_after_ || committed_blocks() + r->reserved_blocks > total)) {
+      blocked_retry_after_ = finished_requests_ + 1;
       blocked_ = std::move(r);  // waits for running requests to release their blocks
       return;
     }
@@ -609,7 +610,8 @@ void InferenceService::admit() {
     running_.pop_back();
     if (!fits) {
       r->seq = -1;
-      ctx_->seq_clear(seq);     // the mapped blocks go back to the cache
+      ctx_->seq_clear(seq);  // the mapped blocks go back to the cache
+      blocked_retry_after_ = finished_requests_ + 1;
       blocked_ = std::move(r);  // waits for running requests to release their blocks
       return;
     }
@@ -861,6 +863,7 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
     st.kv_blocks = static_cast<int32_t>(ctx_->kv_cache().block_table(r->seq).size());
     ctx_->seq_clear(r->seq);
     free_seqs_.push_back(r->seq);
+    ++finished_requests_;
     r->seq = -1;
   }
   st.peak_rss_bytes = read_process_memory().peak_bytes;

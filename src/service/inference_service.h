@@ -20,9 +20,11 @@
 //
 // KV admission reserves ceil(min(n_ctx, prompt + max_tokens) / block_tokens) blocks for each
 // running request, so a running batch never runs out of blocks half way: a sequence's table
-// never outgrows its reservation, so the blocks in use (shared ones counted once) never exceed
-// the sum of the reservations, at most the pool; cached blocks (prefix cache, refcount 0) are
-// evicted by allocation and need no reservation. A request whose reservation exceeds the whole
+// never outgrows its reservation, so the blocks in use never exceed the sum of the reservations.
+// Blocks shared through the prefix cache count once: a request is admitted when the smaller of
+// that sum and (blocks in use + what each table may still gain + the copies context shifts and
+// block-boundary prompts may make of shared blocks) fits the pool (committed_blocks). Cached
+// blocks (prefix cache, refcount 0) are evicted by allocation and need no reservation. A request whose reservation exceeds the whole
 // pool fails with kOutOfMemory; one that does not fit next to the running ones waits.
 //
 // Prefix cache: at admission the sequence maps the longest prefix of the prompt that the KV
@@ -149,9 +151,10 @@ class InferenceService {
   bool has_work_locked(std::chrono::steady_clock::time_point now) const;
   std::chrono::steady_clock::time_point next_deadline_locked() const;
   void admit();
-  // KV blocks the running requests hold or may still take (admission, docs/kv-cache.md "Budget").
+  // KV blocks the running requests hold or may still take (admission: the comment at the top,
+  // docs/c-api.md "KV memory and the prefix cache").
   int64_t committed_blocks() const;
-  bool prepare(Live& r);           // tokenizes, builds the generator; false: finished with an error
+  bool prepare(Live& r);           // tokenizes, sizes the reservation; false: finished with an error
   void step();
   void run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters);
   bool deliver(Live& r, const StepOutput& out);
@@ -198,6 +201,11 @@ class InferenceService {
   // ---- scheduler thread only
   std::vector<std::unique_ptr<Live>> running_;
   std::unique_ptr<Live> blocked_;  // admitted from the queue, waiting for KV blocks
+  // Requests finished so far, and that count when blocked_ last failed to fit: a blocked request
+  // with a session is retried only after a request finished (loading the session costs a copy
+  // of all its rows; what it needs can only fit once blocks were released).
+  uint64_t finished_requests_ = 0;
+  uint64_t blocked_retry_after_ = 0;
   std::vector<int32_t> free_seqs_;
   std::chrono::steady_clock::time_point step_deadline_;
 

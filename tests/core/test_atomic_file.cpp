@@ -4,6 +4,10 @@
 // place: sessions and registry manifests wrote that way until this file existed); a failure
 // leaves the old content and no temporary file.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <ctime>
 
 #include <string>
 #include <thread>
@@ -47,6 +51,42 @@ TEST(AtomicFile, AMissingFolderIsAnIoErrorNamingThePath) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
     EXPECT_NE(std::string(e.what()).find("c.txt.tmp"), std::string::npos) << e.what();
   }
+}
+
+// A writer killed half way leaves "<name>.tmp.XXXXXX"; the next write of the name removes such
+// files older than an hour and leaves younger ones (another writer may still be at work) and
+// other names alone.
+TEST(AtomicFile, StaleTemporaryFilesOfThePathAreRemoved) {
+  const std::string dir = test::temp_dir() + "/stale";
+  make_dirs(dir);
+  const std::string path = dir + "/s.bin";
+  const std::string old_tmp = path + ".tmp.Ab12Cd", young_tmp = path + ".tmp.Ef34Gh", other = dir + "/t.bin.tmp.Ij56Kl";
+  for (const std::string& f : {old_tmp, young_tmp, other}) write_file_atomic(f, "left over");
+  const timespec two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, old_tmp.c_str(), two_hours_ago, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, other.c_str(), two_hours_ago, 0), 0);
+  write_file_atomic(path, "new");
+  EXPECT_EQ(read_small_file(path), "new");
+  EXPECT_FALSE(path_exists(old_tmp));
+  EXPECT_TRUE(path_exists(young_tmp));
+  EXPECT_TRUE(path_exists(other));
+}
+
+// Options: the mode is the file's (0600 for private data), and without fsync the content is the
+// same.
+TEST(AtomicFile, ModeAndNoFsync) {
+  const std::string path = test::temp_dir() + "/private.bin";
+  AtomicWriteOptions o;
+  o.mode = 0600;
+  o.fsync = false;
+  write_file_atomic(path, "secret", o);
+  EXPECT_EQ(read_small_file(path), "secret");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  write_file_atomic(path, "public");
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
 // Two threads write one path 20 times each, in 64 KiB pieces with yields between them so the

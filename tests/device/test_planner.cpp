@@ -120,8 +120,16 @@ TEST(Planner, KvLadderGoesFromF16ToQ8ThenQ4ValuesThenQ4) {
     EXPECT_EQ(p.choice->memory.total(), need);
     EXPECT_EQ(p.choice->guard_key, plan_guard_key("zh", 1024, kv.k, kv.v));
   }
-  EXPECT_EQ(plan_guard_key("zh", 1024, TensorType::Q8_0, TensorType::Q4_0), "zh/ctx=1024/kv=q8_0:q4_0");
+  EXPECT_EQ(plan_guard_key("zh", 1024, TensorType::Q8_0, TensorType::Q4_0), "zh/ctx=1024/kv=q8_0-q4_0");
   EXPECT_EQ(plan_guard_key("zh", 1024, TensorType::F16), "zh/ctx=1024/kv=f16");
+  // The crash-loop guard takes every key the ladder makes (its keys name marker files).
+  CrashLoopGuard guard(test::temp_dir() + "/ladder-guard");
+  for (const KvTypePair& kv : ladder) {
+    const std::string key = plan_guard_key("zh@1", 1024, kv.k, kv.v);
+    EXPECT_TRUE(guard.begin(key).allowed) << key;
+    EXPECT_FALSE(guard.is_unfit(key));
+    EXPECT_NO_THROW(guard.end(key)) << key;
+  }
 }
 
 TEST(Planner, NothingFitsIsReportedWithTheArithmetic) {

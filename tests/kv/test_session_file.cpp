@@ -3,6 +3,7 @@
 // and every single-bit flip of a session is refused as kInvalidFile, another model's or KV
 // type's as kInvalidArgument, and a refusal leaves the cache as it was.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "core/hash.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
+#include "support/test_env.h"
 
 namespace edgellm {
 namespace {
@@ -245,6 +247,20 @@ TEST(SessionFile, ShiftedSequenceRecordsItsExactPrefix) {
   const uint64_t sum = hash_bytes(0x6b762d73657373ULL, crafted.data(), crafted.size() - 8);
   std::memcpy(crafted.data() + crafted.size() - 8, &sum, 8);
   EXPECT_EQ(refusal(crafted, kFingerprint, plain.params()), ErrorCode::kInvalidFile);
+}
+
+// Session files hold a conversation: written private (0600) whatever the umask, and read back.
+TEST(SessionFile, FilesArePrivateAndReadBack) {
+  KvCache src(params(TensorType::F16, 4));
+  fill(src, 0, 5);
+  const std::string bytes = encode_session(src, 0, kFingerprint, "{\"messages\": []}");
+  const std::string path = test::temp_dir() + "/chat.session";
+  write_session_file(path, bytes);
+  EXPECT_EQ(read_session_file(path), bytes);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_FALSE(test::temp_file_left(path));
 }
 
 }  // namespace
