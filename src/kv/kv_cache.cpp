@@ -137,8 +137,12 @@ void KvCache::seq_truncate(int32_t seq, int32_t n_keep) {
   check_seq(seq);
   require(n_keep >= 0, ErrorCode::kInvalidArgument, "seq_truncate: n_keep " + std::to_string(n_keep) + " < 0");
   Sequence& s = seqs_[static_cast<size_t>(seq)];
-  if (n_keep >= s.length) return;
   const int32_t T = params_.block_tokens;
+  // Cut back to before the first shifted row: what is written from here on is a fresh prefill.
+  // Also when nothing is cut (an empty sequence left by seq_drop must publish again).
+  const bool back_to_exact = std::min(n_keep, s.length) <= static_cast<int64_t>(s.publish_limit) * T;
+  if (back_to_exact) s.publish_limit = INT32_MAX;
+  if (n_keep >= s.length) return;
   const size_t keep_blocks = static_cast<size_t>((n_keep + T - 1) / T);
   while (s.blocks.size() > keep_blocks) {
     pool_.release(s.blocks.back());
@@ -147,8 +151,6 @@ void KvCache::seq_truncate(int32_t seq, int32_t n_keep) {
   s.length = n_keep;
   s.tokens.resize(static_cast<size_t>(n_keep));
   s.hashes.resize(std::min(s.hashes.size(), static_cast<size_t>(n_keep / T)));
-  // Cut back to before the first shifted row: what is written from here on is a fresh prefill.
-  if (n_keep <= static_cast<int64_t>(s.publish_limit) * T) s.publish_limit = INT32_MAX;
 }
 
 void KvCache::seq_drop(int32_t seq, int32_t n_keep, int32_t n_discard) {

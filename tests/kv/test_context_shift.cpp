@@ -147,6 +147,21 @@ TEST(SeqDrop, ShiftedBlocksAreNeverOfferedToThePrefixCache) {
   EXPECT_EQ(c.cached_prefix_length(again.data(), 12), 12);
 }
 
+// Dropping every position leaves an empty sequence; clearing it makes it an ordinary one again
+// (its next content is a fresh prefill and goes to the prefix cache).
+TEST(SeqDrop, AnEmptiedSequencePublishesAgainAfterAClear) {
+  KvCache c(small_cache());
+  fill(c, 0, iota_ids(12, 1));
+  c.seq_drop(0, 0, 12);
+  ASSERT_EQ(c.seq_length(0), 0);
+  EXPECT_EQ(c.seq_exact_length(0), 0);
+  c.seq_clear(0);
+  const std::vector<int32_t> ids = iota_ids(8, 50);
+  fill(c, 0, ids);
+  EXPECT_EQ(c.seq_exact_length(0), 8);
+  EXPECT_EQ(c.cached_prefix_length(ids.data(), 8), 8);
+}
+
 TEST(SeqDrop, BadRangesAndAFullPoolLeaveTheSequenceUnchanged) {
   KvCacheParams p = small_cache();
   p.n_blocks = 6;
