@@ -197,6 +197,16 @@ VocabData vocab_data_from_hf_json(const Json& tj, const Json* config) {
   }
   require(max_id >= 0, ErrorCode::kInvalidFile, "tokenizer.json: empty vocabulary");
   const size_t n = static_cast<size_t>(max_id) + 1;
+  // The id space is sized by the largest id and its gaps filled with placeholders, so one huge id
+  // in a small file would cost gigabytes (the fuzzer's 1.3 KB file with the id 16210271: 2.1 GB).
+  // Real files are dense (Qwen2.5, Llama 3: no gap at all); more unused ids than listed tokens
+  // is refused, which keeps the memory proportional to the file.
+  const size_t listed = entries.size() + added.size();
+  if (n > 2 * listed + 1024) {
+    throw Error(ErrorCode::kInvalidFile, "tokenizer.json: ids reach " + std::to_string(max_id) + " but only " +
+                                             std::to_string(listed) +
+                                             " tokens are listed (more than half of the id space unused)");
+  }
   d.tokens.assign(n, std::string());
   d.types.assign(n, static_cast<int32_t>(TokenAttr::kUnused));
   std::vector<bool> filled(n, false);

@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "core/error.h"
+#include "tokenizer/vocab_data.h"
 #include "tokenizer_test_util.h"
 
 namespace edgellm {
@@ -38,6 +40,32 @@ TEST_P(HfTokenizerTest, EncodeCases) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, HfTokenizerTest, ::testing::Values("qwen3", "llama3"));
+
+// Fuzz finding (fuzz_tokenizer_json, out-of-memory: 2.1 GB for a 1.3 KB file): one vocabulary
+// id of 16210271 among 26 tokens sized the id space by it. Refused now, with the reason; a file
+// with a few unused ids still loads (gaps are filled with placeholders).
+TEST(HfTokenizers, ASparseIdSpaceIsRefused) {
+  const std::string base = R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+                               "decoder": {"type": "ByteLevel"},
+                               "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": ID}, "merges": ["a b"]},
+                               "added_tokens": [{"id": 3, "content": "<s>", "special": true}]})";
+  auto with_id = [&](int64_t id) {
+    std::string s = base;
+    s.replace(s.find("ID"), 2, std::to_string(id));
+    return Json::parse(s);
+  };
+  try {
+    (void)vocab_data_from_hf_json(with_id(16210271), nullptr);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+    EXPECT_NE(std::string(e.what()).find("ids reach 16210271 but only 4 tokens are listed"), std::string::npos) << e.what();
+  }
+  const VocabData d = vocab_data_from_hf_json(with_id(40), nullptr);  // ids 4..39 unused
+  ASSERT_EQ(d.tokens.size(), 41u);
+  EXPECT_EQ(d.tokens[40], "ab");
+  EXPECT_EQ(d.tokens[5], "[PAD5]");
+}
 
 TEST(HfTokenizers, Qwen3Specials) {
   const auto tok = test::load_hf_tokenizer("qwen3");
