@@ -76,8 +76,8 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
 // writer that was killed (an app in the background is). Younger ones may belong to a writer
 // still at work. Best effort: errors are ignored.
 static void remove_stale_temp_files(const std::string& path) {
+  const std::string dir = parent_dir(path);
   const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;

@@ -102,8 +102,7 @@ SessionView decode_session(std::string_view bytes, uint64_t model_fingerprint, c
     refuse(ErrorCode::kInvalidFile, "format version " + std::to_string(version) + " is not supported (expected 1 to " +
                                         std::to_string(kVersion) + ")");
   }
-  const size_t header_bytes = version >= 3 ? kHeaderBytes : kHeaderBytesV2;
-  if (size < header_bytes + 8) refuse(ErrorCode::kInvalidFile, "the file is truncated (" + std::to_string(size) + " bytes)");
+  const size_t header_bytes = version >= 3 ? kHeaderBytes : kHeaderBytesV2;  // checked with `expect` below
   // Sizes first (they say whether bytes are missing), then the checksum, then what it is for.
   const uint64_t n_tokens = get<uint32_t>(b + 36);
   const uint64_t payload_bytes = get<uint64_t>(b + 40);

@@ -604,11 +604,7 @@ void InferenceService::admit() {
     // may still take. Blocks shared with running requests are counted once, so requests with a
     // common system prompt run side by side where their full reservations would not fit.
     r->seq = seq;
-    running_.push_back(std::move(r));
-    const bool fits = committed_blocks() <= total;
-    r = std::move(running_.back());
-    running_.pop_back();
-    if (!fits) {
+    if (committed_blocks(r.get()) > total) {
       r->seq = -1;
       ctx_->seq_clear(seq);  // the mapped blocks go back to the cache
       blocked_retry_after_ = finished_requests_ + 1;
@@ -645,7 +641,7 @@ void InferenceService::admit() {
   }
 }
 
-int64_t InferenceService::committed_blocks() const {
+int64_t InferenceService::committed_blocks(const Live* candidate) const {
   // Two upper bounds on the blocks the running sequences can ever hold at once; the smaller
   // one counts (each holds from any state, so admitting against the smaller never overcommits).
   // 1. Their reservations: every block in use is in some table, and a table never exceeds its
@@ -666,19 +662,21 @@ int64_t InferenceService::committed_blocks() const {
   int64_t reserved = 0;
   int64_t sharing = pool.n_in_use();
   std::vector<int32_t> shift_shared;  // shared blocks in context-shift tables, once per table
-  for (const auto& rp : running_) {
-    reserved += rp->reserved_blocks;
-    const std::vector<int32_t>& table = kv.block_table(rp->seq);
-    sharing += std::max<int64_t>(0, rp->reserved_blocks - static_cast<int64_t>(table.size()));
-    if (table.empty()) continue;
-    if (rp->req.context_shift) {
+  const auto count = [&](const Live& r) {
+    reserved += r.reserved_blocks;
+    const std::vector<int32_t>& table = kv.block_table(r.seq);
+    sharing += std::max<int64_t>(0, r.reserved_blocks - static_cast<int64_t>(table.size()));
+    if (table.empty()) return;
+    if (r.req.context_shift) {
       for (const int32_t b : table) {
         if (pool.refcount(b) > 1) shift_shared.push_back(b);
       }
-    } else if (kv.seq_length(rp->seq) % T != 0 && pool.refcount(table.back()) > 1) {
+    } else if (kv.seq_length(r.seq) % T != 0 && pool.refcount(table.back()) > 1) {
       sharing += 1;
     }
-  }
+  };
+  for (const auto& rp : running_) count(*rp);
+  if (candidate != nullptr) count(*candidate);
   std::sort(shift_shared.begin(), shift_shared.end());
   for (size_t i = 0; i < shift_shared.size();) {
     size_t j = i;

@@ -24,8 +24,9 @@
 // Blocks shared through the prefix cache count once: a request is admitted when the smaller of
 // that sum and (blocks in use + what each table may still gain + the copies context shifts and
 // block-boundary prompts may make of shared blocks) fits the pool (committed_blocks). Cached
-// blocks (prefix cache, refcount 0) are evicted by allocation and need no reservation. A request whose reservation exceeds the whole
-// pool fails with kOutOfMemory; one that does not fit next to the running ones waits.
+// blocks (prefix cache, refcount 0) are evicted by allocation and need no reservation. A
+// request whose reservation exceeds the whole pool fails with kOutOfMemory; one that does not
+// fit next to the running ones waits.
 //
 // Prefix cache: at admission the sequence maps the longest prefix of the prompt that the KV
 // prefix cache holds (full blocks of any earlier or running request with the same leading
@@ -151,9 +152,10 @@ class InferenceService {
   bool has_work_locked(std::chrono::steady_clock::time_point now) const;
   std::chrono::steady_clock::time_point next_deadline_locked() const;
   void admit();
-  // KV blocks the running requests hold or may still take (admission: the comment at the top,
-  // docs/c-api.md "KV memory and the prefix cache").
-  int64_t committed_blocks() const;
+  // KV blocks the running requests, and `candidate` (its prefix mapped, not yet running) when
+  // given, hold or may still take (admission: the comment at the top, docs/c-api.md "KV memory
+  // and the prefix cache").
+  int64_t committed_blocks(const Live* candidate = nullptr) const;
   bool prepare(Live& r);           // tokenizes, sizes the reservation; false: finished with an error
   void step();
   void run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters);

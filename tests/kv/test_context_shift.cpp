@@ -388,17 +388,19 @@ TEST(ContextShiftSession, SavedMidStreamContinuesExactlyAndShiftedBlocksStayOutO
   gp.n_keep = keep;
   const std::vector<int32_t> prompt = random_prompt(20, 300, 5);
 
+  // `n` greedy tokens of the stream on `ctx`, after what it holds, with a fresh sampler.
+  const auto stream = [&](Context& ctx, const std::vector<int32_t>& ids, int32_t n) {
+    Sampler sampler(sp, model->hparams().n_vocab);
+    gp.max_tokens = n;
+    return generate(ctx, sampler, nullptr, ids, gp);
+  };
   Context whole(*model, test::window_context_params(TensorType::F16, n_ctx));
-  Sampler s_whole(sp, model->hparams().n_vocab);
-  gp.max_tokens = total;
-  const GenerationResult full = generate(whole, s_whole, nullptr, prompt, gp);
+  const GenerationResult full = stream(whole, prompt, total);
   ASSERT_EQ(full.tokens.size(), static_cast<size_t>(total)) << full.error;
   ASSERT_GE(full.context_shifts, 3);
 
   Context first(*model, test::window_context_params(TensorType::F16, n_ctx));
-  Sampler s_first(sp, model->hparams().n_vocab);
-  gp.max_tokens = split;
-  const GenerationResult head = generate(first, s_first, nullptr, prompt, gp);
+  const GenerationResult head = stream(first, prompt, split);
   ASSERT_EQ(head.tokens.size(), static_cast<size_t>(split)) << head.error;
   ASSERT_GE(head.context_shifts, 1);
   const std::vector<int32_t> held = first.kv_cache().seq_tokens(0);
@@ -418,10 +420,7 @@ TEST(ContextShiftSession, SavedMidStreamContinuesExactlyAndShiftedBlocksStayOutO
 
   // Continue: generate() appends its prompt to what the sequence holds; the prompt is the last
   // sampled token, which is not in the cache yet.
-  const std::vector<int32_t> next = {head.tokens.back()};
-  Sampler s_resumed(sp, model->hparams().n_vocab);
-  gp.max_tokens = total - split;
-  const GenerationResult tail = generate(resumed, s_resumed, nullptr, next, gp);
+  const GenerationResult tail = stream(resumed, {head.tokens.back()}, total - split);
   ASSERT_EQ(tail.tokens.size(), static_cast<size_t>(total - split)) << tail.error;
   const std::vector<int32_t> want(full.tokens.begin() + split, full.tokens.end());
   EXPECT_EQ(tail.tokens, want);

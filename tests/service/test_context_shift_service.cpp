@@ -14,6 +14,7 @@
 #include "engine/context.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
+#include "engine/memory_plan.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "service/inference_service.h"
@@ -51,6 +52,43 @@ struct Outcome {
   RequestResult result;
 };
 
+struct Waiter {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int finished = 0;
+  // Waits until `n` requests have finished (false on timeout).
+  bool wait_for(int n, int seconds) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return finished == n; });
+  }
+};
+
+// A greedy context-shift stream past end-of-text; its tokens go to out->tokens, its result to
+// out->result, and w counts it finished.
+ServiceRequest stream_request(const std::vector<int32_t>& prompt, int32_t max_tokens, int32_t n_keep, Outcome* out,
+                              Waiter* w) {
+  ServiceRequest r;
+  r.tokens = prompt;
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eog = true;
+  r.deadline_ms = 0;
+  r.context_shift = true;
+  r.n_keep = n_keep;
+  r.on_token = [out, w](const TokenEvent& ev) {
+    std::lock_guard<std::mutex> lock(w->mutex);
+    if (ev.token >= 0) out->tokens.push_back(ev.token);
+    return true;
+  };
+  r.on_finish = [out, w](const RequestResult& res) {
+    std::lock_guard<std::mutex> lock(w->mutex);
+    out->result = res;
+    ++w->finished;
+    w->cv.notify_all();
+  };
+  return r;
+}
+
 TEST(ContextShiftService, ConcurrentStreamsEqualTheirSoloRuns) {
   std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
@@ -64,56 +102,19 @@ TEST(ContextShiftService, ConcurrentStreamsEqualTheirSoloRuns) {
   const std::string system = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
   const std::vector<std::string> tails = {" One day", " Her dog", " The sun was"};
   const std::vector<int32_t> keeps = {4, 9, -1};
-  std::vector<Outcome> outs(tails.size());
-  std::mutex mutex;
-  std::condition_variable cv;
-  int finished = 0;
+  std::vector<Outcome> outs(tails.size() + 1);  // the last: the first request
+  Waiter w;
   std::vector<std::vector<int32_t>> prompts;
-  {
-    // A first request leaves the shared prefix's full blocks in the prefix cache; the streams
-    // then map them into their tables (shared by all three) and their first shift rewrites them.
-    ServiceRequest warm;
-    warm.tokens = tok->encode(system, true, false);
-    warm.max_tokens = 1;
-    warm.deadline_ms = 0;
-    warm.on_finish = [&](const RequestResult&) {
-      std::lock_guard<std::mutex> lock(mutex);
-      ++finished;
-      cv.notify_all();
-    };
-    service.submit(std::move(warm));
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 1; }));
-    finished = 0;
-  }
+  // A first request leaves the shared prefix's full blocks in the prefix cache; the streams
+  // then map them into their tables (shared by all three) and their first shift rewrites them.
+  service.submit(stream_request(tok->encode(system, true, false), 1, 4, &outs.back(), &w));
+  ASSERT_TRUE(w.wait_for(1, 60));
   for (size_t i = 0; i < tails.size(); ++i) {
     prompts.push_back(tok->encode(system + tails[i], true, false));
-    ServiceRequest r;
-    r.tokens = prompts.back();
-    r.sampling.temperature = 0;
-    r.max_tokens = kMaxTokens;
-    r.ignore_eog = true;
-    r.deadline_ms = 0;
-    r.context_shift = true;
-    r.n_keep = keeps[i];
-    Outcome* out = &outs[i];
-    r.on_token = [out, &mutex](const TokenEvent& ev) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (ev.token >= 0) out->tokens.push_back(ev.token);
-      return true;
-    };
-    r.on_finish = [out, &mutex, &cv, &finished](const RequestResult& res) {
-      std::lock_guard<std::mutex> lock(mutex);
-      out->result = res;
-      ++finished;
-      cv.notify_all();
-    };
-    service.submit(std::move(r));
+    service.submit(stream_request(prompts.back(), kMaxTokens, keeps[i], &outs[i], &w));
   }
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return finished == 3; }));
-  }
+  ASSERT_TRUE(w.wait_for(4, 120));
+  outs.pop_back();
   for (size_t i = 0; i < outs.size(); ++i) {
     SCOPED_TRACE("stream " + std::to_string(i));
     ASSERT_EQ(outs[i].result.finish_reason, FinishReason::kLength) << outs[i].result.error;
@@ -139,13 +140,7 @@ TEST(ContextShiftService, SharedBlocksInATightPoolAreCopiedWithoutRunningOut) {
   params.context.n_seq_max = 3;
   params.context.kv_type = TensorType::F32;
   params.context.kv_block_tokens = 16;
-  KvCacheParams kp;
-  kp.n_layer = model->hparams().n_layer;
-  kp.n_head_kv = model->hparams().n_head_kv;
-  kp.head_dim = model->hparams().head_dim;
-  kp.type_k = kp.type_v = TensorType::F32;
-  kp.block_tokens = 16;
-  params.context.kv_budget_bytes = 12 * KvCache::block_bytes(kp);
+  params.context.kv_budget_bytes = 12 * KvCache::block_bytes(kv_cache_params(model->hparams(), params.context));
   params.max_queued = 4;
   InferenceService service(model, params);
   ASSERT_EQ(service.metrics().kv_blocks_total, 12);
@@ -153,48 +148,23 @@ TEST(ContextShiftService, SharedBlocksInATightPoolAreCopiedWithoutRunningOut) {
   std::vector<int32_t> system = {1};
   for (int32_t i = 0; i < 47; ++i) system.push_back(20 + 7 * i % 400);
   std::vector<Outcome> outs(4);
-  std::mutex mutex;
-  std::condition_variable cv;
-  int finished = 0;
-  auto submit = [&](const std::vector<int32_t>& prompt, int32_t max_tokens, Outcome* out) {
-    ServiceRequest r;
-    r.tokens = prompt;
-    r.sampling.temperature = 0;
-    r.max_tokens = max_tokens;
-    r.ignore_eog = true;
-    r.deadline_ms = 0;
-    r.context_shift = true;
-    r.n_keep = 4;
-    r.on_token = [out, &mutex](const TokenEvent& ev) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (ev.token >= 0) out->tokens.push_back(ev.token);
-      return true;
-    };
-    r.on_finish = [out, &mutex, &cv, &finished](const RequestResult& res) {
-      std::lock_guard<std::mutex> lock(mutex);
-      out->result = res;
-      ++finished;
-      cv.notify_all();
-    };
-    service.submit(std::move(r));
-  };
+  Waiter w;
   std::vector<int32_t> warm = system;
   warm.push_back(5);
-  submit(warm, 1, &outs[0]);
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished == 1; }));
-  }
+  service.submit(stream_request(warm, 1, 4, &outs[0], &w));
+  ASSERT_TRUE(w.wait_for(1, 60));
+  // Paused while they are submitted, so all three are queued when admission looks at them (a
+  // stream admitted alone could shift, and so unregister the shared blocks, before the next one
+  // arrives).
+  service.pause();
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 3; ++i) {
     prompts.push_back(system);
     for (int j = 0; j < 3; ++j) prompts.back().push_back(450 + 3 * i + j);
-    submit(prompts.back(), kMaxTokens, &outs[static_cast<size_t>(i) + 1]);
+    service.submit(stream_request(prompts.back(), kMaxTokens, 4, &outs[static_cast<size_t>(i) + 1], &w));
   }
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return finished == 4; }));
-  }
+  service.resume();
+  ASSERT_TRUE(w.wait_for(4, 120));
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE("stream " + std::to_string(i));
     const RequestResult& res = outs[i + 1].result;

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
+#include "engine/memory_plan.h"
 #include "generation/generate.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -186,13 +187,7 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
   params.context.n_ctx = kCtx;
   params.context.n_seq_max = 4;
   params.context.kv_type = TensorType::F32;
-  KvCacheParams kp;
-  kp.n_layer = model->hparams().n_layer;
-  kp.n_head_kv = model->hparams().n_head_kv;
-  kp.head_dim = model->hparams().head_dim;
-  kp.type_k = kp.type_v = TensorType::F32;
-  kp.block_tokens = params.context.kv_block_tokens;
-  const size_t block_bytes = KvCache::block_bytes(kp);
+  const size_t block_bytes = KvCache::block_bytes(kv_cache_params(model->hparams(), params.context));
   params.context.kv_budget_bytes = 12 * block_bytes + block_bytes / 2;  // 12 whole blocks
   params.max_queued = 32;
   InferenceService service(model, params);
@@ -253,14 +248,8 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
   params.context.n_ctx = kCtx;
   params.context.n_seq_max = 4;
   params.context.kv_type = TensorType::F32;
-  KvCacheParams kp;
-  kp.n_layer = model->hparams().n_layer;
-  kp.n_head_kv = model->hparams().n_head_kv;
-  kp.head_dim = model->hparams().head_dim;
-  kp.type_k = kp.type_v = TensorType::F32;
-  kp.block_tokens = params.context.kv_block_tokens;
-  ASSERT_EQ(kp.block_tokens, 16);
-  params.context.kv_budget_bytes = 12 * KvCache::block_bytes(kp);
+  ASSERT_EQ(params.context.kv_block_tokens, 16);
+  params.context.kv_budget_bytes = 12 * KvCache::block_bytes(kv_cache_params(model->hparams(), params.context));
   params.max_queued = 8;
   InferenceService service(model, params);
   ASSERT_EQ(service.metrics().kv_blocks_total, 12);
@@ -281,6 +270,7 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
   }
   std::vector<std::vector<int32_t>> prompts;
   int active = 0, max_active = 0;
+  service.pause();  // all four queued before admission looks at them (none finishes first)
   for (int i = 0; i < 4; ++i) {
     std::vector<int32_t> p = system;
     for (int j = 0; j < 5; ++j) p.push_back(300 + 10 * i + j);
@@ -305,6 +295,7 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
     };
     service.submit(std::move(r));
   }
+  service.resume();
   {
     std::unique_lock<std::mutex> lock(w.mutex);
     ASSERT_TRUE(w.cv.wait_for(lock, std::chrono::seconds(60), [&] { return w.finished == 5; }));
