@@ -55,6 +55,7 @@ QuantizedInputBytes quantized_input_bytes_per_token(const Model& model) {
 struct ForwardPass::Sizes {
   size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows, query_blocks;
   size_t attn_per_thread;  // floats
+  size_t entries_scores;   // floats: decode's scores [g, n_ctx] in a thread's area, before its int8 queries
   int64_t scores_stride;
   int32_t query_block_tokens;
   Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t /*kv_block_tokens*/, int max_threads) {
@@ -78,7 +79,11 @@ struct ForwardPass::Sizes {
     const int64_t g = hp.n_gqa();
     scores_stride = (static_cast<int64_t>(n_ctx) + 15) / 16 * 16;
     query_block_tokens = prefill_block_tokens(g, scores_stride, n_batch);
-    const size_t entries_area = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
+    // Decode with Q8_0 / Q4_0 K also keeps its g query heads quantized to int8 after the scores
+    // (kernels::QueryBlockQ8, 40 bytes per 32 dims).
+    entries_scores = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
+    const size_t query_q8 = static_cast<size_t>((g * (hp.head_dim / 32) * 10 + 15) / 16 * 16);
+    const size_t entries_area = entries_scores + query_q8;
     const size_t blocks_area =
         query_block_tokens >= 2 ? block_scratch(g, hp.head_dim, scores_stride, query_block_tokens).total : 0;
     attn_per_thread = std::max(entries_area, blocks_area);
@@ -116,6 +121,7 @@ ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int
     : model_(model), hp_(model.hparams()), n_batch_(n_batch), n_ctx_(n_ctx), max_threads_(std::max(1, max_threads)) {
   const Sizes sz(model, n_batch, n_ctx, kv_block_tokens, max_threads_);
   attn_scratch_floats_ = sz.attn_per_thread;
+  entries_scores_floats_ = sz.entries_scores;
   scores_stride_ = sz.scores_stride;
   query_block_tokens_ = sz.query_block_tokens;
   blocks_.reserve(static_cast<size_t>(std::max(1, n_batch)));

@@ -97,6 +97,7 @@ class ForwardPass {
   int32_t n_ctx_;
   int max_threads_;
   size_t attn_scratch_floats_ = 0;  // per thread
+  size_t entries_scores_floats_ = 0;  // per thread: decode scores, then the int8 queries
   int64_t scores_stride_ = 0;       // floats between query rows of attention_blocks' scores (n_ctx rounded to 16)
   int32_t query_block_tokens_ = 1;  // tokens per prefill query block (1: attention_blocks off)
   std::vector<QueryBlock> blocks_;  // this chunk's query blocks (reserved n_batch)

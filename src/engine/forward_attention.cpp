@@ -160,6 +160,11 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
   const kernels::AttentionKernels k_kern = kernels::attention_kernels(kv.params().type_k, hd);
   const kernels::AttentionKernels v_kern = kernels::attention_kernels(kv.params().type_v, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Q8_0 / Q4_0 K: the scores as integer dot products against the query quantized to int8 once
+  // per task (kernels/attention.h; where the ISA has them). Decode only: prefill's GEMM path
+  // keeps F32 queries.
+  const bool int8_scores = k_kern.scores_q8 != nullptr;
+  const int64_t q_blocks = hd / 32;
 
   // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
   // so each K/V row is read and widened once for all of them (GQA, kernels/attention.h).
@@ -230,9 +235,18 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     auto v_rows = [&](int32_t b) { return kv.v_rows(table[static_cast<size_t>(b)], layer, hkv); };
 
     // scores[h][p] = scale * q_h . k_p.
-    for_runs(k_rows, k_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
-      k_kern.scores(rows, k_row_bytes, cnt, hd, q, hd, hpt, scale, scores + p0, n_ctx_);
-    });
+    if (int8_scores) {
+      // After the scores in this thread's area (Sizes in forward.cpp): [hpt, hd / 32] blocks.
+      auto* qq = reinterpret_cast<kernels::QueryBlockQ8*>(scores + entries_scores_floats_);
+      for (int32_t h = 0; h < hpt; ++h) kernels::quantize_query(q + static_cast<int64_t>(h) * hd, hd, scale, qq + h * q_blocks);
+      for_runs(k_rows, k_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
+        k_kern.scores_q8(rows, k_row_bytes, cnt, hd, qq, q_blocks, hpt, scores + p0, n_ctx_);
+      });
+    } else {
+      for_runs(k_rows, k_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
+        k_kern.scores(rows, k_row_bytes, cnt, hd, q, hd, hpt, scale, scores + p0, n_ctx_);
+      });
+    }
     for (int32_t h = 0; h < hpt; ++h) kernels::softmax(scores + static_cast<int64_t>(h) * n_ctx_, n_pos);
     // out[h] = sum_p softmax[h][p] * v_p, accumulated run by run.
     std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));

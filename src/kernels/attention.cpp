@@ -2,6 +2,8 @@
 // the one the rest of the kernels use (kernels::active_isa(), EDGELLM_ISA pins included).
 #include "kernels/attention.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -93,9 +95,24 @@ AttentionKernels pick_loops(RowKind kind, Isa isa) {
 }
 #undef EDGELLM_PICK
 
+// Integer-query scores: the scalar twin, and AVX-512 (VNNI is part of this project's AVX-512
+// level). AVX2 and NEON keep the F32 scores for now.
+AttentionScoresQ8Fn scores_q8_for(RowKind kind, Isa isa) {
+  if (kind != RowKind::kQ8_0 && kind != RowKind::kQ4_0) return nullptr;
+  const bool q8 = kind == RowKind::kQ8_0;
+  switch (isa) {
+#if defined(EDGELLM_ARCH_X86)
+    case Isa::kAvx512: return q8 ? attention_avx512::scores_q8_q8_0 : attention_avx512::scores_q8_q4_0;
+#endif
+    case Isa::kScalar: return q8 ? attention_scalar::scores_q8_q8_0 : attention_scalar::scores_q8_q4_0;
+    default: return nullptr;
+  }
+}
+
 AttentionKernels pick(RowKind kind, Isa isa) {
   AttentionKernels k = pick_loops(kind, isa);
   k.widen_transposed = widen_transposed_for(kind, isa);
+  k.scores_q8 = scores_q8_for(kind, isa);
   return k;
 }
 
@@ -122,6 +139,25 @@ void check_common(TensorType type, const void* rows, size_t row_bytes, int64_t c
 
 }  // namespace
 
+void quantize_query(const float* q, int64_t hd, float scale, QueryBlockQ8* out) {
+  for (int64_t b = 0; b < hd / 32; ++b) {
+    const float* x = q + b * 32;
+    QueryBlockQ8& o = out[b];
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      // |x * inv| <= 127 up to one rounding; the clamp keeps a value of 127.00001 in range.
+      const float v = std::nearbyint(x[i] * inv);
+      o.qs[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      sum += o.qs[i];
+    }
+    o.sum = sum;
+    o.d = scale * (amax / 127.0f);
+  }
+}
+
 AttentionKernels attention_kernels(TensorType type, int64_t hd) {
   const RowKind kind = row_kind(type);
   if (hd < 1) fail("head_dim " + std::to_string(hd) + " must be >= 1");
@@ -141,6 +177,23 @@ void attention_scores(TensorType type, const void* k_rows, size_t row_bytes, int
   if (g > 1 && scores_stride < cnt)
     fail("scores stride " + std::to_string(scores_stride) + " is smaller than " + std::to_string(cnt) + " rows");
   k.scores(k_rows, row_bytes, cnt, hd, q, q_stride, g, scale, scores, scores_stride);
+}
+
+void attention_scores_q8(TensorType type, const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd,
+                         const QueryBlockQ8* q, int64_t q_stride, int64_t g, float* scores, int64_t scores_stride) {
+  const AttentionKernels k = attention_kernels(type, hd);
+  if (k.scores_q8 == nullptr)
+    throw Error(ErrorCode::kUnsupported, std::string("attention: no int8-query scores for ") + tensor_type_name(type) +
+                                             " rows on " + isa_name(active_isa()));
+  if (cnt < 0) fail("row count " + std::to_string(cnt) + " is negative");
+  if (g < 1) fail("query head count " + std::to_string(g) + " must be >= 1");
+  if (cnt == 0) return;
+  if (row_bytes < tensor_row_bytes(type, hd)) fail("row_bytes " + std::to_string(row_bytes) + " is smaller than a row");
+  if (k_rows == nullptr || q == nullptr || scores == nullptr) fail("null rows, q or scores");
+  if (g > 1 && q_stride < hd / 32) fail("q stride " + std::to_string(q_stride) + " is smaller than hd / 32 blocks");
+  if (g > 1 && scores_stride < cnt)
+    fail("scores stride " + std::to_string(scores_stride) + " is smaller than " + std::to_string(cnt) + " rows");
+  k.scores_q8(k_rows, row_bytes, cnt, hd, q, q_stride, g, scores, scores_stride);
 }
 
 void attention_accumulate(TensorType type, const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd,

@@ -13,12 +13,14 @@
 // Q8_0 and Q4_0 rows are dequantized in registers (d * q, d * (nibble - 8) per element, as
 // dequantize_row does; both exact in F32) and then multiplied in F32, so every type gives the F32
 // result of its dequantized rows up to summation order. The per-ISA versions live in
-// kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*.
+// kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*. Decode scores Q8_0 / Q4_0 K rows
+// against an int8 query instead where the ISA has integer dot products (scores_q8 below).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/blocks.h"
 #include "kernels/tensor_type.h"
 
 namespace edgellm::kernels {
@@ -30,6 +32,31 @@ using AttentionAccumulateFn = void (*)(const void* v_rows, size_t row_bytes, int
 // Prefill runs many queries against each K tile as one gemm_f32 (kernels.h), which wants the
 // tile widened to F32 and transposed: kt[d * kt_stride + s] = element d of row s, for s < cnt
 // <= kt_stride, d < hd (K^T, [hd, cnt]). Widened exactly as dequantize_row widens.
+// Decode scores for Q8_0 / Q4_0 K rows against a query quantized to int8 per 32-value block,
+// as llama.cpp's quantized K caches do: each row dot product becomes integer dot products
+// (vpdpbusd: 64 multiply-adds per instruction instead of 16 F32 FMAs, and no per-element
+// widening of the row), which is what decode at depth spends its attention time on
+// (docs/benchmarks.md, "Decode at 4k"). One query head is hd / 32 QueryBlockQ8 (quantize_query).
+//   scores[h * scores_stride + s] = sum over blocks b, in order, of
+//       fma(float(isum_b), fp16_to_fp32(k_b.d) * q_b.d, acc)      (acc starting at 0)
+//   isum_b = sum_i k_b.value[i] * q_b.qs[i]   (exact int32; Q8_0: qs[i], Q4_0: nibble - 8)
+// The attention scale is folded into q_b.d. Every ISA computes exactly these F32 operations, so
+// the SIMD kernels equal their scalar twin bit for bit.
+// The layout of the repacked matmuls' activation blocks (blocks.h): d, the integer sum of the
+// codes (lets SIMD code offset the K values to unsigned bytes), 32 codes. Here d is
+// scale * max|q| / 127 in full F32 (not rounded to F16).
+using QueryBlockQ8 = BlockQ8_0S;
+
+// q[0 .. hd) (hd a multiple of 32) -> hd / 32 blocks: qs = round-to-nearest-even(q * 127 / max|q|),
+// d = scale * max|q| / 127 (an all-zero block gives d = 0, qs = 0). Portable, the same bits on
+// every ISA.
+void quantize_query(const float* q, int64_t hd, float scale, QueryBlockQ8* out);
+
+// cnt rows of K (Q8_0 or Q4_0) against g quantized query heads, head h at q + h * q_stride
+// (q_stride in blocks, >= hd / 32).
+using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd,
+                                     const QueryBlockQ8* q, int64_t q_stride, int64_t g, float* scores,
+                                     int64_t scores_stride);
 using AttentionWidenTransposedFn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
                                             int64_t kt_stride);
 
@@ -42,6 +69,9 @@ struct AttentionKernels {
   AttentionScoresFn scores = nullptr;
   AttentionAccumulateFn accumulate = nullptr;
   AttentionWidenTransposedFn widen_transposed = nullptr;
+  // Q8_0 / Q4_0 K only, and only where the ISA has integer dot products (scalar twin, AVX-512
+  // VNNI); nullptr otherwise: callers fall back to `scores` with the F32 query.
+  AttentionScoresQ8Fn scores_q8 = nullptr;
 };
 
 // Throws Error(kUnsupported) for a type other than F32/F16/Q8_0/Q4_0 and Error(kInvalidArgument)
@@ -51,6 +81,9 @@ AttentionKernels attention_kernels(TensorType type, int64_t hd);
 // Checked one-off forms (tests, tools): validate every argument, then dispatch.
 void attention_scores(TensorType type, const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q,
                       int64_t q_stride, int64_t g, float scale, float* scores, int64_t scores_stride);
+// Checked form of AttentionKernels::scores_q8; throws Error(kUnsupported) where it is nullptr.
+void attention_scores_q8(TensorType type, const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd,
+                         const QueryBlockQ8* q, int64_t q_stride, int64_t g, float* scores, int64_t scores_stride);
 void attention_accumulate(TensorType type, const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd,
                           const float* p, int64_t p_stride, int64_t g, float* out, int64_t out_stride);
 

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/attention.h"
+
 #define EDGELLM_ATTENTION_KERNELS                                                                                      \
   void scores_f32(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* q, int64_t q_stride,     \
                   int64_t g, float scale, float* scores, int64_t scores_stride);                                       \
@@ -24,6 +26,13 @@
   void accumulate_q4_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,                  \
                        int64_t p_stride, int64_t g, float* out, int64_t out_stride);
 
+// Scores against an int8 query (AttentionScoresQ8Fn), where the ISA has integer dot products.
+#define EDGELLM_ATTENTION_Q8_KERNELS                                                                             \
+  void scores_q8_q8_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const QueryBlockQ8* q,      \
+                      int64_t q_stride, int64_t g, float* scores, int64_t scores_stride);                        \
+  void scores_q8_q4_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const QueryBlockQ8* q,      \
+                      int64_t q_stride, int64_t g, float* scores, int64_t scores_stride);
+
 // The K^T tile widening of the SIMD ISAs (the scalar reference is generic, in attention.cpp).
 #define EDGELLM_WIDEN_TRANSPOSED_KERNELS                                                               \
   void widen_transposed_f32(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,  \
@@ -37,6 +46,7 @@
 
 namespace edgellm::kernels::attention_scalar {
 EDGELLM_ATTENTION_KERNELS
+EDGELLM_ATTENTION_Q8_KERNELS
 }  // namespace edgellm::kernels::attention_scalar
 
 #if defined(EDGELLM_ARCH_X86)
@@ -46,6 +56,7 @@ EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_avx2
 namespace edgellm::kernels::attention_avx512 {
 EDGELLM_ATTENTION_KERNELS
+EDGELLM_ATTENTION_Q8_KERNELS
 EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_avx512
 #endif
@@ -59,3 +70,4 @@ EDGELLM_WIDEN_TRANSPOSED_KERNELS
 
 #undef EDGELLM_ATTENTION_KERNELS
 #undef EDGELLM_WIDEN_TRANSPOSED_KERNELS
+#undef EDGELLM_ATTENTION_Q8_KERNELS

@@ -14,6 +14,7 @@
 
 #include "core/fp16.h"
 #include "engine/context.h"
+#include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "support/synthetic_model.h"
@@ -42,12 +43,27 @@ void round_trip_q4_0(double* x, int64_t n) {
   }
 }
 
+// The reference's own rounding of a query head as decode's integer scores use it for Q8_0 / Q4_0
+// K (kernels/attention.h, written here from that definition): per 32 values, codes =
+// round-half-even(x * 127 / max|x|), value = code * max|x| / 127.
+void round_trip_query_int8(double* x, int64_t n) {
+  for (int64_t b = 0; b < n; b += 32) {
+    double amax = 0;
+    for (int64_t i = b; i < b + 32; ++i) amax = std::max(amax, std::abs(x[i]));
+    for (int64_t i = b; i < b + 32; ++i) x[i] = amax > 0 ? std::nearbyint(x[i] * 127 / amax) * amax / 127 : 0.0;
+  }
+}
+
 struct NaiveModel {
   const Model& m;
   // Round trips of the K and V rows (one head, after RoPE) through the cache's storage type,
   // as the engine's cache stores them; null: kept exact (an F32 cache).
   void (*round_k)(double*, int64_t) = nullptr;
   void (*round_v)(double*, int64_t) = nullptr;
+  // Rounding of each query head (after RoPE) before its scores, at positions >= round_q_from
+  // (the ones the engine computes by decode steps); null: exact.
+  void (*round_q)(double*, int64_t) = nullptr;
+  size_t round_q_from = 0;
   // [rows, n_in] as doubles, read from the GGUF tensor itself: the engine may have repacked its
   // view of the weights (kernels/repack.h), the reference must not depend on that.
   Mat dense(const WeightView& w) const {
@@ -124,6 +140,7 @@ struct NaiveModel {
         for (int h = 0; h < hp.n_head; ++h) {
           if (L.q_norm.present()) rmsnorm(&q[t][static_cast<size_t>(h * hd)], vec(L.q_norm), &q[t][static_cast<size_t>(h * hd)], hd, hp.rms_eps);
           rope(&q[t][static_cast<size_t>(h * hd)], static_cast<int>(t));
+          if (round_q != nullptr && t >= round_q_from) round_q(&q[t][static_cast<size_t>(h * hd)], hd);
         }
         for (int h = 0; h < hp.n_head_kv; ++h) {
           if (L.k_norm.present()) rmsnorm(&k[t][static_cast<size_t>(h * hd)], vec(L.k_norm), &k[t][static_cast<size_t>(h * hd)], hd, hp.rms_eps);
@@ -212,15 +229,17 @@ constexpr double kTolQuant = 8e-2;
 // 7.5e-4 (short cases).
 constexpr double kExtraF16Kv = 5e-3;
 
-// Q4_0 KV against the reference that rounds K and V through Q4_0 itself (F32 weights). Most
-// positions differ by float summation order only: median measured 1.3e-6 (scalar; 4.6e-7
-// AVX-512, 4.7e-7 AVX2). But the engine rounds its float K/V and the reference its double ones,
-// so a value on a rounding boundary now and then lands one code (1/16 of its block's range)
-// apart, and every later position of that sequence sees it: worst measured 2.2e-2 (scalar;
-// 1.6e-3 AVX-512, 2.3e-5 AVX2). Without the reference's rounding (an engine that stored K/V
-// exactly, or decoded nibbles or scales wrongly) the error is 7e-2 to 3e-1 at every position, so
-// the median bound is what tells them apart; the worst bound keeps a flip to one code.
-constexpr double kTolQ4KvMedian = 1e-5;
+// Q4_0 KV against the reference that rounds K and V through Q4_0 itself (F32 weights), and, at
+// decode positions where the ISA scores Q4_0 K against an int8 query, its queries as well
+// (round_trip_query_int8). Most positions differ by float summation order only. But the engine
+// rounds its float K/V/queries and the reference its double ones, so a value on a rounding
+// boundary now and then lands one code apart, and every later position of that sequence sees
+// it. Measured (median / worst): scalar 5.0e-6 / 2.2e-2, AVX-512 3.4e-7 / 1.1e-3, AVX2 (F32
+// queries) 4.1e-7 / 8.8e-7. Without the reference's rounding of K/V (an engine that stored K/V
+// exactly, or decoded nibbles or scales wrongly) the error is 7e-2 to 3e-1 at every position,
+// and without its rounding of the queries the median is 1.1e-2: the median bound is what tells
+// them apart; the worst bound keeps a flip to one code.
+constexpr double kTolQ4KvMedian = 5e-5;
 constexpr double kTolQ4KvWorst = 1e-1;
 
 double tolerance(TensorType t) {
@@ -288,6 +307,13 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
   NaiveModel naive{*model};
   if (kv_type == TensorType::Q4_0) naive.round_k = round_trip_q4_0;
   if (kv_type_v.value_or(kv_type) == TensorType::Q4_0) naive.round_v = round_trip_q4_0;
+  // Decode steps score Q8_0 / Q4_0 K against an int8 query where the ISA has integer scores;
+  // prompt chunks (query blocks) keep F32 queries. So decode positions are matched by a
+  // reference that rounds its queries the same way.
+  NaiveModel naive_decode = naive;
+  const bool int8_scores = (kv_type == TensorType::Q8_0 || kv_type == TensorType::Q4_0) &&
+                           kernels::attention_kernels(kv_type, model->hparams().head_dim).scores_q8 != nullptr;
+  if (int8_scores) naive_decode.round_q = round_trip_query_int8;
   SCOPED_TRACE(std::string(var.name) + " weights " + tensor_type_name(wt) + " kv " + tensor_type_name(kv_type) + "/" +
                tensor_type_name(kv_type_v.value_or(kv_type)));
 
@@ -323,6 +349,15 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
   const auto tc = tokens_for(3, 44, V);
   const auto ref_b = naive.forward(tb);
   const auto ref_c = naive.forward(tc);
+  // Decode from position 9 of B, 10 of C, and (after the truncation below) 20 of A.
+  const auto decode_ref = [&](const std::vector<int32_t>& t, size_t from, const std::vector<std::vector<double>>& ref) {
+    if (!int8_scores) return ref;
+    naive_decode.round_q_from = from;
+    return naive_decode.forward(t);
+  };
+  const auto dec_b = decode_ref(tb, 9, ref_b);
+  const auto dec_c = decode_ref(tc, 10, ref_c);
+  const auto dec_a = decode_ref(ta, 20, ref_a);
   b.clear();
   b.add_sequence(1, std::vector<int32_t>(tb.begin(), tb.begin() + 9), 0);
   b.add_sequence(2, std::vector<int32_t>(tc.begin(), tc.begin() + 10), 0);
@@ -336,8 +371,8 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
     b.add(2, tc[static_cast<size_t>(10 + step)], 10 + step, true);  // order inside a batch is free
     b.add(1, tb[static_cast<size_t>(9 + step)], 9 + step, true);
     ctx.decode(b);
-    worst = std::max(worst, rel_error(ctx.logits(0), ref_c[static_cast<size_t>(10 + step)]));
-    worst = std::max(worst, rel_error(ctx.logits(1), ref_b[static_cast<size_t>(9 + step)]));
+    worst = std::max(worst, rel_error(ctx.logits(0), dec_c[static_cast<size_t>(10 + step)]));
+    worst = std::max(worst, rel_error(ctx.logits(1), dec_b[static_cast<size_t>(9 + step)]));
   }
   EXPECT_LE(worst, tol) << "batched decode steps of two sequences";
   overall = std::max(overall, worst);
@@ -351,7 +386,7 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
     b.clear();
     b.add(0, ta[static_cast<size_t>(i)], i, true);
     ctx.decode(b);
-    worst = std::max(worst, rel_error(ctx.logits(0), ref_a[static_cast<size_t>(i)]));
+    worst = std::max(worst, rel_error(ctx.logits(0), dec_a[static_cast<size_t>(i)]));
   }
   EXPECT_LE(worst, tol) << "decode after truncation";
   overall = std::max(overall, worst);

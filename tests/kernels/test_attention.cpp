@@ -2,7 +2,9 @@
 // double-precision loops written here over rows decoded by the test itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -269,6 +271,120 @@ TEST_P(Attention, WidenTransposedPutsRowsInColumns) {
   }
 }
 
+// quantize_query: codes within [-127, 127], the largest |q| of a block coded as +-127, every
+// value within half a step of its code (d / scale is the step), sum = the codes' sum, the
+// attention scale folded into d; a zero block gives d = 0 and zero codes.
+TEST(QuantizeQuery, CodesAreRoundedValuesOfOneScalePerBlock) {
+  const int64_t hd = 96;
+  auto q = randn(static_cast<size_t>(hd), 5, 3.0f);
+  for (int i = 64; i < 96; ++i) q[static_cast<size_t>(i)] = 0.0f;
+  const float scale = 0.125f;
+  QueryBlockQ8 out[3];
+  quantize_query(q.data(), hd, scale, out);
+  for (int b = 0; b < 3; ++b) {
+    int32_t sum = 0, amax_code = 0;
+    const double step = out[b].d / scale;
+    for (int i = 0; i < 32; ++i) {
+      const int c = out[b].qs[i];
+      ASSERT_LE(std::abs(c), 127);
+      sum += c;
+      amax_code = std::max(amax_code, std::abs(c));
+      if (b < 2) {
+        ASSERT_LE(std::fabs(q[static_cast<size_t>(b * 32 + i)] - c * step), 0.5 * step * (1 + 1e-6)) << b;
+      }
+    }
+    EXPECT_EQ(sum, out[b].sum);
+    if (b < 2) {
+      EXPECT_EQ(amax_code, 127);
+    } else {
+      EXPECT_EQ(out[b].d, 0.0f);
+      EXPECT_EQ(amax_code, 0);
+    }
+  }
+}
+
+// Int8-query scores (AttentionKernels::scores_q8, where the ISA has them) against a double
+// computation over the rows the test decodes and the query codes times d: only F32 rounding
+// apart (two products and an FMA per block: measured <= 6.6e-8 of the sum of |terms| over all
+// shapes, scalar and AVX-512; bound kInt8ScoreRelTol = 7e-7).
+// Then against the exact F32 query: the difference is the query's quantization, at most half a
+// step per element, i.e. sum |k_i| * step_b / 2 per block (bounded, not estimated). hd 96 has an
+// odd block count (a chunk with one block).
+TEST_P(Attention, Int8QueryScoresMatchReference) {
+  constexpr double kInt8ScoreRelTol = 7e-7;
+  uint32_t seed = 3000;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    if (attention_kernels(type, 32).scores_q8 == nullptr) GTEST_SKIP() << "no int8-query scores on this ISA";
+    for (int64_t hd : {32, 64, 96, 128}) {
+      for (int64_t pad : {0, 6}) {
+        const size_t row_bytes = tensor_row_bytes(type, hd) + static_cast<size_t>(pad);
+        for (int64_t cnt : kCounts) {
+          for (int64_t g : kGroups) {
+            const Shape sh{type, hd};
+            const Rows k = make_rows(type, cnt, hd, row_bytes, ++seed);
+            const int64_t nb = hd / 32, q_stride = nb + 1, s_stride = cnt + 5;
+            const auto q = randn(static_cast<size_t>(g * hd), ++seed);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            std::vector<QueryBlockQ8> qq(static_cast<size_t>(g * q_stride));
+            for (int64_t h = 0; h < g; ++h) quantize_query(q.data() + h * hd, hd, scale, qq.data() + h * q_stride);
+            std::vector<float> out(static_cast<size_t>(g * s_stride), kGuard);
+            attention_scores_q8(type, k.bytes.data(), row_bytes, cnt, hd, qq.data(), q_stride, g, out.data(), s_stride);
+            for (int64_t h = 0; h < g; ++h) {
+              for (int64_t s = 0; s < s_stride; ++s) {
+                const float got = out[static_cast<size_t>(h * s_stride + s)];
+                if (s >= cnt) {
+                  ASSERT_EQ(got, kGuard) << "wrote past the rows: " << where(sh, cnt, g, pad) << " h=" << h;
+                  continue;
+                }
+                double coded = 0, mag = 0, exact = 0, qerr = 0;
+                for (int64_t i = 0; i < hd; ++i) {
+                  const QueryBlockQ8& b = qq[static_cast<size_t>(h * q_stride + i / 32)];
+                  const double kv = k.value[static_cast<size_t>(s * hd + i)];
+                  const double t = static_cast<double>(b.d) * b.qs[i % 32] * kv;
+                  coded += t;
+                  mag += std::fabs(t);
+                  exact += scale * static_cast<double>(q[static_cast<size_t>(h * hd + i)]) * kv;
+                  qerr += std::fabs(kv) * b.d / 2;
+                }
+                ASSERT_NEAR(got, coded, kInt8ScoreRelTol * mag + 1e-30) << where(sh, cnt, g, pad) << " h=" << h << " s=" << s;
+                // Measured: at most 0.57 of the bound qerr.
+                ASSERT_NEAR(got, exact, qerr * (1 + 1e-5) + kInt8ScoreRelTol * mag + 1e-30)
+                    << where(sh, cnt, g, pad) << " h=" << h << " s=" << s;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every ISA's int8-query scores equal the scalar twin bit for bit: the integer block sums are
+// exact and the F32 steps are the same operations in the same order (kernels/attention.h).
+TEST_P(Attention, Int8QueryScoresEqualScalarTwinExactly) {
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    if (attention_kernels(type, 32).scores_q8 == nullptr) GTEST_SKIP() << "no int8-query scores on this ISA";
+    for (int64_t hd : {32, 64, 96, 128}) {
+      for (int64_t g : {1, 7, 8, 11}) {
+        const int64_t cnt = 37, nb = hd / 32;
+        const size_t row_bytes = tensor_row_bytes(type, hd);
+        const Rows k = make_rows(type, cnt, hd, row_bytes, 77 + static_cast<uint32_t>(g + hd));
+        const auto q = randn(static_cast<size_t>(g * hd), 79);
+        std::vector<QueryBlockQ8> qq(static_cast<size_t>(g * nb));
+        for (int64_t h = 0; h < g; ++h) quantize_query(q.data() + h * hd, hd, 0.125f, qq.data() + h * nb);
+        std::vector<float> s(static_cast<size_t>(g * cnt)), s_ref(s.size());
+        attention_kernels(type, hd).scores_q8(k.bytes.data(), row_bytes, cnt, hd, qq.data(), nb, g, s.data(), cnt);
+        set_active_isa(Isa::kScalar);
+        attention_kernels(type, hd).scores_q8(k.bytes.data(), row_bytes, cnt, hd, qq.data(), nb, g, s_ref.data(), cnt);
+        set_active_isa(GetParam());
+        for (size_t i = 0; i < s.size(); ++i) {
+          ASSERT_EQ(s[i], s_ref[i]) << tensor_type_name(type) << " hd=" << hd << " g=" << g << " score " << i;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, Attention, ::testing::ValuesIn(supported_isas()),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
@@ -306,6 +422,14 @@ TEST(AttentionArgs, RejectsUnsupportedTypesAndShapes) {
               attention_accumulate(TensorType::F16, rows, 128, 16, 64, p, 16, 2, out, 32);
             }),
             ErrorCode::kInvalidArgument);
+  // Int8-query scores exist for Q8_0 / Q4_0 rows only.
+  EXPECT_EQ(code_of([] {
+              QueryBlockQ8 q[2] = {};
+              float s[16] = {};
+              uint8_t rows[16 * 128] = {};
+              attention_scores_q8(TensorType::F16, rows, 128, 16, 64, q, 2, 1, s, 16);
+            }),
+            ErrorCode::kUnsupported);
   // Nothing to do is fine, even with null pointers.
   EXPECT_NO_THROW(attention_scores(TensorType::F32, nullptr, 0, 0, 64, nullptr, 64, 3, 1.0f, nullptr, 0));
 }

@@ -1,6 +1,7 @@
 // The portable reference of the attention kernels (kernels/attention.h): plain loops, F32
 // arithmetic in row order, every element widened exactly as dequantize_row widens it.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
@@ -64,6 +65,41 @@ void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const
   }
 }
 
+// Integer value i (< 32) of a K block, and the block scale.
+struct Q8_0Block {
+  static int value(const uint8_t* row, int64_t b, int i) { return reinterpret_cast<const BlockQ8_0*>(row)[b].qs[i]; }
+  static float scale(const uint8_t* row, int64_t b) { return fp16_to_fp32(reinterpret_cast<const BlockQ8_0*>(row)[b].d); }
+};
+struct Q4_0Block {
+  static int value(const uint8_t* row, int64_t b, int i) {
+    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(row)[b];
+    return (i < kQK4_0 / 2 ? blk.qs[i] & 0x0F : blk.qs[i - kQK4_0 / 2] >> 4) - 8;
+  }
+  static float scale(const uint8_t* row, int64_t b) { return fp16_to_fp32(reinterpret_cast<const BlockQ4_0*>(row)[b].d); }
+};
+
+// The definition in kernels/attention.h, literally: exact integer block sums, then one FMA per
+// block in block order.
+template <class Block>
+void scores_q8(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t q_stride,
+               int64_t g, float* out, int64_t out_stride) {
+  const auto* base = static_cast<const uint8_t*>(k_rows);
+  const int64_t nb = hd / 32;
+  for (int64_t s = 0; s < cnt; ++s) {
+    const uint8_t* row = base + static_cast<size_t>(s) * row_bytes;
+    for (int64_t h = 0; h < g; ++h) {
+      const QueryBlockQ8* qh = q + h * q_stride;
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t isum = 0;
+        for (int i = 0; i < 32; ++i) isum += Block::value(row, b, i) * qh[b].qs[i];
+        acc = std::fma(static_cast<float>(isum), Block::scale(row, b) * qh[b].d, acc);
+      }
+      out[h * out_stride + s] = acc;
+    }
+  }
+}
+
 template <class Row>
 void accumulate(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, int64_t p_stride,
                 int64_t g, float* out, int64_t out_stride) {
@@ -94,6 +130,14 @@ void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float*
 void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                  float* s, int64_t ss) {
   scores<Q4_0Row>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
+void scores_q8_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t qs, int64_t g,
+                    float* s, int64_t ss) {
+  scores_q8<Q8_0Block>(k, rb, cnt, hd, q, qs, g, s, ss);
+}
+void scores_q8_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t qs, int64_t g,
+                    float* s, int64_t ss) {
+  scores_q8<Q4_0Block>(k, rb, cnt, hd, q, qs, g, s, ss);
 }
 void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                     float* out, int64_t os) {

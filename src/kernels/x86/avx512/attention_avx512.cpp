@@ -64,13 +64,18 @@ struct Q8_0Rows {
 };
 // Q4_0 rows are whole blocks too: chunk c is half c % 2 of block c / 2, i.e. the low (half 0) or
 // high (half 1) nibbles of the block's 16 bytes. (nibble - 8) * d in F32, as dequantize_row does.
+// The 16 possible values d * (n - 8) form a one-register table (each exact in F32: an F16
+// scale times a 4-bit integer), and vpermps looks every nibble up in it (it reads only the low 4
+// bits of each index, so the high nibble needs no mask): 4 instructions per chunk after the
+// table instead of 7 for mask / offset / two conversions / scale.
 struct Q4_0Rows {
   static __m512 load(const uint8_t* row, int64_t c, __mmask16) {
     const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + (c >> 1);
     __m128i q4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
     if ((c & 1) != 0) q4 = _mm_srli_epi16(q4, 4);
-    const __m128i q8 = _mm_sub_epi8(_mm_and_si128(q4, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), _mm512_set1_ps(_cvtsh_ss(b->d)));
+    const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512 table = _mm512_mul_ps(codes, _mm512_set1_ps(_cvtsh_ss(b->d)));
+    return _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(q4), table);
   }
 };
 
@@ -294,6 +299,120 @@ void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const
   });
 }
 
+// Scores against an int8 query (AttentionScoresQ8Fn). Per 64-value chunk (K blocks 2c and
+// 2c + 1) the 16 rows are loaded as unsigned bytes (Q8_0: value + 128; Q4_0: the nibble, i.e.
+// value + 8) and transposed as 16 x 16 dwords: register i lane j = values 4i .. 4i+3 of row j.
+// Per head, vpdpbusd with query dword i broadcast adds those 4 products into row j's lane; 8 of
+// them cover a block. The start value -offset * q.sum cancels the offset, so each lane holds the
+// exact isum of the definition in kernels/attention.h, and the F32 steps are the scalar twin's.
+// Per 16 rows and 7 heads: one 16 x 16 transpose and 7 x 16 vpdpbusd, against the F32 path's four
+// transposes, 64 widenings and 7 x 64 FMAs.
+struct Q8_0Bytes {
+  static constexpr int32_t kOffset = 128;
+  static uint16_t scale_bits(const uint8_t* row, int64_t b) { return reinterpret_cast<const BlockQ8_0*>(row)[b].d; }
+  // Blocks 2c (low 256 bits) and 2c + 1 (high; zero when !pair) of a row.
+  static __m512i load(const uint8_t* row, int64_t c, bool pair) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + 2 * c;
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+    const __m256i hi = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
+  }
+};
+// A Q4_0 block's value i < 16 is the low nibble of byte i, value 16 + i the high nibble: the
+// block's 16 bytes go to two 128-bit lanes, the second shifted right by 4, then masked.
+struct Q4_0Bytes {
+  static constexpr int32_t kOffset = 8;
+  static uint16_t scale_bits(const uint8_t* row, int64_t b) { return reinterpret_cast<const BlockQ4_0*>(row)[b].d; }
+  static __m512i load(const uint8_t* row, int64_t c, bool pair) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + 2 * c;
+    const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
+    const __m128i x1 = pair ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_setzero_si128();
+    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(x0)),
+                                         _mm256_broadcastsi128_si256(x1), 1);
+    const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
+                                             0x0004000400040004LL, 0x0004000400040004LL);
+    return _mm512_and_si512(_mm512_srlv_epi16(z, shifts), _mm512_set1_epi8(0x0F));
+  }
+};
+
+inline __m512i broadcast_dword(const int8_t* p) {
+  int32_t w;
+  __builtin_memcpy(&w, p, sizeof w);
+  return _mm512_set1_epi32(w);
+}
+
+// Scores of nr <= 16 rows (Full: nr == 16) for NH heads.
+template <class Bytes, int NH, bool Full>
+void scores_q8_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t hd, const QueryBlockQ8* q,
+                     int64_t q_stride, float* out, int64_t out_stride) {
+  __m512 acc[NH];
+  EDGELLM_UNROLL
+  for (int h = 0; h < NH; ++h) acc[h] = _mm512_setzero_ps();
+  const int64_t nb = hd / 32;
+  for (int64_t c = 0; 2 * c < nb; ++c) {
+    const bool pair = 2 * c + 1 < nb;
+    __m512i r[16];
+    alignas(32) uint16_t d0[16], d1[16];
+    EDGELLM_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      if (Full || j < nr) {
+        const uint8_t* row = base + static_cast<size_t>(j) * row_bytes;
+        r[j] = Bytes::load(row, c, pair);
+        d0[j] = Bytes::scale_bits(row, 2 * c);
+        d1[j] = pair ? Bytes::scale_bits(row, 2 * c + 1) : 0;
+      } else {
+        r[j] = _mm512_setzero_si512();
+        d0[j] = d1[j] = 0;
+      }
+    }
+    __m512 rf[16];
+    EDGELLM_UNROLL
+    for (int j = 0; j < 16; ++j) rf[j] = _mm512_castsi512_ps(r[j]);
+    transpose16(rf);
+    EDGELLM_UNROLL
+    for (int j = 0; j < 16; ++j) r[j] = _mm512_castps_si512(rf[j]);
+    const __m512 k0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d0)));
+    const __m512 k1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d1)));
+    EDGELLM_UNROLL
+    for (int h = 0; h < NH; ++h) {
+      const QueryBlockQ8* qb = q + h * q_stride + 2 * c;
+      __m512i s0 = _mm512_set1_epi32(-Bytes::kOffset * qb[0].sum);
+      EDGELLM_UNROLL
+      for (int i = 0; i < 8; ++i) s0 = _mm512_dpbusd_epi32(s0, r[i], broadcast_dword(qb[0].qs + 4 * i));
+      acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(k0, _mm512_set1_ps(qb[0].d)), acc[h]);
+      if (pair) {
+        __m512i s1 = _mm512_set1_epi32(-Bytes::kOffset * qb[1].sum);
+        EDGELLM_UNROLL
+        for (int i = 0; i < 8; ++i) s1 = _mm512_dpbusd_epi32(s1, r[8 + i], broadcast_dword(qb[1].qs + 4 * i));
+        acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(k1, _mm512_set1_ps(qb[1].d)), acc[h]);
+      }
+    }
+  }
+  const __mmask16 store = lane_mask(nr);
+  EDGELLM_UNROLL
+  for (int h = 0; h < NH; ++h) _mm512_mask_storeu_ps(out + h * out_stride, store, acc[h]);
+}
+
+template <class Bytes>
+void scores_q8(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t q_stride,
+               int64_t g, float* out, int64_t out_stride) {
+  const auto* base = static_cast<const uint8_t*>(k_rows);
+  attention::for_head_groups(g, [&](auto nh, int64_t h0) {
+    constexpr int NH = decltype(nh)::kValue;
+    const QueryBlockQ8* qh = q + h0 * q_stride;
+    float* oh = out + h0 * out_stride;
+    int64_t s0 = 0;
+    for (; s0 + 16 <= cnt; s0 += 16) {
+      scores_q8_block<Bytes, NH, true>(base + static_cast<size_t>(s0) * row_bytes, row_bytes, 16, hd, qh, q_stride,
+                                       oh + s0, out_stride);
+    }
+    if (s0 < cnt) {
+      scores_q8_block<Bytes, NH, false>(base + static_cast<size_t>(s0) * row_bytes, row_bytes, cnt - s0, hd, qh,
+                                        q_stride, oh + s0, out_stride);
+    }
+  });
+}
+
 // out[h][chunks c0 .. c0+CH) += sum_s p[h][s] * v_s[those chunks], NH heads; the NH x CH
 // accumulators stay in registers over all cnt rows.
 template <class Rows, int NH, int CH>
@@ -413,6 +532,14 @@ void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float*
 void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
                  float* s, int64_t ss) {
   scores<Q4_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
+}
+void scores_q8_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t qs, int64_t g,
+                    float* s, int64_t ss) {
+  scores_q8<Q8_0Bytes>(k, rb, cnt, hd, q, qs, g, s, ss);
+}
+void scores_q8_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t qs, int64_t g,
+                    float* s, int64_t ss) {
+  scores_q8<Q4_0Bytes>(k, rb, cnt, hd, q, qs, g, s, ss);
 }
 void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
                     float* out, int64_t os) {
