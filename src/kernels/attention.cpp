@@ -95,14 +95,18 @@ AttentionKernels pick_loops(RowKind kind, Isa isa) {
 }
 #undef EDGELLM_PICK
 
-// Integer-query scores: the scalar twin, and AVX-512 (VNNI is part of this project's AVX-512
-// level). AVX2 and NEON keep the F32 scores for now.
+// Integer-query scores: the scalar twin, AVX-512 (VNNI is part of this project's AVX-512
+// level) and ARM dotprod / i8mm (SDOT). AVX2 and baseline NEON keep the F32 scores.
 AttentionScoresQ8Fn scores_q8_for(RowKind kind, Isa isa) {
   if (kind != RowKind::kQ8_0 && kind != RowKind::kQ4_0) return nullptr;
   const bool q8 = kind == RowKind::kQ8_0;
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
     case Isa::kAvx512: return q8 ? attention_avx512::scores_q8_q8_0 : attention_avx512::scores_q8_q4_0;
+#endif
+#if defined(EDGELLM_ARCH_ARM64)
+    case Isa::kDotprod:
+    case Isa::kI8mm: return q8 ? attention_dotprod::scores_q8_q8_0 : attention_dotprod::scores_q8_q4_0;
 #endif
     case Isa::kScalar: return q8 ? attention_scalar::scores_q8_q8_0 : attention_scalar::scores_q8_q4_0;
     default: return nullptr;

@@ -34,7 +34,7 @@ using AttentionAccumulateFn = void (*)(const void* v_rows, size_t row_bytes, int
 // <= kt_stride, d < hd (K^T, [hd, cnt]). Widened exactly as dequantize_row widens.
 // Decode scores for Q8_0 / Q4_0 K rows against a query quantized to int8 per 32-value block,
 // as llama.cpp's quantized K caches do: each row dot product becomes integer dot products
-// (vpdpbusd: 64 multiply-adds per instruction instead of 16 F32 FMAs, and no per-element
+// (vpdpbusd / SDOT: 64 / 16 multiply-adds per instruction instead of 16 / 4 F32 FMAs, no per-element
 // widening of the row), which is what decode at depth spends its attention time on
 // (docs/benchmarks.md, "Decode at 4k"). One query head is hd / 32 QueryBlockQ8 (quantize_query).
 //   scores[h * scores_stride + s] = sum over blocks b, in order, of
@@ -70,7 +70,7 @@ struct AttentionKernels {
   AttentionAccumulateFn accumulate = nullptr;
   AttentionWidenTransposedFn widen_transposed = nullptr;
   // Q8_0 / Q4_0 K only, and only where the ISA has integer dot products (scalar twin, AVX-512
-  // VNNI); nullptr otherwise: callers fall back to `scores` with the F32 query.
+  // VNNI, ARM dotprod / i8mm); nullptr otherwise: callers fall back to `scores` with the F32 query.
   AttentionScoresQ8Fn scores_q8 = nullptr;
 };
 

@@ -66,6 +66,9 @@ namespace edgellm::kernels::attention_neon {
 EDGELLM_ATTENTION_KERNELS
 EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_neon
+namespace edgellm::kernels::attention_dotprod {
+EDGELLM_ATTENTION_Q8_KERNELS
+}  // namespace edgellm::kernels::attention_dotprod
 #endif
 
 #undef EDGELLM_ATTENTION_KERNELS
