@@ -301,8 +301,9 @@ TEST(Repack, Q8KSActivationQuantizerMatchesScalarBytes) {
   }
 }
 
-// Q4_K_X16 / Q6_K_X16 tile remainders and L2 row chunks: 1 token (decode tiles), 2, 5 and 6
-// tokens (4-token tiles plus 1- / 2-token remainders on ARM, 6- and 2-token tiles on AVX-512),
+// Q4_K_X16 / Q6_K_X16 tile remainders and L2 row chunks: 1 token (decode tiles), 2, 5, 6, 8 and
+// 11 tokens (4-token tiles plus 1- / 2-token remainders on ARM; on AVX-512 Q4_K's 8- and 2-token
+// tiles, Q6_K's 6- and 2-token tiles, and 1-token remainders),
 // all 64 rows of a 4096-wide matrix (2368 / 3360 packed bytes per row: several prefill row
 // chunks). Every ISA must match the double reference; on ARM dotprod / i8mm the packed kernel
 // must equal the file-layout kernel bit for bit where it has a packed SIMD kernel (Q4_K: both compute
@@ -319,7 +320,7 @@ void check_k_quant_tiles(TensorType ft) {
   repack_rows(ft, file.data(), packed.data(), kN, 0, kRows);
   std::vector<float> wf(static_cast<size_t>(kRows * kN));
   for (int64_t r = 0; r < kRows; ++r) dequantize_row(ft, file.data() + r * rb, wf.data() + r * kN, kN);
-  for (const int64_t nt : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}}) {
+  for (const int64_t nt : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}, int64_t{8}, int64_t{11}}) {
     const auto x = gaussian(static_cast<size_t>(nt * kN), static_cast<uint32_t>(300 + nt), 1.0f);
     std::vector<float> xf(x.size());
     std::vector<uint8_t> q8(tensor_row_bytes(TensorType::Q8_K, kN));
