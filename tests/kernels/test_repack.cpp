@@ -177,6 +177,42 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   }
 }
 
+// A token's output does not depend on the tile it falls in: the packed matmul over 13 tokens
+// (AVX-512: an 8-token tile, a 4- or 2-token tile, 1-token remainders; ARM: 4-token tiles and
+// remainders) equals, bit for bit, 13 one-token (decode) matmuls of the same rows, on every ISA
+// and packed type. This is what lets a prompt prefilled in chunks give the logits of a single
+// pass (ContextTest.ChunkingAndThreadsDoNotChangeLogits checks that on stories260K, which has no
+// K-quant weights).
+TEST(Repack, BatchedMatmulEqualsTokenByToken) {
+  IsaGuard guard;
+  constexpr int64_t kRows = 96, kTokens = 13;
+  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t n = 512;
+    const TensorType pt = *packed_type_for(ft);
+    const size_t rb = tensor_row_bytes(ft, n), prb_w = tensor_row_bytes(pt, n);
+    const auto src = gaussian(static_cast<size_t>(kRows * n), 41, 0.5f);
+    std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(prb_w * static_cast<size_t>(kRows));
+    for (int64_t r = 0; r < kRows; ++r) quantize_row(ft, src.data() + r * n, file.data() + r * rb, n);
+    repack_rows(ft, file.data(), packed.data(), n, 0, kRows);
+    const auto x = gaussian(static_cast<size_t>(kTokens * n), 43, 1.0f);
+    for (const Isa isa : supported_isas()) {
+      set_active_isa(isa);
+      const size_t prb = activation_row_bytes(pt, n);
+      std::vector<uint8_t> xq(prb * static_cast<size_t>(kTokens));
+      for (int64_t t = 0; t < kTokens; ++t) quantize_activation_row(pt, x.data() + t * n, xq.data() + t * prb, n);
+      std::vector<float> batched(static_cast<size_t>(kTokens * kRows)), single(batched.size());
+      matmul(pt, n, packed.data(), prb_w, 0, kRows, xq.data(), prb, kTokens, batched.data(), kRows);
+      for (int64_t t = 0; t < kTokens; ++t) {
+        matmul(pt, n, packed.data(), prb_w, 0, kRows, xq.data() + t * prb, prb, 1, single.data() + t * kRows, kRows);
+      }
+      for (size_t i = 0; i < batched.size(); ++i) {
+        ASSERT_EQ(batched[i], single[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " token "
+                                         << i / kRows << " row " << i % kRows;
+      }
+    }
+  }
+}
+
 // The BlockQ8_0S activation quantizer of every ISA writes exactly the scalar reference's bytes
 // (so packed and file-layout matmuls see the same codes). Row lengths: 1 block, 33 blocks (one
 // past a 32-block chunk) and 128; the row mixes Gaussian values with an all-zero block (d = 0),
@@ -304,14 +340,14 @@ TEST(Repack, Q8KSActivationQuantizerMatchesScalarBytes) {
 // Q4_K_X16 / Q6_K_X16 tile remainders and L2 row chunks: 1 token (decode tiles), 2, 5, 6, 8 and
 // 11 tokens (4-token tiles plus 1- / 2-token remainders on ARM; on AVX-512 Q4_K's 8- and 2-token
 // tiles, Q6_K's 6- and 2-token tiles, and 1-token remainders),
-// all 64 rows of a 4096-wide matrix (2368 / 3360 packed bytes per row: several prefill row
-// chunks). Every ISA must match the double reference; on ARM dotprod / i8mm the packed kernel
+// all 96 rows of a 4096-wide matrix (2368 / 3360 packed bytes per row: 80 / 48 rows per prefill
+// row chunk, so two chunks or more). Every ISA must match the double reference; on ARM dotprod / i8mm the packed kernel
 // must equal the file-layout kernel bit for bit where it has a packed SIMD kernel (Q4_K: both compute
 // fma(-dmin, msum, d * isum) and fma(d_x, ., acc) per super-block in order), which keeps
 // perplexity identical across neon / dotprod / i8mm.
 void check_k_quant_tiles(TensorType ft) {
   IsaGuard guard;
-  constexpr int64_t kRows = 64, kN = 4096;
+  constexpr int64_t kRows = 96, kN = 4096;  // Q4_K_X16: 80 rows per 192 KiB prefill chunk
   const TensorType pt = *packed_type_for(ft);
   const size_t rb = tensor_row_bytes(ft, kN), packed_rb = tensor_row_bytes(pt, kN);
   const auto src = gaussian(static_cast<size_t>(kRows * kN), 29, 0.5f);

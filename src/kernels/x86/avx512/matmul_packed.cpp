@@ -200,26 +200,61 @@ template <Legacy4 kKind>
 using Legacy = Policy<LegacyBlock<kKind>, kQK8_0, 8, 4>;
 
 // ---------------------------------------------------------------- Q4_K_X16
-// Per super-block column b of a group (layout in repack.h) and sub-block pair g: 8 code vectors
-// give 16 nibble vectors (sub-blocks 2g and 2g+1, lanes = rows), reused for every token of the
-// tile. Per token and sub-block: 8 vpdpbusd, then one FMA with d_r * sc_j * d_x. The mins term
-// -dmin_r * d_x * sum_j m_j * sum_j(x) takes 4 vpdpwssd on (m_2i, m_2i+1) int16 pairs.
-constexpr int kKTokens = 8;
+// Per super-block column b of a group (layout in repack.h), per token: the 8 sub-blocks' integer
+// dot products (8 vpdpbusd each, lanes = rows), each times its 6-bit scale in int32 (vpmulld;
+// exact: |sum| <= 8 x 63 x 32 x 15 x 127 < 2^31) into one int32 total, as the scalar twin sums
+// them; then one convert + FMA with d_r * d_x, and the mins term -dmin_r * d_x * sum_j m_j *
+// sum_j(x) from 4 vpdpwssd on (m_2i, m_2i+1) int16 pairs (Q4KSide, finish_q4_k_column).
 //
 // Prefill (TT > 1, block_q4_k_tokens) works one sub-block at a time: its 8 code vectors are held
 // while the TT tokens' dot products advance side by side (k outer, t inner: consecutive vpdpbusd
-// are independent), the sub-block scale is applied in int32 (vpmulld; exact, |sum| <= 8 x 63 x
-// 32 x 15 x 127 < 2^31) and the column ends with one convert + FMA per token, as the scalar twin
-// computes it. Every loop over tokens is unrolled explicitly: in the float-scale form above, GCC
-// left the token loop rolled with the accumulators on the stack. Single core, 2048 x 2048 x 512
-// tokens, % of the int8 probe's peak: 38 % before, 62-64 % now (token by token in the same
-// form: 62 %).
+// are independent). Every loop over tokens is unrolled explicitly: the kernel before this one
+// (F32 scale per sub-block) had its token loop left rolled by GCC with the accumulators on the
+// stack. Single core, 2048 x 2048 x 512 tokens, % of the int8 probe's peak: 38 % before, 62-64 %
+// now (the same form token by token: 62 %).
+//
+// Decode (TT == 1) computes the same integer total with a sub-block pair's two chains side by
+// side, and ends the column with the same F32 operations, so that a token's result does not
+// depend on the tile it falls in: a prompt prefilled in chunks gives the logits of one pass, bit
+// for bit (Repack.BatchedMatmulEqualsTokenByToken). The scalar twin rounds the end differently,
+// dx * (d * tot - dmin * msum), within the tests' tolerance.
+constexpr int kKTokens = 8;
+
+// A column's F32 scales and its mins as int16 pairs, loaded once for every token of a tile.
+struct Q4KSide {
+  __m512 d, dmin;
+  __m512i mins[4];
+};
+EDGELLM_ALWAYS_INLINE Q4KSide load_q4_k_side(const uint8_t* cb) {
+  Q4KSide side;
+  side.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16D)));
+  side.dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Dmin)));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    side.mins[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Mins + i * 32)));
+  }
+  return side;
+}
+
+// acc + d_r d_x tot - dmin_r d_x sum_j m_j sum_j(x) for one token.
+EDGELLM_ALWAYS_INLINE __m512 finish_q4_k_column(const Q4KSide& side, const BlockQ8_KS& xv, __m512i tot, __m512 acc) {
+  __m512i m = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    int32_t pair;
+    std::memcpy(&pair, xv.sums + 2 * i, 4);
+    m = _mm512_dpwssd_epi32(m, side.mins[i], _mm512_set1_epi32(pair));
+  }
+  const __m512 dx = _mm512_set1_ps(xv.d);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(side.d, dx), acc);
+  return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(side.dmin, dx), acc);
+}
+
 template <int TT>
 EDGELLM_ALWAYS_INLINE void block_q4_k_tokens(const uint8_t* group, int64_t b, const uint8_t* x, size_t x_row_bytes,
                                              __m512* acc) {
   const uint8_t* cb = group + b * kQ4KX16ColumnBytes;
   const uint8_t* scales = cb + kQ4KX16Scales;
-  const uint8_t* mins = cb + kQ4KX16Mins;
   const uint8_t* xb = x + static_cast<size_t>(b) * sizeof(BlockQ8_KS);
   const auto xt = [&](int t) -> const BlockQ8_KS& {
     return *reinterpret_cast<const BlockQ8_KS*>(xb + static_cast<size_t>(t) * x_row_bytes);
@@ -231,7 +266,7 @@ EDGELLM_ALWAYS_INLINE void block_q4_k_tokens(const uint8_t* group, int64_t b, co
 #pragma GCC unroll 1
   for (int j = 0; j < 8; ++j) {
     // Every tile size prefetches (kPrefetchEveryTile): the column's 37 lines spread over the
-    // sub-blocks, 4 or 5 lines each.
+    // sub-blocks, 5 lines each (2 for the last).
     for (int64_t off = j * 320; off < (j + 1) * 320 && off < kQ4KX16ColumnBytes; off += 64) prefetch_line(cb + off);
     const int g = j >> 1;
     const int shift = (j & 1) * 4;
@@ -253,27 +288,9 @@ EDGELLM_ALWAYS_INLINE void block_q4_k_tokens(const uint8_t* group, int64_t b, co
 #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(p[t], sc));
   }
-  const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16D)));
-  const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Dmin)));
-  __m512i mp[4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + i * 32)));
-  }
+  const Q4KSide side = load_q4_k_side(cb);
 #pragma GCC unroll 16
-  for (int t = 0; t < TT; ++t) {
-    const BlockQ8_KS& xv = xt(t);
-    __m512i m = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      int32_t pair;
-      std::memcpy(&pair, xv.sums + 2 * i, 4);
-      m = _mm512_dpwssd_epi32(m, mp[i], _mm512_set1_epi32(pair));
-    }
-    const __m512 dx = _mm512_set1_ps(xv.d);
-    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(dvec, dx), acc[t]);
-    acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dminv, dx), acc[t]);
-  }
+  for (int t = 0; t < TT; ++t) acc[t] = finish_q4_k_column(side, xt(t), tot[t], acc[t]);
 }
 
 template <int TT>
@@ -281,64 +298,37 @@ EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t /*nb: a colu
                                       const uint8_t* x, size_t x_row_bytes, __m512* acc) {
   if constexpr (TT > 1) {
     block_q4_k_tokens<TT>(group, b, x, x_row_bytes, acc);
-    return;
-  }
-  const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
-  const uint8_t* scales = cb + kQ4KX16Scales;
-  const uint8_t* mins = cb + kQ4KX16Mins;
-  const BlockQ8_KS* xt[TT];
-  for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
-  const __m512i mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
-  const __m512 dvec = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16D)));
-  for (int g = 0; g < 4; ++g) {
-    {  // every tile size: see kPrefetchEveryTile
-      // All 37 lines of the column, spread over the sub-block pairs (a burst of 37 prefetches
-      // would wait for fill buffers): 8 code lines per pair, the 5 side lines with the last.
-      for (int j = g * 512; j < (g + 1) * 512; j += 64) prefetch_line(cb + j);
-      if (g == 3) {
-        for (int64_t j = kQ4KX16Scales; j < kQ4KX16ColumnBytes; j += 64) prefetch_line(cb + j);
+  } else {
+    // Decode: the integer sums of block_q4_k_tokens (exact, so in any order) with a sub-block
+    // pair's two chains side by side; the high nibbles stay in place (v & 0xF0 = 16 x code) and
+    // their exact 16x sum is shifted back before the scale.
+    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+    const uint8_t* scales = cb + kQ4KX16Scales;
+    const BlockQ8_KS& xv = reinterpret_cast<const BlockQ8_KS*>(x)[b];
+    const __m512i mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
+    __m512i tot = _mm512_setzero_si512();
+    for (int g = 0; g < 4; ++g) {
+      {  // every tile size: see kPrefetchEveryTile
+        // All 37 lines of the column, spread over the sub-block pairs (a burst of 37 prefetches
+        // would wait for fill buffers): 8 code lines per pair, the 5 side lines with the last.
+        for (int j = g * 512; j < (g + 1) * 512; j += 64) prefetch_line(cb + j);
+        if (g == 3) {
+          for (int64_t j = kQ4KX16Scales; j < kQ4KX16ColumnBytes; j += 64) prefetch_line(cb + j);
+        }
       }
-    }
-    __m512i lo[8], hi[8];
-    for (int k = 0; k < 8; ++k) {
-      const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
-      lo[k] = _mm512_and_si512(v, mask);
-      hi[k] = _mm512_and_si512(v, hi_mask);  // 16 x the high nibble: no shift, see sc_hi
-    }
-    const auto scale_of = [&](int j) {
-      const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + j * kPackRows));
-      return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s8)), dvec);
-    };
-    // The high-nibble sums are exactly 16x: scaling by 1/16 (a power of two) gives the same
-    // products as shifting the codes down first.
-    const __m512 sc_lo = scale_of(2 * g), sc_hi = _mm512_mul_ps(scale_of(2 * g + 1), _mm512_set1_ps(1.0f / 16));
-    for (int t = 0; t < TT; ++t) {
-      const BlockQ8_KS& xb = xt[t][b];
       __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
       for (int k = 0; k < 8; ++k) {
-        p = _mm512_dpbusd_epi32(p, lo[k], bcast4(xb.qs + 64 * g + 4 * k));
-        q = _mm512_dpbusd_epi32(q, hi[k], bcast4(xb.qs + 64 * g + 32 + 4 * k));
+        const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
+        p = _mm512_dpbusd_epi32(p, _mm512_and_si512(v, mask), bcast4(xv.qs + 64 * g + 4 * k));
+        q = _mm512_dpbusd_epi32(q, _mm512_and_si512(v, hi_mask), bcast4(xv.qs + 64 * g + 32 + 4 * k));
       }
-      const __m512 dx = _mm512_set1_ps(xb.d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sc_lo, dx), acc[t]);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(sc_hi, dx), acc[t]);
+      const auto scale_of = [&](int j) {
+        return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + j * kPackRows)));
+      };
+      tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(p, scale_of(2 * g)));
+      tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(_mm512_srai_epi32(q, 4), scale_of(2 * g + 1)));
     }
-  }
-  // Mins: (m_2i, m_2i+1) of the 16 rows widened to int16 pairs, times the token's sub-block sums.
-  __m512i mp[4];
-  for (int i = 0; i < 4; ++i) {
-    mp[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mins + i * 32)));
-  }
-  const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Dmin)));
-  for (int t = 0; t < TT; ++t) {
-    const BlockQ8_KS& xb = xt[t][b];
-    __m512i m = _mm512_setzero_si512();
-    for (int i = 0; i < 4; ++i) {
-      int32_t pair;
-      std::memcpy(&pair, xb.sums + 2 * i, 4);
-      m = _mm512_dpwssd_epi32(m, mp[i], _mm512_set1_epi32(pair));
-    }
-    acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dminv, _mm512_set1_ps(xb.d)), acc[t]);
+    acc[0] = finish_q4_k_column(load_q4_k_side(cb), xv, tot, acc[0]);
   }
 }
 
