@@ -161,8 +161,10 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
   const kernels::AttentionKernels v_kern = kernels::attention_kernels(kv.params().type_v, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // Q8_0 / Q4_0 K: the scores as integer dot products against the query quantized to int8 once
-  // per task (kernels/attention.h; where the ISA has them). Decode only: prefill's GEMM path
-  // keeps F32 queries.
+  // per task (kernels/attention.h; where the ISA has them). Every entry that comes this way:
+  // decode, and the prompt tokens of chunks that run entry by entry (see above); prompt tokens
+  // in query blocks (attention_blocks) keep F32 queries. So with a quantized K cache, a prompt's
+  // later-layer KV can differ slightly (query rounding) with how it was chunked.
   const bool int8_scores = k_kern.scores_q8 != nullptr;
   const int64_t q_blocks = hd / 32;
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -148,12 +150,27 @@ void quantize_query(const float* q, int64_t hd, float scale, QueryBlockQ8* out) 
     const float* x = q + b * 32;
     QueryBlockQ8& o = out[b];
     float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    bool finite = true;
+    for (int i = 0; i < 32; ++i) {
+      const float a = std::fabs(x[i]);
+      finite = finite && a <= std::numeric_limits<float>::max();  // false for NaN and infinity
+      amax = std::max(amax, a);
+    }
+    if (!finite) {
+      // No int8 form: a NaN scale makes every score of this head NaN, as the F32 query would
+      // (a NaN cast to int8 would be undefined behaviour, and silently 0 in practice).
+      std::fill(std::begin(o.qs), std::end(o.qs), int8_t{0});
+      o.sum = 0;
+      o.d = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    // Below amax ~ 3.7e-37, 127 / amax overflows (and 0 * inf would be NaN): divide first.
+    const bool tiny = std::isinf(inv);
     int32_t sum = 0;
     for (int i = 0; i < 32; ++i) {
       // |x * inv| <= 127 up to one rounding; the clamp keeps a value of 127.00001 in range.
-      const float v = std::nearbyint(x[i] * inv);
+      const float v = std::nearbyint(tiny ? x[i] / amax * 127.0f : x[i] * inv);
       o.qs[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
       sum += o.qs[i];
     }

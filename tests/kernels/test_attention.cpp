@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -299,6 +300,33 @@ TEST(QuantizeQuery, CodesAreRoundedValuesOfOneScalePerBlock) {
     } else {
       EXPECT_EQ(out[b].d, 0.0f);
       EXPECT_EQ(amax_code, 0);
+    }
+  }
+}
+
+// A NaN or infinite value leaves a block without an int8 form: its codes 0 and a NaN scale, so
+// the head's scores are NaN as with the F32 query (not a NaN cast to int8, undefined behaviour).
+// A block of values near the smallest normal floats, where 127 / max|q| overflows, still gets
+// codes up to 127 and a finite scale.
+TEST(QuantizeQuery, NonFiniteAndTinyBlocks) {
+  std::vector<float> q(96, 0.5f);
+  q[3] = std::numeric_limits<float>::quiet_NaN();
+  q[40] = -std::numeric_limits<float>::infinity();
+  for (int i = 64; i < 96; ++i) q[static_cast<size_t>(i)] = (i % 2 ? 1.0f : -0.5f) * 2e-38f;
+  QueryBlockQ8 out[3];
+  quantize_query(q.data(), 96, 0.125f, out);
+  for (int b = 0; b < 2; ++b) {
+    EXPECT_TRUE(std::isnan(out[b].d)) << b;
+    EXPECT_EQ(out[b].sum, 0) << b;
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(out[b].qs[i], 0) << b;
+  }
+  EXPECT_TRUE(std::isfinite(out[2].d));
+  EXPECT_GT(out[2].d, 0.0f);
+  for (int i = 0; i < 32; ++i) {
+    if (i % 2) {
+      ASSERT_EQ(out[2].qs[i], 127) << i;
+    } else {  // -0.5 x 2e-38 is subnormal: about -63.5 steps, either neighbour
+      ASSERT_TRUE(out[2].qs[i] == -63 || out[2].qs[i] == -64) << i << " " << int{out[2].qs[i]};
     }
   }
 }
