@@ -392,21 +392,30 @@ TEST_P(Attention, Int8QueryScoresMatchReference) {
 TEST_P(Attention, Int8QueryScoresEqualScalarTwinExactly) {
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
     if (attention_kernels(type, 32).scores_q8 == nullptr) GTEST_SKIP() << "no int8-query scores on this ISA";
+    // Every row count of kCounts (partial 16-row and 4-row groups, a lone row) and 37, with and
+    // without padding between rows.
     for (int64_t hd : {32, 64, 96, 128}) {
       for (int64_t g : {1, 7, 8, 11}) {
-        const int64_t cnt = 37, nb = hd / 32;
-        const size_t row_bytes = tensor_row_bytes(type, hd);
-        const Rows k = make_rows(type, cnt, hd, row_bytes, 77 + static_cast<uint32_t>(g + hd));
-        const auto q = randn(static_cast<size_t>(g * hd), 79);
-        std::vector<QueryBlockQ8> qq(static_cast<size_t>(g * nb));
-        for (int64_t h = 0; h < g; ++h) quantize_query(q.data() + h * hd, hd, 0.125f, qq.data() + h * nb);
-        std::vector<float> s(static_cast<size_t>(g * cnt)), s_ref(s.size());
-        attention_kernels(type, hd).scores_q8(k.bytes.data(), row_bytes, cnt, hd, qq.data(), nb, g, s.data(), cnt);
-        set_active_isa(Isa::kScalar);
-        attention_kernels(type, hd).scores_q8(k.bytes.data(), row_bytes, cnt, hd, qq.data(), nb, g, s_ref.data(), cnt);
-        set_active_isa(GetParam());
-        for (size_t i = 0; i < s.size(); ++i) {
-          ASSERT_EQ(s[i], s_ref[i]) << tensor_type_name(type) << " hd=" << hd << " g=" << g << " score " << i;
+        for (int64_t pad : {0, 6}) {
+          for (int64_t cnt : {kCounts[0], kCounts[1], kCounts[2], kCounts[3], kCounts[4], kCounts[5], kCounts[6],
+                              int64_t{37}}) {
+            const int64_t nb = hd / 32;
+            const size_t row_bytes = tensor_row_bytes(type, hd) + static_cast<size_t>(pad);
+            const Rows k = make_rows(type, cnt, hd, row_bytes, 77 + static_cast<uint32_t>(g + hd + cnt));
+            const auto q = randn(static_cast<size_t>(g * hd), 79);
+            std::vector<QueryBlockQ8> qq(static_cast<size_t>(g * nb));
+            for (int64_t h = 0; h < g; ++h) quantize_query(q.data() + h * hd, hd, 0.125f, qq.data() + h * nb);
+            std::vector<float> s(static_cast<size_t>(g * cnt)), s_ref(s.size());
+            attention_kernels(type, hd).scores_q8(k.bytes.data(), row_bytes, cnt, hd, qq.data(), nb, g, s.data(), cnt);
+            set_active_isa(Isa::kScalar);
+            attention_kernels(type, hd).scores_q8(k.bytes.data(), row_bytes, cnt, hd, qq.data(), nb, g, s_ref.data(),
+                                                  cnt);
+            set_active_isa(GetParam());
+            for (size_t i = 0; i < s.size(); ++i) {
+              ASSERT_EQ(s[i], s_ref[i]) << tensor_type_name(type) << " hd=" << hd << " g=" << g << " cnt=" << cnt
+                                        << " pad=" << pad << " score " << i;
+            }
+          }
         }
       }
     }
