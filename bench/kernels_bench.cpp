@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -71,46 +70,44 @@ int main(int argc, char** argv) {
   std::vector<float> wf(static_cast<size_t>(n_in)), x(static_cast<size_t>(n_in * kPrefillTokens));
   for (auto& v : x) v = g(rng);
 
+  // Times one matrix of `type` (file or repacked layout) on every ISA.
+  const auto bench_layout = [&](TensorType type, const std::vector<uint8_t>& w) {
+    const size_t row_bytes = tensor_row_bytes(type, n_in);
+    for (Isa isa : supported_isas()) {
+      if (is_packed_type(type) && isa == Isa::kScalar) continue;  // the scalar twin: a reference, not a kernel
+      set_active_isa(isa);
+      const size_t xq_row = activation_row_bytes(type, n_in);
+      std::vector<uint8_t> xq(xq_row * kPrefillTokens);
+      std::vector<float> y(static_cast<size_t>(n_out * kPrefillTokens));
+      // Activation quantization is part of every matmul in the engine, so it is timed too.
+      auto run = [&](int64_t tokens) {
+        for (int64_t t = 0; t < tokens; ++t) quantize_activation_row(type, x.data() + t * n_in, xq.data() + t * xq_row, n_in);
+        matmul(type, n_in, w.data(), row_bytes, 0, n_out, xq.data(), xq_row, tokens, y.data(), n_out);
+      };
+      const double min_s = isa == Isa::kScalar ? 0.3 : 0.5;
+      const double t1 = seconds_per_call([&] { run(1); }, min_s);
+      const double t64 = seconds_per_call([&] { run(kPrefillTokens); }, min_s);
+      const double gbs = static_cast<double>(w.size()) / t1 / 1e9;
+      const double gflops = 2.0 * static_cast<double>(n_out) * static_cast<double>(n_in) * kPrefillTokens / t64 / 1e9;
+      std::printf("%-8s %-7s %12.2f %14.2f\n", tensor_type_name(type), isa_name(isa), gbs, gflops);
+      std::fflush(stdout);
+    }
+  };
+
   std::printf("%-8s %-7s %12s %14s\n", "type", "isa", "1 tok GB/s", "64 tok GFLOP/s");
-  for (TensorType file_type : types) {
-    const size_t file_row_bytes = tensor_row_bytes(file_type, n_in);
-    std::vector<uint8_t> file_w(file_row_bytes * static_cast<size_t>(n_out));
+  for (TensorType type : types) {
+    const size_t row_bytes = tensor_row_bytes(type, n_in);
+    std::vector<uint8_t> w(row_bytes * static_cast<size_t>(n_out));
     for (int64_t r = 0; r < n_out; ++r) {
       for (auto& v : wf) v = g(rng);
-      quantize_row(file_type, wf.data(), file_w.data() + r * file_row_bytes, n_in);
+      quantize_row(type, wf.data(), w.data() + r * row_bytes, n_in);
     }
-    std::vector<std::pair<TensorType, std::vector<uint8_t>>> layouts;
-    const auto packed = packed_type_for(file_type);
-    std::vector<uint8_t> packed_w;
-    if (packed && can_repack(file_type, n_in, n_out)) {
-      packed_w.resize(tensor_row_bytes(*packed, n_in) * static_cast<size_t>(n_out));
-      repack_rows(file_type, file_w.data(), packed_w.data(), n_in, 0, n_out);
-    }
-    layouts.emplace_back(file_type, std::move(file_w));
-    if (!packed_w.empty()) layouts.emplace_back(*packed, std::move(packed_w));
-    for (const auto& layout : layouts) {
-      const TensorType type = layout.first;
-      const std::vector<uint8_t>& w = layout.second;
-      for (Isa isa : supported_isas()) {
-        if (is_packed_type(type) && isa == Isa::kScalar) continue;  // the scalar twin: a reference, not a kernel
-        const size_t row_bytes = tensor_row_bytes(type, n_in);
-        set_active_isa(isa);
-        const size_t xq_row = activation_row_bytes(type, n_in);
-        std::vector<uint8_t> xq(xq_row * kPrefillTokens);
-        std::vector<float> y(static_cast<size_t>(n_out * kPrefillTokens));
-        // Activation quantization is part of every matmul in the engine, so it is timed too.
-        auto run = [&](int64_t tokens) {
-          for (int64_t t = 0; t < tokens; ++t) quantize_activation_row(type, x.data() + t * n_in, xq.data() + t * xq_row, n_in);
-          matmul(type, n_in, w.data(), row_bytes, 0, n_out, xq.data(), xq_row, tokens, y.data(), n_out);
-        };
-        const double min_s = isa == Isa::kScalar ? 0.3 : 0.5;
-        const double t1 = seconds_per_call([&] { run(1); }, min_s);
-        const double t64 = seconds_per_call([&] { run(kPrefillTokens); }, min_s);
-        const double gbs = static_cast<double>(w.size()) / t1 / 1e9;
-        const double gflops = 2.0 * static_cast<double>(n_out) * static_cast<double>(n_in) * kPrefillTokens / t64 / 1e9;
-        std::printf("%-8s %-7s %12.2f %14.2f\n", tensor_type_name(type), isa_name(isa), gbs, gflops);
-        std::fflush(stdout);
-      }
+    bench_layout(type, w);
+    const auto packed = packed_type_for(type);
+    if (packed && can_repack(type, n_in, n_out)) {
+      std::vector<uint8_t> pw(tensor_row_bytes(*packed, n_in) * static_cast<size_t>(n_out));
+      repack_rows(type, w.data(), pw.data(), n_in, 0, n_out);
+      bench_layout(*packed, pw);
     }
   }
   return 0;

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -394,11 +395,12 @@ TEST_P(Attention, Int8QueryScoresEqualScalarTwinExactly) {
     if (attention_kernels(type, 32).scores_q8 == nullptr) GTEST_SKIP() << "no int8-query scores on this ISA";
     // Every row count of kCounts (partial 16-row and 4-row groups, a lone row) and 37, with and
     // without padding between rows.
+    std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
+    counts.push_back(37);
     for (int64_t hd : {32, 64, 96, 128}) {
       for (int64_t g : {1, 7, 8, 11}) {
         for (int64_t pad : {0, 6}) {
-          for (int64_t cnt : {kCounts[0], kCounts[1], kCounts[2], kCounts[3], kCounts[4], kCounts[5], kCounts[6],
-                              int64_t{37}}) {
+          for (int64_t cnt : counts) {
             const int64_t nb = hd / 32;
             const size_t row_bytes = tensor_row_bytes(type, hd) + static_cast<size_t>(pad);
             const Rows k = make_rows(type, cnt, hd, row_bytes, 77 + static_cast<uint32_t>(g + hd + cnt));

@@ -38,6 +38,25 @@ std::vector<float> gaussian(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
+// rows x n Gaussian weights (scale 0.5) quantized to file_type, and the same rows repacked.
+struct PackedMatrix {
+  TensorType pt;         // the packed type
+  size_t rb, packed_rb;  // row bytes of the file and the packed layout
+  std::vector<uint8_t> file, packed;
+};
+PackedMatrix pack_gaussian(TensorType file_type, int64_t rows, int64_t n, uint32_t seed) {
+  PackedMatrix m;
+  m.pt = *packed_type_for(file_type);
+  m.rb = tensor_row_bytes(file_type, n);
+  m.packed_rb = tensor_row_bytes(m.pt, n);
+  const auto src = gaussian(static_cast<size_t>(rows * n), seed, 0.5f);
+  m.file.resize(m.rb * static_cast<size_t>(rows));
+  m.packed.resize(m.packed_rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) quantize_row(file_type, src.data() + r * n, m.file.data() + r * m.rb, n);
+  repack_rows(file_type, m.file.data(), m.packed.data(), n, 0, rows);
+  return m;
+}
+
 // Double-precision reference of output (row r, token t): sum_k w[r][k] x[t][k] over n elements,
 // and sum |w x|, the scale its F32 rounding error is measured against.
 struct RefDot {
@@ -123,14 +142,11 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
         // one group alone (packed_driver.h: decode_groups).
         Case{TensorType::Q4_0, 64, 96}, Case{TensorType::Q8_0, 64, 96}, Case{TensorType::Q5_0, 64, 96},
         Case{TensorType::Q4_K, 256, 96}, Case{TensorType::Q6_K, 256, 96}}) {
-    const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
-    const TensorType packed_type = *packed_type_for(c.file_type);
-    const size_t packed_rb = tensor_row_bytes(packed_type, c.n_in);
-    const auto src = gaussian(static_cast<size_t>(c.rows * c.n_in), 11, 0.5f);
-    std::vector<uint8_t> file(rb * static_cast<size_t>(c.rows)), packed(packed_rb * static_cast<size_t>(c.rows));
-    for (int64_t r = 0; r < c.rows; ++r) quantize_row(c.file_type, src.data() + r * c.n_in, file.data() + r * rb, c.n_in);
-    repack_rows(c.file_type, file.data(), packed.data(), c.n_in, 0, c.rows);
-    const TensorType pt = *packed_type_for(c.file_type);
+    const PackedMatrix m = pack_gaussian(c.file_type, c.rows, c.n_in, 11);
+    const size_t rb = m.rb, packed_rb = m.packed_rb;
+    const std::vector<uint8_t>& file = m.file;
+    const std::vector<uint8_t>& packed = m.packed;
+    const TensorType pt = m.pt;
     std::vector<float> wf(static_cast<size_t>(c.rows * c.n_in));
     for (int64_t r = 0; r < c.rows; ++r) dequantize_row(c.file_type, file.data() + r * rb, wf.data() + r * c.n_in, c.n_in);
 
@@ -188,12 +204,10 @@ TEST(Repack, BatchedMatmulEqualsTokenByToken) {
   constexpr int64_t kRows = 96, kTokens = 13;
   for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
     const int64_t n = 512;
-    const TensorType pt = *packed_type_for(ft);
-    const size_t rb = tensor_row_bytes(ft, n), prb_w = tensor_row_bytes(pt, n);
-    const auto src = gaussian(static_cast<size_t>(kRows * n), 41, 0.5f);
-    std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(prb_w * static_cast<size_t>(kRows));
-    for (int64_t r = 0; r < kRows; ++r) quantize_row(ft, src.data() + r * n, file.data() + r * rb, n);
-    repack_rows(ft, file.data(), packed.data(), n, 0, kRows);
+    const PackedMatrix m = pack_gaussian(ft, kRows, n, 41);
+    const TensorType pt = m.pt;
+    const size_t prb_w = m.packed_rb;
+    const std::vector<uint8_t>& packed = m.packed;
     const auto x = gaussian(static_cast<size_t>(kTokens * n), 43, 1.0f);
     for (const Isa isa : supported_isas()) {
       set_active_isa(isa);
@@ -256,12 +270,11 @@ TEST(Repack, MatmulTileRemaindersAndRowChunks) {
   IsaGuard guard;
   constexpr int64_t kRows = 64, kN = 4096;
   for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0}) {
-    const size_t rb = tensor_row_bytes(ft, kN);
-    const auto src = gaussian(static_cast<size_t>(kRows * kN), 23, 0.5f);
-    std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(file.size());
-    for (int64_t r = 0; r < kRows; ++r) quantize_row(ft, src.data() + r * kN, file.data() + r * rb, kN);
-    repack_rows(ft, file.data(), packed.data(), kN, 0, kRows);
-    const TensorType pt = *packed_type_for(ft);
+    const PackedMatrix m = pack_gaussian(ft, kRows, kN, 23);
+    const size_t rb = m.rb;
+    const std::vector<uint8_t>& file = m.file;
+    const std::vector<uint8_t>& packed = m.packed;
+    const TensorType pt = m.pt;
     std::vector<float> wf(static_cast<size_t>(kRows * kN));
     for (int64_t r = 0; r < kRows; ++r) dequantize_row(ft, file.data() + r * rb, wf.data() + r * kN, kN);
     for (const int64_t nt : {int64_t{2}, int64_t{6}}) {
@@ -341,19 +354,18 @@ TEST(Repack, Q8KSActivationQuantizerMatchesScalarBytes) {
 // 11 tokens (4-token tiles plus 1- / 2-token remainders on ARM; on AVX-512 Q4_K's 8- and 2-token
 // tiles, Q6_K's 6- and 2-token tiles, and 1-token remainders),
 // all 96 rows of a 4096-wide matrix (2368 / 3360 packed bytes per row: 80 / 48 rows per prefill
-// row chunk, so two chunks or more). Every ISA must match the double reference; on ARM dotprod / i8mm the packed kernel
-// must equal the file-layout kernel bit for bit where it has a packed SIMD kernel (Q4_K: both compute
-// fma(-dmin, msum, d * isum) and fma(d_x, ., acc) per super-block in order), which keeps
-// perplexity identical across neon / dotprod / i8mm.
+// row chunk, so two chunks or more). Every ISA must match the double reference; on ARM dotprod /
+// i8mm the packed kernel must equal the file-layout kernel bit for bit where it has a packed SIMD
+// kernel (Q4_K: both compute fma(-dmin, msum, d * isum) and fma(d_x, ., acc) per super-block in
+// order), which keeps perplexity identical across neon / dotprod / i8mm.
 void check_k_quant_tiles(TensorType ft) {
   IsaGuard guard;
   constexpr int64_t kRows = 96, kN = 4096;  // Q4_K_X16: 80 rows per 192 KiB prefill chunk
-  const TensorType pt = *packed_type_for(ft);
-  const size_t rb = tensor_row_bytes(ft, kN), packed_rb = tensor_row_bytes(pt, kN);
-  const auto src = gaussian(static_cast<size_t>(kRows * kN), 29, 0.5f);
-  std::vector<uint8_t> file(rb * static_cast<size_t>(kRows)), packed(packed_rb * static_cast<size_t>(kRows));
-  for (int64_t r = 0; r < kRows; ++r) quantize_row(ft, src.data() + r * kN, file.data() + r * rb, kN);
-  repack_rows(ft, file.data(), packed.data(), kN, 0, kRows);
+  const PackedMatrix m = pack_gaussian(ft, kRows, kN, 29);
+  const TensorType pt = m.pt;
+  const size_t rb = m.rb, packed_rb = m.packed_rb;
+  const std::vector<uint8_t>& file = m.file;
+  const std::vector<uint8_t>& packed = m.packed;
   std::vector<float> wf(static_cast<size_t>(kRows * kN));
   for (int64_t r = 0; r < kRows; ++r) dequantize_row(ft, file.data() + r * rb, wf.data() + r * kN, kN);
   for (const int64_t nt : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}, int64_t{8}, int64_t{11}}) {
