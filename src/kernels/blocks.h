@@ -121,5 +121,8 @@ static_assert(sizeof(BlockQ8_KS) == 276);
 // 16 rows share 2048 bytes of codes, 128 of 6-bit scales, 128 of 6-bit mins and 64 of F16 d/dmin.
 inline constexpr size_t kQ4KX16RowBlockBytes = (2048 + 128 + 128 + 64) / 16;
 static_assert(kQ4KX16RowBlockBytes == 148);
+// Q5_K: the same plus 512 bytes of fifth bits per 16 rows.
+inline constexpr size_t kQ5KX16RowBlockBytes = (2048 + 128 + 128 + 64 + 512) / 16;
+static_assert(kQ5KX16RowBlockBytes == 180);
 
 }  // namespace edgellm

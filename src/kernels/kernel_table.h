@@ -16,7 +16,7 @@ namespace edgellm::kernels {
 
 // Table slots are indexed by the raw GGUF type id (largest id EdgeLLM knows is BF16 = 30); the
 // internal repacked layouts take the slots after it.
-inline constexpr int kTypeSlots = 38;
+inline constexpr int kTypeSlots = 39;
 
 inline constexpr int type_slot(TensorType t) {
   switch (t) {
@@ -27,6 +27,7 @@ inline constexpr int type_slot(TensorType t) {
     case TensorType::Q8_K_S: return 35;
     case TensorType::Q5_0_X16: return 36;
     case TensorType::Q6_K_X16: return 37;
+    case TensorType::Q5_K_X16: return 38;
     default: return static_cast<int>(t);
   }
 }

@@ -81,6 +81,7 @@ TensorType activation_type(TensorType weight_type) {
     case TensorType::Q8_0_X16:
       return TensorType::Q8_0_S;
     case TensorType::Q4_K_X16:
+    case TensorType::Q5_K_X16:
       return TensorType::Q8_K_S;
     case TensorType::Q6_K_X16:
       return TensorType::Q8_K;  // its 16-element bsums are what the Q6_K offset needs

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -40,32 +41,46 @@ PackGeometry geometry(TensorType packed_or_file, int64_t n_in) {
     case TensorType::Q4_K:
     case TensorType::Q4_K_X16:
       return {kPackRows * (kQK_K / 2), tensor_row_bytes(TensorType::Q4_K, n_in)};
+    case TensorType::Q5_K:
+    case TensorType::Q5_K_X16:
+      return {kPackRows * (kQK_K / 2), tensor_row_bytes(TensorType::Q5_K, n_in)};
     default:
       throw Error(ErrorCode::kUnsupported,
                   std::string("repack: no interleaved layout for ") + tensor_type_name(packed_or_file));
   }
 }
 
-}  // namespace
-
-std::optional<TensorType> packed_type_for(TensorType file_type) {
+// The interleaved layout of a file type on any ISA.
+std::optional<TensorType> interleaved_type(TensorType file_type) {
   switch (file_type) {
     case TensorType::Q4_0: return TensorType::Q4_0_X16;
     case TensorType::Q5_0: return TensorType::Q5_0_X16;
     case TensorType::Q8_0: return TensorType::Q8_0_X16;
     case TensorType::Q4_K: return TensorType::Q4_K_X16;
+    case TensorType::Q5_K: return TensorType::Q5_K_X16;
     case TensorType::Q6_K: return TensorType::Q6_K_X16;
     default: return std::nullopt;
   }
 }
 
+}  // namespace
+
+std::optional<TensorType> packed_type_for(TensorType file_type) {
+  const std::optional<TensorType> p = interleaved_type(file_type);
+  // Q5_K_X16 has a SIMD kernel on AVX-512 only: elsewhere the file layout's own SIMD kernel is
+  // faster than the packed layout's scalar one.
+  if (p == TensorType::Q5_K_X16 && active_isa() != Isa::kAvx512) return std::nullopt;
+  return p;
+}
+
 bool is_packed_type(TensorType type) {
   return type == TensorType::Q4_0_X16 || type == TensorType::Q5_0_X16 || type == TensorType::Q8_0_X16 ||
-         type == TensorType::Q4_K_X16 || type == TensorType::Q6_K_X16;
+         type == TensorType::Q4_K_X16 || type == TensorType::Q5_K_X16 || type == TensorType::Q6_K_X16;
 }
 
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
+  if (packed == TensorType::Q5_K_X16) return active_isa() == Isa::kAvx512;
   // AVX-512 VNNI, AVX2 and ARM dotprod (i8mm inherits it) have SIMD kernels for every packed
   // type; plain NEON and the scalar reference do not.
   switch (active_isa()) {
@@ -93,13 +108,17 @@ Block block_at(const uint8_t* src_rows, size_t src_row_bytes, int64_t lane, int6
   return blk;
 }
 
-// Q4_K: 16 rows of super-block column b -> the Q4_K_X16 layout (repack.h).
-void repack_q4_k_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
+// Q4_K / Q5_K: 16 rows of super-block column b -> the Q4_K_X16 / Q5_K_X16 layout (repack.h).
+template <class Block, int64_t kColumnBytes>
+void repack_k4_group(const uint8_t* src_rows, size_t src_row_bytes, uint8_t* group, int64_t n_in) {
   const int64_t nb = n_in / kQK_K;
   for (int64_t lane = 0; lane < kPackRows; ++lane) {
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* col = group + b * kQ4KX16ColumnBytes;
-      const auto blk = block_at<BlockQ4_K>(src_rows, src_row_bytes, lane, b);
+      uint8_t* col = group + b * kColumnBytes;
+      const auto blk = block_at<Block>(src_rows, src_row_bytes, lane, b);
+      if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+        for (int k = 0; k < 8; ++k) std::memcpy(col + kQ5KX16High + (k * kPackRows + lane) * 4, blk.qh + 4 * k, 4);
+      }
       uint8_t sc[8], m[8];
       unpack_scales_mins_k4(blk.scales, sc, m);
       for (int g = 0; g < 4; ++g) {
@@ -234,7 +253,8 @@ GroupRepacker group_repacker(TensorType file_type) {
     case TensorType::Q4_0: return repack_q4_0_group;
     case TensorType::Q5_0: return repack_q5_0_group;
     case TensorType::Q8_0: return repack_q8_0_group;
-    case TensorType::Q4_K: return repack_q4_k_group;
+    case TensorType::Q4_K: return repack_k4_group<BlockQ4_K, kQ4KX16ColumnBytes>;
+    case TensorType::Q5_K: return repack_k4_group<BlockQ5_K, kQ5KX16ColumnBytes>;
     case TensorType::Q6_K: return repack_q6_k_group;
     default: return nullptr;
   }
@@ -253,7 +273,7 @@ void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in,
               tensor_type_name(file_type) + " elements are not whole groups of 16 rows and whole " +
               std::to_string(block) + "-element blocks");
   const size_t src_row_bytes = tensor_row_bytes(file_type, n_in);
-  const size_t dst_row_bytes = tensor_row_bytes(*packed_type_for(file_type), n_in);  // Q4_K: 148/144 of the file's
+  const size_t dst_row_bytes = tensor_row_bytes(*interleaved_type(file_type), n_in);  // K4: 148/144, 180/176
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t r = r0; r < r1; r += kPackRows) {
@@ -270,12 +290,13 @@ void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, 
   }
   const PackGeometry g = geometry(packed, n_in);
   const int64_t lane = r % kPackRows;
-  if (packed == TensorType::Q4_K_X16) {
+  if (packed == TensorType::Q4_K_X16 || packed == TensorType::Q5_K_X16) {
+    const bool q5 = packed == TensorType::Q5_K_X16;
     const int64_t nbk = n_in / kQK_K;
     const auto* group =
         static_cast<const uint8_t*>(tensor) + static_cast<size_t>(r - lane) * tensor_row_bytes(packed, n_in);
     for (int64_t b = 0; b < nbk; ++b) {
-      const uint8_t* col = group + b * kQ4KX16ColumnBytes;
+      const uint8_t* col = group + b * (q5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes);
       const uint8_t* scales = col + kQ4KX16Scales;
       const uint8_t* mins = col + kQ4KX16Mins;
       uint16_t d16, m16;
@@ -290,7 +311,8 @@ void dequantize_packed_row(TensorType packed, const void* tensor, int64_t n_in, 
           for (int k = 0; k < 8; ++k) {
             for (int i = 0; i < 4; ++i) {
               const uint8_t byte = col[((g2 * 8 + k) * kPackRows + lane) * 4 + i];
-              const int q = half == 0 ? (byte & 0x0F) : (byte >> 4);
+              const int fifth = q5 ? (col[kQ5KX16High + (k * kPackRows + lane) * 4 + i] >> j) & 1 : 0;
+              const int q = (half == 0 ? (byte & 0x0F) : (byte >> 4)) | (fifth << 4);
               dst[b * kQK_K + j * 32 + 4 * k + i] = sc * static_cast<float>(q) - mn;
             }
           }

@@ -1,4 +1,4 @@
-// Load-time repacking of Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K weights into 16-row interleaved groups.
+// Load-time repacking of Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights into 16-row interleaved groups.
 //
 // Why: in the file layout one row's blocks are contiguous, so an int8 dot product reduces 64
 // products into 16 lanes that all belong to the same (row, token) pair, and every block needs a
@@ -41,6 +41,15 @@
 //   file copy; group g starts at 16 g row_bytes of the packed type.
 //
 //
+//   Q5_K_X16 (256-element super-blocks): columns[nb] of 2880 bytes, each a Q4_K_X16 column (the
+//     low 4 bits of the 5-bit values, scales, mins, d, dmin at the same offsets) followed by
+//     high[8][16][4]       at 2368: high[k][r][i] = qh byte 4k+i of row r's super-block, whose bit j
+//                                   is the fifth bit of element 32j+4k+i (sub-block j): so the
+//                                   code vector (g, k) of sub-block j = 2g + half takes bit j of
+//                                   high vector k, lane for lane. Values 0..31.
+//   180 bytes per row per super-block (the file's 176 plus 4). Produced only where a SIMD kernel
+//   multiplies it (AVX-512 VNNI); elsewhere Q5_K keeps the file layout (packed_type_for).
+//
 //   Q6_K_X16 (256-element super-blocks), 3360 bytes per super-block column (= 16 x 210, the
 //   file's size):
 //     blocks[nb] of {ql[8][4][16][4], qh[16][16][4], scales[16][16]}   (3328 bytes each)
@@ -53,7 +62,7 @@
 // With n_in a multiple of 64 every 64-byte vector of codes is 64-byte aligned when the tensor is.
 // Activations are BlockQ8_0S rows (blocks.h): the Q8_0 codes and scale plus the code sum, which
 // removes the weights' offset: sum (c - off) x = sum c x - off * sum x. Q4_K_X16 takes
-// BlockQ8_KS (sums per 32 elements, for the mins) and Q6_K_X16 plain Q8_K (bsums per 16).
+// BlockQ8_KS (sums per 32 elements, for the mins), as does Q5_K_X16; Q6_K_X16 plain Q8_K (bsums per 16).
 #pragma once
 
 #include <cstddef>
@@ -70,7 +79,9 @@ inline constexpr int64_t kPackRows = 16;
 // and record this number: bump it whenever any layout here changes, so files written by an older
 // build are refused instead of being read with the wrong layout (the loader's spot check, which
 // repacks each tensor's first group and compares, catches a forgotten bump).
-inline constexpr uint32_t kPackedLayoutVersion = 1;
+// 2: Q5_K matrices are packed too (Q5_K_X16, AVX-512), so a version-1 file of a Q5_K model lacks
+// them and is remade rather than leaving them in the slower file layout.
+inline constexpr uint32_t kPackedLayoutVersion = 2;
 
 // Q4_K_X16 super-block column: its size and where its parts start (layout above).
 inline constexpr int64_t kQ4KX16ColumnBytes = 2368;
@@ -78,9 +89,13 @@ inline constexpr int64_t kQ4KX16Scales = 2048;
 inline constexpr int64_t kQ4KX16Mins = 2176;
 inline constexpr int64_t kQ4KX16D = 2304;
 inline constexpr int64_t kQ4KX16Dmin = 2336;
+// Q5_K_X16 super-block column: a Q4_K_X16 column, then the fifth bits.
+inline constexpr int64_t kQ5KX16ColumnBytes = 2880;
+inline constexpr int64_t kQ5KX16High = 2368;
 
 // The interleaved layout of a file type, if there is one (Q4_0 -> Q4_0_X16, Q5_0 -> Q5_0_X16,
-// Q8_0 -> Q8_0_X16, Q4_K -> Q4_K_X16, Q6_K -> Q6_K_X16).
+// Q8_0 -> Q8_0_X16, Q4_K -> Q4_K_X16, Q6_K -> Q6_K_X16; Q5_K -> Q5_K_X16 only where the active
+// ISA has its SIMD kernel, so loads, pack files and memory plans elsewhere keep Q5_K as it was).
 std::optional<TensorType> packed_type_for(TensorType file_type);
 bool is_packed_type(TensorType type);
 
@@ -92,7 +107,8 @@ bool has_fast_packed_kernel(TensorType packed);
 // a multiple of 16 and n_in of the block size.
 bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out);
 
-// Repacks rows [r0, r1) (multiples of 16) of a [n_out, n_in] matrix of `file_type` from `src`
+// Repacks rows [r0, r1) (multiples of 16) of a [n_out, n_in] matrix of `file_type` (any type
+// with an interleaved layout on some ISA, Q5_K included) from `src`
 // (the whole tensor in file layout) into `dst` (the whole packed tensor: n_out rows of
 // tensor_row_bytes(packed type, n_in)).
 // Disjoint row ranges may be repacked concurrently.

@@ -32,6 +32,8 @@ constexpr TensorTypeTraits kTraits[] = {
     {TensorType::Q8_0_S, "q8_0s", kQK8_0, sizeof(BlockQ8_0S), true, false, false},
     // 16 rows of Q4_K: the file's 16 x 144 bytes plus 4 bytes per row for unpacked scales.
     {TensorType::Q4_K_X16, "q4_Kx16", kQK_K, kQ4KX16RowBlockBytes, true, true, false},
+    // 16 rows of Q5_K: the file's 16 x 176 bytes plus 4 bytes per row for unpacked scales.
+    {TensorType::Q5_K_X16, "q5_Kx16", kQK_K, kQ5KX16RowBlockBytes, true, true, false},
     {TensorType::Q8_K_S, "q8_Ks", kQK_K, sizeof(BlockQ8_KS), true, false, false},
     {TensorType::Q6_K_X16, "q6_Kx16", kQK_K, sizeof(BlockQ6_K), true, true, false},
 };

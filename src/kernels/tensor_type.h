@@ -32,6 +32,7 @@ enum class TensorType : uint32_t {
   Q5_0_X16 = 1006,
   Q8_0_X16 = 1008,
   Q4_K_X16 = 1012,
+  Q5_K_X16 = 1013,
   Q6_K_X16 = 1014,
   // Their activation formats: Q8_0 codes with a float scale and the block's integer code sum;
   // Q8_K codes with the sums of each 32-element sub-block.

@@ -73,7 +73,7 @@ PackFileStats write_pack_file(const Model& model, const std::string& path, int n
     }
   }
   require(!matrices.empty(), ErrorCode::kInvalidArgument,
-          "the model has no matrix with an interleaved layout (q4_0, q5_0, q8_0, q4_K, q6_K with a multiple of 16 "
+          "the model has no matrix with an interleaved layout (q4_0, q5_0, q8_0, q4_K, q5_K on AVX-512, q6_K with a multiple of 16 "
           "rows): a pack file would be empty");
 
   const gguf::GgufFile& src = model.gguf();

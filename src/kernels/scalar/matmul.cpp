@@ -49,6 +49,7 @@ void install_scalar(KernelTable& t) {
   set_act(TT::Q4_0_X16, scalar::quantize_q8_0s);
   set_act(TT::Q8_0_X16, scalar::quantize_q8_0s);
   set_act(TT::Q4_K_X16, scalar::quantize_q8_ks);
+  set_act(TT::Q5_K_X16, scalar::quantize_q8_ks);
   set_act(TT::Q5_0_X16, scalar::quantize_q8_0s);
   set_act(TT::Q6_K_X16, scalar::quantize_q8_k);
 
@@ -66,6 +67,7 @@ void install_scalar(KernelTable& t) {
   t.matmul[type_slot(TT::Q4_0_X16)] = scalar::matmul_q4_0_x16;
   t.matmul[type_slot(TT::Q8_0_X16)] = scalar::matmul_q8_0_x16;
   t.matmul[type_slot(TT::Q4_K_X16)] = scalar::matmul_q4_k_x16;
+  t.matmul[type_slot(TT::Q5_K_X16)] = scalar::matmul_q5_k_x16;
   t.matmul[type_slot(TT::Q5_0_X16)] = scalar::matmul_q5_0_x16;
   t.matmul[type_slot(TT::Q6_K_X16)] = scalar::matmul_q6_k_x16;
 

@@ -40,9 +40,14 @@ void q8_k_to_q8_ks(const BlockQ8_K& q, BlockQ8_KS& out) {
   std::memcpy(out.qs, q.qs, sizeof q.qs);
 }
 
-void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
-                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
-  // y = sum_b dx * (d_r * sum_j sc_j * dot_j - dmin_r * sum_j m_j * sum_j(x)), as ggml's Q4_K dot.
+namespace {
+
+// Q4_K_X16 and Q5_K_X16 (a Q4_K_X16 column plus fifth bits, kernels/repack.h):
+// y = sum_b dx * (d_r * sum_j sc_j * dot_j - dmin_r * sum_j m_j * sum_j(x)), as ggml's K-quant dot.
+template <bool kQ5>
+void matmul_k4_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                   size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  constexpr int64_t kColumnBytes = kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
   const int64_t nb = n / kQK_K;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t lane = r % kPackRows;
@@ -51,7 +56,7 @@ void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
       const auto* x = reinterpret_cast<const BlockQ8_KS*>(static_cast<const uint8_t*>(xq) + t * xq_row_bytes);
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* col = group + b * kQ4KX16ColumnBytes;
+        const uint8_t* col = group + b * kColumnBytes;
         const uint8_t* scales = col + kQ4KX16Scales;
         const uint8_t* mins = col + kQ4KX16Mins;
         int32_t dot_scaled = 0, mins_sum = 0;
@@ -61,7 +66,8 @@ void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
           for (int k = 0; k < 8; ++k) {
             for (int i = 0; i < 4; ++i) {
               const uint8_t byte = col[((g * 8 + k) * kPackRows + lane) * 4 + i];
-              dot += (half == 0 ? (byte & 0x0F) : (byte >> 4)) * x[b].qs[32 * j + 4 * k + i];
+              const int fifth = kQ5 ? (col[kQ5KX16High + (k * kPackRows + lane) * 4 + i] >> j) & 1 : 0;
+              dot += ((half == 0 ? (byte & 0x0F) : (byte >> 4)) | (fifth << 4)) * x[b].qs[32 * j + 4 * k + i];
             }
           }
           dot_scaled += scales[j * kPackRows + lane] * dot;
@@ -76,6 +82,18 @@ void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
       y[t * y_stride + r] = acc;
     }
   }
+}
+
+}  // namespace
+
+void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  matmul_k4_x16<false>(n, w, w_row_bytes, r0, r1, xq, xq_row_bytes, n_tokens, y, y_stride);
+}
+
+void matmul_q5_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  matmul_k4_x16<true>(n, w, w_row_bytes, r0, r1, xq, xq_row_bytes, n_tokens, y, y_stride);
 }
 
 void matmul_q6_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,

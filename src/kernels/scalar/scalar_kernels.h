@@ -70,6 +70,8 @@ void quantize_q8_ks(const float* src, void* dst, int64_t n);
 void q8_k_to_q8_ks(const BlockQ8_K& q, BlockQ8_KS& out);
 void matmul_q4_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
                      size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
+void matmul_q5_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
+                     size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
 void matmul_q6_k_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,
                      size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
 void matmul_q5_0_x16(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* xq,

@@ -1,4 +1,4 @@
-// AVX-512 VNNI matmul for the 16-row interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K _X16 weights
+// AVX-512 VNNI matmul for the 16-row interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K _X16 weights
 // (layouts and the reason for them in kernels/repack.h).
 //
 // One ZMM of codes holds 4 consecutive elements of 16 rows (lane r = row r of the group). For a
@@ -250,10 +250,31 @@ EDGELLM_ALWAYS_INLINE __m512 finish_q4_k_column(const Q4KSide& side, const Block
   return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(side.dmin, dx), acc);
 }
 
-template <int TT>
+// Q5_K_X16 (kQ5) is a Q4_K_X16 column plus a fifth bit per value (repack.h): sub-block j's code
+// vector k gains 16 where bit j of high vector k is set (vptestmb, then a masked add).
+template <bool kQ5>
+constexpr int64_t k4_column_bytes() {
+  return kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
+}
+
+template <bool kQ5>
+EDGELLM_ALWAYS_INLINE __m512i add_fifth_bits(__m512i codes, const uint8_t* cb, int k, int j) {
+  if constexpr (!kQ5) {
+    return codes;
+  } else {
+    const __m512i high = _mm512_loadu_si512(cb + kQ5KX16High + k * 64);
+    const __mmask64 m = _mm512_test_epi8_mask(high, _mm512_set1_epi8(static_cast<char>(1 << j)));
+    return _mm512_mask_add_epi8(codes, m, codes, _mm512_set1_epi8(16));
+  }
+}
+
+template <bool kQ5, int TT>
 EDGELLM_ALWAYS_INLINE void block_q4_k_tokens(const uint8_t* group, int64_t b, const uint8_t* x, size_t x_row_bytes,
                                              __m512* acc) {
-  const uint8_t* cb = group + b * kQ4KX16ColumnBytes;
+  constexpr int64_t kColumnBytes = k4_column_bytes<kQ5>();
+  // The column's lines spread over its 8 sub-blocks (Q4_K: 37 lines, 5 per sub-block; Q5_K: 45, 6).
+  constexpr int64_t kSpan = (kColumnBytes / 64 + 7) / 8 * 64;
+  const uint8_t* cb = group + b * kColumnBytes;
   const uint8_t* scales = cb + kQ4KX16Scales;
   const uint8_t* xb = x + static_cast<size_t>(b) * sizeof(BlockQ8_KS);
   const auto xt = [&](int t) -> const BlockQ8_KS& {
@@ -267,14 +288,14 @@ EDGELLM_ALWAYS_INLINE void block_q4_k_tokens(const uint8_t* group, int64_t b, co
   for (int j = 0; j < 8; ++j) {
     // Every tile size prefetches (kPrefetchEveryTile): the column's 37 lines spread over the
     // sub-blocks, 5 lines each (2 for the last).
-    for (int64_t off = j * 320; off < (j + 1) * 320 && off < kQ4KX16ColumnBytes; off += 64) prefetch_line(cb + off);
+    for (int64_t off = j * kSpan; off < (j + 1) * kSpan && off < kColumnBytes; off += 64) prefetch_line(cb + off);
     const int g = j >> 1;
     const int shift = (j & 1) * 4;
     __m512i c[8];
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
-      c[k] = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(shift)), mask);
+      c[k] = add_fifth_bits<kQ5>(_mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(shift)), mask), cb, k, j);
     }
     __m512i p[TT];
 #pragma GCC unroll 16
@@ -293,16 +314,18 @@ EDGELLM_ALWAYS_INLINE void block_q4_k_tokens(const uint8_t* group, int64_t b, co
   for (int t = 0; t < TT; ++t) acc[t] = finish_q4_k_column(side, xt(t), tot[t], acc[t]);
 }
 
-template <int TT>
+template <bool kQ5, int TT>
 EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t /*nb: a column is self-contained*/, int64_t b,
                                       const uint8_t* x, size_t x_row_bytes, __m512* acc) {
+  constexpr int64_t kColumnBytes = k4_column_bytes<kQ5>();
   if constexpr (TT > 1) {
-    block_q4_k_tokens<TT>(group, b, x, x_row_bytes, acc);
+    block_q4_k_tokens<kQ5, TT>(group, b, x, x_row_bytes, acc);
   } else {
     // Decode: the integer sums of block_q4_k_tokens (exact, so in any order) with a sub-block
     // pair's two chains side by side; the high nibbles stay in place (v & 0xF0 = 16 x code) and
-    // their exact 16x sum is shifted back before the scale.
-    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+    // their exact 16x sum is shifted back before the scale. Q5_K's high halves (up to 31) do not
+    // fit that way: they are shifted down first.
+    const uint8_t* cb = group + b * kColumnBytes;  // codes, then the side data (repack.h)
     const uint8_t* scales = cb + kQ4KX16Scales;
     const BlockQ8_KS& xv = reinterpret_cast<const BlockQ8_KS*>(x)[b];
     const __m512i mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
@@ -313,33 +336,38 @@ EDGELLM_ALWAYS_INLINE void block_q4_k(const uint8_t* group, int64_t /*nb: a colu
         // would wait for fill buffers): 8 code lines per pair, the 5 side lines with the last.
         for (int j = g * 512; j < (g + 1) * 512; j += 64) prefetch_line(cb + j);
         if (g == 3) {
-          for (int64_t j = kQ4KX16Scales; j < kQ4KX16ColumnBytes; j += 64) prefetch_line(cb + j);
+          for (int64_t j = kQ4KX16Scales; j < kColumnBytes; j += 64) prefetch_line(cb + j);
         }
       }
       __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
       for (int k = 0; k < 8; ++k) {
         const __m512i v = _mm512_loadu_si512(cb + (g * 8 + k) * 64);
-        p = _mm512_dpbusd_epi32(p, _mm512_and_si512(v, mask), bcast4(xv.qs + 64 * g + 4 * k));
-        q = _mm512_dpbusd_epi32(q, _mm512_and_si512(v, hi_mask), bcast4(xv.qs + 64 * g + 32 + 4 * k));
+        p = _mm512_dpbusd_epi32(p, add_fifth_bits<kQ5>(_mm512_and_si512(v, mask), cb, k, 2 * g),
+                                bcast4(xv.qs + 64 * g + 4 * k));
+        const __m512i hi = kQ5 ? add_fifth_bits<kQ5>(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), cb, k, 2 * g + 1)
+                               : _mm512_and_si512(v, hi_mask);
+        q = _mm512_dpbusd_epi32(q, hi, bcast4(xv.qs + 64 * g + 32 + 4 * k));
       }
       const auto scale_of = [&](int j) {
         return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + j * kPackRows)));
       };
       tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(p, scale_of(2 * g)));
-      tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(_mm512_srai_epi32(q, 4), scale_of(2 * g + 1)));
+      tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(kQ5 ? q : _mm512_srai_epi32(q, 4), scale_of(2 * g + 1)));
     }
     acc[0] = finish_q4_k_column(load_q4_k_side(cb), xv, tot, acc[0]);
   }
 }
 
-struct Q4KBlock {
+template <bool kQ5>
+struct K4Block {
   template <int TT>
   static EDGELLM_ALWAYS_INLINE void run(const uint8_t* g, int64_t nb, int64_t b, const uint8_t* x, size_t xrb,
                                         __m512* acc) {
-    block_q4_k<TT>(g, nb, b, x, xrb, acc);
+    block_q4_k<kQ5, TT>(g, nb, b, x, xrb, acc);
   }
 };
-using Q4K = Policy<Q4KBlock, kQK_K, kKTokens, 2>;
+using Q4K = Policy<K4Block<false>, kQK_K, kKTokens, 2>;
+using Q5K = Policy<K4Block<true>, kQK_K, kKTokens, 2>;
 
 // ---------------------------------------------------------------- Q6_K_X16
 // Per super-block column b and 32-element chunk c: 4 ql vectors and the 2 qh vectors of
