@@ -50,8 +50,9 @@ PackGeometry geometry(TensorType packed_or_file, int64_t n_in) {
   }
 }
 
-// The interleaved layout of a file type on any ISA.
-std::optional<TensorType> interleaved_type(TensorType file_type) {
+}  // namespace
+
+std::optional<TensorType> packed_type_for(TensorType file_type) {
   switch (file_type) {
     case TensorType::Q4_0: return TensorType::Q4_0_X16;
     case TensorType::Q5_0: return TensorType::Q5_0_X16;
@@ -63,16 +64,6 @@ std::optional<TensorType> interleaved_type(TensorType file_type) {
   }
 }
 
-}  // namespace
-
-std::optional<TensorType> packed_type_for(TensorType file_type) {
-  const std::optional<TensorType> p = interleaved_type(file_type);
-  // Q5_K_X16 has a SIMD kernel on AVX-512 only: elsewhere the file layout's own SIMD kernel is
-  // faster than the packed layout's scalar one.
-  if (p == TensorType::Q5_K_X16 && active_isa() != Isa::kAvx512) return std::nullopt;
-  return p;
-}
-
 bool is_packed_type(TensorType type) {
   return type == TensorType::Q4_0_X16 || type == TensorType::Q5_0_X16 || type == TensorType::Q8_0_X16 ||
          type == TensorType::Q4_K_X16 || type == TensorType::Q5_K_X16 || type == TensorType::Q6_K_X16;
@@ -80,7 +71,6 @@ bool is_packed_type(TensorType type) {
 
 bool has_fast_packed_kernel(TensorType packed) {
   if (!is_packed_type(packed)) return false;
-  if (packed == TensorType::Q5_K_X16) return active_isa() == Isa::kAvx512;
   // AVX-512 VNNI, AVX2 and ARM dotprod (i8mm inherits it) have SIMD kernels for every packed
   // type; plain NEON and the scalar reference do not.
   switch (active_isa()) {
@@ -273,7 +263,7 @@ void repack_rows(TensorType file_type, const void* src, void* dst, int64_t n_in,
               tensor_type_name(file_type) + " elements are not whole groups of 16 rows and whole " +
               std::to_string(block) + "-element blocks");
   const size_t src_row_bytes = tensor_row_bytes(file_type, n_in);
-  const size_t dst_row_bytes = tensor_row_bytes(*interleaved_type(file_type), n_in);  // K4: 148/144, 180/176
+  const size_t dst_row_bytes = tensor_row_bytes(*packed_type_for(file_type), n_in);  // K4: 148/144, 180/176
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t r = r0; r < r1; r += kPackRows) {

@@ -47,8 +47,7 @@
 //                                   is the fifth bit of element 32j+4k+i (sub-block j): so the
 //                                   code vector (g, k) of sub-block j = 2g + half takes bit j of
 //                                   high vector k, lane for lane. Values 0..31.
-//   180 bytes per row per super-block (the file's 176 plus 4). Produced only where a SIMD kernel
-//   multiplies it (AVX-512 VNNI); elsewhere Q5_K keeps the file layout (packed_type_for).
+//   180 bytes per row per super-block (the file's 176 plus 4).
 //
 //   Q6_K_X16 (256-element super-blocks), 3360 bytes per super-block column (= 16 x 210, the
 //   file's size):
@@ -79,8 +78,8 @@ inline constexpr int64_t kPackRows = 16;
 // and record this number: bump it whenever any layout here changes, so files written by an older
 // build are refused instead of being read with the wrong layout (the loader's spot check, which
 // repacks each tensor's first group and compares, catches a forgotten bump).
-// 2: Q5_K matrices are packed too (Q5_K_X16, AVX-512), so a version-1 file of a Q5_K model lacks
-// them and is remade rather than leaving them in the slower file layout.
+// 2: Q5_K matrices are packed too (Q5_K_X16), so a version-1 file of a Q5_K model lacks them and
+// is remade rather than leaving them in the slower file layout.
 inline constexpr uint32_t kPackedLayoutVersion = 2;
 
 // Q4_K_X16 super-block column: its size and where its parts start (layout above).
@@ -94,8 +93,7 @@ inline constexpr int64_t kQ5KX16ColumnBytes = 2880;
 inline constexpr int64_t kQ5KX16High = 2368;
 
 // The interleaved layout of a file type, if there is one (Q4_0 -> Q4_0_X16, Q5_0 -> Q5_0_X16,
-// Q8_0 -> Q8_0_X16, Q4_K -> Q4_K_X16, Q6_K -> Q6_K_X16; Q5_K -> Q5_K_X16 only where the active
-// ISA has its SIMD kernel, so loads, pack files and memory plans elsewhere keep Q5_K as it was).
+// Q8_0 -> Q8_0_X16, Q4_K -> Q4_K_X16, Q5_K -> Q5_K_X16, Q6_K -> Q6_K_X16).
 std::optional<TensorType> packed_type_for(TensorType file_type);
 bool is_packed_type(TensorType type);
 
@@ -107,8 +105,7 @@ bool has_fast_packed_kernel(TensorType packed);
 // a multiple of 16 and n_in of the block size.
 bool can_repack(TensorType file_type, int64_t n_in, int64_t n_out);
 
-// Repacks rows [r0, r1) (multiples of 16) of a [n_out, n_in] matrix of `file_type` (any type
-// with an interleaved layout on some ISA, Q5_K included) from `src`
+// Repacks rows [r0, r1) (multiples of 16) of a [n_out, n_in] matrix of `file_type` from `src`
 // (the whole tensor in file layout) into `dst` (the whole packed tensor: n_out rows of
 // tensor_row_bytes(packed type, n_in)).
 // Disjoint row ranges may be repacked concurrently.

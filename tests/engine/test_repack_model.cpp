@@ -87,7 +87,7 @@ std::unique_ptr<Model> load(const test::SyntheticModelSpec& s, RepackMode mode) 
 TEST(RepackModel, RepacksEveryEligibleMatrixAndKeepsTheLogits) {
   const IsaScope scalar(kernels::Isa::kScalar);
   for (const TensorType type :
-       {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+       {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     for (const bool tied : {false, true}) {
       const auto s = spec_for(type, tied, 320);
       const auto off = load(s, RepackMode::kOff);
@@ -116,15 +116,15 @@ TEST(RepackModel, AutoFollowsTheKernelAvailability) {
   const auto autom = load(s, RepackMode::kAuto);
   const bool fast = kernels::has_fast_packed_kernel(TensorType::Q4_0_X16);
   EXPECT_EQ(autom->repacked_tensors() > 0, fast) << "active ISA " << kernels::isa_name(kernels::active_isa());
-  // Q5_K has a packed layout only where its SIMD kernel is (AVX-512): elsewhere nothing to repack.
-  const auto kq = load(spec_for(TensorType::Q5_K, false, 320), RepackMode::kOn);
-  EXPECT_EQ(kq->repacked_tensors(), kernels::packed_type_for(TensorType::Q5_K) ? 2 * 7 + 1 : 0);
+  // Q4_1 has no packed layout: nothing to repack.
+  const auto q41 = load(spec_for(TensorType::Q4_1, false, 320), RepackMode::kOn);
+  EXPECT_EQ(q41->repacked_tensors(), 0);
   EXPECT_THROW(parse_repack_mode("sometimes"), Error);
   EXPECT_EQ(parse_repack_mode("off"), RepackMode::kOff);
 }
 
-// Q5_K_X16 on AVX-512 (the one ISA that has it): every Q5_K matrix repacked in auto mode, the
-// logits those of the file layout. Not bit-identical in general: the packed and the file-layout
+// Q5_K_X16 with the AVX-512 kernels: every Q5_K matrix repacked in auto mode, the logits those
+// of the file layout. Not bit-identical in general: the packed and the file-layout
 // kernels round their F32 ends differently (1 ulp on ~70 % of a matmul's outputs, as for Q4_K),
 // and where such an ulp carries an activation across a Q8_K rounding boundary the next matmul
 // moves by a code step. Measured over weight seeds 1-9: 2.6e-7 .. 4.3e-7 of the largest logit,
@@ -154,6 +154,8 @@ TEST(RepackModel, AutoOnAvx2RepacksEveryPackedType) {
   const auto q8 = load(spec_for(TensorType::Q8_0, false, 320), RepackMode::kAuto);
   const auto q4k = load(spec_for(TensorType::Q4_K, false, 320), RepackMode::kAuto);
   const auto q6k = load(spec_for(TensorType::Q6_K, false, 320), RepackMode::kAuto);
+  const auto q5k = load(spec_for(TensorType::Q5_K, false, 320), RepackMode::kAuto);
+  EXPECT_EQ(q5k->repacked_tensors(), 2 * 7 + 1);
   EXPECT_EQ(q4->repacked_tensors(), 2 * 7 + 1);
   EXPECT_EQ(q8->repacked_tensors(), 2 * 7 + 1);
   EXPECT_EQ(q4k->repacked_tensors(), 2 * 7 + 1);

@@ -57,19 +57,6 @@ PackedMatrix pack_gaussian(TensorType file_type, int64_t rows, int64_t n, uint32
   return m;
 }
 
-// Q5_K has an interleaved layout only where the active ISA multiplies it with SIMD (AVX-512):
-// its cases run there (every ISA of the loops below then multiplies it, the others with the
-// scalar reference) and are skipped elsewhere.
-bool q5_k_packs_here() { return packed_type_for(TensorType::Q5_K).has_value(); }
-std::vector<Case> with_q5_k(std::vector<Case> cases, std::initializer_list<Case> q5_k_cases) {
-  if (q5_k_packs_here()) cases.insert(cases.end(), q5_k_cases);
-  return cases;
-}
-std::vector<TensorType> with_q5_k(std::vector<TensorType> types) {
-  if (q5_k_packs_here()) types.push_back(TensorType::Q5_K);
-  return types;
-}
-
 // Double-precision reference of output (row r, token t): sum_k w[r][k] x[t][k] over n elements,
 // and sum |w x|, the scale its F32 rounding error is measured against.
 struct RefDot {
@@ -91,10 +78,8 @@ TEST(Repack, PackedTypesAreInternal) {
   EXPECT_EQ(packed_type_for(TensorType::Q4_K), TensorType::Q4_K_X16);
   EXPECT_EQ(packed_type_for(TensorType::Q5_0), TensorType::Q5_0_X16);
   EXPECT_EQ(packed_type_for(TensorType::Q6_K), TensorType::Q6_K_X16);
-  // Q5_K_X16 only where its SIMD kernel is (AVX-512); elsewhere Q5_K keeps the file layout.
-  EXPECT_EQ(packed_type_for(TensorType::Q5_K).has_value(), active_isa() == Isa::kAvx512);
-  EXPECT_EQ(can_repack(TensorType::Q5_K, 256, 16), active_isa() == Isa::kAvx512);
-  EXPECT_EQ(has_fast_packed_kernel(TensorType::Q5_K_X16), active_isa() == Isa::kAvx512);
+  EXPECT_EQ(packed_type_for(TensorType::Q5_K), TensorType::Q5_K_X16);
+  EXPECT_TRUE(can_repack(TensorType::Q5_K, 256, 16));
   EXPECT_FALSE(packed_type_for(TensorType::Q4_1).has_value());
   // Q5_0_X16 and Q6_K_X16 keep the file's bytes per row.
   EXPECT_EQ(tensor_row_bytes(TensorType::Q6_K_X16, 512), tensor_row_bytes(TensorType::Q6_K, 512));
@@ -112,11 +97,9 @@ TEST(Repack, PackedTypesAreInternal) {
 }
 
 TEST(Repack, RoundTripsExactly) {
-  for (const Case c : with_q5_k({Case{TensorType::Q4_0, 96, 32}, Case{TensorType::Q8_0, 96, 32},
-                                 Case{TensorType::Q4_0, 4096, 16}, Case{TensorType::Q4_K, 512, 32},
-                                 Case{TensorType::Q5_0, 96, 32}, Case{TensorType::Q5_0, 4096, 16},
-                                 Case{TensorType::Q6_K, 512, 32}},
-                                {Case{TensorType::Q5_K, 512, 32}, Case{TensorType::Q5_K, 2048, 16}})) {
+  for (const Case c : {Case{TensorType::Q4_0, 96, 32}, Case{TensorType::Q8_0, 96, 32}, Case{TensorType::Q4_0, 4096, 16},
+                       Case{TensorType::Q4_K, 512, 32}, Case{TensorType::Q5_0, 96, 32}, Case{TensorType::Q5_0, 4096, 16},
+                       Case{TensorType::Q6_K, 512, 32}, Case{TensorType::Q5_K, 512, 32}, Case{TensorType::Q5_K, 2048, 16}}) {
     const size_t rb = tensor_row_bytes(c.file_type, c.n_in);
     const auto src = gaussian(static_cast<size_t>(c.rows * c.n_in), 7, 1.0f);
     std::vector<uint8_t> file(rb * static_cast<size_t>(c.rows));
@@ -151,17 +134,16 @@ TEST(Repack, RejectsBadInput) {
 TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   IsaGuard guard;
   const int64_t token_counts[] = {1, 3, 4, 8, 13, 17};
-  for (const Case c : with_q5_k(
-           {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
-            Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
-            Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}, Case{TensorType::Q5_0, 64, 48},
-            Case{TensorType::Q5_0, 96, 48}, Case{TensorType::Q5_0, 4096, 32}, Case{TensorType::Q6_K, 256, 48},
-            Case{TensorType::Q6_K, 1536, 32},
-            // Rows [16, 96): five groups, so decode walks two pairs side by side and
-            // one group alone (packed_driver.h: decode_groups).
-            Case{TensorType::Q4_0, 64, 96}, Case{TensorType::Q8_0, 64, 96}, Case{TensorType::Q5_0, 64, 96},
-            Case{TensorType::Q4_K, 256, 96}, Case{TensorType::Q6_K, 256, 96}},
-           {Case{TensorType::Q5_K, 256, 48}, Case{TensorType::Q5_K, 1536, 32}, Case{TensorType::Q5_K, 256, 96}})) {
+  for (const Case c :
+       {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
+        Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
+        Case{TensorType::Q4_K, 256, 48}, Case{TensorType::Q4_K, 1536, 32}, Case{TensorType::Q5_0, 64, 48},
+        Case{TensorType::Q5_0, 96, 48}, Case{TensorType::Q5_0, 4096, 32}, Case{TensorType::Q6_K, 256, 48},
+        Case{TensorType::Q6_K, 1536, 32}, Case{TensorType::Q5_K, 256, 48}, Case{TensorType::Q5_K, 1536, 32},
+        // Rows [16, 96): five groups, so decode walks two pairs side by side and
+        // one group alone (packed_driver.h: decode_groups).
+        Case{TensorType::Q4_0, 64, 96}, Case{TensorType::Q8_0, 64, 96}, Case{TensorType::Q5_0, 64, 96},
+        Case{TensorType::Q4_K, 256, 96}, Case{TensorType::Q5_K, 256, 96}, Case{TensorType::Q6_K, 256, 96}}) {
     const PackedMatrix m = pack_gaussian(c.file_type, c.rows, c.n_in, 11);
     const size_t rb = m.rb, packed_rb = m.packed_rb;
     const std::vector<uint8_t>& file = m.file;
@@ -223,7 +205,7 @@ TEST(Repack, BatchedMatmulEqualsTokenByToken) {
   IsaGuard guard;
   constexpr int64_t kRows = 96, kTokens = 13;
   for (const TensorType ft :
-       with_q5_k({TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K})) {
+       {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     const int64_t n = 512;
     const PackedMatrix m = pack_gaussian(ft, kRows, n, 41);
     const TensorType pt = m.pt;
@@ -434,7 +416,7 @@ void check_k_quant_tiles(TensorType ft) {
 
 
 TEST(Repack, KQuantTileRemaindersMatchFileLayout) {
-  for (const TensorType ft : with_q5_k({TensorType::Q4_K, TensorType::Q6_K})) {
+  for (const TensorType ft : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     SCOPED_TRACE(tensor_type_name(ft));
     check_k_quant_tiles(ft);
   }

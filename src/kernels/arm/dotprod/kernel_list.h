@@ -18,6 +18,7 @@ EDGELLM_MATMUL_KQUANT(Q6_K, matmul_q6_k, arm::KQ6_K<DotSdot>)
 EDGELLM_MATMUL_PACKED(Q4_0_X16, matmul_q4_0_x16, Legacy<Block32::kQ4_0>)
 EDGELLM_MATMUL_PACKED(Q8_0_X16, matmul_q8_0_x16, Legacy<Block32::kQ8_0>)
 EDGELLM_MATMUL_PACKED(Q4_K_X16, matmul_q4_k_x16, KQuant4)
+EDGELLM_MATMUL_PACKED(Q5_K_X16, matmul_q5_k_x16, KQuant5)
 EDGELLM_MATMUL_PACKED(Q5_0_X16, matmul_q5_0_x16, Legacy<Block32::kQ5_0>)
 EDGELLM_MATMUL_PACKED(Q6_K_X16, matmul_q6_k_x16, KQuant6)
 // quantize_packed.cpp: their BlockQ8_0S / BlockQ8_KS activations (bit-identical to the scalar
@@ -25,6 +26,7 @@ EDGELLM_MATMUL_PACKED(Q6_K_X16, matmul_q6_k_x16, KQuant6)
 EDGELLM_QUANTIZE(Q4_0_X16, quantize_q8_0s)
 EDGELLM_QUANTIZE(Q8_0_X16, quantize_q8_0s)
 EDGELLM_QUANTIZE(Q4_K_X16, quantize_q8_ks)
+EDGELLM_QUANTIZE(Q5_K_X16, quantize_q8_ks)
 EDGELLM_QUANTIZE(Q5_0_X16, quantize_q8_0s)
 
 #include "kernels/kernel_list_end.h"

@@ -1,4 +1,4 @@
-// dotprod (armv8.2-a+dotprod) matmul for the 16-row interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K
+// dotprod (armv8.2-a+dotprod) matmul for the 16-row interleaved Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K
 // _X16 weights (layouts and the reason for them in kernels/repack.h); the i8mm table inherits it.
 //
 // One 16-byte load at codes[b][j] + 16q holds 4 consecutive elements (4j .. 4j+3) of the 4 rows
@@ -208,9 +208,8 @@ EDGELLM_ARM_INLINE void tile(const uint8_t* group, int64_t nb, int q0, const uin
 // ---------------------------------------------------------------- Q4_K_X16
 // One super-block column of a group (repack.h, kQ4KX16*): codes [4][8][16][4], scales [8][16],
 // mins [4][16][2], d[16], dmin[16], one after the other.
-// Decode prefetch distance for Q4_K_X16: one column ahead (about the byte distance the Q4_0
-// kernel uses in 2-4 of its smaller columns).
-constexpr int64_t kK4PrefetchBytes = kQ4KX16ColumnBytes;
+// Decode prefetch distance for Q4_K_X16 / Q5_K_X16: one column ahead (about the byte distance
+// the Q4_0 kernel uses in 2-4 of its smaller columns).
 
 // 4 bytes (the 6-bit scales of 4 consecutive rows) -> 4 int32 lanes.
 EDGELLM_ARM_INLINE int32x4_t widen4(const uint8_t* p) {
@@ -222,9 +221,11 @@ EDGELLM_ARM_INLINE int32x4_t widen4(const uint8_t* p) {
 // Sub-block j = 2g + kHigh of super-block column b: for RQ row quads from q0 and TT tokens,
 // isum[q][t] += sc_j(rows) * dot_j(rows, token t). `cg` = codes of pair g (8 x 64 bytes),
 // `sc` = the 16 scales of sub-block j, x[t] = the token's 32 activation codes of sub-block j.
-template <int RQ, int TT, bool kHigh>
-EDGELLM_ARM_INLINE void k4_sub_block(const uint8_t* cg, const uint8_t* sc, int q0, const int8_t* const x[TT],
-                                     int32x4_t isum[RQ][TT]) {
+// Q5_K_X16 (kQ5): `high` = the column's fifth bits (repack.h); code vector k gains bit j of high
+// vector k as its bit 4 (one shift by 4 - j, an AND and an OR: codes 0..31, still valid int8).
+template <int RQ, int TT, bool kHigh, bool kQ5>
+EDGELLM_ARM_INLINE void k4_sub_block(const uint8_t* cg, const uint8_t* high, int j, const uint8_t* sc, int q0,
+                                     const int8_t* const x[TT], int32x4_t isum[RQ][TT]) {
   int8x16_t xlo[TT], xhi[TT];
   EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
     xlo[t] = vld1q_s8(x[t]);
@@ -235,7 +236,12 @@ EDGELLM_ARM_INLINE void k4_sub_block(const uint8_t* cg, const uint8_t* sc, int q
     int8x16_t w[8];  // w[k]: elements 4k .. 4k+3 of the sub-block, rows 4(q0+q) .. +3
     EDGELLM_UNROLL for (int k = 0; k < 8; ++k) {
       const uint8x16_t v = vld1q_u8(cg + 64 * k + 16 * (q0 + q));
-      w[k] = vreinterpretq_s8_u8(kHigh ? vshrq_n_u8(v, 4) : vandq_u8(v, mask));
+      uint8x16_t c = kHigh ? vshrq_n_u8(v, 4) : vandq_u8(v, mask);
+      if constexpr (kQ5) {
+        const uint8x16_t h = vld1q_u8(high + 64 * k + 16 * (q0 + q));
+        c = vorrq_u8(c, vandq_u8(vshlq_u8(h, vdupq_n_s8(static_cast<int8_t>(4 - j))), vdupq_n_u8(0x10)));
+      }
+      w[k] = vreinterpretq_s8_u8(c);
     }
     const int32x4_t s = widen4(sc + 4 * (q0 + q));
     EDGELLM_UNROLL for (int t = 0; t < TT; ++t) {
@@ -244,10 +250,11 @@ EDGELLM_ARM_INLINE void k4_sub_block(const uint8_t* cg, const uint8_t* sc, int q
   }
 }
 
-// The Q4_K_X16 counterpart of tile() above (same arguments; nb = super-blocks per row).
-template <int RQ, int TT>
+// The Q4_K_X16 / Q5_K_X16 counterpart of tile() above (same arguments; nb = super-blocks per row).
+template <bool kQ5, int RQ, int TT>
 EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
                                   float* y, int64_t y_stride) {
+  constexpr int64_t kColumnBytes = kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
   const BlockQ8_KS* xt[TT];
   for (int t = 0; t < TT; ++t) xt[t] = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes);
   float32x4_t acc[RQ][TT];
@@ -255,14 +262,14 @@ EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, cons
     EDGELLM_UNROLL for (int t = 0; t < TT; ++t) acc[q][t] = vdupq_n_f32(0.0f);
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data
+    const uint8_t* cb = group + b * kColumnBytes;  // codes, then the side data
     const uint8_t* scales = cb + kQ4KX16Scales;
     const uint8_t* mins = cb + kQ4KX16Mins;
     const auto* dd = reinterpret_cast<const uint16_t*>(cb + kQ4KX16D);
     const auto* dm = reinterpret_cast<const uint16_t*>(cb + kQ4KX16Dmin);
     if (TT == 1 && q0 == 0) {  // later passes over the group find its lines in cache
       // The next column, codes and side data alike (one stream).
-      for (int64_t o = 0; o < kQ4KX16ColumnBytes; o += 64) arm::prefetch(cb + kK4PrefetchBytes + o);
+      for (int64_t o = 0; o < kColumnBytes; o += 64) arm::prefetch(cb + kColumnBytes + o);
     }
     int32x4_t isum[RQ][TT];
     EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
@@ -274,9 +281,10 @@ EDGELLM_ARM_INLINE void tile_q4_k(const uint8_t* group, int64_t nb, int q0, cons
       const uint8_t* cg = cb + g * 8 * 64;
       const int8_t* xs[TT];
       EDGELLM_UNROLL for (int t = 0; t < TT; ++t) xs[t] = xt[t][b].qs + 64 * g;
-      k4_sub_block<RQ, TT, false>(cg, scales + (2 * g) * kPackRows, q0, xs, isum);
+      k4_sub_block<RQ, TT, false, kQ5>(cg, cb + kQ5KX16High, 2 * g, scales + (2 * g) * kPackRows, q0, xs, isum);
       EDGELLM_UNROLL for (int t = 0; t < TT; ++t) xs[t] += 32;
-      k4_sub_block<RQ, TT, true>(cg, scales + (2 * g + 1) * kPackRows, q0, xs, isum);
+      k4_sub_block<RQ, TT, true, kQ5>(cg, cb + kQ5KX16High, 2 * g + 1, scales + (2 * g + 1) * kPackRows, q0, xs,
+                                      isum);
     }
     EDGELLM_UNROLL for (int q = 0; q < RQ; ++q) {
       // Mins of rows 4(q0+q) .. +3: pair i holds (m_2i, m_2i+1) per row; de-interleave into
@@ -439,7 +447,7 @@ EDGELLM_ARM_INLINE void tile_q6_k(const uint8_t* group, int64_t nb, int q0, cons
 }
 
 // ---------------------------------------------------------------- drivers
-// The five packed formats as tile policies for the shared driver below.
+// The six packed formats as tile policies for the shared driver below.
 template <Block32 kKind>
 struct Legacy {
   static constexpr int64_t kBlockElems = kQK8_0;
@@ -450,14 +458,17 @@ struct Legacy {
   }
 };
 
-struct KQuant4 {
+template <bool kQ5>
+struct KQuant4Or5 {
   static constexpr int64_t kBlockElems = kQK_K;
   template <int RQ, int TT>
   static EDGELLM_ARM_INLINE void run(const uint8_t* group, int64_t nb, int q0, const uint8_t* x, size_t x_row_bytes,
                                      float* y, int64_t y_stride) {
-    tile_q4_k<RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
+    tile_q4_k<kQ5, RQ, TT>(group, nb, q0, x, x_row_bytes, y, y_stride);
   }
 };
+using KQuant4 = KQuant4Or5<false>;
+using KQuant5 = KQuant4Or5<true>;
 
 struct KQuant6 {
   static constexpr int64_t kBlockElems = kQK_K;

@@ -36,6 +36,7 @@ EDGELLM_MATMUL_KQUANT(Q6_K, matmul_q6_k, KQ6_K)
 EDGELLM_MATMUL_PACKED(Q4_0_X16, matmul_q4_0_x16, Halves<Layout::kQ4_0>)
 EDGELLM_MATMUL_PACKED(Q8_0_X16, matmul_q8_0_x16, Halves<Layout::kQ8_0>)
 EDGELLM_MATMUL_PACKED(Q4_K_X16, matmul_q4_k_x16, Halves<Layout::kQ4_K>)
+EDGELLM_MATMUL_PACKED(Q5_K_X16, matmul_q5_k_x16, Halves<Layout::kQ5_K>)
 EDGELLM_MATMUL_PACKED(Q5_0_X16, matmul_q5_0_x16, Halves<Layout::kQ5_0>)
 EDGELLM_MATMUL_PACKED(Q6_K_X16, matmul_q6_k_x16, Halves<Layout::kQ6_K>)
 // vector_ops.cpp (dequantize_f16: F16 rows widened by F16C), gemm_f32.cpp

@@ -1,4 +1,4 @@
-// AVX2 matmul for the 16-row interleaved layouts Q4_0_X16, Q5_0_X16, Q4_K_X16 and Q6_K_X16
+// AVX2 matmul for the 16-row interleaved layouts Q4_0_X16, Q5_0_X16, Q4_K_X16, Q5_K_X16 and Q6_K_X16
 // (kernels/repack.h). A 64-byte code vector of the layout is two YMM halves of 8 rows each; each
 // half is a separate 8-row tile for prefill, while decode runs both halves in one pass over the
 // weights (one core, Q4_0 / Q5_0 / Q4_K / Q6_K: 9.4 / 8.8 / 8.8 / 7.8 GB/s half by half,
@@ -52,6 +52,14 @@ inline __m256i move_bits(__m256i v) {
 template <int J>
 inline __m256i add_fifth_bit(__m256i codes, __m256i high, __m256i bit4) {
   return _mm256_or_si256(codes, _mm256_and_si256(move_bits<J, 4>(high), bit4));
+}
+
+// Q5_K_X16: bit j of every byte of `high` is the fifth bit of sub-block j's code (j < 8 known
+// only at run time: a 16-bit shift by at most 4 left or 3 right, as move_bits).
+inline __m256i add_fifth_bit_k(__m256i codes, const uint8_t* high, int j, __m256i bit4) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high));
+  const __m256i moved = j <= 4 ? _mm256_sll_epi16(h, _mm_cvtsi32_si128(4 - j)) : _mm256_srl_epi16(h, _mm_cvtsi32_si128(j - 4));
+  return _mm256_or_si256(codes, _mm256_and_si256(moved, bit4));
 }
 
 // ---------------------------------------------------------------- Q4_0_X16 / Q5_0_X16
@@ -138,15 +146,18 @@ inline void tile_q8_0(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
   for (int t = 0; t < TT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
 }
 
-// ---------------------------------------------------------------- Q4_K_X16
-template <int TT>
+// ---------------------------------------------------------------- Q4_K_X16 / Q5_K_X16
+// Q5_K_X16 (kQ5) is a Q4_K_X16 column plus the fifth bits (repack.h): codes 0..31, whose four
+// vpmaddubsw pair sums still fit an int16.
+template <bool kQ5, int TT>
 inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x, size_t x_row_bytes, float* y,
                       int64_t y_stride) {
-  const __m256i mask = _mm256_set1_epi8(0x0F);
+  constexpr int64_t kColumnBytes = kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
+  const __m256i mask = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   __m256 acc[TT];
   for (int t = 0; t < TT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+    const uint8_t* cb = group + b * kColumnBytes;  // codes, then the side data (repack.h)
     const uint8_t* scales = cb + kQ4KX16Scales;
     const uint8_t* mins = cb + kQ4KX16Mins;
     const auto* dd = reinterpret_cast<const uint16_t*>(cb + kQ4KX16D);
@@ -158,6 +169,7 @@ inline void tile_q4_k(const uint8_t* group, int64_t nb, int h, const uint8_t* x,
       for (int k = 0; k < 8; ++k) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + (g * 8 + k) * 64 + 32 * h));
         c[k] = _mm256_and_si256(j % 2 == 0 ? v : _mm256_srli_epi16(v, 4), mask);
+        if constexpr (kQ5) c[k] = add_fifth_bit_k(c[k], cb + kQ5KX16High + k * 64 + 32 * h, j, bit4);
       }
       const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + j * kPackRows + 8 * h));
       const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s8)), dvec);
@@ -347,12 +359,14 @@ inline void decode_q8_0(const uint8_t* group, int64_t nb, const uint8_t* x, floa
   _mm256_storeu_ps(y + 8, acc1);
 }
 
+template <bool kQ5>
 inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, float* y) {
+  constexpr int64_t kColumnBytes = kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
   const auto* xs = reinterpret_cast<const BlockQ8_KS*>(x);
-  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), bit4 = _mm256_set1_epi8(0x10);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* cb = group + b * kQ4KX16ColumnBytes;  // codes, then the side data (repack.h)
+    const uint8_t* cb = group + b * kColumnBytes;  // codes, then the side data (repack.h)
     const uint8_t* scales = cb + kQ4KX16Scales;
     const uint8_t* mins = cb + kQ4KX16Mins;
     const auto* dd = reinterpret_cast<const uint16_t*>(cb + kQ4KX16D);
@@ -361,10 +375,11 @@ inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
     const __m256 dx = _mm256_set1_ps(xb.d);
     const __m256 dvec[2] = {load_f16x8(dd), load_f16x8(dd + 8)};
     for (int g = 0; g < 4; ++g) {  // sub-blocks 2g (low nibbles) and 2g+1 (high nibbles)
-      // All 37 lines of the column: 8 code lines per pair, the 5 side lines with the last.
+      // All 37 lines of the column: 8 code lines per pair, the 5 side lines (Q5_K: and the 8
+      // lines of fifth bits) with the last.
       for (int off = g * 512; off < (g + 1) * 512; off += 64) prefetch_line(cb + off);
       if (g == 3) {
-        for (int64_t off = kQ4KX16Scales; off < kQ4KX16ColumnBytes; off += 64) prefetch_line(cb + off);
+        for (int64_t off = kQ4KX16Scales; off < kColumnBytes; off += 64) prefetch_line(cb + off);
       }
       __m256i p[2][2];  // [half][low / high]
       for (int h = 0; h < 2; ++h) p[h][0] = p[h][1] = _mm256_setzero_si256();
@@ -375,9 +390,14 @@ inline void decode_q4_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
           const __m256i a_lo = bcast4(xb.qs + 64 * g + 4 * k), a_hi = bcast4(xb.qs + 64 * g + 32 + 4 * k);
           for (int h = 0; h < 2; ++h) {
             const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + (g * 8 + k) * 64 + 32 * h));
-            s[h][0] = _mm256_add_epi16(s[h][0], _mm256_maddubs_epi16(_mm256_and_si256(v, mask), a_lo));
-            s[h][1] = _mm256_add_epi16(s[h][1],
-                                       _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), a_hi));
+            __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+            if constexpr (kQ5) {
+              const uint8_t* high = cb + kQ5KX16High + k * 64 + 32 * h;
+              lo = add_fifth_bit_k(lo, high, 2 * g, bit4);
+              hi = add_fifth_bit_k(hi, high, 2 * g + 1, bit4);
+            }
+            s[h][0] = _mm256_add_epi16(s[h][0], _mm256_maddubs_epi16(lo, a_lo));
+            s[h][1] = _mm256_add_epi16(s[h][1], _mm256_maddubs_epi16(hi, a_hi));
           }
         }
         for (int h = 0; h < 2; ++h) {
@@ -439,18 +459,19 @@ inline void decode_q6_k(const uint8_t* group, int64_t nb, const uint8_t* x, floa
 }
 
 // Policy for packed_driver.h: a group is its two 8-row halves (decode: both in one pass).
-enum class Layout { kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K };
+enum class Layout { kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
 
 template <Layout kLayout>
 struct Halves {
-  static constexpr int64_t kBlockElems = kLayout == Layout::kQ4_K || kLayout == Layout::kQ6_K ? kQK_K : kQK4_0;
+  static constexpr int64_t kBlockElems =
+      kLayout == Layout::kQ4_K || kLayout == Layout::kQ5_K || kLayout == Layout::kQ6_K ? kQK_K : kQK4_0;
   static constexpr int kTokens = 4;  // 8 code YMM + 4 accumulators + temporaries = 16 YMM
   static constexpr int kMidTokens = 1;
   template <int TT>
   static inline void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y, int64_t ys) {
     if constexpr (TT == 1) {
-      if constexpr (kLayout == Layout::kQ4_K) {
-        decode_q4_k(g, nb, x, y);
+      if constexpr (kLayout == Layout::kQ4_K || kLayout == Layout::kQ5_K) {
+        decode_q4_k<kLayout == Layout::kQ5_K>(g, nb, x, y);
       } else if constexpr (kLayout == Layout::kQ6_K) {
         decode_q6_k(g, nb, x, y);
       } else if constexpr (kLayout == Layout::kQ8_0) {
@@ -461,8 +482,8 @@ struct Halves {
       return;
     }
     for (int h = 0; h < 2; ++h) {
-      if constexpr (kLayout == Layout::kQ4_K) {
-        tile_q4_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
+      if constexpr (kLayout == Layout::kQ4_K || kLayout == Layout::kQ5_K) {
+        tile_q4_k<kLayout == Layout::kQ5_K, TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       } else if constexpr (kLayout == Layout::kQ6_K) {
         tile_q6_k<TT>(g, nb, h, x, xrb, y + 8 * h, ys);
       } else if constexpr (kLayout == Layout::kQ8_0) {
