@@ -210,7 +210,29 @@ Json record_to_json(const BenchRecord& r) {
   j.set("repack", r.repack);
   j.set("repacked_bytes", r.repacked_bytes);
   j.set("pack_bytes", r.pack_bytes);
+  if (r.paired_ratio_depth >= 0) {
+    j.set("paired_ratio_depth", static_cast<int64_t>(r.paired_ratio_depth));
+    j.set("paired_ratio_median", r.paired_ratio_median);
+    j.set("paired_ratio_min", r.paired_ratio_min);
+    j.set("paired_ratio_max", r.paired_ratio_max);
+  }
   return j;
+}
+
+// "tg64 @ d4096 / tg64 @ d0, paired over 10 repetitions: median 0.853 (min 0.840, max 0.871)" per
+// interleaved record past the first depth; "" when there is none.
+std::string format_paired_ratios(const std::vector<BenchRecord>& records) {
+  std::ostringstream out;
+  for (const auto& r : records) {
+    if (r.paired_ratio_depth < 0 || r.paired_ratio_depth == r.n_depth) continue;
+    BenchRecord first = r;
+    first.n_depth = r.paired_ratio_depth;
+    out << r.model_type << ", kv " << (r.type_k == r.type_v ? r.type_k : r.type_k + "/" + r.type_v) << ", "
+        << r.n_threads << " thread(s): " << r.test_name() << " / " << first.test_name() << ", paired over "
+        << r.samples_ts.size() << " repetitions: median " << fmt("%.3f", r.paired_ratio_median) << " (min "
+        << fmt("%.3f", r.paired_ratio_min) << ", max " << fmt("%.3f", r.paired_ratio_max) << ")\n";
+  }
+  return out.str();
 }
 
 std::string format_machine(const BenchMachine& m) {
@@ -234,9 +256,11 @@ std::string format_machine(const BenchMachine& m) {
 std::string format_report(ReportFormat format, const std::vector<BenchRecord>& records, const BenchMachine& machine) {
   switch (format) {
     case ReportFormat::kTable:
-      return format_machine(machine) + "\n\n" + format_grid(records, false);
-    case ReportFormat::kMarkdown:
-      return format_machine(machine) + "\n\n" + format_grid(records, true);
+    case ReportFormat::kMarkdown: {
+      const std::string paired = format_paired_ratios(records);
+      return format_machine(machine) + "\n\n" + format_grid(records, format == ReportFormat::kMarkdown) +
+             (paired.empty() ? "" : "\n" + paired);
+    }
     case ReportFormat::kCsv: {
       std::ostringstream out;
       out << "model_filename,model_type,model_size,model_n_params,n_batch,n_threads,type_k,type_v,n_prompt,n_gen,"

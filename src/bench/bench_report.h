@@ -23,6 +23,9 @@ Json record_to_json(const BenchRecord& r);
 
 // A header line about the machine (CPU, threads, measured bandwidth) for the text formats.
 std::string format_machine(const BenchMachine& m);
+// One line per --interleave-depths tg record past the first depth: its paired ratio to the first
+// depth (median, min, max); "" when there is none. The table and markdown reports end with these.
+std::string format_paired_ratios(const std::vector<BenchRecord>& records);
 
 std::string format_report(ReportFormat format, const std::vector<BenchRecord>& records, const BenchMachine& machine);
 

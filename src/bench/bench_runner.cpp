@@ -79,27 +79,46 @@ void mean_stddev(const std::vector<double>& v, double* mean, double* stddev) {
 
 std::string kv_type_name(TensorType t) { return tensor_type_name(t); }
 
-// One context's state: which depth prefix its sequence 0 currently holds.
+// Paired ratios of an interleaved tg record to the first depth's: repetition i of each was run
+// next to the other (samples_ts[i] / first.samples_ts[i]); their median, min and max.
+void set_paired_ratio(BenchRecord& r, const BenchRecord& first) {
+  std::vector<double> q;
+  for (size_t i = 0; i < r.samples_ts.size() && i < first.samples_ts.size(); ++i) {
+    if (first.samples_ts[i] > 0) q.push_back(r.samples_ts[i] / first.samples_ts[i]);
+  }
+  if (q.empty()) return;
+  std::sort(q.begin(), q.end());
+  const size_t n = q.size();
+  r.paired_ratio_median = n % 2 == 1 ? q[n / 2] : (q[n / 2 - 1] + q[n / 2]) / 2;
+  r.paired_ratio_min = q.front();
+  r.paired_ratio_max = q.back();
+  r.paired_ratio_depth = first.n_depth;
+}
+
+// One sequence's state in a context: which depth prefix it currently holds.
 class DepthCache {
  public:
-  DepthCache(Context& ctx, int32_t n_vocab, uint64_t seed) : ctx_(ctx), n_vocab_(n_vocab), rng_(seed) {}
+  DepthCache(Context& ctx, int32_t n_vocab, uint64_t seed, int32_t seq = 0)
+      : ctx_(ctx), n_vocab_(n_vocab), rng_(seed), seq_(seq) {}
 
-  // Leaves exactly the first `depth` positions of the depth prefix in sequence 0.
+  int32_t seq() const { return seq_; }
+
+  // Leaves exactly the first `depth` positions of the depth prefix in the sequence.
   void restore(int32_t depth) {
     if (depth <= held_) {
-      ctx_.seq_truncate(0, depth);
+      ctx_.seq_truncate(seq_, depth);
       held_ = depth;
       return;
     }
-    ctx_.seq_truncate(0, held_);
+    ctx_.seq_truncate(seq_, held_);
     const std::vector<int32_t> tokens = random_tokens(depth - held_);
     Batch b;
-    b.add_sequence(0, tokens, held_, /*logits_last=*/false);
+    b.add_sequence(seq_, tokens, held_, /*logits_last=*/false);
     ctx_.decode(b);
     held_ = depth;
   }
   // After a test appended positions past the prefix, only `held_` positions are still the prefix.
-  void after_test() { ctx_.seq_truncate(0, held_); }
+  void after_test() { ctx_.seq_truncate(seq_, held_); }
 
   std::vector<int32_t> random_tokens(int32_t n) {
     std::uniform_int_distribution<int32_t> dist(0, n_vocab_ - 1);
@@ -112,6 +131,7 @@ class DepthCache {
   Context& ctx_;
   int32_t n_vocab_;
   std::mt19937_64 rng_;
+  int32_t seq_ = 0;
   int32_t held_ = 0;
 };
 
@@ -119,7 +139,7 @@ class DepthCache {
 Timing run_prompt(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_prompt) {
   cache.restore(depth);
   Batch b;
-  b.add_sequence(0, cache.random_tokens(n_prompt), depth, /*logits_last=*/true);
+  b.add_sequence(cache.seq(), cache.random_tokens(n_prompt), depth, /*logits_last=*/true);
   const double c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
   const auto t0 = Clock::now();
   ctx.decode(b);
@@ -137,7 +157,7 @@ Timing run_generation(Context& ctx, DepthCache& cache, int32_t depth, int32_t n_
   const auto t0 = Clock::now();
   for (int32_t i = 0; i < n_gen; ++i) {
     b.clear();
-    b.add(0, tokens[static_cast<size_t>(i)], depth + i, /*want_logits=*/true);
+    b.add(cache.seq(), tokens[static_cast<size_t>(i)], depth + i, /*want_logits=*/true);
     ctx.decode(b);
   }
   const Timing t{std::chrono::duration<double>(Clock::now() - t0).count(), cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0};
@@ -352,100 +372,161 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
           cp.n_threads_batch = n_threads;
           cp.kv_type = kv_type;
           cp.kv_type_v = kv_type_v;
+          // --interleave-depths: one sequence per depth, so tg repetitions can alternate depths.
+          const bool interleave = params.interleave_depths && params.n_depth.size() > 1;
+          if (interleave) cp.n_seq_max = static_cast<int32_t>(params.n_depth.size());
           Context ctx(*model, cp);
-          DepthCache cache(ctx, model->hparams().n_vocab, params.seed);
-          for (const int32_t depth : params.n_depth) {
-            struct Test {
-              int32_t n_prompt, n_gen;
-            };
-            std::vector<Test> tests;
-            for (const int32_t p : params.n_prompt) {
-              if (p > 0) tests.push_back({p, 0});
+          std::vector<DepthCache> caches;
+          for (size_t i = 0; i < (interleave ? params.n_depth.size() : 1); ++i) {
+            caches.emplace_back(ctx, model->hparams().n_vocab, params.seed + i, static_cast<int32_t>(i));
+          }
+          struct Test {
+            int32_t n_prompt, n_gen;
+          };
+          // A record with its fields before timing, after its warm-up run.
+          const auto start_record = [&](const Test& test, int32_t depth, DepthCache& cache) {
+            BenchRecord r;
+            r.model_filename = path;
+            r.model_type = model_type;
+            r.model_size = model_size;
+            r.model_n_params = n_params;
+            r.n_batch = n_batch;
+            r.n_threads = n_threads;
+            r.type_k = kv_type_name(kv_type);
+            r.type_v = kv_type_name(kv_type_v);
+            r.repack = repack_mode_name(repack);
+            r.repacked_bytes = model->repacked_bytes();
+            if (model->pack_file() != nullptr) r.pack_bytes = model->pack_file()->tensor_data_bytes();
+            r.n_prompt = test.n_prompt;
+            r.n_gen = test.n_gen;
+            r.n_depth = depth;
+            r.is_generation = test.n_gen > 0;
+            r.isa = kernels::isa_name(kernels::active_isa());
+            r.test_time = iso_time_now();
+            say(base_name(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
+                r.type_k + "/" + r.type_v + (interleave && r.is_generation ? ", depths interleaved" : "") + " ...");
+            // Warm-up (not recorded): first touch of weight pages, thread start-up, scratch.
+            if (r.is_generation) {
+              run_generation(ctx, cache, depth, std::min(test.n_gen, kWarmupTokens));
+            } else {
+              run_prompt(ctx, cache, depth, test.n_prompt);
             }
-            for (const int32_t g : params.n_gen) {
-              if (g > 0) tests.push_back({0, g});
-            }
-            for (const Test& test : tests) {
-              BenchRecord r;
-              r.model_filename = path;
-              r.model_type = model_type;
-              r.model_size = model_size;
-              r.model_n_params = n_params;
-              r.n_batch = n_batch;
-              r.n_threads = n_threads;
-              r.type_k = kv_type_name(kv_type);
-              r.type_v = kv_type_name(kv_type_v);
-              r.repack = repack_mode_name(repack);
-              r.repacked_bytes = model->repacked_bytes();
-              if (model->pack_file() != nullptr) r.pack_bytes = model->pack_file()->tensor_data_bytes();
-              r.n_prompt = test.n_prompt;
-              r.n_gen = test.n_gen;
-              r.n_depth = depth;
-              r.is_generation = test.n_gen > 0;
-              r.isa = kernels::isa_name(kernels::active_isa());
-              r.test_time = iso_time_now();
-              say(base_name(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
-                  r.type_k + "/" + r.type_v + " ...");
-              // Warm-up (not recorded): first touch of weight pages, thread start-up, scratch.
-              if (r.is_generation) {
-                run_generation(ctx, cache, depth, std::min(test.n_gen, kWarmupTokens));
-              } else {
-                run_prompt(ctx, cache, depth, test.n_prompt);
+            return r;
+          };
+          const auto add_sample = [&](BenchRecord& r, const Timing& t) {
+            const int32_t n_tokens = r.is_generation ? r.n_gen : r.n_prompt;
+            r.samples_ns.push_back(t.wall * 1e9);
+            r.samples_ts.push_back(static_cast<double>(n_tokens) / t.wall);
+            r.samples_cpu_ns.push_back(t.cpu * 1e9);
+          };
+          // Statistics and derived fields once the samples are in; bandwidth_before: the probe
+          // just before the repetitions (0: none).
+          const auto finish_record = [&](BenchRecord& r, double bandwidth_before) {
+            const int32_t depth = r.n_depth;
+            const int32_t n_tokens = r.is_generation ? r.n_gen : r.n_prompt;
+            const bool probe = bandwidth_before > 0;
+            mean_stddev(r.samples_ns, &r.avg_ns, &r.stddev_ns);
+            mean_stddev(r.samples_ts, &r.avg_ts, &r.stddev_ts);
+            double cpu_ns = 0, cpu_sd = 0;
+            mean_stddev(r.samples_cpu_ns, &cpu_ns, &cpu_sd);
+            r.avg_cpu_ns = cpu_ns;
+            r.cpu_ts = cpu_ns > 0 ? n_tokens * n_threads / (cpu_ns * 1e-9) : 0.0;
+            const uint64_t peak = std::max<uint64_t>(model_peak, read_process_memory().peak_bytes);
+            if (r.is_generation) {
+              // Token i (0-based) at position depth + i attends to depth + i + 1 positions.
+              const double mean_kv = depth + (r.n_gen + 1) / 2.0;
+              r.bytes_per_token = decode_bytes_per_token(*model, kv_type, kv_type_v, mean_kv);
+              r.effective_gbps = r.bytes_per_token * r.avg_ts / 1e9;
+              if (probe) {
+                r.bandwidth_now_gbps = std::max(bandwidth_before, probe_now(n_threads));
+                r.bandwidth_now_fraction = r.effective_gbps / r.bandwidth_now_gbps;
+                r.bandwidth_gbps = n_threads == 1 ? roof.bandwidth_1.gbps : roof.bandwidth_all.gbps;
+                r.bandwidth_fraction = r.effective_gbps / r.bandwidth_gbps;
               }
-              const int32_t n_tokens = r.is_generation ? test.n_gen : test.n_prompt;
-              const bool probe = r.is_generation && roof.bandwidth_measured;
+            }
+            if (!r.is_generation) {
+              const PrefillOps ops = count_prefill_ops(prefill, r.n_prompt, /*n_logits=*/1, depth);
+              r.matmul_ops_per_token = ops.matmul_ops / r.n_prompt;
+              r.attention_ops = ops.attention_ops;
+              r.int8_weights = ops.int8;
+              r.int8_ops_per_second = r.matmul_ops_per_token * r.avg_ts;
+              r.int8_ops_per_cpu_second = cpu_ns > 0 ? r.matmul_ops_per_token * r.n_prompt / (cpu_ns * 1e-9) : 0.0;
+              r.int8_peak_kernel = int8_peak_kernel_for_active_isa();
+              if (params.measure_int8_peak && !r.int8_peak_kernel.empty()) {
+                // A thread count the machine was not probed at: probe it now (outside the timing).
+                if (find_int8_peak(roof, r.int8_peak_kernel, n_threads) == nullptr) {
+                  probe_int8_peak(params, n_threads, &roof);
+                }
+                if (const Int8PeakResult* pk = find_int8_peak(roof, r.int8_peak_kernel, n_threads)) {
+                  r.int8_peak_ops_per_second = pk->ops_per_second();
+                  r.int8_peak_fraction = r.int8_ops_per_second / r.int8_peak_ops_per_second;
+                  if (pk->macs_per_cpu_second > 0) {
+                    r.int8_peak_cpu_fraction = r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second);
+                  }
+                }
+              }
+            }
+            r.peak_rss_bytes = peak;
+          };
+          const auto emit = [&](BenchRecord& r) {
+            if (on_record) on_record(r);
+            records.push_back(std::move(r));
+          };
+          std::vector<Test> pp_tests, tg_tests;
+          for (const int32_t p : params.n_prompt) {
+            if (p > 0) pp_tests.push_back({p, 0});
+          }
+          for (const int32_t g : params.n_gen) {
+            if (g > 0) tg_tests.push_back({0, g});
+          }
+          if (!interleave) {
+            for (const int32_t depth : params.n_depth) {
+              std::vector<Test> tests = pp_tests;
+              tests.insert(tests.end(), tg_tests.begin(), tg_tests.end());
+              for (const Test& test : tests) {
+                BenchRecord r = start_record(test, depth, caches[0]);
+                const bool probe = r.is_generation && roof.bandwidth_measured;
+                const double bandwidth_before = probe ? probe_now(n_threads) : 0.0;
+                for (int32_t rep = 0; rep < params.repetitions; ++rep) {
+                  add_sample(r, r.is_generation ? run_generation(ctx, caches[0], depth, test.n_gen)
+                                                : run_prompt(ctx, caches[0], depth, test.n_prompt));
+                }
+                finish_record(r, bandwidth_before);
+                emit(r);
+              }
+            }
+          } else {
+            // pp tests as usual, each depth on its own sequence; then each tg test at every depth
+            // with the repetitions taken in turns (d0 rep 1, d1 rep 1, ..., d0 rep 2, ...), so a
+            // change of machine speed meets every depth alike. Repetition i of two depths are
+            // neighbours in time: their ratio is reported per pair (paired_ratio_*).
+            for (size_t di = 0; di < params.n_depth.size(); ++di) {
+              for (const Test& test : pp_tests) {
+                BenchRecord r = start_record(test, params.n_depth[di], caches[di]);
+                for (int32_t rep = 0; rep < params.repetitions; ++rep) {
+                  add_sample(r, run_prompt(ctx, caches[di], params.n_depth[di], test.n_prompt));
+                }
+                finish_record(r, 0.0);
+                emit(r);
+              }
+            }
+            for (const Test& test : tg_tests) {
+              std::vector<BenchRecord> rs;
+              for (size_t di = 0; di < params.n_depth.size(); ++di) {
+                rs.push_back(start_record(test, params.n_depth[di], caches[di]));
+              }
+              const bool probe = roof.bandwidth_measured;
               const double bandwidth_before = probe ? probe_now(n_threads) : 0.0;
               for (int32_t rep = 0; rep < params.repetitions; ++rep) {
-                const Timing t = r.is_generation ? run_generation(ctx, cache, depth, test.n_gen)
-                                                 : run_prompt(ctx, cache, depth, test.n_prompt);
-                r.samples_ns.push_back(t.wall * 1e9);
-                r.samples_ts.push_back(static_cast<double>(n_tokens) / t.wall);
-                r.samples_cpu_ns.push_back(t.cpu * 1e9);
-              }
-              mean_stddev(r.samples_ns, &r.avg_ns, &r.stddev_ns);
-              mean_stddev(r.samples_ts, &r.avg_ts, &r.stddev_ts);
-              double cpu_ns = 0, cpu_sd = 0;
-              mean_stddev(r.samples_cpu_ns, &cpu_ns, &cpu_sd);
-              r.avg_cpu_ns = cpu_ns;
-              r.cpu_ts = cpu_ns > 0 ? n_tokens * n_threads / (cpu_ns * 1e-9) : 0.0;
-              const uint64_t peak = std::max<uint64_t>(model_peak, read_process_memory().peak_bytes);
-              if (r.is_generation) {
-                // Token i (0-based) at position depth + i attends to depth + i + 1 positions.
-                const double mean_kv = depth + (test.n_gen + 1) / 2.0;
-                r.bytes_per_token = decode_bytes_per_token(*model, kv_type, kv_type_v, mean_kv);
-                r.effective_gbps = r.bytes_per_token * r.avg_ts / 1e9;
-                if (probe) {
-                  r.bandwidth_now_gbps = std::max(bandwidth_before, probe_now(n_threads));
-                  r.bandwidth_now_fraction = r.effective_gbps / r.bandwidth_now_gbps;
-                  r.bandwidth_gbps = n_threads == 1 ? roof.bandwidth_1.gbps : roof.bandwidth_all.gbps;
-                  r.bandwidth_fraction = r.effective_gbps / r.bandwidth_gbps;
+                for (size_t di = 0; di < rs.size(); ++di) {
+                  add_sample(rs[di], run_generation(ctx, caches[di], params.n_depth[di], test.n_gen));
                 }
               }
-              if (!r.is_generation) {
-                const PrefillOps ops = count_prefill_ops(prefill, test.n_prompt, /*n_logits=*/1, depth);
-                r.matmul_ops_per_token = ops.matmul_ops / test.n_prompt;
-                r.attention_ops = ops.attention_ops;
-                r.int8_weights = ops.int8;
-                r.int8_ops_per_second = r.matmul_ops_per_token * r.avg_ts;
-                r.int8_ops_per_cpu_second = cpu_ns > 0 ? r.matmul_ops_per_token * test.n_prompt / (cpu_ns * 1e-9) : 0.0;
-                r.int8_peak_kernel = int8_peak_kernel_for_active_isa();
-                if (params.measure_int8_peak && !r.int8_peak_kernel.empty()) {
-                  // A thread count the machine was not probed at: probe it now (outside the timing).
-                  if (find_int8_peak(roof, r.int8_peak_kernel, n_threads) == nullptr) {
-                    probe_int8_peak(params, n_threads, &roof);
-                  }
-                  if (const Int8PeakResult* pk = find_int8_peak(roof, r.int8_peak_kernel, n_threads)) {
-                    r.int8_peak_ops_per_second = pk->ops_per_second();
-                    r.int8_peak_fraction = r.int8_ops_per_second / r.int8_peak_ops_per_second;
-                    if (pk->macs_per_cpu_second > 0) {
-                      r.int8_peak_cpu_fraction = r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second);
-                    }
-                  }
-                }
+              for (size_t di = 0; di < rs.size(); ++di) {
+                finish_record(rs[di], bandwidth_before);
+                set_paired_ratio(rs[di], rs[0]);
               }
-              r.peak_rss_bytes = peak;
-              if (on_record) on_record(r);
-              records.push_back(std::move(r));
+              for (BenchRecord& r : rs) emit(r);
             }
           }
         }

@@ -43,6 +43,11 @@ struct BenchParams {
   std::vector<TensorType> kv_types_v;  // V cache types, every one with every K type; empty = V as K
   std::vector<RepackMode> repack = {RepackMode::kAuto};  // the model is loaded once per mode
   int32_t repetitions = 3;
+  // tg tests at several depths: one sequence per depth and the repetitions taken in turns
+  // (d0, d1, ..., d0, d1, ...), each record also carrying its paired ratio to the first depth.
+  // A ratio of two depths measured minutes apart on a guest whose speed drifts by 20% says
+  // little; neighbours in time share the drift.
+  bool interleave_depths = false;
   bool measure_bandwidth = true;
   size_t bandwidth_bytes = size_t{1} << 30;
   bool measure_int8_peak = true;
@@ -72,6 +77,10 @@ struct BenchRecord {
   std::vector<double> samples_ts;
   // ours
   bool is_generation = false;    // tg test: the bandwidth fields below are meaningful
+  // --interleave-depths tg records: samples_ts[i] / the first depth's samples_ts[i] over the
+  // repetitions (median, min, max); paired_ratio_depth = that first depth, -1 when not set.
+  double paired_ratio_median = 0, paired_ratio_min = 0, paired_ratio_max = 0;
+  int32_t paired_ratio_depth = -1;
   double bytes_per_token = 0;
   double effective_gbps = 0;     // bytes_per_token * avg_ts / 1e9
   double bandwidth_gbps = 0;     // best read bandwidth probed so far at this thread count (0 = not measured)

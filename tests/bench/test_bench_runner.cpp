@@ -233,6 +233,57 @@ TEST(BenchRunner, ThreadsAndKvTypesMultiplyTests) {
   EXPECT_EQ(records.back().n_threads, 2);
 }
 
+// --interleave-depths: pp tests as usual per depth, then each tg test once per depth with the
+// repetitions in turns; every tg record past the first carries the median / min / max of its
+// samples over the first depth's, repetition by repetition (recomputed here from the samples).
+TEST(BenchRunner, InterleavedDepthsPairTheRepetitions) {
+  BenchParams p;
+  p.measure_int8_peak = false;
+  p.measure_bandwidth = false;
+  p.models = {tiny_model("tiny-llama", "q4_0")};
+  p.n_prompt = {8};
+  p.n_gen = {3};
+  p.n_depth = {0, 16, 40};
+  p.n_threads = {1};
+  p.repetitions = 5;
+  p.interleave_depths = true;
+  const auto records = run_bench(p, no_bandwidth_machine());
+  ASSERT_EQ(records.size(), 6u);  // pp8 at 3 depths, then tg3 at 3 depths
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(records[i].is_generation);
+    EXPECT_EQ(records[i].n_depth, p.n_depth[i]);
+    EXPECT_EQ(records[i].paired_ratio_depth, -1);
+  }
+  const BenchRecord& first = records[3];
+  for (size_t i = 3; i < 6; ++i) {
+    const BenchRecord& r = records[i];
+    ASSERT_TRUE(r.is_generation);
+    EXPECT_EQ(r.n_depth, p.n_depth[i - 3]);
+    ASSERT_EQ(r.samples_ts.size(), 5u);
+    EXPECT_EQ(r.paired_ratio_depth, 0);
+    std::vector<double> q;
+    for (size_t k = 0; k < 5; ++k) q.push_back(r.samples_ts[k] / first.samples_ts[k]);
+    std::sort(q.begin(), q.end());
+    EXPECT_DOUBLE_EQ(r.paired_ratio_median, q[2]);
+    EXPECT_DOUBLE_EQ(r.paired_ratio_min, q[0]);
+    EXPECT_DOUBLE_EQ(r.paired_ratio_max, q[4]);
+  }
+  EXPECT_DOUBLE_EQ(first.paired_ratio_median, 1.0);
+  // Deeper tests read more KV per token.
+  EXPECT_LT(records[3].bytes_per_token, records[4].bytes_per_token);
+  EXPECT_LT(records[4].bytes_per_token, records[5].bytes_per_token);
+  const std::string lines = format_paired_ratios(records);
+  EXPECT_NE(lines.find("tg3 @ d16 / tg3, paired over 5 repetitions: median"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("tg3 @ d40 / tg3"), std::string::npos) << lines;
+  EXPECT_EQ(lines.find("pp8"), std::string::npos) << lines;
+  // One depth: nothing to pair, the usual order.
+  p.n_depth = {16};
+  const auto one = run_bench(p, no_bandwidth_machine());
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[1].paired_ratio_depth, -1);
+  EXPECT_TRUE(format_paired_ratios(one).empty());
+}
+
 TEST(BenchRunner, ErrorsNameTheProblem) {
   BenchParams p;
   p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)

@@ -81,6 +81,9 @@ int bench_command(const std::vector<std::string>& args) {
                   for (const auto& t : split_commas(v)) p.kv_types_v.push_back(parse_kv(t, "--kv-type-v"));
                 });
   ap.add_int("-r,--repetitions", &p.repetitions, "N", "measured repetitions per test (default 3)", 1, 1000);
+  ap.add_flag("--interleave-depths", &p.interleave_depths,
+              "tg tests at several -d depths: one sequence per depth, repetitions taken in turns across "
+              "the depths, and each depth's paired ratio to the first (median, min, max) reported");
   ap.add_string("-o,--output", &format, "FORMAT", "table, md (default), csv or json");
   ap.add_string("--json-out", &json_path, "FILE", "also write the JSON records to FILE");
   ap.add_flag("--no-bandwidth", &no_bandwidth, "skip the memory bandwidth measurement");
