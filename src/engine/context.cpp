@@ -81,7 +81,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
     // at decode's priority after the first decode.
     impl_->decode_pool = std::make_shared<ThreadPool>(p.n_threads);
   }
-  impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_block_tokens, max_threads);
+  impl_->forward = std::make_unique<ForwardPass>(model, p.n_batch, p.n_ctx, p.kv_v(), max_threads);
   params_.thread_pool.reset();  // params() reports the configuration; the Context holds the pool
   // One row per sequence: a decode step of every sequence never allocates. A prompt that asks for
   // more rows (perplexity: every position) grows it once. Reserving n_batch rows up front would
@@ -223,8 +223,8 @@ void Context::decode(const Batch& batch) {
       const ScopedThreadPlacement scope(placement.empty() ? nullptr : &placement);
       if (!impl_->forward) {  // released by trim()
         const int max_threads = std::max(params_.n_threads, params_.n_threads_batch);
-        impl_->forward = std::make_unique<ForwardPass>(model_, params_.n_batch, params_.n_ctx,
-                                                       params_.kv_block_tokens, max_threads);
+        impl_->forward = std::make_unique<ForwardPass>(model_, params_.n_batch, params_.n_ctx, params_.kv_v(),
+                                                       max_threads);
       }
       impl_->forward->run(chunk, cn, kv, pool, threads, abort_check_,
                           impl_->logits.data() + static_cast<size_t>(out_done) * static_cast<size_t>(hp.n_vocab));

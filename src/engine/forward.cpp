@@ -56,9 +56,10 @@ struct ForwardPass::Sizes {
   size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows, query_blocks;
   size_t attn_per_thread;  // floats
   size_t entries_scores;   // floats: decode's scores [g, n_ctx] in a thread's area, before its int8 queries
+  size_t entries_weights;  // floats: where decode's BF16 V weights start in that area (0: none)
   int64_t scores_stride;
   int32_t query_block_tokens;
-  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t /*kv_block_tokens*/, int max_threads) {
+  Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads) {
     const HParams& hp = model.hparams();
     const int64_t B = n_batch;
     x = floats(B * hp.n_embd);
@@ -83,7 +84,15 @@ struct ForwardPass::Sizes {
     // (kernels::QueryBlockQ8, 40 bytes per 32 dims).
     entries_scores = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
     const size_t query_q8 = static_cast<size_t>((g * (hp.head_dim / 32) * 10 + 15) / 16 * 16);
-    const size_t entries_area = entries_scores + query_q8;
+    // Q4_0 V: the BF16 weights of the V sum for kWeightedRows rows (kernels/attention.h), after
+    // the int8 queries. Sized whether or not this ISA has the kernel, so the memory plan does not
+    // depend on the CPU.
+    const bool weighted = kv_type_v == TensorType::Q4_0 && hp.head_dim % 32 == 0;
+    entries_weights = weighted ? entries_scores + query_q8 : 0;
+    const size_t weights =
+        weighted ? static_cast<size_t>((kernels::value_weights_count(kWeightedRows, g, hp.head_dim) / 2 + 15) / 16 * 16)
+                 : 0;
+    const size_t entries_area = entries_scores + query_q8 + weights;
     const size_t blocks_area =
         query_block_tokens >= 2 ? block_scratch(g, hp.head_dim, scores_stride, query_block_tokens).total : 0;
     attn_per_thread = std::max(entries_area, blocks_area);
@@ -112,16 +121,17 @@ ForwardPass::BlockScratch ForwardPass::block_scratch(int64_t g, int64_t hd, int6
   return s;
 }
 
-size_t ForwardPass::scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens,
+size_t ForwardPass::scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v,
                                   int max_threads) {
-  return Sizes(model, n_batch, n_ctx, kv_block_tokens, max_threads).total();
+  return Sizes(model, n_batch, n_ctx, kv_type_v, max_threads).total();
 }
 
-ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens, int max_threads)
+ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads)
     : model_(model), hp_(model.hparams()), n_batch_(n_batch), n_ctx_(n_ctx), max_threads_(std::max(1, max_threads)) {
-  const Sizes sz(model, n_batch, n_ctx, kv_block_tokens, max_threads_);
+  const Sizes sz(model, n_batch, n_ctx, kv_type_v, max_threads_);
   attn_scratch_floats_ = sz.attn_per_thread;
   entries_scores_floats_ = sz.entries_scores;
+  entries_weights_floats_ = sz.entries_weights;
   scores_stride_ = sz.scores_stride;
   query_block_tokens_ = sz.query_block_tokens;
   blocks_.reserve(static_cast<size_t>(std::max(1, n_batch)));

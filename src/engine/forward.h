@@ -32,10 +32,10 @@ struct AbortCheck;
 class ForwardPass {
  public:
   // n_batch: most entries per chunk; n_ctx: longest sequence (attention score buffer);
-  // kv_block_tokens: KV block size (attention reads blocks in place, so it does not change the
-  // scratch; kept so memory planning takes the same parameters as the cache);
+  // kv_type_v: the V cache type (Q4_0 V adds the BF16 weights of decode's V sum to each thread's
+  // attention area where the ISA has that kernel: kernels/attention.h);
   // max_threads: threads that may run attention at once (one scratch area each).
-  ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens, int max_threads);
+  ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads);
 
   // Runs `n` entries. Preconditions (checked by Context): token ids valid, each entry's position
   // is allocated in its sequence (kv.seq_length > pos), positions of one sequence increasing.
@@ -48,7 +48,7 @@ class ForwardPass {
 
   size_t allocated_bytes() const;
   // What the constructor allocates, without allocating (memory planning, `edgellm info`).
-  static size_t scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, int32_t kv_block_tokens,
+  static size_t scratch_bytes(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v,
                               int max_threads);
 
  private:
@@ -98,6 +98,9 @@ class ForwardPass {
   int max_threads_;
   size_t attn_scratch_floats_ = 0;  // per thread
   size_t entries_scores_floats_ = 0;  // per thread: decode scores, then the int8 queries
+  size_t entries_weights_floats_ = 0;  // per thread: offset of decode's BF16 V weights (0: none)
+  // Rows of Q4_0 V whose BF16 weights are made, then summed, at a time (forward_attention.cpp).
+  static constexpr int32_t kWeightedRows = 256;
   int64_t scores_stride_ = 0;       // floats between query rows of attention_blocks' scores (n_ctx rounded to 16)
   int32_t query_block_tokens_ = 1;  // tokens per prefill query block (1: attention_blocks off)
   std::vector<QueryBlock> blocks_;  // this chunk's query blocks (reserved n_batch)

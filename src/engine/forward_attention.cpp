@@ -3,7 +3,8 @@
 //  - attention_entries (decode, and chunks without runs of consecutive tokens): one task per
 //    (entry, KV head), the g query heads of the GQA group together. K/V rows are read in place in
 //    the cache type by the attention kernels (kernels/attention.h), which widen each row once for
-//    all g heads.
+//    all g heads. Q4_0 V is summed with BF16 weights where the ISA has that kernel (AVX-512 BF16:
+//    half the multiply-adds of the F32 sum, which bound decode at depth).
 //  - attention_blocks (prefill): one task per (query block, KV head), where a query block is up to
 //    query_block_tokens_ consecutive positions of one sequence. Its nq = tokens x g queries meet every
 //    K/V tile of kAttnTileRows positions at once, as two F32 GEMMs (kernels::gemm_f32):
@@ -166,6 +167,8 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
   // in query blocks (attention_blocks) keep F32 queries. So with a quantized K cache, a prompt's
   // later-layer KV can differ slightly (query rounding) with how it was chunked.
   const bool int8_scores = k_kern.scores_q8 != nullptr;
+  // Q4_0 V: the V sum with BF16 weights where the ISA has it (and this pass sized their scratch).
+  const bool weighted_values = v_kern.accumulate_weighted != nullptr && entries_weights_floats_ != 0;
   const int64_t q_blocks = hd / 32;
 
   // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
@@ -252,9 +255,30 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     for (int32_t h = 0; h < hpt; ++h) kernels::softmax(scores + static_cast<int64_t>(h) * n_ctx_, n_pos);
     // out[h] = sum_p softmax[h][p] * v_p, accumulated run by run.
     std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));
-    for_runs(v_rows, v_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
-      v_kern.accumulate(rows, v_row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);
-    });
+    if (weighted_values) {
+      // Q4_0 V with BF16 weights (kernels/attention.h): the weights of up to kWeightedRows rows,
+      // then their sum, so the sum reads weights stored long before (not still in flight) and
+      // each call covers many rows. value_weights is the first pass over those rows and
+      // prefetches them itself.
+      auto* w = reinterpret_cast<uint16_t*>(scores + entries_weights_floats_);  // kWeightedRows rows' weights
+      for (int32_t b = 0; b < n_blk;) {
+        const int32_t end = run_end(b);
+        const uint8_t* base = v_rows(b);
+        const int32_t cnt = std::min(end * T, n_pos) - b * T;
+        for (int32_t s0 = 0; s0 < cnt; s0 += kWeightedRows) {
+          const int32_t m = std::min(kWeightedRows, cnt - s0);
+          const uint8_t* rows = base + static_cast<size_t>(s0) * v_row_bytes;
+          const int32_t p0 = b * T + s0;
+          v_kern.value_weights(rows, v_row_bytes, m, hd, scores + p0, n_ctx_, hpt, w);
+          v_kern.accumulate_weighted(rows, v_row_bytes, m, hd, w, hpt, out, hd);
+        }
+        b = end;
+      }
+    } else {
+      for_runs(v_rows, v_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
+        v_kern.accumulate(rows, v_row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);
+      });
+    }
   };
   pool_->parallel_for(static_cast<int64_t>(n) * hp_.n_head_kv * subgroups, task, n_threads_);
 }

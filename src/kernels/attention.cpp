@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "kernels/attention_impl.h"
+#include "kernels/cpu_features.h"
 #include "kernels/kernels.h"
 
 namespace edgellm::kernels {
@@ -115,10 +116,31 @@ AttentionScoresQ8Fn scores_q8_for(RowKind kind, Isa isa) {
   }
 }
 
+// The BF16-weighted V sum (Q4_0 rows): the scalar twin, and AVX-512 where the CPU also has BF16
+// and VBMI (Zen 4 / 5, Sapphire Rapids and later; not Skylake-X, Ice Lake or Cooper Lake).
+void pick_weighted(RowKind kind, Isa isa, AttentionKernels& k) {
+  if (kind != RowKind::kQ4_0) return;
+  switch (isa) {
+#if defined(EDGELLM_ARCH_X86)
+    case Isa::kAvx512:
+      if (!cpu_features().has_avx512_bf16_kernels()) return;
+      k.value_weights = attention_avx512_bf16::value_weights_q4_0;
+      k.accumulate_weighted = attention_avx512_bf16::accumulate_weighted_q4_0;
+      return;
+#endif
+    case Isa::kScalar:
+      k.value_weights = attention_scalar::value_weights_q4_0;
+      k.accumulate_weighted = attention_scalar::accumulate_weighted_q4_0;
+      return;
+    default: return;
+  }
+}
+
 AttentionKernels pick(RowKind kind, Isa isa) {
   AttentionKernels k = pick_loops(kind, isa);
   k.widen_transposed = widen_transposed_for(kind, isa);
   k.scores_q8 = scores_q8_for(kind, isa);
+  pick_weighted(kind, isa, k);
   return k;
 }
 

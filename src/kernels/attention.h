@@ -12,7 +12,8 @@
 //
 // Q8_0 and Q4_0 rows are dequantized in registers (d * q, d * (nibble - 8) per element, as
 // dequantize_row does; both exact in F32) and then multiplied in F32, so every type gives the F32
-// result of its dequantized rows up to summation order. The per-ISA versions live in
+// result of its dequantized rows up to summation order (the BF16-weighted V sum below rounds
+// its weights instead). The per-ISA versions live in
 // kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*. Decode scores Q8_0 / Q4_0 K rows
 // against an int8 query instead where the ISA has integer dot products (scores_q8 below).
 #pragma once
@@ -57,6 +58,41 @@ void quantize_query(const float* q, int64_t hd, float scale, QueryBlockQ8* out);
 using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd,
                                      const QueryBlockQ8* q, int64_t q_stride, int64_t g, float* scores,
                                      int64_t scores_stride);
+// Decode V sums over Q4_0 V rows with BF16 weights, where the ISA multiplies BF16 pairs (AVX-512
+// BF16 with VBMI; the scalar twin). Why: the F32 sum is bound by its FMAs (g heads x hd values
+// per row; 84 G multiply-adds/s at 4096 rows and g = 8, one core, of the 107 G/s its FMAs reach,
+// measured); vdpbf16ps does two multiply-adds per lane at the same rate, and a nibble becomes a
+// BF16 value by one table lookup (vpermw).
+// The price is the weight p * d rounded to 8 significant bits (relative <= 2^-8), against a 4-bit
+// V whose own rounding is ~2^-4 of its block (PPL / KL in docs/quantization.md). Two steps,
+// called with the same rows:
+//   value_weights:       w[(s / 16) * 16 * g * nb + (h * nb + b) * 16 + s % 16] =
+//                            bf16(p[h * p_stride + s] * fp16_to_fp32(d))
+//                        for h < g, b < nb = hd / 32, s < cnt, d the scale of block b of V row s
+//                        (tiles of 16 rows, all weights of a tile together: ceil(cnt / 16) * 16 * g
+//                        * nb values); F32 product, then round to nearest even, magnitudes below
+//                        FLT_MIN to +0, NaN kept (quiet).
+//   accumulate_weighted: out[h * out_stride + i] continues one F32 chain per element over the row
+//                        pairs (s, s + 1), s = 0, 2, ...:
+//                          acc = ftz(fma(w_{s+1}, x_{s+1}, acc)); acc = ftz(fma(w_s, x_s, acc))
+//                        x_s = nibble - 8 of row s at element i, w_s its weight of that element's
+//                        block; for odd cnt the missing row cnt has w = x = 0 (its slot is not read).
+//                        ftz: results below FLT_MIN in magnitude become zero of the same sign
+//                        (also the initial out value).
+// The products are exact (8-bit times 4-bit significands), so each step is one rounding: what
+// vdpbf16ps does per lane (odd element first, subnormals flushed), which the twin does with fmaf.
+// Why tiles: with one weight row per (head, block), a tile's stores and the probability loads
+// land 2^k bytes apart at common context sizes and miss L1 on its associativity (measured 2x
+// slower weights at 4096 rows).
+using AttentionValueWeightsFn = void (*)(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,
+                                         int64_t p_stride, int64_t g, uint16_t* w);
+using AttentionAccumulateWeightedFn = void (*)(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd,
+                                               const uint16_t* w, int64_t g, float* out, int64_t out_stride);
+// Values of w for cnt rows, g heads, head_dim hd.
+inline int64_t value_weights_count(int64_t cnt, int64_t g, int64_t hd) {
+  return (cnt + 15) / 16 * 16 * g * (hd / 32);
+}
+
 using AttentionWidenTransposedFn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
                                             int64_t kt_stride);
 
@@ -72,6 +108,10 @@ struct AttentionKernels {
   // Q8_0 / Q4_0 K only, and only where the ISA has integer dot products (scalar twin, AVX-512
   // VNNI, ARM dotprod / i8mm); nullptr otherwise: callers fall back to `scores` with the F32 query.
   AttentionScoresQ8Fn scores_q8 = nullptr;
+  // Q4_0 V only, and only on AVX-512 with BF16 and VBMI and on the scalar ISA (the twin); both
+  // nullptr otherwise: callers use `accumulate` with the F32 weights.
+  AttentionValueWeightsFn value_weights = nullptr;
+  AttentionAccumulateWeightedFn accumulate_weighted = nullptr;
 };
 
 // Throws Error(kUnsupported) for a type other than F32/F16/Q8_0/Q4_0 and Error(kInvalidArgument)

@@ -41,9 +41,13 @@ CpuFeatures detect() {
     f.avx512bw = (ebx >> 30) & 1u;
     f.avx512vl = (ebx >> 31) & 1u;
     f.avx512vnni = (ecx >> 11) & 1u;
+    f.avx512vbmi = (ecx >> 1) & 1u;
   }
   // Sub-leaf 1 reads as zeros on CPUs that do not have it.
-  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx_vnni = f.os_ymm && ((eax >> 4) & 1u);
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    f.avx_vnni = f.os_ymm && ((eax >> 4) & 1u);
+    f.avx512bf16 = (eax >> 5) & 1u;
+  }
   return f;
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +48,30 @@ void round_trip_q4_0(double* x, int64_t n) {
 // The reference's own rounding of a query head as decode's integer scores use it for Q8_0 / Q4_0
 // K (kernels/attention.h, written here from that definition): per 32 values, codes =
 // round-half-even(x * 127 / max|x|), value = code * max|x| / 127.
+// The F16 scales of a row's Q4_0 blocks, as round_trip_q4_0 makes them.
+std::vector<double> q4_0_scales(const double* x, int64_t n) {
+  std::vector<double> d;
+  for (int64_t b = 0; b < n; b += 32) {
+    double max_signed = 0;
+    for (int64_t i = b; i < b + 32; ++i) {
+      if (std::abs(x[i]) > std::abs(max_signed)) max_signed = x[i];
+    }
+    d.push_back(fp16_to_fp32(fp32_to_fp16(static_cast<float>(max_signed / -8))));
+  }
+  return d;
+}
+
+// F32 -> BF16 -> F32, round to nearest even, below FLT_MIN to 0 (kernels/attention.h).
+double round_bf16(float x) {
+  if (std::fabs(x) < std::numeric_limits<float>::min()) return 0.0;
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;
+  float y;
+  std::memcpy(&y, &b, sizeof y);
+  return y;
+}
+
 void round_trip_query_int8(double* x, int64_t n) {
   for (int64_t b = 0; b < n; b += 32) {
     double amax = 0;
@@ -64,6 +90,10 @@ struct NaiveModel {
   // (the ones the engine computes by decode steps); null: exact.
   void (*round_q)(double*, int64_t) = nullptr;
   size_t round_q_from = 0;
+  // Q4_0 V summed with BF16 weights (kernels/attention.h, where the ISA has it), at the same
+  // positions: each weight p becomes bf16(float(p) * d) times the code (value / d), d the F16
+  // scale of the value's block (V rows rounded by round_trip_q4_0).
+  bool bf16_value_weights = false;
   // [rows, n_in] as doubles, read from the GGUF tensor itself: the engine may have repacked its
   // view of the weights (kernels/repack.h), the reference must not depend on that.
   Mat dense(const WeightView& w) const {
@@ -125,7 +155,7 @@ struct NaiveModel {
       const LayerWeights& L = m.layer(il);
       const Mat wq = dense(L.wq), wk = dense(L.wk), wv = dense(L.wv), wo = dense(L.wo);
       const Mat wg = dense(L.ffn_gate), wu = dense(L.ffn_up), wd = dense(L.ffn_down);
-      std::vector<std::vector<double>> q(T), k(T), v(T);
+      std::vector<std::vector<double>> q(T), k(T), v(T), v_scale(T);  // v_scale: [n_head_kv * hd / 32]
       std::vector<double> xn(static_cast<size_t>(E));
       for (size_t t = 0; t < T; ++t) {
         rmsnorm(x[t].data(), vec(L.attn_norm), xn.data(), E, hp.rms_eps);
@@ -146,6 +176,10 @@ struct NaiveModel {
           if (L.k_norm.present()) rmsnorm(&k[t][static_cast<size_t>(h * hd)], vec(L.k_norm), &k[t][static_cast<size_t>(h * hd)], hd, hp.rms_eps);
           rope(&k[t][static_cast<size_t>(h * hd)], static_cast<int>(t));
           if (round_k != nullptr) round_k(&k[t][static_cast<size_t>(h * hd)], hd);
+          if (bf16_value_weights) {
+            const auto d = q4_0_scales(&v[t][static_cast<size_t>(h * hd)], hd);
+            v_scale[t].insert(v_scale[t].end(), d.begin(), d.end());
+          }
           if (round_v != nullptr) round_v(&v[t][static_cast<size_t>(h * hd)], hd);
         }
       }
@@ -163,8 +197,18 @@ struct NaiveModel {
           }
           double sum = 0;
           for (auto& e : s) sum += (e = std::exp(e - mx));
+          const bool bf16_weights = bf16_value_weights && t >= round_q_from;
           for (size_t p = 0; p <= t; ++p) {
-            for (int64_t i = 0; i < hd; ++i) att[static_cast<size_t>(h * hd + i)] += s[p] / sum * v[p][static_cast<size_t>(hk * hd + i)];
+            for (int64_t i = 0; i < hd; ++i) {
+              const double vi = v[p][static_cast<size_t>(hk * hd + i)];
+              if (bf16_weights) {
+                const double d = v_scale[p][static_cast<size_t>((hk * hd + i) / 32)];
+                const double w = round_bf16(static_cast<float>(s[p] / sum) * static_cast<float>(d));
+                att[static_cast<size_t>(h * hd + i)] += d != 0 ? w * (vi / d) : 0.0;
+              } else {
+                att[static_cast<size_t>(h * hd + i)] += s[p] / sum * vi;
+              }
+            }
           }
         }
         std::vector<double> o;
@@ -239,6 +283,10 @@ constexpr double kExtraF16Kv = 5e-3;
 // exactly, or decoded nibbles or scales wrongly) the error is 7e-2 to 3e-1 at every position,
 // and without its rounding of the queries the median is 1.1e-2: the median bound is what tells
 // them apart; the worst bound keeps a flip to one code.
+// Decode steps also sum Q4_0 V with BF16 weights where the ISA has that kernel (AVX-512 BF16,
+// scalar); the reference rounds its weights the same way (bf16_value_weights). Measured with
+// it: median 2.8e-7 (AVX-512) / 1.0e-6 (scalar), worst 2.6e-3 / 2.2e-2; without the reference's
+// weight rounding the median is 4e-3 to 6e-3.
 constexpr double kTolQ4KvMedian = 5e-5;
 constexpr double kTolQ4KvWorst = 1e-1;
 
@@ -314,6 +362,10 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
   const bool int8_scores = (kv_type == TensorType::Q8_0 || kv_type == TensorType::Q4_0) &&
                            kernels::attention_kernels(kv_type, model->hparams().head_dim).scores_q8 != nullptr;
   if (int8_scores) naive_decode.round_q = round_trip_query_int8;
+  // Decode steps sum Q4_0 V with BF16 weights where the ISA has that kernel.
+  const bool bf16_weights = kv_type_v.value_or(kv_type) == TensorType::Q4_0 &&
+                            kernels::attention_kernels(TensorType::Q4_0, model->hparams().head_dim).accumulate_weighted != nullptr;
+  naive_decode.bf16_value_weights = bf16_weights;
   SCOPED_TRACE(std::string(var.name) + " weights " + tensor_type_name(wt) + " kv " + tensor_type_name(kv_type) + "/" +
                tensor_type_name(kv_type_v.value_or(kv_type)));
 
@@ -351,7 +403,7 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
   const auto ref_c = naive.forward(tc);
   // Decode from position 9 of B, 10 of C, and (after the truncation below) 20 of A.
   const auto decode_ref = [&](const std::vector<int32_t>& t, size_t from, const std::vector<std::vector<double>>& ref) {
-    if (!int8_scores) return ref;
+    if (!int8_scores && !bf16_weights) return ref;
     naive_decode.round_q_from = from;
     return naive_decode.forward(t);
   };

@@ -424,6 +424,148 @@ TEST_P(Attention, Int8QueryScoresEqualScalarTwinExactly) {
   }
 }
 
+// The BF16-weighted V sum over Q4_0 rows (AttentionKernels::value_weights / accumulate_weighted,
+// where the ISA has it). Weights: probabilities over 20 orders of magnitude, some below
+// FLT_MIN / d (flushed), scaled by the rows' own block scales.
+std::vector<float> weights_like_softmax(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = i % 13 == 5 ? 1e-37f * u(rng) : std::exp(-46.0f * u(rng) * u(rng));
+  return p;
+}
+
+double bf16_value(uint16_t h) {
+  const uint32_t b = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+// Against double sums the test computes: (1) of the kernel's own BF16 weights times the codes the
+// test decodes, up to F32 summation (kSumRelTol of the sum of |terms|); (2) of the exact
+// p * v, where each weight may differ from p * d by its BF16 rounding: relative 2^-8 (plus
+// flushed weights below FLT_MIN, < 1.2e-38 * 8 each): bound 2^-8 of the sum of |terms| plus F32
+// summation. The weights themselves: each within half a BF16 step of p * d.
+TEST_P(Attention, WeightedValueSumMatchesReference) {
+  if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
+    GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
+  uint32_t seed = 5000;
+  for (int64_t hd : {32, 64, 96, 128}) {
+    for (int64_t pad : {0, 6}) {
+      const size_t row_bytes = tensor_row_bytes(TensorType::Q4_0, hd) + static_cast<size_t>(pad);
+      for (int64_t cnt : kCounts) {
+        for (int64_t g : kGroups) {
+          const Shape sh{TensorType::Q4_0, hd};
+          const Rows v = make_rows(TensorType::Q4_0, cnt, hd, row_bytes, ++seed);
+          const int64_t nb = hd / 32, p_stride = cnt + 3, o_stride = hd + 5;
+          const auto p = weights_like_softmax(static_cast<size_t>(g * p_stride), ++seed);
+          const auto out0 = randn(static_cast<size_t>(g * o_stride), ++seed, 0.1f);
+          // The weights' tiles plus a guard area the kernels must not touch.
+          const size_t n_w = static_cast<size_t>(value_weights_count(cnt, g, hd));
+          std::vector<uint16_t> w(n_w + 64, 0xDEAD);
+          const auto w_at = [&](int64_t s, int64_t h, int64_t b) {
+            return static_cast<size_t>((s / 16) * 16 * g * nb + (h * nb + b) * 16 + s % 16);
+          };
+          std::vector<float> out(out0.begin(), out0.end());
+          const AttentionKernels k = attention_kernels(TensorType::Q4_0, hd);
+          k.value_weights(v.bytes.data(), row_bytes, cnt, hd, p.data(), p_stride, g, w.data());
+          k.accumulate_weighted(v.bytes.data(), row_bytes, cnt, hd, w.data(), g, out.data(), o_stride);
+          for (size_t i = n_w; i < w.size(); ++i) ASSERT_EQ(w[i], 0xDEAD) << "wrote past the tiles: " << where(sh, cnt, g, pad);
+          for (int64_t h = 0; h < g; ++h) {
+            for (int64_t b = 0; b < nb; ++b) {
+              for (int64_t s = 0; s < cnt; ++s) {
+                const uint16_t got = w[w_at(s, h, b)];
+                BlockQ4_0 blk;
+                std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
+                const double exact = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) * fp16_to_fp32(blk.d);
+                const double wv = bf16_value(got);
+                if (std::fabs(p[static_cast<size_t>(h * p_stride + s)] * fp16_to_fp32(blk.d)) <
+                    std::numeric_limits<float>::min()) {  // the F32 product is what gets flushed
+                  ASSERT_EQ(got, 0) << "not flushed: " << where(sh, cnt, g, pad);
+                } else {
+                  ASSERT_LE(std::fabs(wv - exact), std::fabs(exact) * std::ldexp(1.0, -8) * (1 + 1e-6))
+                      << where(sh, cnt, g, pad) << " h=" << h << " b=" << b << " s=" << s;
+                }
+              }
+            }
+            for (int64_t i = 0; i < o_stride; ++i) {
+              const size_t at = static_cast<size_t>(h * o_stride + i);
+              if (i >= hd) {
+                ASSERT_EQ(out[at], out0[at]) << "wrote past the head: " << where(sh, cnt, g, pad);
+                continue;
+              }
+              const int64_t b = i / 32;
+              double coded = out0[at], mag = std::fabs(out0[at]), exact = out0[at], exact_mag = std::fabs(out0[at]);
+              for (int64_t s = 0; s < cnt; ++s) {
+                BlockQ4_0 blk;
+                std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
+                const double code = v.value[static_cast<size_t>(s * hd + i)] / fp16_to_fp32(blk.d);
+                const double t = bf16_value(w[w_at(s, h, b)]) * code;
+                coded += t;
+                mag += std::fabs(t);
+                const double e = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) * v.value[static_cast<size_t>(s * hd + i)];
+                exact += e;
+                exact_mag += std::fabs(e);
+              }
+              ASSERT_NEAR(out[at], coded, kSumRelTol * mag + 1e-30) << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
+              ASSERT_NEAR(out[at], exact, std::ldexp(exact_mag, -8) + kSumRelTol * exact_mag + 1e-36)
+                  << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every ISA's BF16-weighted V sum equals the scalar twin bit for bit (weights and outputs): the
+// products are exact and each step is one rounding (kernels/attention.h).
+TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
+  if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
+    GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
+  std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
+  counts.push_back(37);
+  counts.push_back(4096);
+  for (int64_t hd : {32, 64, 96, 128}) {
+    for (int64_t g : {1, 7, 8, 11}) {
+      for (int64_t pad : {0, 6}) {
+        for (int64_t cnt : counts) {
+          if (cnt == 4096 && (pad != 0 || hd != 64)) continue;
+          const int64_t nb = hd / 32;
+          const size_t row_bytes = tensor_row_bytes(TensorType::Q4_0, hd) + static_cast<size_t>(pad);
+          const Rows v = make_rows(TensorType::Q4_0, cnt, hd, row_bytes, 91 + static_cast<uint32_t>(g + hd + cnt));
+          const auto p = weights_like_softmax(static_cast<size_t>(g * cnt), 93);
+          const auto out0 = randn(static_cast<size_t>(g * hd), 95, 0.1f);
+          // Slots of the last tile past cnt are unspecified: both start at 0.
+          std::vector<uint16_t> w(static_cast<size_t>(value_weights_count(cnt, g, hd))), w_ref(w.size());
+          std::vector<float> out(out0), out_ref(out0);
+          const AttentionKernels k = attention_kernels(TensorType::Q4_0, hd);
+          k.value_weights(v.bytes.data(), row_bytes, cnt, hd, p.data(), cnt, g, w.data());
+          k.accumulate_weighted(v.bytes.data(), row_bytes, cnt, hd, w.data(), g, out.data(), hd);
+          set_active_isa(Isa::kScalar);
+          const AttentionKernels twin = attention_kernels(TensorType::Q4_0, hd);
+          twin.value_weights(v.bytes.data(), row_bytes, cnt, hd, p.data(), cnt, g, w_ref.data());
+          twin.accumulate_weighted(v.bytes.data(), row_bytes, cnt, hd, w_ref.data(), g, out_ref.data(), hd);
+          set_active_isa(GetParam());
+          const std::string at = "hd=" + std::to_string(hd) + " g=" + std::to_string(g) + " cnt=" + std::to_string(cnt) +
+                                 " pad=" + std::to_string(pad);
+          for (int64_t s = 0; s < cnt; ++s) {
+            for (int64_t hb = 0; hb < g * nb; ++hb) {
+              const size_t i = static_cast<size_t>((s / 16) * 16 * g * nb + hb * 16 + s % 16);
+              ASSERT_EQ(w[i], w_ref[i]) << at << " weight of row " << s << " head x block " << hb;
+            }
+          }
+          for (size_t i = 0; i < out.size(); ++i) {
+            ASSERT_EQ(std::memcmp(&out[i], &out_ref[i], sizeof(float)), 0)
+                << at << " out " << i << ": " << out[i] << " vs " << out_ref[i];
+          }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, Attention, ::testing::ValuesIn(supported_isas()),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 

@@ -156,4 +156,73 @@ void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const fl
   accumulate<Q4_0Row>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
+
+// The BF16-weighted V sum (kernels/attention.h), element by element in the order it defines.
+namespace {
+
+constexpr float kFltMin = 1.17549435e-38f;  // smallest normal float
+
+// F32 -> BF16 bits, round to nearest even; |x| < FLT_MIN -> +0; NaN stays a (quiet) NaN.
+uint16_t to_bf16(float x) {
+  if (std::fabs(x) < kFltMin) return 0;
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  if (std::isnan(x)) return static_cast<uint16_t>((b >> 16) | 0x40u);
+  return static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
+float from_bf16(uint16_t h) {
+  const uint32_t b = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+float flush(float x) {
+  return std::fabs(x) < kFltMin ? std::copysign(0.0f, x) : x;
+}
+
+// Index of row s's weight of head h, block b in value_weights' tiles (kernels/attention.h).
+int64_t weight_at(int64_t s, int64_t h, int64_t b, int64_t g, int64_t nb) {
+  return (s / 16) * 16 * g * nb + (h * nb + b) * 16 + s % 16;
+}
+
+}  // namespace
+
+void value_weights_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
+                        uint16_t* w) {
+  const int64_t nb = hd / 32;
+  for (int64_t s = 0; s < cnt; ++s) {
+    const auto* blocks = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(v) + static_cast<size_t>(s) * rb);
+    for (int64_t b = 0; b < nb; ++b) {
+      const float d = fp16_to_fp32(blocks[b].d);
+      for (int64_t h = 0; h < g; ++h) w[weight_at(s, h, b, g, nb)] = to_bf16(p[h * ps + s] * d);
+    }
+  }
+}
+
+void accumulate_weighted_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const uint16_t* w, int64_t g,
+                              float* out, int64_t os) {
+  const int64_t nb = hd / 32;
+  for (int64_t h = 0; h < g; ++h) {
+    for (int64_t i = 0; i < hd; ++i) {
+      const int64_t b = i / 32, k = i % 32;
+      float acc = flush(out[h * os + i]);
+      for (int64_t s = 0; s < cnt; s += 2) {
+        float wt[2] = {0.0f, 0.0f}, x[2] = {0.0f, 0.0f};
+        for (int64_t j = 0; j < 2 && s + j < cnt; ++j) {
+          const auto* blk = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(v) +
+                                                               static_cast<size_t>(s + j) * rb) + b;
+          const uint8_t q = blk->qs[k % 16];
+          wt[j] = from_bf16(w[weight_at(s + j, h, b, g, nb)]);
+          x[j] = static_cast<float>((k < 16 ? (q & 0x0F) : (q >> 4)) - 8);
+        }
+        acc = flush(std::fma(wt[1], x[1], acc));
+        acc = flush(std::fma(wt[0], x[0], acc));
+      }
+      out[h * os + i] = acc;
+    }
+  }
+}
+
 }  // namespace edgellm::kernels::attention_scalar
