@@ -32,8 +32,9 @@ struct AbortCheck;
 class ForwardPass {
  public:
   // n_batch: most entries per chunk; n_ctx: longest sequence (attention score buffer);
-  // kv_type_v: the V cache type (Q4_0 V adds the BF16 weights of decode's V sum to each thread's
-  // attention area where the ISA has that kernel: kernels/attention.h);
+  // kv_type_v: the V cache type (Q4_0 V adds room for the BF16 weights of decode's V sum to each
+  // thread's attention area, on every CPU, so memory plans do not depend on it; the weights are
+  // used where the ISA has that kernel: kernels/attention.h);
   // max_threads: threads that may run attention at once (one scratch area each).
   ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads);
 

@@ -60,9 +60,10 @@ using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64
                                      int64_t scores_stride);
 // Decode V sums over Q4_0 V rows with BF16 weights, where the ISA multiplies BF16 pairs (AVX-512
 // BF16 with VBMI; the scalar twin). Why: the F32 sum is bound by its FMAs (g heads x hd values
-// per row; 84 G multiply-adds/s at 4096 rows and g = 8, one core, of the 107 G/s its FMAs reach,
-// measured); vdpbf16ps does two multiply-adds per lane at the same rate, and a nibble becomes a
-// BF16 value by one table lookup (vpermw).
+// per row; one 4096-row call with g = 8 took 25 us on one core, 84 G multiply-adds/s, where a
+// register-only FMA loop reaches 107 G/s, measured on Zen 5); vdpbf16ps does two multiply-adds
+// per lane at the same instruction rate, and a nibble becomes a BF16 value by one table lookup
+// (vpermw).
 // The price is the weight p * d rounded to 8 significant bits (relative <= 2^-8), against a 4-bit
 // V whose own rounding is ~2^-4 of its block (PPL / KL in docs/quantization.md). Two steps,
 // called with the same rows:
@@ -70,15 +71,17 @@ using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64
 //                            bf16(p[h * p_stride + s] * fp16_to_fp32(d))
 //                        for h < g, b < nb = hd / 32, s < cnt, d the scale of block b of V row s
 //                        (tiles of 16 rows, all weights of a tile together: ceil(cnt / 16) * 16 * g
-//                        * nb values); F32 product, then round to nearest even, magnitudes below
-//                        FLT_MIN to +0, NaN kept (quiet).
+//                        * nb values; the slots of rows cnt .. of the last tile are unspecified);
+//                        F32 product, then round to nearest even, magnitudes below FLT_MIN to +0,
+//                        NaN kept (quiet).
 //   accumulate_weighted: out[h * out_stride + i] continues one F32 chain per element over the row
 //                        pairs (s, s + 1), s = 0, 2, ...:
 //                          acc = ftz(fma(w_{s+1}, x_{s+1}, acc)); acc = ftz(fma(w_s, x_s, acc))
 //                        x_s = nibble - 8 of row s at element i, w_s its weight of that element's
-//                        block; for odd cnt the missing row cnt has w = x = 0 (its slot is not read).
-//                        ftz: results below FLT_MIN in magnitude become zero of the same sign
-//                        (also the initial out value).
+//                        block; for odd cnt the missing row cnt has w = x = 0 (its slot may be
+//                        read but is ignored). ftz: results below FLT_MIN in magnitude become zero
+//                        of the same sign (also the initial out value). A NaN weight or out value
+//                        gives NaN, its payload unspecified.
 // The products are exact (8-bit times 4-bit significands), so each step is one rounding: what
 // vdpbf16ps does per lane (odd element first, subnormals flushed), which the twin does with fmaf.
 // Why tiles: with one weight row per (head, block), a tile's stores and the probability loads

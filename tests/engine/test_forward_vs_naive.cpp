@@ -45,9 +45,6 @@ void round_trip_q4_0(double* x, int64_t n) {
   }
 }
 
-// The reference's own rounding of a query head as decode's integer scores use it for Q8_0 / Q4_0
-// K (kernels/attention.h, written here from that definition): per 32 values, codes =
-// round-half-even(x * 127 / max|x|), value = code * max|x| / 127.
 // The F16 scales of a row's Q4_0 blocks, as round_trip_q4_0 makes them.
 std::vector<double> q4_0_scales(const double* x, int64_t n) {
   std::vector<double> d;
@@ -72,6 +69,9 @@ double round_bf16(float x) {
   return y;
 }
 
+// The reference's own rounding of a query head as decode's integer scores use it for Q8_0 / Q4_0
+// K (kernels/attention.h, written here from that definition): per 32 values, codes =
+// round-half-even(x * 127 / max|x|), value = code * max|x| / 127.
 void round_trip_query_int8(double* x, int64_t n) {
   for (int64_t b = 0; b < n; b += 32) {
     double amax = 0;

@@ -451,7 +451,7 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
     GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
   uint32_t seed = 5000;
-  for (int64_t hd : {32, 64, 96, 128}) {
+  for (int64_t hd : {32, 64, 96, 128, 160, 256}) {  // 160, 256: more than one group of 4 blocks
     for (int64_t pad : {0, 6}) {
       const size_t row_bytes = tensor_row_bytes(TensorType::Q4_0, hd) + static_cast<size_t>(pad);
       for (int64_t cnt : kCounts) {
@@ -527,7 +527,7 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
   std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
   counts.push_back(37);
   counts.push_back(4096);
-  for (int64_t hd : {32, 64, 96, 128}) {
+  for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t g : {1, 7, 8, 11}) {
       for (int64_t pad : {0, 6}) {
         for (int64_t cnt : counts) {
@@ -562,6 +562,43 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
           }
         }
       }
+    }
+  }
+}
+
+// Flushing, by hand: row 0 all codes -1 with scale 1 and weight FLT_MIN (exact in BF16), row 1
+// all codes 0 with weight 0, so each output is out0 - FLT_MIN (m) in two steps, with results
+// and initial values near and below m. Expected, from the definition in kernels/attention.h:
+// 1.5m -> 0.5m subnormal -> +0; 2m -> m; m -> +0; 0.5m (flushed first) -> -m; -0 -> -m;
+// 1 -> 1; -0.5m (flushed first) -> -m.
+TEST_P(Attention, WeightedValueSumFlushesSubnormals) {
+  if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
+    GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
+  const float m = std::numeric_limits<float>::min();
+  const float in[7] = {1.5f * m, 2 * m, m, 0.5f * m, -0.0f, 1.0f, -0.5f * m};
+  const float want[7] = {0.0f, m, 0.0f, -m, -m, 1.0f, -m};
+  BlockQ4_0 rows[2];
+  rows[0].d = fp32_to_fp16(1.0f);
+  rows[1].d = fp32_to_fp16(1.0f);
+  std::memset(rows[0].qs, 0x77, sizeof rows[0].qs);  // nibbles 7: value -1
+  std::memset(rows[1].qs, 0x88, sizeof rows[1].qs);  // nibbles 8: value 0
+  const float p[2] = {m, 0.0f};
+  for (const bool twin : {false, true}) {
+    if (twin) set_active_isa(Isa::kScalar);
+    const AttentionKernels k = attention_kernels(TensorType::Q4_0, 32);
+    std::vector<uint16_t> w(static_cast<size_t>(value_weights_count(2, 1, 32)));
+    std::vector<float> out(32);
+    for (int i = 0; i < 32; ++i) out[static_cast<size_t>(i)] = in[i % 7];
+    k.value_weights(rows, sizeof(BlockQ4_0), 2, 32, p, 2, 1, w.data());
+    EXPECT_EQ(w[0], 0x0080) << "FLT_MIN in BF16";
+    EXPECT_EQ(w[1], 0x0000);
+    k.accumulate_weighted(rows, sizeof(BlockQ4_0), 2, 32, w.data(), 1, out.data(), 32);
+    if (twin) set_active_isa(GetParam());
+    for (int i = 0; i < 32; ++i) {
+      const float got = out[static_cast<size_t>(i)];
+      EXPECT_EQ(std::memcmp(&got, &want[i % 7], sizeof got), 0)
+          << (twin ? "twin" : "kernel") << " element " << i << ": from " << in[i % 7] << " got " << got << ", want "
+          << want[i % 7];
     }
   }
 }
