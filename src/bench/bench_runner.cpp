@@ -361,7 +361,9 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
       if (params.kv_types_v.empty()) kv_pairs.emplace_back(k, k);
       for (const TensorType v : params.kv_types_v) kv_pairs.emplace_back(k, v);
     }
-    for (const auto& [kv_type, kv_type_v] : kv_pairs) {
+    for (const auto& kv_pair : kv_pairs) {
+      // Plain locals, not structured bindings: the lambdas below capture them (clang < 16 cannot).
+      const TensorType kv_type = kv_pair.first, kv_type_v = kv_pair.second;
       for (const int32_t n_batch : params.n_batch) {
         for (const int32_t n_threads : thread_counts) {
           ContextParams cp;
