@@ -481,21 +481,22 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
           for (const int32_t g : params.n_gen) {
             if (g > 0) tg_tests.push_back({0, g});
           }
+          // One test at one depth, its repetitions back to back.
+          const auto run_record = [&](const Test& test, int32_t depth, DepthCache& cache) {
+            BenchRecord r = start_record(test, depth, cache);
+            const bool probe = r.is_generation && roof.bandwidth_measured;
+            const double bandwidth_before = probe ? probe_now(n_threads) : 0.0;
+            for (int32_t rep = 0; rep < params.repetitions; ++rep) {
+              add_sample(r, r.is_generation ? run_generation(ctx, cache, depth, test.n_gen)
+                                            : run_prompt(ctx, cache, depth, test.n_prompt));
+            }
+            finish_record(r, bandwidth_before);
+            emit(r);
+          };
           if (!interleave) {
             for (const int32_t depth : params.n_depth) {
-              std::vector<Test> tests = pp_tests;
-              tests.insert(tests.end(), tg_tests.begin(), tg_tests.end());
-              for (const Test& test : tests) {
-                BenchRecord r = start_record(test, depth, caches[0]);
-                const bool probe = r.is_generation && roof.bandwidth_measured;
-                const double bandwidth_before = probe ? probe_now(n_threads) : 0.0;
-                for (int32_t rep = 0; rep < params.repetitions; ++rep) {
-                  add_sample(r, r.is_generation ? run_generation(ctx, caches[0], depth, test.n_gen)
-                                                : run_prompt(ctx, caches[0], depth, test.n_prompt));
-                }
-                finish_record(r, bandwidth_before);
-                emit(r);
-              }
+              for (const Test& test : pp_tests) run_record(test, depth, caches[0]);
+              for (const Test& test : tg_tests) run_record(test, depth, caches[0]);
             }
           } else {
             // pp tests as usual, each depth on its own sequence; then each tg test at every depth
@@ -503,14 +504,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
             // change of machine speed meets every depth alike. Repetition i of two depths are
             // neighbours in time: their ratio is reported per pair (paired_ratio_*).
             for (size_t di = 0; di < params.n_depth.size(); ++di) {
-              for (const Test& test : pp_tests) {
-                BenchRecord r = start_record(test, params.n_depth[di], caches[di]);
-                for (int32_t rep = 0; rep < params.repetitions; ++rep) {
-                  add_sample(r, run_prompt(ctx, caches[di], params.n_depth[di], test.n_prompt));
-                }
-                finish_record(r, 0.0);
-                emit(r);
-              }
+              for (const Test& test : pp_tests) run_record(test, params.n_depth[di], caches[di]);
             }
             for (const Test& test : tg_tests) {
               std::vector<BenchRecord> rs;

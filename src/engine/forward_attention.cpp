@@ -210,13 +210,19 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
       while (end < n_blk && table[static_cast<size_t>(end)] == table[static_cast<size_t>(end - 1)] + 1) ++end;
       return end;
     };
+    // fn(b, end, cnt): each run of blocks [b, end), cnt of its positions in use.
+    const auto for_each_run = [&](auto&& fn) {
+      for (int32_t b = 0; b < n_blk;) {
+        const int32_t end = run_end(b);
+        fn(b, end, std::min(end * T, n_pos) - b * T);
+        b = end;
+      }
+    };
     constexpr int32_t kPieceRows = 16;
     constexpr size_t kAheadBytes = 8192;
     const auto for_runs = [&](auto rows_of, size_t row_bytes, auto&& fn) {
-      for (int32_t b = 0; b < n_blk;) {
-        const int32_t end = run_end(b);
+      for_each_run([&](int32_t b, int32_t end, int32_t cnt) {
         const uint8_t* base = rows_of(b);
-        const int32_t cnt = std::min(end * T, n_pos) - b * T;
         const size_t run_bytes = static_cast<size_t>(cnt) * row_bytes;
         const uint8_t* next = end < n_blk ? rows_of(end) : nullptr;
         const size_t next_bytes = next ? static_cast<size_t>(std::min(T, n_pos - end * T)) * row_bytes : 0;
@@ -233,8 +239,7 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
           }
           fn(base + static_cast<size_t>(s0) * row_bytes, b * T + s0, m);
         }
-        b = end;
-      }
+      });
     };
     auto k_rows = [&](int32_t b) { return kv.k_rows(table[static_cast<size_t>(b)], layer, hkv); };
     auto v_rows = [&](int32_t b) { return kv.v_rows(table[static_cast<size_t>(b)], layer, hkv); };
@@ -261,19 +266,15 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
       // each call covers many rows. value_weights is the first pass over those rows and
       // prefetches them itself.
       auto* w = reinterpret_cast<uint16_t*>(scores + entries_weights_floats_);  // kWeightedRows rows' weights
-      for (int32_t b = 0; b < n_blk;) {
-        const int32_t end = run_end(b);
-        const uint8_t* base = v_rows(b);
-        const int32_t cnt = std::min(end * T, n_pos) - b * T;
+      for_each_run([&](int32_t b, int32_t /*end*/, int32_t cnt) {
         for (int32_t s0 = 0; s0 < cnt; s0 += kWeightedRows) {
           const int32_t m = std::min(kWeightedRows, cnt - s0);
-          const uint8_t* rows = base + static_cast<size_t>(s0) * v_row_bytes;
+          const uint8_t* rows = v_rows(b) + static_cast<size_t>(s0) * v_row_bytes;
           const int32_t p0 = b * T + s0;
           v_kern.value_weights(rows, v_row_bytes, m, hd, scores + p0, n_ctx_, hpt, w);
           v_kern.accumulate_weighted(rows, v_row_bytes, m, hd, w, hpt, out, hd);
         }
-        b = end;
-      }
+      });
     } else {
       for_runs(v_rows, v_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
         v_kern.accumulate(rows, v_row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -27,16 +26,21 @@ namespace {
 // ---------------------------------------------------------------- the naive reference
 using Mat = std::vector<double>;  // row-major
 
+// The value of largest magnitude of x[0 .. 32) (the first of equals).
+double max_signed32(const double* x) {
+  double m = 0;
+  for (int i = 0; i < 32; ++i) {
+    if (std::abs(x[i]) > std::abs(m)) m = x[i];
+  }
+  return m;
+}
+
 // The reference's own Q4_0 round trip of one cache row (ggml's block layout, written here from
 // its definition): per 32 values, d = (the value of largest magnitude) / -8 rounded to F16,
 // code = min(15, trunc(x / d + 8.5)), value = (code - 8) * d.
 void round_trip_q4_0(double* x, int64_t n) {
   for (int64_t b = 0; b < n; b += 32) {
-    double max_signed = 0;
-    for (int64_t i = b; i < b + 32; ++i) {
-      if (std::abs(x[i]) > std::abs(max_signed)) max_signed = x[i];
-    }
-    const double d_exact = max_signed / -8;
+    const double d_exact = max_signed32(x + b) / -8;
     const double d = fp16_to_fp32(fp32_to_fp16(static_cast<float>(d_exact)));
     for (int64_t i = b; i < b + 32; ++i) {
       const int code = d_exact != 0 ? std::min(15, static_cast<int>(x[i] / d_exact + 8.5)) : 8;
@@ -48,25 +52,13 @@ void round_trip_q4_0(double* x, int64_t n) {
 // The F16 scales of a row's Q4_0 blocks, as round_trip_q4_0 makes them.
 std::vector<double> q4_0_scales(const double* x, int64_t n) {
   std::vector<double> d;
-  for (int64_t b = 0; b < n; b += 32) {
-    double max_signed = 0;
-    for (int64_t i = b; i < b + 32; ++i) {
-      if (std::abs(x[i]) > std::abs(max_signed)) max_signed = x[i];
-    }
-    d.push_back(fp16_to_fp32(fp32_to_fp16(static_cast<float>(max_signed / -8))));
-  }
+  for (int64_t b = 0; b < n; b += 32) d.push_back(fp16_to_fp32(fp32_to_fp16(static_cast<float>(max_signed32(x + b) / -8))));
   return d;
 }
 
 // F32 -> BF16 -> F32, round to nearest even, below FLT_MIN to 0 (kernels/attention.h).
 double round_bf16(float x) {
-  if (std::fabs(x) < std::numeric_limits<float>::min()) return 0.0;
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;
-  float y;
-  std::memcpy(&y, &b, sizeof y);
-  return y;
+  return std::fabs(x) < std::numeric_limits<float>::min() ? 0.0 : bf16_to_fp32(fp32_to_bf16(x));
 }
 
 // The reference's own rounding of a query head as decode's integer scores use it for Q8_0 / Q4_0

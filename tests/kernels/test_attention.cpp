@@ -435,13 +435,6 @@ std::vector<float> weights_like_softmax(size_t n, uint32_t seed) {
   return p;
 }
 
-double bf16_value(uint16_t h) {
-  const uint32_t b = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-
 // Against double sums the test computes: (1) of the kernel's own BF16 weights times the codes the
 // test decodes, up to F32 summation (kSumRelTol of the sum of |terms|); (2) of the exact
 // p * v, where each weight may differ from p * d by its BF16 rounding: relative 2^-8 (plus
@@ -479,7 +472,7 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
                 BlockQ4_0 blk;
                 std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
                 const double exact = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) * fp16_to_fp32(blk.d);
-                const double wv = bf16_value(got);
+                const double wv = bf16_to_fp32(got);
                 if (std::fabs(p[static_cast<size_t>(h * p_stride + s)] * fp16_to_fp32(blk.d)) <
                     std::numeric_limits<float>::min()) {  // the F32 product is what gets flushed
                   ASSERT_EQ(got, 0) << "not flushed: " << where(sh, cnt, g, pad);
@@ -501,7 +494,7 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
                 BlockQ4_0 blk;
                 std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
                 const double code = v.value[static_cast<size_t>(s * hd + i)] / fp16_to_fp32(blk.d);
-                const double t = bf16_value(w[w_at(s, h, b)]) * code;
+                const double t = bf16_to_fp32(w[w_at(s, h, b)]) * code;
                 coded += t;
                 mag += std::fabs(t);
                 const double e = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) * v.value[static_cast<size_t>(s * hd + i)];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/fp16.h"
 #include "kernels/attention_impl.h"
@@ -156,26 +157,14 @@ void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const fl
   accumulate<Q4_0Row>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
-
 // The BF16-weighted V sum (kernels/attention.h), element by element in the order it defines.
 namespace {
 
-constexpr float kFltMin = 1.17549435e-38f;  // smallest normal float
+constexpr float kFltMin = std::numeric_limits<float>::min();  // smallest normal float
 
-// F32 -> BF16 bits, round to nearest even; |x| < FLT_MIN -> +0; NaN stays a (quiet) NaN.
+// fp32_to_bf16 (round to nearest even, NaN kept), with magnitudes below FLT_MIN to +0.
 uint16_t to_bf16(float x) {
-  if (std::fabs(x) < kFltMin) return 0;
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  if (std::isnan(x)) return static_cast<uint16_t>((b >> 16) | 0x40u);
-  return static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-}
-
-float from_bf16(uint16_t h) {
-  const uint32_t b = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
+  return std::fabs(x) < kFltMin ? 0 : fp32_to_bf16(x);
 }
 
 float flush(float x) {
@@ -214,7 +203,7 @@ void accumulate_weighted_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd,
           const auto* blk = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(v) +
                                                                static_cast<size_t>(s + j) * rb) + b;
           const uint8_t q = blk->qs[k % 16];
-          wt[j] = from_bf16(w[weight_at(s + j, h, b, g, nb)]);
+          wt[j] = bf16_to_fp32(w[weight_at(s + j, h, b, g, nb)]);
           x[j] = static_cast<float>((k < 16 ? (q & 0x0F) : (q >> 4)) - 8);
         }
         acc = flush(std::fma(wt[1], x[1], acc));

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "kernels/attention_head_groups.h"
 #include "kernels/attention_impl.h"
@@ -41,7 +42,7 @@ namespace {
 
 #define EDGELLM_UNROLL _Pragma("GCC unroll 16")
 
-constexpr float kFltMin = 1.17549435e-38f;
+constexpr float kFltMin = std::numeric_limits<float>::min();
 // How far value_weights prefetches ahead: the engine's distance for the other attention loops
 // (engine/forward_attention.cpp).
 constexpr size_t kAheadBytes = 8192;
