@@ -6,7 +6,12 @@ bool CompletionChannel::on_token(const TokenEvent& ev) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     text_.append(ev.text);
-    if (ev.token >= 0) ++tokens_;
+    if (ev.token >= 0) {
+      ++tokens_;
+      const auto now = std::chrono::steady_clock::now();
+      if (first_token_at_ == std::chrono::steady_clock::time_point{}) first_token_at_ = now;
+      decode_ms_ = std::chrono::duration<double, std::milli>(now - first_token_at_).count();
+    }
     if (ev.token >= 0 && ev.probability >= 0) probabilities_.push_back(ev.probability);
     started_ = true;
   }
@@ -31,6 +36,7 @@ CompletionChannel::Batch CompletionChannel::take(std::chrono::milliseconds timeo
   b.text.swap(text_);
   b.tokens = tokens_;
   tokens_ = 0;
+  b.decode_ms = decode_ms_;
   b.probabilities.swap(probabilities_);
   if (finished_ && !result_taken_) {
     b.finished = true;

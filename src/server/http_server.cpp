@@ -488,7 +488,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     if (stopping_.load() && !b.finished) service_.cancel(g->id);
     if (!b.text.empty()) {
       if (g->stream) {
-        if (!write(sse_event(text_chunk(g->head, b.text, b.tokens, g->include_usage)))) return client_gone();
+        if (!write(sse_event(text_chunk(g->head, b.text, b.tokens, b.decode_ms, g->include_usage)))) return client_gone();
       } else {
         g->text += b.text;
       }

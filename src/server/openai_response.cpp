@@ -68,6 +68,7 @@ Json edgellm_json(const RequestResult& r) {
   x.set("ttft_ms", r.stats.ttft_ms);
   x.set("queue_ms", r.stats.queue_ms);
   x.set("total_ms", r.stats.total_ms);
+  x.set("decode_ms", r.stats.decode_ms);
   x.set("decode_tokens_per_second", r.stats.decode_tokens_per_second);
   x.set("prompt_tokens", r.stats.prompt_tokens);
   x.set("completion_tokens", r.stats.completion_tokens);
@@ -96,7 +97,7 @@ Json completion_body(const ResponseHead& h, const RequestResult& r) {
   return j;
 }
 
-Json text_chunk(const ResponseHead& h, const std::string& text, int32_t tokens, bool include_usage) {
+Json text_chunk(const ResponseHead& h, const std::string& text, int32_t tokens, double decode_ms, bool include_usage) {
   Json payload;
   if (h.endpoint == Endpoint::kChat) {
     payload = Json::object();
@@ -107,6 +108,7 @@ Json text_chunk(const ResponseHead& h, const std::string& text, int32_t tokens, 
   Json j = with_choice(envelope(h, true), chunk_choice(h, std::move(payload), Json()), include_usage);
   Json x = Json::object();
   x.set("tokens", tokens);
+  x.set("decode_ms", decode_ms);
   j.set("x_edgellm", std::move(x));
   return j;
 }

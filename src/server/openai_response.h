@@ -34,8 +34,12 @@ Json edgellm_json(const RequestResult& result);
 Json completion_body(const ResponseHead& head, const RequestResult& result);
 // One streamed chunk carrying `text` (chat: delta.content); finish_reason null;
 // x_edgellm.tokens = the sampled tokens the text came with (a chunk may carry several: a
-// stopped client, which never sees the usage chunk, still knows how many it got).
-Json text_chunk(const ResponseHead& head, const std::string& text, int32_t tokens, bool include_usage);
+// stopped client, which never sees the usage chunk, still knows how many it got);
+// x_edgellm.decode_ms = milliseconds from the first sampled token to this chunk's last one, so
+// such a client also knows the decode rate (tokens - 1 over decode_ms) however the chunks were
+// grouped on the way.
+Json text_chunk(const ResponseHead& head, const std::string& text, int32_t tokens, double decode_ms,
+                bool include_usage);
 // Chat only: the first chunk, delta {"role": "assistant", "content": ""}.
 Json role_chunk(const ResponseHead& head, bool include_usage);
 // The last chunk with choices: empty delta / text, finish_reason set (and x_edgellm).

@@ -53,10 +53,15 @@ test("stream, stop, stats on a phone-sized screen", async () => {
   await page.click("#send");
 
   const answer = page.locator('[data-testid="answer"] .text');
-  await page.waitForFunction(() => {
-    const el = document.querySelector('[data-testid="answer"] .text');
-    return el && el.textContent.length > 20;
-  }, null, { timeout: 30000, polling: 25 });
+  try {
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="answer"] .text');
+      return el && el.textContent.length > 20;
+    }, null, { timeout: 30000, polling: 25 });
+  } catch (e) {
+    const log = await page.evaluate(() => document.getElementById("log").innerHTML).catch((x) => String(x));
+    throw new Error(`${e.message}\npage log: ${log}\npage errors: ${pageErrors}\nserver log:\n${server.log().slice(-3000)}`);
+  }
   server.signal("SIGSTOP");
   assert.equal(await page.isDisabled("#send"), true);
   const partial = (await answer.textContent()).length;
@@ -111,5 +116,52 @@ test("a second turn carries the history and finishes with usage stats", async ()
   assert.equal(bodies[1].messages[0].content, "Lily had a cat");
   const last = await page.locator('[data-testid="stats"]').last().textContent();
   assert.match(last, /(stop|length)$/);
+  await page.close();
+});
+
+// Tokens faster than the page can draw them: a stream that always has the next chunk ready
+// (made in the page, so it does not depend on this machine's speed) is read as one long chain of
+// microtasks. The page must still paint the answer and take the Stop click while it lasts; a read
+// loop that never yields froze the page until the stream ended (seen as a flaky test above).
+test("a stream faster than the page: text shows and Stop works while it arrives", async () => {
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e));
+  await page.addInitScript(() => {
+    const realFetch = window.fetch;
+    window.fetch = (url, init) => {
+      if (!String(url).endsWith("/v1/chat/completions")) return realFetch(url, init);
+      const enc = new TextEncoder();
+      let i = 0;
+      const body = new ReadableStream({
+        start(controller) {
+          init.signal.addEventListener("abort", () => controller.error(new DOMException("stopped", "AbortError")));
+        },
+        pull(controller) {  // one chunk per read, never the end
+          const chunk = { choices: [{ index: 0, delta: { content: "word " }, finish_reason: null }],
+                          x_edgellm: { tokens: 1, decode_ms: i } };
+          i += 1;
+          controller.enqueue(enc.encode("data: " + JSON.stringify(chunk) + "\n\n"));
+        },
+      });
+      return Promise.resolve(new Response(body, { headers: { "Content-Type": "text/event-stream" } }));
+    };
+  });
+  await page.goto(server.url + "/");
+  await page.fill("#prompt", "Once upon a time");
+  await page.click("#send", { timeout: 10000 });
+  await page.waitForFunction(() => {
+    const el = document.querySelector('[data-testid="answer"] .text');
+    return el && el.textContent.length > 20;
+  }, null, { timeout: 10000 });
+  await page.click("#stop", { force: true, timeout: 10000 });
+  const stats = page.locator('[data-testid="stats"]');
+  await stats.waitFor({ timeout: 10000 });
+  const statsText = await stats.textContent();
+  // decode_ms advances 1 ms per token: the page's rate is the server's, 1000 tok/s.
+  assert.match(statsText, /\d+ tokens · 1000\.0 tok\/s · stopped$/);
+  const words = (await page.locator('[data-testid="answer"] .text').textContent()).split(" ").length - 1;
+  assert.equal(statsText.match(/(\d+) tokens/)[1], String(words));
+  assert.deepEqual(pageErrors, []);
   await page.close();
 });
