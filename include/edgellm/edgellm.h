@@ -315,7 +315,7 @@ typedef struct edgellm_request_params {
   int32_t max_tokens; /* < 0: until a stop or the context is full; 0: prefill only; default 256 */
   const char* const* stop; /* stop strings (never part of the output), at most 16 of 1-256 bytes */
   size_t n_stop;
-  bool ignore_eos;     /* keep generating past end-of-generation tokens */
+  bool ignore_eos;     /* never sample end-of-generation tokens (llama.cpp's ignore_eos) */
   int64_t deadline_ms; /* from submit, queue wait included; <= 0: none; default 15000 */
   edgellm_priority priority;
 

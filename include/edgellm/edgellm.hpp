@@ -184,7 +184,7 @@ struct Request {
   edgellm_sampling sampling;  // default temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, seed 0
   int32_t max_tokens;       // < 0: until a stop or the context is full; 0: prefill only; default 256
   std::vector<std::string> stop;  // at most 16, of 1 to 256 bytes; never part of the output
-  bool ignore_eos;          // keep generating past end-of-generation tokens; default false
+  bool ignore_eos;          // never sample end-of-generation tokens (llama.cpp's ignore_eos); default false
   int64_t deadline_ms;      // from submit, queue wait included; <= 0: none; default 15000
   edgellm_priority priority;  // default INTERACTIVE
   bool context_shift;       // endless stream: shift the window when the context is full; default false

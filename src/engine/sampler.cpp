@@ -324,13 +324,13 @@ void Sampler::accept(int32_t id) {
   }
 }
 
-int32_t Sampler::sample(const float* logits) {
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) {
   require(logits != nullptr, ErrorCode::kInvalidArgument, "sampler: logits pointer is null");
   const bool greedy = params_.temperature <= 0.0f;
   const bool penalties_active =
       !counts_.empty() && (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
                            params_.presence_penalty != 0.0f);
-  if (greedy && params_.logit_bias.empty() && !penalties_active) {
+  if (greedy && params_.logit_bias.empty() && !penalties_active && excluded.empty()) {
     // Plain argmax over the raw row: no candidate copy (the common case of greedy decoding).
     int32_t best = -1;
     for (int32_t i = 0; i < n_vocab_; ++i) {
@@ -344,6 +344,9 @@ int32_t Sampler::sample(const float* logits) {
   }
   cands_.assign(logits, n_vocab_);
   apply_logit_bias(cands_, params_.logit_bias);
+  for (const int32_t id : excluded) {  // cands_ is still by id: assign, then the bias in place
+    if (id >= 0 && id < n_vocab_) cands_.data[static_cast<size_t>(id)].logit = -INFINITY;
+  }
   for (SamplerStage stage : params_.order) {
     switch (stage) {
       case SamplerStage::kPenalties:

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -93,7 +94,10 @@ class Sampler {
 
   // Runs the chain over a copy of `logits` (n_vocab floats) and returns the chosen id. Does not
   // record the token: call accept() with whatever token is actually appended.
-  int32_t sample(const float* logits);
+  // `excluded`: ids that are never chosen (their logit becomes -inf before the chain; ids out of
+  // range are ignored). ignore_eos passes the end-of-generation tokens here, as llama.cpp turns
+  // ignore_eos into a -inf logit bias on them.
+  int32_t sample(const float* logits, std::span<const int32_t> excluded = {});
 
   // Adds a token to the penalty window (prompt tokens too, as llama.cpp does).
   void accept(int32_t id);

@@ -128,7 +128,11 @@ StepOutput SequenceGenerator::step(const float* logits) {
   if (finished_ || !prefill_done()) {
     throw Error(ErrorCode::kInternal, "SequenceGenerator: step() before the prompt is prefilled or after the end");
   }
-  const int32_t id = sampler_.sample(logits);
+  // ignore_eog: end-of-generation tokens are never sampled (llama.cpp's ignore_eos). Passing them
+  // through instead would put them into the context, where a model takes them as the end of a
+  // document: small ones then repeat them, an answer of empty tokens.
+  const int32_t id = params_.ignore_eog && tokenizer_ != nullptr ? sampler_.sample(logits, tokenizer_->eog_ids())
+                                                                 : sampler_.sample(logits);
   const float probability = params_.token_probability ? softmax_at(logits, sampler_.n_vocab(), id) : -1.0f;
   const Clock::time_point now = Clock::now();
   if (t_first_ == Clock::time_point{}) {

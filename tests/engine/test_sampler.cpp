@@ -193,6 +193,33 @@ TEST(Sampler, LogitBiasShiftsOneToken) {
   EXPECT_THROW(Sampler(p, 3), Error);
 }
 
+// sample(logits, excluded) (ignore_eos) against the same ids banned by a -inf logit bias: the
+// same choices, draw for draw (both consume one uniform per draw), greedy and sampled; an id
+// out of range is ignored.
+TEST(Sampler, ExcludedIdsEqualAMinusInfinityBias) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  const std::vector<int32_t> excluded = {0, 5, 17, 1000};
+  for (const float temperature : {0.0f, 0.8f}) {
+    SamplerParams p;
+    p.seed = 7;
+    p.temperature = temperature;
+    p.top_k = 0;
+    p.min_p = 0.0f;
+    SamplerParams banned = p;
+    for (const int32_t id : {0, 5, 17}) banned.logit_bias.emplace_back(id, -INFINITY);
+    Sampler a(p, 64), b(banned, 64);
+    for (int step = 0; step < 500; ++step) {
+      std::vector<float> l(64);
+      for (float& x : l) x = nd(gen);
+      l[static_cast<size_t>(step % 3 == 0 ? 5 : 17)] = 50.0f;  // an excluded id is often the argmax
+      const int32_t id = a.sample(l.data(), excluded);
+      ASSERT_EQ(id, b.sample(l.data())) << "temperature " << temperature << " step " << step;
+      ASSERT_TRUE(id != 0 && id != 5 && id != 17) << id;
+    }
+  }
+}
+
 TEST(Sampler, TemperatureZeroKeepsOnlyTheArgmax) {
   CandidateSet c = make({0.5f, 2.0f, 2.0f, -1.0f});
   apply_temperature(c, 0.0f);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -249,14 +250,28 @@ TEST_F(GeneratorTest, EndOfGenerationTokenStops) {
   EXPECT_TRUE(r.text.empty());
   EXPECT_EQ(logit_rows, 1);  // the step that sampled EOS was still a sampled position
 
+  // ignore_eog: end-of-generation tokens are never sampled, even when forced (llama.cpp's
+  // ignore_eos). Reference: a run that bans them with a -inf logit bias instead. (Before, EOS
+  // was passed through and this model then repeated it: 3 empty EOS tokens.)
   auto ctx2 = make_context();
   Sampler s2(p, model_->hparams().n_vocab);
   GenerationParams gp;
   gp.ignore_eog = true;
-  gp.max_tokens = 3;
+  gp.max_tokens = 20;
   const GenerationResult r2 = generate(*ctx2, s2, tokenizer_, ref(0).prompt, gp);
   EXPECT_EQ(r2.finish_reason, FinishReason::kLength);
-  EXPECT_EQ(r2.tokens, std::vector<int32_t>(3, tokenizer_->eos()));
+  ASSERT_EQ(r2.tokens.size(), 20u);
+  for (const int32_t id : r2.tokens) EXPECT_FALSE(tokenizer_->is_eog(id)) << id;
+  EXPECT_FALSE(r2.text.empty());
+
+  SamplerParams banned;
+  banned.temperature = 0.0f;
+  for (const int32_t id : tokenizer_->eog_ids()) banned.logit_bias.emplace_back(id, -INFINITY);
+  auto ctx3 = make_context();
+  Sampler s3(banned, model_->hparams().n_vocab);
+  GenerationParams gp3;
+  gp3.max_tokens = 20;
+  EXPECT_EQ(generate(*ctx3, s3, tokenizer_, ref(0).prompt, gp3).tokens, r2.tokens);
 }
 
 TEST_F(GeneratorTest, LogitsCallbackSeesEverySampledPosition) {

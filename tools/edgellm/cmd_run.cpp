@@ -139,7 +139,7 @@ int run_command(const std::vector<std::string>& args) {
   ap.add_strings("--stop", &o.stop, "STR", "stop when STR is generated (repeatable; STR is not printed)");
   add_kv_type_options(ap, &o.context.kv);
   ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
-  ap.add_flag("--ignore-eos", &o.ignore_eos, "keep generating past end-of-text tokens");
+  ap.add_flag("--ignore-eos", &o.ignore_eos, "never sample end-of-text tokens (generate to -n)");
   ap.add_flag("--truncate", &o.truncate, "drop the oldest prompt tokens when the prompt does not fit the context");
   ap.add_flag("--context-shift", &o.context_shift,
               "endless stream: when the context is full, drop the older half after the --keep positions and go on");
