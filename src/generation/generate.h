@@ -35,7 +35,8 @@ struct GenerationParams {
   int32_t seq_id = 0;                // sequence of the Context to extend (continues after its cached positions)
   int32_t max_tokens = -1;           // tokens to sample; < 0: until a stop or the context is full
   std::vector<std::string> stop;     // stop strings (need a tokenizer); never part of the output text
-  bool ignore_eog = false;           // never sample end-of-generation tokens (llama.cpp's ignore_eos)
+  bool ignore_eog = false;           // never sample end-of-generation tokens (llama.cpp's ignore_eos;
+                                     // without a tokenizer no token is end-of-generation)
   bool truncate_prompt = false;      // drop the oldest prompt tokens (keeping a leading BOS) instead of failing
   bool penalize_prompt = true;       // prompt tokens enter the sampler's penalty window (llama.cpp does)
   bool token_probability = false;    // SequenceGenerator: fill StepOutput::probability (one softmax

@@ -8,9 +8,7 @@ bool CompletionChannel::on_token(const TokenEvent& ev) {
     text_.append(ev.text);
     if (ev.token >= 0) {
       ++tokens_;
-      const auto now = std::chrono::steady_clock::now();
-      if (first_token_at_ == std::chrono::steady_clock::time_point{}) first_token_at_ = now;
-      decode_ms_ = std::chrono::duration<double, std::milli>(now - first_token_at_).count();
+      decode_ms_ = ev.decode_ms;
     }
     if (ev.token >= 0 && ev.probability >= 0) probabilities_.push_back(ev.probability);
     started_ = true;

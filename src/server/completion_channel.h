@@ -30,9 +30,9 @@ class CompletionChannel {
     std::string text;        // text that arrived since the last take
     int32_t tokens = 0;      // sampled tokens among those events
     // Milliseconds from the request's first sampled token to the last one taken so far (this
-    // batch's or an earlier one's), by the channel's clock at each on_token. Why: a batch can
-    // carry many tokens (the writer was slower than the model), so a client timing the chunks
-    // it receives cannot tell the decode rate; this can (RequestStats::decode_ms's measure).
+    // batch's or an earlier one's): TokenEvent::decode_ms, the generator's own clock. Why: a
+    // batch can carry many tokens (the writer was slower than the model), so a client timing the
+    // chunks it receives cannot tell the decode rate; this can.
     double decode_ms = 0;
     std::vector<float> probabilities;  // their TokenEvent::probability (when requested)
     bool finished = false;   // `result` is valid
@@ -52,7 +52,6 @@ class CompletionChannel {
   std::condition_variable cv_;
   std::string text_;
   int32_t tokens_ = 0;
-  std::chrono::steady_clock::time_point first_token_at_{};  // set at the first sampled token
   double decode_ms_ = 0;
   std::vector<float> probabilities_;
   bool started_ = false;

@@ -70,6 +70,9 @@ struct Generation {
   bool first_pending = true;
   bool head_sent = false;
   bool done = false;
+  // Tokens of batches that had no text yet (held back: incomplete UTF-8, a possible stop-string
+  // start): counted into the next chunk written, so the chunks' x_edgellm.tokens add up.
+  int32_t untold_tokens = 0;
   std::string text;  // non-streaming: the answer so far
   std::string session_id;  // x_edgellm_session: store the request's KV under it when it ends
 };
@@ -486,9 +489,11 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     }
     if (!sink.is_writable()) return client_gone();
     if (stopping_.load() && !b.finished) service_.cancel(g->id);
+    g->untold_tokens += b.tokens;
     if (!b.text.empty()) {
       if (g->stream) {
-        if (!write(sse_event(text_chunk(g->head, b.text, b.tokens, b.decode_ms, g->include_usage)))) return client_gone();
+        const int32_t tokens = std::exchange(g->untold_tokens, 0);
+        if (!write(sse_event(text_chunk(g->head, b.text, tokens, b.decode_ms, g->include_usage)))) return client_gone();
       } else {
         g->text += b.text;
       }

@@ -91,7 +91,7 @@ void parse_common(const Json& body, ParsedRequest& out) {
     s.presence_penalty = static_cast<float>(number_in(body, "presence_penalty", -2, 2));
   }
   if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(number_in(body, "repeat_penalty", 0, 10));
-  // llama-server's extension: keep sampling past end-of-generation tokens (benchmarks, tests).
+  // llama-server's extension: never sample end-of-generation tokens (benchmarks, tests).
   if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
   if (field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));

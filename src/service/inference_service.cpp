@@ -690,12 +690,13 @@ int64_t InferenceService::committed_blocks(const Live* candidate) const {
 bool InferenceService::deliver(Live& r, const StepOutput& out) {
   bool keep_going = true;
   try {
+    const double decode_ms = r.gen ? r.gen->result().timings.decode_seconds * 1e3 : 0.0;
     if (out.token >= 0 && r.req.on_token) {
-      const TokenEvent ev{r.id, out.token, out.text, r.events++, out.probability};
+      const TokenEvent ev{r.id, out.token, out.text, r.events++, out.probability, decode_ms};
       keep_going = r.req.on_token(ev);
     }
     if (!out.tail.empty() && r.req.on_token) {
-      const TokenEvent ev{r.id, -1, out.tail, r.events++};
+      const TokenEvent ev{r.id, -1, out.tail, r.events++, -1.0f, decode_ms};
       (void)r.req.on_token(ev);
     }
   } catch (const std::exception& e) {

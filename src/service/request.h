@@ -27,6 +27,7 @@ struct TokenEvent {
   int32_t index = 0;      // 0-based count of events before this one
   float probability = -1.0f;  // ServiceRequest::token_probability: the model's probability of
                               // `token` (StepOutput::probability); -1 otherwise
+  double decode_ms = 0;       // first sampled token -> this event's (RequestStats::decode_ms so far)
 };
 
 // Per-request numbers (never the request's text). Times in milliseconds from submit().

@@ -217,6 +217,25 @@ TEST(Sampler, ExcludedIdsEqualAMinusInfinityBias) {
       ASSERT_EQ(id, b.sample(l.data())) << "temperature " << temperature << " step " << step;
       ASSERT_TRUE(id != 0 && id != 5 && id != 17) << id;
     }
+    // Every allowed token -inf or NaN (a broken row): still never an excluded id (the bias path's
+    // fallbacks may take any candidate); greedy takes the lowest allowed one.
+    std::vector<float> dead(64, -INFINITY);
+    dead[0] = 3.0f;
+    dead[5] = 2.0f;
+    dead[9] = NAN;
+    for (int k = 0; k < 50; ++k) {
+      const int32_t id = a.sample(dead.data(), excluded);
+      EXPECT_TRUE(id != 0 && id != 5 && id != 17) << id;
+      if (temperature == 0.0f) {
+        EXPECT_EQ(id, 1);
+      }
+    }
+    const std::vector<int32_t> all_but_last = [] {
+      std::vector<int32_t> v(63);
+      std::iota(v.begin(), v.end(), 0);
+      return v;
+    }();
+    EXPECT_EQ(a.sample(dead.data(), all_but_last), 63);
   }
 }
 
