@@ -165,3 +165,45 @@ test("a stream faster than the page: text shows and Stop works while it arrives"
   assert.deepEqual(pageErrors, []);
   await page.close();
 });
+
+// A malformed chunk mid-stream: the page shows the error and closes the connection (aborts the
+// fetch), so the server stops generating instead of streaming into a reader nobody reads.
+test("a malformed chunk: the error shows and the request is aborted", async () => {
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  await page.addInitScript(() => {
+    const realFetch = window.fetch;
+    window.__aborted = false;
+    window.fetch = (url, init) => {
+      if (!String(url).endsWith("/v1/chat/completions")) return realFetch(url, init);
+      const enc = new TextEncoder();
+      let i = 0;
+      const body = new ReadableStream({
+        start(controller) {
+          init.signal.addEventListener("abort", () => {
+            window.__aborted = true;
+            controller.error(new DOMException("aborted", "AbortError"));
+          });
+        },
+        async pull(controller) {
+          i += 1;
+          await new Promise((r) => setTimeout(r, 1));
+          if (i === 10) { controller.enqueue(enc.encode("data: {not json\n\n")); return; }
+          const chunk = { choices: [{ index: 0, delta: { content: "word " }, finish_reason: null }],
+                          x_edgellm: { tokens: 1, decode_ms: i } };
+          controller.enqueue(enc.encode("data: " + JSON.stringify(chunk) + "\n\n"));
+        },
+      });
+      return Promise.resolve(new Response(body, { headers: { "Content-Type": "text/event-stream" } }));
+    };
+  });
+  await page.goto(server.url + "/");
+  await page.fill("#prompt", "Once upon a time");
+  await page.click("#send", { timeout: 10000 });
+  const stats = page.locator('[data-testid="stats"]');
+  await stats.waitFor({ timeout: 10000 });
+  assert.match(await stats.textContent(), /error$/);
+  assert.match(await page.locator(".stats.error").textContent(), /^Error: /);
+  assert.equal(await page.evaluate(() => window.__aborted), true);
+  assert.equal(await page.isDisabled("#send"), false);
+  await page.close();
+});
