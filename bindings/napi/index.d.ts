@@ -40,7 +40,7 @@ export interface GenerateOptions {
   stop?: string | string[];
   deadlineMs?: number;        // from the call, queue wait included; <= 0: none
   priority?: 'interactive' | 'background';
-  ignoreEos?: boolean;
+  ignoreEos?: boolean;         // never sample end-of-generation tokens (llama.cpp's ignore_eos)
   addSpecial?: boolean;       // raw prompt: add BOS as the model asks (default true)
   parseSpecial?: boolean;     // raw prompt: control-token text becomes the control token
 }

@@ -330,7 +330,15 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) 
   const bool penalties_active =
       !counts_.empty() && (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
                            params_.presence_penalty != 0.0f);
-  const auto is_excluded = [&](int32_t id) { return std::find(excluded.begin(), excluded.end(), id) != excluded.end(); };
+  const auto is_excluded = [&](int32_t id) {
+    return std::find(excluded.begin(), excluded.end(), id) != excluded.end();
+  };
+  // What every "nothing allowed to pick" case returns: the lowest id not excluded.
+  const auto lowest_allowed = [&] {
+    int32_t id = 0;
+    while (id < n_vocab_ - 1 && is_excluded(id)) ++id;
+    return id;
+  };
   if (greedy && params_.logit_bias.empty() && !penalties_active) {
     // Plain argmax over the raw row: no candidate copy (the common case of greedy decoding).
     // Excluded ids are checked only where a token would become the best so far.
@@ -338,11 +346,8 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) 
     for (int32_t i = 0; i < n_vocab_; ++i) {
       if (!std::isnan(logits[i]) && (best < 0 || logits[i] > logits[best]) && !is_excluded(i)) best = i;
     }
-    if (best < 0 || logits[best] == -INFINITY) {
-      // Nothing allowed is finite: the chain's answer (all "never pick" -> lowest allowed id).
-      best = 0;
-      while (best < n_vocab_ - 1 && is_excluded(best)) ++best;
-    }
+    // Nothing allowed is finite: the chain's answer (all "never pick" -> lowest allowed id).
+    if (best < 0 || logits[best] == -INFINITY) best = lowest_allowed();
     cands_.data.assign(1, TokenLogit{best, logits[best]});
     cands_.sorted = true;
     cands_.by_id = false;
@@ -374,14 +379,10 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) 
         break;
     }
   }
-  int32_t id = greedy ? pick_greedy(cands_) : pick_random(cands_, rng_);
+  const int32_t id = greedy ? pick_greedy(cands_) : pick_random(cands_, rng_);
   // Only when every allowed token is -inf or NaN can an excluded one come out of the chain (its
   // "nothing to pick" fallbacks take any candidate): never return it.
-  if (is_excluded(id)) {
-    id = 0;
-    while (id < n_vocab_ - 1 && is_excluded(id)) ++id;
-  }
-  return id;
+  return is_excluded(id) ? lowest_allowed() : id;
 }
 
 }  // namespace edgellm

@@ -119,6 +119,45 @@ test("a second turn carries the history and finishes with usage stats", async ()
   await page.close();
 });
 
+// Installed in the page before its own scripts (addInitScript): /v1/chat/completions answers
+// with a stream made here, not by the server, so what the page sees does not depend on this
+// machine's speed. One "word " token per read, chunk k (from 0) saying decode_ms k (1000 tok/s),
+// never ending. delayMs: a wait before each chunk (0: the next chunk is always ready);
+// badChunkAt: that read (from 1) gives a malformed chunk. Aborting the fetch errors the stream
+// and sets window.__aborted.
+function fakeChatStream({ delayMs = 0, badChunkAt = 0 }) {
+  const realFetch = window.fetch;
+  window.__aborted = false;
+  window.fetch = (url, init) => {
+    if (!String(url).endsWith("/v1/chat/completions")) return realFetch(url, init);
+    const enc = new TextEncoder();
+    let i = 0;
+    const emit = (controller) => {
+      i += 1;
+      if (i === badChunkAt) {
+        controller.enqueue(enc.encode("data: {not json\n\n"));
+        return;
+      }
+      const chunk = { choices: [{ index: 0, delta: { content: "word " }, finish_reason: null }],
+                      x_edgellm: { tokens: 1, decode_ms: i - 1 } };
+      controller.enqueue(enc.encode("data: " + JSON.stringify(chunk) + "\n\n"));
+    };
+    const body = new ReadableStream({
+      start(controller) {
+        init.signal.addEventListener("abort", () => {
+          window.__aborted = true;
+          controller.error(new DOMException("aborted", "AbortError"));
+        });
+      },
+      pull(controller) {  // one chunk per read
+        if (delayMs > 0) return new Promise((r) => setTimeout(r, delayMs)).then(() => emit(controller));
+        emit(controller);
+      },
+    });
+    return Promise.resolve(new Response(body, { headers: { "Content-Type": "text/event-stream" } }));
+  };
+}
+
 // Tokens faster than the page can draw them: a stream that always has the next chunk ready
 // (made in the page, so it does not depend on this machine's speed) is read as one long chain of
 // microtasks. The page must still paint the answer and take the Stop click while it lasts; a read
@@ -127,26 +166,7 @@ test("a stream faster than the page: text shows and Stop works while it arrives"
   const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(e));
-  await page.addInitScript(() => {
-    const realFetch = window.fetch;
-    window.fetch = (url, init) => {
-      if (!String(url).endsWith("/v1/chat/completions")) return realFetch(url, init);
-      const enc = new TextEncoder();
-      let i = 0;
-      const body = new ReadableStream({
-        start(controller) {
-          init.signal.addEventListener("abort", () => controller.error(new DOMException("stopped", "AbortError")));
-        },
-        pull(controller) {  // one chunk per read, never the end
-          const chunk = { choices: [{ index: 0, delta: { content: "word " }, finish_reason: null }],
-                          x_edgellm: { tokens: 1, decode_ms: i } };
-          i += 1;
-          controller.enqueue(enc.encode("data: " + JSON.stringify(chunk) + "\n\n"));
-        },
-      });
-      return Promise.resolve(new Response(body, { headers: { "Content-Type": "text/event-stream" } }));
-    };
-  });
+  await page.addInitScript(fakeChatStream, {});
   await page.goto(server.url + "/");
   await page.fill("#prompt", "Once upon a time");
   await page.click("#send", { timeout: 10000 });
@@ -170,32 +190,7 @@ test("a stream faster than the page: text shows and Stop works while it arrives"
 // fetch), so the server stops generating instead of streaming into a reader nobody reads.
 test("a malformed chunk: the error shows and the request is aborted", async () => {
   const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
-  await page.addInitScript(() => {
-    const realFetch = window.fetch;
-    window.__aborted = false;
-    window.fetch = (url, init) => {
-      if (!String(url).endsWith("/v1/chat/completions")) return realFetch(url, init);
-      const enc = new TextEncoder();
-      let i = 0;
-      const body = new ReadableStream({
-        start(controller) {
-          init.signal.addEventListener("abort", () => {
-            window.__aborted = true;
-            controller.error(new DOMException("aborted", "AbortError"));
-          });
-        },
-        async pull(controller) {
-          i += 1;
-          await new Promise((r) => setTimeout(r, 1));
-          if (i === 10) { controller.enqueue(enc.encode("data: {not json\n\n")); return; }
-          const chunk = { choices: [{ index: 0, delta: { content: "word " }, finish_reason: null }],
-                          x_edgellm: { tokens: 1, decode_ms: i } };
-          controller.enqueue(enc.encode("data: " + JSON.stringify(chunk) + "\n\n"));
-        },
-      });
-      return Promise.resolve(new Response(body, { headers: { "Content-Type": "text/event-stream" } }));
-    };
-  });
+  await page.addInitScript(fakeChatStream, { delayMs: 1, badChunkAt: 10 });
   await page.goto(server.url + "/");
   await page.fill("#prompt", "Once upon a time");
   await page.click("#send", { timeout: 10000 });
