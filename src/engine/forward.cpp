@@ -56,7 +56,7 @@ struct ForwardPass::Sizes {
   size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows, query_blocks;
   size_t attn_per_thread;  // floats
   size_t entries_scores;   // floats: decode's scores [g, n_ctx] in a thread's area, before its int8 queries
-  size_t entries_weights;  // floats: where decode's BF16 V weights start in that area (0: none)
+  size_t entries_weights;  // floats: where decode's int8 V weights start in that area (0: none)
   int64_t scores_stride;
   int32_t query_block_tokens;
   Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads) {
@@ -84,13 +84,13 @@ struct ForwardPass::Sizes {
     // (kernels::QueryBlockQ8, 40 bytes per 32 dims).
     entries_scores = static_cast<size_t>((g * n_ctx + 15) / 16 * 16);
     const size_t query_q8 = static_cast<size_t>((g * (hp.head_dim / 32) * 10 + 15) / 16 * 16);
-    // Q4_0 V: the BF16 weights of the V sum for kWeightedRows rows (kernels/attention.h), after
+    // Q4_0 V: the int8 weights of the V sum for kWeightedRows rows (kernels/attention.h), after
     // the int8 queries. Sized whether or not this ISA has the kernel, so the memory plan does not
     // depend on the CPU.
     const bool weighted = kv_type_v == TensorType::Q4_0 && hp.head_dim % 32 == 0;
     entries_weights = weighted ? entries_scores + query_q8 : 0;
     const size_t weights =
-        weighted ? static_cast<size_t>((kernels::value_weights_count(kWeightedRows, g, hp.head_dim) / 2 + 15) / 16 * 16)
+        weighted ? static_cast<size_t>((kernels::value_weights_bytes(kWeightedRows, g, hp.head_dim) / 4 + 15) / 16 * 16)
                  : 0;
     const size_t entries_area = entries_scores + query_q8 + weights;
     const size_t blocks_area =

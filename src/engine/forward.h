@@ -32,7 +32,7 @@ struct AbortCheck;
 class ForwardPass {
  public:
   // n_batch: most entries per chunk; n_ctx: longest sequence (attention score buffer);
-  // kv_type_v: the V cache type (Q4_0 V adds room for the BF16 weights of decode's V sum to each
+  // kv_type_v: the V cache type (Q4_0 V adds room for the int8 weights of decode's V sum to each
   // thread's attention area, on every CPU, so memory plans do not depend on it; the weights are
   // used where the ISA has that kernel: kernels/attention.h);
   // max_threads: threads that may run attention at once (one scratch area each).
@@ -99,8 +99,9 @@ class ForwardPass {
   int max_threads_;
   size_t attn_scratch_floats_ = 0;  // per thread
   size_t entries_scores_floats_ = 0;  // per thread: decode scores, then the int8 queries
-  size_t entries_weights_floats_ = 0;  // per thread: offset of decode's BF16 V weights (0: none)
-  // Rows of Q4_0 V whose BF16 weights are made, then summed, at a time (forward_attention.cpp).
+  size_t entries_weights_floats_ = 0;  // per thread: offset of decode's int8 V weights (0: none)
+  // Rows of Q4_0 V whose int8 weights are made, then summed, at a time (forward_attention.cpp);
+  // a multiple of the kernels' 32-row groups.
   static constexpr int32_t kWeightedRows = 256;
   int64_t scores_stride_ = 0;       // floats between query rows of attention_blocks' scores (n_ctx rounded to 16)
   int32_t query_block_tokens_ = 1;  // tokens per prefill query block (1: attention_blocks off)

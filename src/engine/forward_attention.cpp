@@ -3,8 +3,9 @@
 //  - attention_entries (decode, and chunks without runs of consecutive tokens): one task per
 //    (entry, KV head), the g query heads of the GQA group together. K/V rows are read in place in
 //    the cache type by the attention kernels (kernels/attention.h), which widen each row once for
-//    all g heads. Q4_0 V is summed with BF16 weights where the ISA has that kernel (AVX-512 BF16:
-//    half the multiply-adds of the F32 sum, which bound decode at depth).
+//    all g heads. Q4_0 V is summed with int8 weights where the ISA has that kernel (AVX-512 VNNI
+//    with VBMI: 64 multiply-adds per instruction on the codes as bytes, against 16 F32 FMAs;
+//    the F32 sum bounded decode at depth).
 //  - attention_blocks (prefill): one task per (query block, KV head), where a query block is up to
 //    query_block_tokens_ consecutive positions of one sequence. Its nq = tokens x g queries meet every
 //    K/V tile of kAttnTileRows positions at once, as two F32 GEMMs (kernels::gemm_f32):
@@ -167,8 +168,10 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
   // in query blocks (attention_blocks) keep F32 queries. So with a quantized K cache, a prompt's
   // later-layer KV can differ slightly (query rounding) with how it was chunked.
   const bool int8_scores = k_kern.scores_q8 != nullptr;
-  // Q4_0 V: the V sum with BF16 weights where the ISA has it (and this pass sized their scratch).
-  const bool weighted_values = v_kern.accumulate_weighted != nullptr && entries_weights_floats_ != 0;
+  // Q4_0 V: the V sum with int8 weights where the ISA has it (and this pass sized their scratch).
+  // Needs whole 16-row tiles inside each KV block (block_tokens a multiple of 16; default 16).
+  const bool weighted_values = v_kern.accumulate_weighted != nullptr && entries_weights_floats_ != 0 &&
+                               T % kernels::kValueTileRows == 0;
   const int64_t q_blocks = hd / 32;
 
   // Normally one task per (entry, KV head): the g query heads sharing that KV head go together,
@@ -261,20 +264,24 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     // out[h] = sum_p softmax[h][p] * v_p, accumulated run by run.
     std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));
     if (weighted_values) {
-      // Q4_0 V with BF16 weights (kernels/attention.h): the weights of up to kWeightedRows rows,
-      // then their sum, so the sum reads weights stored long before (not still in flight) and
-      // each call covers many rows. value_weights is the first pass over those rows and
-      // prefetches them itself.
-      auto* w = reinterpret_cast<uint16_t*>(scores + entries_weights_floats_);  // kWeightedRows rows' weights
-      for_each_run([&](int32_t b, int32_t /*end*/, int32_t cnt) {
-        for (int32_t s0 = 0; s0 < cnt; s0 += kWeightedRows) {
-          const int32_t m = std::min(kWeightedRows, cnt - s0);
-          const uint8_t* rows = v_rows(b) + static_cast<size_t>(s0) * v_row_bytes;
-          const int32_t p0 = b * T + s0;
-          v_kern.value_weights(rows, v_row_bytes, m, hd, scores + p0, n_ctx_, hpt, w);
-          v_kern.accumulate_weighted(rows, v_row_bytes, m, hd, w, hpt, out, hd);
+      // Q4_0 V with int8 weights (kernels/attention.h): the weights of up to kWeightedRows
+      // positions, then their sum, so the sum reads weights stored long before (not still in
+      // flight) and each call covers many rows. Calls start at multiples of kWeightedRows and the
+      // rows go as 16-row tiles, so the kernel's 32-row groups are fixed positions whatever blocks
+      // hold them (same result for a sequence however the cache is laid out). value_weights is
+      // the first pass over those rows and prefetches them itself.
+      auto* w = reinterpret_cast<uint8_t*>(scores + entries_weights_floats_);  // kWeightedRows rows' weights
+      constexpr int32_t kTiles = kWeightedRows / kernels::kValueTileRows;
+      const uint8_t* tiles[kTiles];
+      for (int32_t p0 = 0; p0 < n_pos; p0 += kWeightedRows) {
+        const int32_t m = std::min(kWeightedRows, n_pos - p0);
+        for (int32_t t = 0; t * kernels::kValueTileRows < m; ++t) {
+          const int32_t pos = p0 + t * static_cast<int32_t>(kernels::kValueTileRows);
+          tiles[t] = v_rows(pos / T) + static_cast<size_t>(pos % T) * v_row_bytes;
         }
-      });
+        v_kern.value_weights(tiles, v_row_bytes, m, hd, scores + p0, n_ctx_, hpt, w);
+        v_kern.accumulate_weighted(tiles, v_row_bytes, m, hd, w, hpt, out, hd);
+      }
     } else {
       for_runs(v_rows, v_row_bytes, [&](const uint8_t* rows, int32_t p0, int32_t cnt) {
         v_kern.accumulate(rows, v_row_bytes, cnt, hd, scores + p0, n_ctx_, hpt, out, hd);

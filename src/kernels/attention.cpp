@@ -116,16 +116,16 @@ AttentionScoresQ8Fn scores_q8_for(RowKind kind, Isa isa) {
   }
 }
 
-// The BF16-weighted V sum (Q4_0 rows): the scalar twin, and AVX-512 where the CPU also has BF16
-// and VBMI (Zen 4 / 5, Sapphire Rapids and later; not Skylake-X, Ice Lake or Cooper Lake).
+// The int8-weighted V sum (Q4_0 rows): the scalar twin, and AVX-512 where the CPU also has VBMI
+// (Ice Lake, Sapphire Rapids and later, Zen 4 / 5; not Skylake-X or Cooper Lake).
 void pick_weighted(RowKind kind, Isa isa, AttentionKernels& k) {
   if (kind != RowKind::kQ4_0) return;
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
     case Isa::kAvx512:
-      if (!cpu_features().has_avx512_bf16_kernels()) return;
-      k.value_weights = attention_avx512_bf16::value_weights_q4_0;
-      k.accumulate_weighted = attention_avx512_bf16::accumulate_weighted_q4_0;
+      if (!cpu_features().has_avx512_vbmi_kernels()) return;
+      k.value_weights = attention_avx512_vbmi::value_weights_q4_0;
+      k.accumulate_weighted = attention_avx512_vbmi::accumulate_weighted_q4_0;
       return;
 #endif
     case Isa::kScalar:

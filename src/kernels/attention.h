@@ -12,7 +12,7 @@
 //
 // Q8_0 and Q4_0 rows are dequantized in registers (d * q, d * (nibble - 8) per element, as
 // dequantize_row does; both exact in F32) and then multiplied in F32, so every type gives the F32
-// result of its dequantized rows up to summation order (the BF16-weighted V sum below rounds
+// result of its dequantized rows up to summation order (the int8-weighted V sum below rounds
 // its weights instead). The per-ISA versions live in
 // kernels/{scalar,x86/avx2,x86/avx512,arm/neon}/attention_*. Decode scores Q8_0 / Q4_0 K rows
 // against an int8 query instead where the ISA has integer dot products (scores_q8 below).
@@ -58,42 +58,56 @@ void quantize_query(const float* q, int64_t hd, float scale, QueryBlockQ8* out);
 using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd,
                                      const QueryBlockQ8* q, int64_t q_stride, int64_t g, float* scores,
                                      int64_t scores_stride);
-// Decode V sums over Q4_0 V rows with BF16 weights, where the ISA multiplies BF16 pairs (AVX-512
-// BF16 with VBMI; the scalar twin). Why: the F32 sum is bound by its FMAs (g heads x hd values
-// per row; one 4096-row call with g = 8 took 25 us on one core, 84 G multiply-adds/s, where a
-// register-only FMA loop reaches 107 G/s, measured on Zen 5); vdpbf16ps does two multiply-adds
-// per lane at the same instruction rate, and a nibble becomes a BF16 value by one table lookup
-// (vpermw).
-// The price is the weight p * d rounded to 8 significant bits (relative <= 2^-8), against a 4-bit
-// V whose own rounding is ~2^-4 of its block (PPL / KL in docs/quantization.md). Two steps,
-// called with the same rows:
-//   value_weights:       w[(s / 16) * 16 * g * nb + (h * nb + b) * 16 + s % 16] =
-//                            bf16(p[h * p_stride + s] * fp16_to_fp32(d))
-//                        for h < g, b < nb = hd / 32, s < cnt, d the scale of block b of V row s
-//                        (tiles of 16 rows, all weights of a tile together: ceil(cnt / 16) * 16 * g
-//                        * nb values; the slots of rows cnt .. of the last tile are unspecified);
-//                        F32 product, then round to nearest even, magnitudes below FLT_MIN to +0,
-//                        NaN kept (quiet).
-//   accumulate_weighted: out[h * out_stride + i] continues one F32 chain per element over the row
-//                        pairs (s, s + 1), s = 0, 2, ...:
-//                          acc = ftz(fma(w_{s+1}, x_{s+1}, acc)); acc = ftz(fma(w_s, x_s, acc))
-//                        x_s = nibble - 8 of row s at element i, w_s its weight of that element's
-//                        block; for odd cnt the missing row cnt has w = x = 0 (its slot may be
-//                        read but is ignored). ftz: results below FLT_MIN in magnitude become zero
-//                        of the same sign (also the initial out value). A NaN weight or out value
-//                        gives NaN, its payload unspecified.
-// The products are exact (8-bit times 4-bit significands), so each step is one rounding: what
-// vdpbf16ps does per lane (odd element first, subnormals flushed), which the twin does with fmaf.
-// Why tiles: with one weight row per (head, block), a tile's stores and the probability loads
-// land 2^k bytes apart at common context sizes and miss L1 on its associativity (measured 2x
-// slower weights at 4096 rows).
-using AttentionValueWeightsFn = void (*)(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,
-                                         int64_t p_stride, int64_t g, uint16_t* w);
-using AttentionAccumulateWeightedFn = void (*)(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd,
-                                               const uint16_t* w, int64_t g, float* out, int64_t out_stride);
-// Values of w for cnt rows, g heads, head_dim hd.
-inline int64_t value_weights_count(int64_t cnt, int64_t g, int64_t hd) {
-  return (cnt + 15) / 16 * 16 * g * (hd / 32);
+// Decode V sums over Q4_0 V rows with int8 weights, where the ISA has integer dot products with
+// byte permutes (AVX-512 VNNI with VBMI; the scalar twin). Why: the F32 sum is bound by its FMAs
+// and per-element widening (g heads x hd values per row; one 4096-row call with g = 8 took 36 us
+// on one core of a Xeon with AMX, where an F32 FMA loop reaches 123 G multiply-adds/s and
+// vdpbf16ps only a quarter of that; the BF16-weighted sum this replaced took 42 us there, 13 us
+// on Zen 5); vpdpbusd does 64 multiply-adds per instruction on the 4-bit codes as bytes.
+// The price: each weight p * d rounded to int8 against the largest of its group of 32 rows
+// (error <= m / 254 per weight, m that largest magnitude), against a 4-bit V whose own rounding
+// is ~2^-4 of its block (PPL / KL in docs/quantization.md). Rows come as tiles of 16: row s is at
+// tiles[s / 16] + (s % 16) * row_bytes, so a group of 32 positions may span two KV blocks and the
+// groups (and so the result) do not depend on where the cache placed the blocks. Two steps,
+// called with the same rows (cnt rows in groups of kValueWeightGroupRows = 32 from row 0; the
+// last group may be short):
+//   value_weights:       for group G (rows s = 32G + j, j < 32), head h < g, block b < nb = hd / 32:
+//                          x_j = p[h * p_stride + s] * fp16_to_fp32(d_{s,b})   (F32; 0 for s >= cnt)
+//                          m = max_j |x_j|
+//                          inv = 127.0f / m if 2^-120 <= m <= FLT_MAX, else 0
+//                          q_j = clamp(round_to_nearest_even(x_j * inv), -127, 127)   (int8)
+//                          S = m < 2^-120 ? 0 : m / 127.0f                 (F32 divisions)
+//                        (below 2^-120, 127 / m would overflow: such a group adds nothing.)
+//                          offset = 8 * sum_j q_j
+//                        stored in the group's record (ValueWeightGroup below).
+//   accumulate_weighted: for each group in order, each h, b and element i = 32b + k of the head:
+//                          isum = sum_j q_j * nibble_k(row 32G + j, block b)   (exact int32;
+//                                 nibble_k: low nibble of byte k for k < 16, else high of k - 16)
+//                          out[h * out_stride + i] = fma(float(isum - offset), S, out[...])
+//                        (isum - offset = sum_j q_j * (nibble - 8): the codes as stored, 0 .. 15,
+//                        are the unsigned operand of the integer dot product.)
+// Integer sums are exact and each group adds one F32 FMA per element, so every ISA gives the same
+// bits. For non-finite p or d the result is unspecified (NaN where m is NaN or infinite), never
+// undefined behaviour.
+inline constexpr int64_t kValueWeightGroupRows = 32;
+inline constexpr float kValueWeightMinMax = 0x1p-120f;  // the 2^-120 above
+// Where a group's values live in its record of `bytes` bytes: the int8 weights of pair (h, b), 32
+// rows; then S (float) of every pair; then offset (int32) of every pair, pair index h * nb + b.
+struct ValueWeightGroup {
+  ValueWeightGroup(int64_t g, int64_t nb) : pairs(g * nb), nb(nb), bytes(g * nb * 40) {}
+  int64_t weights_offset(int64_t h, int64_t b) const { return (h * nb + b) * 32; }
+  int64_t scale_offset(int64_t h, int64_t b) const { return pairs * 32 + (h * nb + b) * 4; }
+  int64_t offset_offset(int64_t h, int64_t b) const { return pairs * 36 + (h * nb + b) * 4; }
+  int64_t pairs, nb, bytes;
+};
+inline constexpr int64_t kValueTileRows = 16;
+using AttentionValueWeightsFn = void (*)(const uint8_t* const* tiles, size_t row_bytes, int64_t cnt, int64_t hd,
+                                         const float* p, int64_t p_stride, int64_t g, uint8_t* w);
+using AttentionAccumulateWeightedFn = void (*)(const uint8_t* const* tiles, size_t row_bytes, int64_t cnt, int64_t hd,
+                                               const uint8_t* w, int64_t g, float* out, int64_t out_stride);
+// Bytes of w for cnt rows, g heads, head_dim hd (whole groups; 4-byte aligned records).
+inline int64_t value_weights_bytes(int64_t cnt, int64_t g, int64_t hd) {
+  return (cnt + kValueWeightGroupRows - 1) / kValueWeightGroupRows * ValueWeightGroup(g, hd / 32).bytes;
 }
 
 using AttentionWidenTransposedFn = void (*)(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, float* kt,
@@ -111,8 +125,8 @@ struct AttentionKernels {
   // Q8_0 / Q4_0 K only, and only where the ISA has integer dot products (scalar twin, AVX-512
   // VNNI, ARM dotprod / i8mm); nullptr otherwise: callers fall back to `scores` with the F32 query.
   AttentionScoresQ8Fn scores_q8 = nullptr;
-  // Q4_0 V only, and only on AVX-512 with BF16 and VBMI and on the scalar ISA (the twin); both
-  // nullptr otherwise: callers use `accumulate` with the F32 weights.
+  // Q4_0 V only, and only on AVX-512 with VBMI and on the scalar ISA (the twin); both nullptr
+  // otherwise: callers use `accumulate` with the F32 weights.
   AttentionValueWeightsFn value_weights = nullptr;
   AttentionAccumulateWeightedFn accumulate_weighted = nullptr;
 };

@@ -33,12 +33,12 @@
   void scores_q8_q4_0(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const QueryBlockQ8* q,      \
                       int64_t q_stride, int64_t g, float* scores, int64_t scores_stride);
 
-// The BF16-weighted V sum over Q4_0 rows (AttentionValueWeightsFn, AttentionAccumulateWeightedFn).
-#define EDGELLM_ATTENTION_BF16_KERNELS                                                                              \
-  void value_weights_q4_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const float* p,            \
-                          int64_t p_stride, int64_t g, uint16_t* w);                                                \
-  void accumulate_weighted_q4_0(const void* v_rows, size_t row_bytes, int64_t cnt, int64_t hd, const uint16_t* w, \
-                                int64_t g, float* out, int64_t out_stride);
+// The int8-weighted V sum over Q4_0 rows (AttentionValueWeightsFn, AttentionAccumulateWeightedFn).
+#define EDGELLM_ATTENTION_WEIGHTED_KERNELS                                                                         \
+  void value_weights_q4_0(const uint8_t* const* tiles, size_t row_bytes, int64_t cnt, int64_t hd, const float* p, \
+                          int64_t p_stride, int64_t g, uint8_t* w);                                                \
+  void accumulate_weighted_q4_0(const uint8_t* const* tiles, size_t row_bytes, int64_t cnt, int64_t hd,           \
+                                const uint8_t* w, int64_t g, float* out, int64_t out_stride);
 
 // The K^T tile widening of the SIMD ISAs (the scalar reference is generic, in attention.cpp).
 #define EDGELLM_WIDEN_TRANSPOSED_KERNELS                                                               \
@@ -54,7 +54,7 @@
 namespace edgellm::kernels::attention_scalar {
 EDGELLM_ATTENTION_KERNELS
 EDGELLM_ATTENTION_Q8_KERNELS
-EDGELLM_ATTENTION_BF16_KERNELS
+EDGELLM_ATTENTION_WEIGHTED_KERNELS
 }  // namespace edgellm::kernels::attention_scalar
 
 #if defined(EDGELLM_ARCH_X86)
@@ -67,9 +67,9 @@ EDGELLM_ATTENTION_KERNELS
 EDGELLM_ATTENTION_Q8_KERNELS
 EDGELLM_WIDEN_TRANSPOSED_KERNELS
 }  // namespace edgellm::kernels::attention_avx512
-namespace edgellm::kernels::attention_avx512_bf16 {
-EDGELLM_ATTENTION_BF16_KERNELS
-}  // namespace edgellm::kernels::attention_avx512_bf16
+namespace edgellm::kernels::attention_avx512_vbmi {
+EDGELLM_ATTENTION_WEIGHTED_KERNELS
+}  // namespace edgellm::kernels::attention_avx512_vbmi
 #endif
 
 #if defined(EDGELLM_ARCH_ARM64)
@@ -85,4 +85,4 @@ EDGELLM_ATTENTION_Q8_KERNELS
 #undef EDGELLM_ATTENTION_KERNELS
 #undef EDGELLM_WIDEN_TRANSPOSED_KERNELS
 #undef EDGELLM_ATTENTION_Q8_KERNELS
-#undef EDGELLM_ATTENTION_BF16_KERNELS
+#undef EDGELLM_ATTENTION_WEIGHTED_KERNELS

@@ -46,7 +46,6 @@ CpuFeatures detect() {
   // Sub-leaf 1 reads as zeros on CPUs that do not have it.
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
     f.avx_vnni = f.os_ymm && ((eax >> 4) & 1u);
-    f.avx512bf16 = (eax >> 5) & 1u;
   }
   return f;
 }

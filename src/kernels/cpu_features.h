@@ -17,7 +17,6 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vnni = false;
   bool avx512vbmi = false;  // vpermt2b (cpuid 7.0 ecx bit 1)
-  bool avx512bf16 = false;  // vdpbf16ps, vcvtneps2bf16 (cpuid 7.1 eax bit 5)
   bool avx_vnni = false;   // VEX-encoded vpdpbusd ymm (cpuid 7.1 eax bit 4); only the int8 peak probe uses it
   bool os_ymm = false;  // XCR0 has SSE and AVX state enabled
   bool os_zmm = false;  // XCR0 additionally has opmask and both ZMM state components
@@ -32,8 +31,9 @@ struct CpuFeatures {
   bool has_avx512_kernels() const {
     return has_avx2_kernels() && os_zmm && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni;
   }
-  // The AVX-512 BF16 attention V sum (kernels/x86/avx512_bf16): Zen 4 / 5, Sapphire Rapids and later.
-  bool has_avx512_bf16_kernels() const { return has_avx512_kernels() && avx512vbmi && avx512bf16; }
+  // The int8-weighted attention V sum (kernels/x86/avx512_vbmi): Ice Lake, Sapphire Rapids and
+  // later, Zen 4 / 5.
+  bool has_avx512_vbmi_kernels() const { return has_avx512_kernels() && avx512vbmi; }
 };
 
 // Detected once; later calls return the cached result.

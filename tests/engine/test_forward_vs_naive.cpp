@@ -56,11 +56,6 @@ std::vector<double> q4_0_scales(const double* x, int64_t n) {
   return d;
 }
 
-// F32 -> BF16 -> F32, round to nearest even, below FLT_MIN to 0 (kernels/attention.h).
-double round_bf16(float x) {
-  return std::fabs(x) < std::numeric_limits<float>::min() ? 0.0 : bf16_to_fp32(fp32_to_bf16(x));
-}
-
 // The reference's own rounding of a query head as decode's integer scores use it for Q8_0 / Q4_0
 // K (kernels/attention.h, written here from that definition): per 32 values, codes =
 // round-half-even(x * 127 / max|x|), value = code * max|x| / 127.
@@ -82,10 +77,11 @@ struct NaiveModel {
   // (the ones the engine computes by decode steps); null: exact.
   void (*round_q)(double*, int64_t) = nullptr;
   size_t round_q_from = 0;
-  // Q4_0 V summed with BF16 weights (kernels/attention.h, where the ISA has it), at the same
-  // positions: each weight p becomes bf16(float(p) * d) times the code (value / d), d the F16
-  // scale of the value's block (V rows rounded by round_trip_q4_0).
-  bool bf16_value_weights = false;
+  // Q4_0 V summed with int8 weights (kernels/attention.h, where the ISA has it), at the same
+  // positions: x = float(p) * d (d the F16 scale of the value's block, V rows rounded by
+  // round_trip_q4_0) is rounded to q * S, S = m / 127 and q = round(x * 127 / m), m the largest
+  // |x| of its 32-position group (positions 32G .. 32G + 31), times the code (value / d).
+  bool int8_value_weights = false;
   // [rows, n_in] as doubles, read from the GGUF tensor itself: the engine may have repacked its
   // view of the weights (kernels/repack.h), the reference must not depend on that.
   Mat dense(const WeightView& w) const {
@@ -168,7 +164,7 @@ struct NaiveModel {
           if (L.k_norm.present()) rmsnorm(&k[t][static_cast<size_t>(h * hd)], vec(L.k_norm), &k[t][static_cast<size_t>(h * hd)], hd, hp.rms_eps);
           rope(&k[t][static_cast<size_t>(h * hd)], static_cast<int>(t));
           if (round_k != nullptr) round_k(&k[t][static_cast<size_t>(h * hd)], hd);
-          if (bf16_value_weights) {
+          if (int8_value_weights) {
             const auto d = q4_0_scales(&v[t][static_cast<size_t>(h * hd)], hd);
             v_scale[t].insert(v_scale[t].end(), d.begin(), d.end());
           }
@@ -189,17 +185,32 @@ struct NaiveModel {
           }
           double sum = 0;
           for (auto& e : s) sum += (e = std::exp(e - mx));
-          const bool bf16_weights = bf16_value_weights && t >= round_q_from;
+          const bool int8_weights = int8_value_weights && t >= round_q_from;
+          if (int8_weights) {
+            for (int64_t i = 0; i < hd; ++i) {
+              const int64_t blk = (hk * hd + i) / 32;
+              for (size_t g0 = 0; g0 <= t; g0 += 32) {
+                const size_t g1 = std::min(t + 1, g0 + 32);
+                float m = 0.0f;
+                for (size_t p = g0; p < g1; ++p) {
+                  const float x = static_cast<float>(s[p] / sum) * static_cast<float>(v_scale[p][static_cast<size_t>(blk)]);
+                  m = std::max(m, std::fabs(x));
+                }
+                if (m < std::numeric_limits<float>::min()) continue;
+                const float inv = 127.0f / m, S = m / 127.0f;
+                for (size_t p = g0; p < g1; ++p) {
+                  const double d = v_scale[p][static_cast<size_t>(blk)];
+                  const float x = static_cast<float>(s[p] / sum) * static_cast<float>(d);
+                  const double w = static_cast<double>(std::nearbyint(x * inv)) * S;
+                  att[static_cast<size_t>(h * hd + i)] += d != 0 ? w * (v[p][static_cast<size_t>(hk * hd + i)] / d) : 0.0;
+                }
+              }
+            }
+            continue;
+          }
           for (size_t p = 0; p <= t; ++p) {
             for (int64_t i = 0; i < hd; ++i) {
-              const double vi = v[p][static_cast<size_t>(hk * hd + i)];
-              if (bf16_weights) {
-                const double d = v_scale[p][static_cast<size_t>((hk * hd + i) / 32)];
-                const double w = round_bf16(static_cast<float>(s[p] / sum) * static_cast<float>(d));
-                att[static_cast<size_t>(h * hd + i)] += d != 0 ? w * (vi / d) : 0.0;
-              } else {
-                att[static_cast<size_t>(h * hd + i)] += s[p] / sum * vi;
-              }
+              att[static_cast<size_t>(h * hd + i)] += s[p] / sum * v[p][static_cast<size_t>(hk * hd + i)];
             }
           }
         }
@@ -275,10 +286,10 @@ constexpr double kExtraF16Kv = 5e-3;
 // exactly, or decoded nibbles or scales wrongly) the error is 7e-2 to 3e-1 at every position,
 // and without its rounding of the queries the median is 1.1e-2: the median bound is what tells
 // them apart; the worst bound keeps a flip to one code.
-// Decode steps also sum Q4_0 V with BF16 weights where the ISA has that kernel (AVX-512 BF16,
-// scalar); the reference rounds its weights the same way (bf16_value_weights). Measured with
-// it: median 2.8e-7 (AVX-512) / 1.0e-6 (scalar), worst 2.6e-3 / 2.2e-2; without the reference's
-// weight rounding the median is 4e-3 to 6e-3.
+// Decode steps also sum Q4_0 V with int8 weights where the ISA has that kernel (AVX-512 VBMI,
+// scalar); the reference rounds its weights the same way (int8_value_weights). Measured with
+// it on AVX-512 (stop 33, a Xeon): median 3.1e-7 to 4.4e-7, worst 6.3e-7 to 4.1e-3 over the
+// Q4_0 V cases; without the reference's weight rounding the median is 1.1e-2 to 1.5e-2.
 constexpr double kTolQ4KvMedian = 5e-5;
 constexpr double kTolQ4KvWorst = 1e-1;
 
@@ -354,10 +365,10 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
   const bool int8_scores = (kv_type == TensorType::Q8_0 || kv_type == TensorType::Q4_0) &&
                            kernels::attention_kernels(kv_type, model->hparams().head_dim).scores_q8 != nullptr;
   if (int8_scores) naive_decode.round_q = round_trip_query_int8;
-  // Decode steps sum Q4_0 V with BF16 weights where the ISA has that kernel.
-  const bool bf16_weights = kv_type_v.value_or(kv_type) == TensorType::Q4_0 &&
+  // Decode steps sum Q4_0 V with int8 weights where the ISA has that kernel.
+  const bool int8_weights = kv_type_v.value_or(kv_type) == TensorType::Q4_0 &&
                             kernels::attention_kernels(TensorType::Q4_0, model->hparams().head_dim).accumulate_weighted != nullptr;
-  naive_decode.bf16_value_weights = bf16_weights;
+  naive_decode.int8_value_weights = int8_weights;
   SCOPED_TRACE(std::string(var.name) + " weights " + tensor_type_name(wt) + " kv " + tensor_type_name(kv_type) + "/" +
                tensor_type_name(kv_type_v.value_or(kv_type)));
 
@@ -395,7 +406,7 @@ void check_variant(const Variant& var, TensorType wt, TensorType kv_type, double
   const auto ref_c = naive.forward(tc);
   // Decode from position 9 of B, 10 of C, and (after the truncation below) 20 of A.
   const auto decode_ref = [&](const std::vector<int32_t>& t, size_t from, const std::vector<std::vector<double>>& ref) {
-    if (!int8_scores && !bf16_weights) return ref;
+    if (!int8_scores && !int8_weights) return ref;
     naive_decode.round_q_from = from;
     return naive_decode.forward(t);
   };

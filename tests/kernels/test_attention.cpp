@@ -424,9 +424,9 @@ TEST_P(Attention, Int8QueryScoresEqualScalarTwinExactly) {
   }
 }
 
-// The BF16-weighted V sum over Q4_0 rows (AttentionKernels::value_weights / accumulate_weighted,
+// The int8-weighted V sum over Q4_0 rows (AttentionKernels::value_weights / accumulate_weighted,
 // where the ISA has it). Weights: probabilities over 20 orders of magnitude, some below
-// FLT_MIN / d (flushed), scaled by the rows' own block scales.
+// FLT_MIN / d, scaled by the rows' own block scales.
 std::vector<float> weights_like_softmax(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
@@ -435,50 +435,121 @@ std::vector<float> weights_like_softmax(size_t n, uint32_t seed) {
   return p;
 }
 
-// Against double sums the test computes: (1) of the kernel's own BF16 weights times the codes the
-// test decodes, up to F32 summation (kSumRelTol of the sum of |terms|); (2) of the exact
-// p * v, where each weight may differ from p * d by its BF16 rounding: relative 2^-8 (plus
-// flushed weights below FLT_MIN, < 1.2e-38 * 8 each): bound 2^-8 of the sum of |terms| plus F32
-// summation. The weights themselves: each within half a BF16 step of p * d.
+// Tiles of 16 rows in the order of `rows`, each tile at a place of its own in `store` (reversed
+// when `scatter`: tile t of the sequence at slot n_tiles - 1 - t), so a group of 32 rows spans two
+// tiles that are not adjacent in memory, as two KV blocks of 16 can be.
+struct ValueTiles {
+  std::vector<uint8_t> store;
+  std::vector<const uint8_t*> tiles;
+};
+ValueTiles tile_rows(const Rows& v, int64_t cnt, size_t row_bytes, bool scatter) {
+  ValueTiles t;
+  const int64_t n_tiles = (cnt + kValueTileRows - 1) / kValueTileRows;
+  const size_t tile_bytes = static_cast<size_t>(kValueTileRows) * row_bytes;
+  t.store.assign(static_cast<size_t>(n_tiles) * tile_bytes, 0xEE);
+  for (int64_t i = 0; i < n_tiles; ++i) {
+    const int64_t slot = scatter ? n_tiles - 1 - i : i;
+    const int64_t rows = std::min<int64_t>(kValueTileRows, cnt - i * kValueTileRows);
+    std::memcpy(t.store.data() + static_cast<size_t>(slot) * tile_bytes,
+                v.bytes.data() + static_cast<size_t>(i * kValueTileRows) * row_bytes, static_cast<size_t>(rows) * row_bytes);
+    t.tiles.push_back(t.store.data() + static_cast<size_t>(slot) * tile_bytes);
+  }
+  return t;
+}
+
+// The weights of one group, head and block, from the definition in kernels/attention.h, written
+// here independently of the kernels: x = p * d, m = max |x|, q = round-half-even(x * 127 / m).
+struct GroupWeights {
+  int8_t q[32] = {};
+  float scale = 0.0f;
+  int32_t offset = 0;
+  float m = 0.0f;
+};
+GroupWeights group_weights(const Rows& v, size_t row_bytes, const float* p, int64_t s0, int64_t rows, int64_t b) {
+  GroupWeights gw;
+  float x[32] = {};
+  for (int64_t j = 0; j < rows; ++j) {
+    BlockQ4_0 blk;
+    std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s0 + j) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
+    x[j] = p[s0 + j] * fp16_to_fp32(blk.d);
+    gw.m = std::max(gw.m, std::fabs(x[j]));
+  }
+  if (gw.m < 0x1p-120f) return gw;  // 127 / m would overflow: the group adds nothing
+  const float inv = 127.0f / gw.m;
+  for (int j = 0; j < 32; ++j) {
+    gw.q[j] = static_cast<int8_t>(std::nearbyint(x[j] * inv));
+    gw.offset += 8 * gw.q[j];
+  }
+  gw.scale = gw.m / 127.0f;
+  return gw;
+}
+
+// Against the definition: (1) the weights, scales and offsets of every group, head and block;
+// (2) each output against double sums the test computes of the definition's weights times the
+// codes the test decodes, up to F32 rounding (kSumRelTol of the sum of |terms|, plus one rounding
+// of the F32 FMA per group); (3) each output against the exact p * v: each weight differs from
+// p * d by at most m / 254 of its group (half an int8 step; or all of |p d| where m < 2^-120 and
+// the group adds nothing), so the bound is the sum of m / 254 * |code| over the rows, plus F32 summation.
 TEST_P(Attention, WeightedValueSumMatchesReference) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
-    GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
+    GTEST_SKIP() << "no int8-weighted V sum on this ISA";
   uint32_t seed = 5000;
-  for (int64_t hd : {32, 64, 96, 128, 160, 256}) {  // 160, 256: more than one group of 4 blocks
+  for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t pad : {0, 6}) {
       const size_t row_bytes = tensor_row_bytes(TensorType::Q4_0, hd) + static_cast<size_t>(pad);
-      for (int64_t cnt : kCounts) {
+      for (int64_t cnt : {1, 3, 8, 15, 16, 17, 33, 40, 64, 77}) {
         for (int64_t g : kGroups) {
           const Shape sh{TensorType::Q4_0, hd};
           const Rows v = make_rows(TensorType::Q4_0, cnt, hd, row_bytes, ++seed);
+          const ValueTiles tiles = tile_rows(v, cnt, row_bytes, /*scatter=*/true);
           const int64_t nb = hd / 32, p_stride = cnt + 3, o_stride = hd + 5;
           const auto p = weights_like_softmax(static_cast<size_t>(g * p_stride), ++seed);
           const auto out0 = randn(static_cast<size_t>(g * o_stride), ++seed, 0.1f);
-          // The weights' tiles plus a guard area the kernels must not touch.
-          const size_t n_w = static_cast<size_t>(value_weights_count(cnt, g, hd));
-          std::vector<uint16_t> w(n_w + 64, 0xDEAD);
-          const auto w_at = [&](int64_t s, int64_t h, int64_t b) {
-            return static_cast<size_t>((s / 16) * 16 * g * nb + (h * nb + b) * 16 + s % 16);
-          };
+          // The weights' records plus a guard area the kernels must not touch.
+          const size_t n_w = static_cast<size_t>(value_weights_bytes(cnt, g, hd));
+          std::vector<uint8_t> w(n_w + 64, 0xAD);
           std::vector<float> out(out0.begin(), out0.end());
           const AttentionKernels k = attention_kernels(TensorType::Q4_0, hd);
-          k.value_weights(v.bytes.data(), row_bytes, cnt, hd, p.data(), p_stride, g, w.data());
-          k.accumulate_weighted(v.bytes.data(), row_bytes, cnt, hd, w.data(), g, out.data(), o_stride);
-          for (size_t i = n_w; i < w.size(); ++i) ASSERT_EQ(w[i], 0xDEAD) << "wrote past the tiles: " << where(sh, cnt, g, pad);
+          k.value_weights(tiles.tiles.data(), row_bytes, cnt, hd, p.data(), p_stride, g, w.data());
+          k.accumulate_weighted(tiles.tiles.data(), row_bytes, cnt, hd, w.data(), g, out.data(), o_stride);
+          for (size_t i = n_w; i < w.size(); ++i) ASSERT_EQ(w[i], 0xAD) << "wrote past the records: " << where(sh, cnt, g, pad);
+          const ValueWeightGroup rec(g, nb);
           for (int64_t h = 0; h < g; ++h) {
-            for (int64_t b = 0; b < nb; ++b) {
-              for (int64_t s = 0; s < cnt; ++s) {
-                const uint16_t got = w[w_at(s, h, b)];
-                BlockQ4_0 blk;
-                std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
-                const double exact = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) * fp16_to_fp32(blk.d);
-                const double wv = bf16_to_fp32(got);
-                if (std::fabs(p[static_cast<size_t>(h * p_stride + s)] * fp16_to_fp32(blk.d)) <
-                    std::numeric_limits<float>::min()) {  // the F32 product is what gets flushed
-                  ASSERT_EQ(got, 0) << "not flushed: " << where(sh, cnt, g, pad);
-                } else {
-                  ASSERT_LE(std::fabs(wv - exact), std::fabs(exact) * std::ldexp(1.0, -8) * (1 + 1e-6))
-                      << where(sh, cnt, g, pad) << " h=" << h << " b=" << b << " s=" << s;
+            std::vector<double> coded(static_cast<size_t>(hd)), mag(static_cast<size_t>(hd)), bound(static_cast<size_t>(hd));
+            for (int64_t i = 0; i < hd; ++i) coded[static_cast<size_t>(i)] = out0[static_cast<size_t>(h * o_stride + i)];
+            for (int64_t s0 = 0; s0 < cnt; s0 += kValueWeightGroupRows) {
+              const int64_t rows = std::min<int64_t>(kValueWeightGroupRows, cnt - s0);
+              const uint8_t* grp = w.data() + (s0 / kValueWeightGroupRows) * rec.bytes;
+              for (int64_t b = 0; b < nb; ++b) {
+                const GroupWeights want = group_weights(v, row_bytes, p.data() + h * p_stride, s0, rows, b);
+                float scale;
+                int32_t offset;
+                std::memcpy(&scale, grp + rec.scale_offset(h, b), sizeof scale);
+                std::memcpy(&offset, grp + rec.offset_offset(h, b), sizeof offset);
+                ASSERT_EQ(scale, want.scale) << where(sh, cnt, g, pad) << " h=" << h << " b=" << b << " s0=" << s0;
+                ASSERT_EQ(offset, want.offset) << where(sh, cnt, g, pad) << " h=" << h << " b=" << b << " s0=" << s0;
+                for (int64_t j = 0; j < kValueWeightGroupRows; ++j) {
+                  ASSERT_EQ(static_cast<int8_t>(grp[rec.weights_offset(h, b) + j]), want.q[j])
+                      << where(sh, cnt, g, pad) << " h=" << h << " b=" << b << " row " << s0 + j;
+                }
+                for (int64_t e = 0; e < 32; ++e) {
+                  const int64_t i = b * 32 + e;
+                  double sum = 0, sum_mag = 0, err = 0;
+                  for (int64_t j = 0; j < rows; ++j) {
+                    BlockQ4_0 blk;
+                    std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s0 + j) * row_bytes + b * sizeof(BlockQ4_0),
+                                sizeof blk);
+                    const uint8_t byte = blk.qs[e % 16];
+                    const int code = (e < 16 ? (byte & 0x0F) : (byte >> 4)) - 8;
+                    sum += static_cast<double>(want.q[j]) * code;
+                    sum_mag += std::fabs(static_cast<double>(want.q[j]) * code);
+                    err += static_cast<double>(want.m) / 254.0 * std::abs(code) * (1 + 1e-6);
+                    if (want.m < 0x1p-120f)
+                      err += std::fabs(static_cast<double>(p[static_cast<size_t>(h * p_stride + s0 + j)]) * fp16_to_fp32(blk.d) * code);
+                  }
+                  coded[static_cast<size_t>(i)] += sum * want.scale;
+                  mag[static_cast<size_t>(i)] += sum_mag * want.scale;
+                  bound[static_cast<size_t>(i)] += err;
                 }
               }
             }
@@ -488,21 +559,16 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
                 ASSERT_EQ(out[at], out0[at]) << "wrote past the head: " << where(sh, cnt, g, pad);
                 continue;
               }
-              const int64_t b = i / 32;
-              double coded = out0[at], mag = std::fabs(out0[at]), exact = out0[at], exact_mag = std::fabs(out0[at]);
+              const double m0 = std::fabs(out0[at]);
+              ASSERT_NEAR(out[at], coded[static_cast<size_t>(i)], kSumRelTol * (mag[static_cast<size_t>(i)] + m0) + 1e-30)
+                  << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
+              double exact = out0[at], exact_mag = m0;
               for (int64_t s = 0; s < cnt; ++s) {
-                BlockQ4_0 blk;
-                std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
-                const double code = v.value[static_cast<size_t>(s * hd + i)] / fp16_to_fp32(blk.d);
-                const double t = bf16_to_fp32(w[w_at(s, h, b)]) * code;
-                coded += t;
-                mag += std::fabs(t);
                 const double e = static_cast<double>(p[static_cast<size_t>(h * p_stride + s)]) * v.value[static_cast<size_t>(s * hd + i)];
                 exact += e;
                 exact_mag += std::fabs(e);
               }
-              ASSERT_NEAR(out[at], coded, kSumRelTol * mag + 1e-30) << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
-              ASSERT_NEAR(out[at], exact, std::ldexp(exact_mag, -8) + kSumRelTol * exact_mag + 1e-36)
+              ASSERT_NEAR(out[at], exact, bound[static_cast<size_t>(i)] + kSumRelTol * exact_mag + 1e-36)
                   << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
             }
           }
@@ -512,46 +578,49 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
   }
 }
 
-// Every ISA's BF16-weighted V sum equals the scalar twin bit for bit (weights and outputs): the
-// products are exact and each step is one rounding (kernels/attention.h).
+// Every ISA's int8-weighted V sum equals the scalar twin bit for bit (weight records and
+// outputs): integer sums are exact and each group adds one F32 FMA (kernels/attention.h). The
+// rows go as tiles scattered in memory, and the same rows in contiguous tiles give the same bits
+// (the result does not depend on where the KV blocks are).
 TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
-    GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
+    GTEST_SKIP() << "no int8-weighted V sum on this ISA";
   std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
   counts.push_back(37);
-  counts.push_back(4096);
+  counts.push_back(256);
   for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t g : {1, 7, 8, 11}) {
       for (int64_t pad : {0, 6}) {
         for (int64_t cnt : counts) {
-          if (cnt == 4096 && (pad != 0 || hd != 64)) continue;
-          const int64_t nb = hd / 32;
+          if (cnt == 256 && (pad != 0 || hd != 64)) continue;
           const size_t row_bytes = tensor_row_bytes(TensorType::Q4_0, hd) + static_cast<size_t>(pad);
           const Rows v = make_rows(TensorType::Q4_0, cnt, hd, row_bytes, 91 + static_cast<uint32_t>(g + hd + cnt));
+          const ValueTiles scattered = tile_rows(v, cnt, row_bytes, true), contiguous = tile_rows(v, cnt, row_bytes, false);
           const auto p = weights_like_softmax(static_cast<size_t>(g * cnt), 93);
           const auto out0 = randn(static_cast<size_t>(g * hd), 95, 0.1f);
-          // Slots of the last tile past cnt are unspecified: both start at 0.
-          std::vector<uint16_t> w(static_cast<size_t>(value_weights_count(cnt, g, hd))), w_ref(w.size());
-          std::vector<float> out(out0), out_ref(out0);
+          const size_t n_w = static_cast<size_t>(value_weights_bytes(cnt, g, hd));
+          std::vector<uint8_t> w(n_w), w_ref(n_w), w_contig(n_w);
+          std::vector<float> out(out0), out_ref(out0), out_contig(out0);
           const AttentionKernels k = attention_kernels(TensorType::Q4_0, hd);
-          k.value_weights(v.bytes.data(), row_bytes, cnt, hd, p.data(), cnt, g, w.data());
-          k.accumulate_weighted(v.bytes.data(), row_bytes, cnt, hd, w.data(), g, out.data(), hd);
+          k.value_weights(scattered.tiles.data(), row_bytes, cnt, hd, p.data(), cnt, g, w.data());
+          k.accumulate_weighted(scattered.tiles.data(), row_bytes, cnt, hd, w.data(), g, out.data(), hd);
+          k.value_weights(contiguous.tiles.data(), row_bytes, cnt, hd, p.data(), cnt, g, w_contig.data());
+          k.accumulate_weighted(contiguous.tiles.data(), row_bytes, cnt, hd, w_contig.data(), g, out_contig.data(), hd);
           set_active_isa(Isa::kScalar);
           const AttentionKernels twin = attention_kernels(TensorType::Q4_0, hd);
-          twin.value_weights(v.bytes.data(), row_bytes, cnt, hd, p.data(), cnt, g, w_ref.data());
-          twin.accumulate_weighted(v.bytes.data(), row_bytes, cnt, hd, w_ref.data(), g, out_ref.data(), hd);
+          twin.value_weights(scattered.tiles.data(), row_bytes, cnt, hd, p.data(), cnt, g, w_ref.data());
+          twin.accumulate_weighted(scattered.tiles.data(), row_bytes, cnt, hd, w_ref.data(), g, out_ref.data(), hd);
           set_active_isa(GetParam());
           const std::string at = "hd=" + std::to_string(hd) + " g=" + std::to_string(g) + " cnt=" + std::to_string(cnt) +
                                  " pad=" + std::to_string(pad);
-          for (int64_t s = 0; s < cnt; ++s) {
-            for (int64_t hb = 0; hb < g * nb; ++hb) {
-              const size_t i = static_cast<size_t>((s / 16) * 16 * g * nb + hb * 16 + s % 16);
-              ASSERT_EQ(w[i], w_ref[i]) << at << " weight of row " << s << " head x block " << hb;
-            }
+          for (size_t i = 0; i < n_w; ++i) {
+            ASSERT_EQ(w[i], w_ref[i]) << at << " weight record byte " << i;
+            ASSERT_EQ(w[i], w_contig[i]) << at << " weight record byte " << i << " (contiguous tiles)";
           }
           for (size_t i = 0; i < out.size(); ++i) {
             ASSERT_EQ(std::memcmp(&out[i], &out_ref[i], sizeof(float)), 0)
                 << at << " out " << i << ": " << out[i] << " vs " << out_ref[i];
+            ASSERT_EQ(std::memcmp(&out[i], &out_contig[i], sizeof(float)), 0) << at << " out " << i << " (contiguous tiles)";
           }
         }
       }
@@ -559,40 +628,42 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
   }
 }
 
-// Flushing, by hand: row 0 all codes -1 with scale 1 and weight FLT_MIN (exact in BF16), row 1
-// all codes 0 with weight 0, so each output is out0 - FLT_MIN (m) in two steps, with results
-// and initial values near and below m. Expected, from the definition in kernels/attention.h:
-// 1.5m -> 0.5m subnormal -> +0; 2m -> m; m -> +0; 0.5m (flushed first) -> -m; -0 -> -m;
-// 1 -> 1; -0.5m (flushed first) -> -m.
-TEST_P(Attention, WeightedValueSumFlushesSubnormals) {
+// Groups whose largest |p * d| is 0 or below 2^-120: weights 0, scale 0, the output unchanged
+// (no 0 * inf, no NaN); a normal group beside them is unaffected. By hand, from the definition:
+// rows 0 .. 31 with p = 0 (group 0), rows 32 .. 63 with p = FLT_MIN / 4 and d = 1 (group 1,
+// m = FLT_MIN / 4), row 64 with p = 0.5, d = 1, all codes -1 (group 2: q = 127, S = 0.5 / 127,
+// offset 1016: out -= 0.5 exactly, since 127 * (0.5 / 127) rounds to 0.5).
+TEST_P(Attention, WeightedValueSumTinyGroupsAddNothing) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
-    GTEST_SKIP() << "no BF16-weighted V sum on this ISA";
-  const float m = std::numeric_limits<float>::min();
-  const float in[7] = {1.5f * m, 2 * m, m, 0.5f * m, -0.0f, 1.0f, -0.5f * m};
-  const float want[7] = {0.0f, m, 0.0f, -m, -m, 1.0f, -m};
-  BlockQ4_0 rows[2];
-  rows[0].d = fp32_to_fp16(1.0f);
-  rows[1].d = fp32_to_fp16(1.0f);
-  std::memset(rows[0].qs, 0x77, sizeof rows[0].qs);  // nibbles 7: value -1
-  std::memset(rows[1].qs, 0x88, sizeof rows[1].qs);  // nibbles 8: value 0
-  const float p[2] = {m, 0.0f};
+    GTEST_SKIP() << "no int8-weighted V sum on this ISA";
+  const float fmin = std::numeric_limits<float>::min();
+  std::vector<BlockQ4_0> rows(65);
+  for (auto& r : rows) {
+    r.d = fp32_to_fp16(1.0f);
+    std::memset(r.qs, 0x77, sizeof r.qs);  // nibbles 7: value -1
+  }
+  std::vector<float> p(65, 0.0f);
+  for (int s = 32; s < 64; ++s) p[static_cast<size_t>(s)] = fmin / 4;
+  p[64] = 0.5f;
+  std::vector<const uint8_t*> tiles;
+  for (int s = 0; s < 65; s += 16) tiles.push_back(reinterpret_cast<const uint8_t*>(&rows[static_cast<size_t>(s)]));
   for (const bool twin : {false, true}) {
     if (twin) set_active_isa(Isa::kScalar);
     const AttentionKernels k = attention_kernels(TensorType::Q4_0, 32);
-    std::vector<uint16_t> w(static_cast<size_t>(value_weights_count(2, 1, 32)));
-    std::vector<float> out(32);
-    for (int i = 0; i < 32; ++i) out[static_cast<size_t>(i)] = in[i % 7];
-    k.value_weights(rows, sizeof(BlockQ4_0), 2, 32, p, 2, 1, w.data());
-    EXPECT_EQ(w[0], 0x0080) << "FLT_MIN in BF16";
-    EXPECT_EQ(w[1], 0x0000);
-    k.accumulate_weighted(rows, sizeof(BlockQ4_0), 2, 32, w.data(), 1, out.data(), 32);
+    std::vector<uint8_t> w(static_cast<size_t>(value_weights_bytes(65, 1, 32)));
+    std::vector<float> out(32, 1.0f);
+    k.value_weights(tiles.data(), sizeof(BlockQ4_0), 65, 32, p.data(), 65, 1, w.data());
+    k.accumulate_weighted(tiles.data(), sizeof(BlockQ4_0), 65, 32, w.data(), 1, out.data(), 32);
     if (twin) set_active_isa(GetParam());
-    for (int i = 0; i < 32; ++i) {
-      const float got = out[static_cast<size_t>(i)];
-      EXPECT_EQ(std::memcmp(&got, &want[i % 7], sizeof got), 0)
-          << (twin ? "twin" : "kernel") << " element " << i << ": from " << in[i % 7] << " got " << got << ", want "
-          << want[i % 7];
+    const ValueWeightGroup rec(1, 1);
+    for (int grp = 0; grp < 2; ++grp) {
+      float scale;
+      std::memcpy(&scale, w.data() + grp * rec.bytes + rec.scale_offset(0, 0), sizeof scale);
+      EXPECT_EQ(scale, 0.0f) << (twin ? "twin" : "kernel") << " group " << grp;
+      for (int j = 0; j < 32; ++j) EXPECT_EQ(w[static_cast<size_t>(grp * rec.bytes + j)], 0) << "group " << grp << " row " << j;
     }
+    EXPECT_EQ(static_cast<int8_t>(w[static_cast<size_t>(2 * rec.bytes)]), 127);
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], 0.5f) << (twin ? "twin" : "kernel") << " element " << i;
   }
 }
 

@@ -157,59 +157,72 @@ void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const fl
   accumulate<Q4_0Row>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
-// The BF16-weighted V sum (kernels/attention.h), element by element in the order it defines.
+// The int8-weighted V sum (kernels/attention.h), element by element in the order it defines.
 namespace {
 
-constexpr float kFltMin = std::numeric_limits<float>::min();  // smallest normal float
-
-// fp32_to_bf16 (round to nearest even, NaN kept), with magnitudes below FLT_MIN to +0.
-uint16_t to_bf16(float x) {
-  return std::fabs(x) < kFltMin ? 0 : fp32_to_bf16(x);
-}
-
-float flush(float x) {
-  return std::fabs(x) < kFltMin ? std::copysign(0.0f, x) : x;
-}
-
-// Index of row s's weight of head h, block b in value_weights' tiles (kernels/attention.h).
-int64_t weight_at(int64_t s, int64_t h, int64_t b, int64_t g, int64_t nb) {
-  return (s / 16) * 16 * g * nb + (h * nb + b) * 16 + s % 16;
+const BlockQ4_0* tile_row(const uint8_t* const* tiles, size_t rb, int64_t s) {
+  return reinterpret_cast<const BlockQ4_0*>(tiles[s / kValueTileRows] + static_cast<size_t>(s % kValueTileRows) * rb);
 }
 
 }  // namespace
 
-void value_weights_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
-                        uint16_t* w) {
+void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps,
+                        int64_t g, uint8_t* w) {
   const int64_t nb = hd / 32;
-  for (int64_t s = 0; s < cnt; ++s) {
-    const auto* blocks = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(v) + static_cast<size_t>(s) * rb);
-    for (int64_t b = 0; b < nb; ++b) {
-      const float d = fp16_to_fp32(blocks[b].d);
-      for (int64_t h = 0; h < g; ++h) w[weight_at(s, h, b, g, nb)] = to_bf16(p[h * ps + s] * d);
+  const ValueWeightGroup group_at(g, nb);
+  const auto scale_of = [&](int64_t s, int64_t b) { return fp16_to_fp32(tile_row(tiles, rb, s)[b].d); };
+  for (int64_t s0 = 0; s0 < cnt; s0 += kValueWeightGroupRows) {
+    uint8_t* grp = w + (s0 / kValueWeightGroupRows) * group_at.bytes;
+    const int64_t rows = std::min(kValueWeightGroupRows, cnt - s0);
+    for (int64_t h = 0; h < g; ++h) {
+      for (int64_t b = 0; b < nb; ++b) {
+        float x[kValueWeightGroupRows] = {};
+        float m = 0.0f;
+        for (int64_t j = 0; j < rows; ++j) {
+          x[j] = p[h * ps + s0 + j] * scale_of(s0 + j, b);
+          m = std::fabs(x[j]) > m ? std::fabs(x[j]) : m;
+        }
+        const bool ok = m >= kValueWeightMinMax && m <= std::numeric_limits<float>::max();
+        const float inv = ok ? 127.0f / m : 0.0f;
+        int32_t sum = 0;
+        for (int64_t j = 0; j < kValueWeightGroupRows; ++j) {
+          const float r = std::nearbyint(x[j] * inv);  // round to nearest even (the default mode)
+          // A NaN (non-finite input) becomes 0 here: unspecified by the contract, not undefined.
+          const int32_t q = r == r ? static_cast<int32_t>(std::clamp(r, -127.0f, 127.0f)) : 0;
+          grp[group_at.weights_offset(h, b) + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
+          sum += q;
+        }
+        const float scale = m < kValueWeightMinMax ? 0.0f : m / 127.0f;
+        const int32_t offset = 8 * sum;
+        std::memcpy(grp + group_at.scale_offset(h, b), &scale, sizeof scale);
+        std::memcpy(grp + group_at.offset_offset(h, b), &offset, sizeof offset);
+      }
     }
   }
 }
 
-void accumulate_weighted_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const uint16_t* w, int64_t g,
-                              float* out, int64_t os) {
+void accumulate_weighted_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int64_t hd, const uint8_t* w,
+                              int64_t g, float* out, int64_t os) {
   const int64_t nb = hd / 32;
-  for (int64_t h = 0; h < g; ++h) {
-    for (int64_t i = 0; i < hd; ++i) {
-      const int64_t b = i / 32, k = i % 32;
-      float acc = flush(out[h * os + i]);
-      for (int64_t s = 0; s < cnt; s += 2) {
-        float wt[2] = {0.0f, 0.0f}, x[2] = {0.0f, 0.0f};
-        for (int64_t j = 0; j < 2 && s + j < cnt; ++j) {
-          const auto* blk = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(v) +
-                                                               static_cast<size_t>(s + j) * rb) + b;
-          const uint8_t q = blk->qs[k % 16];
-          wt[j] = bf16_to_fp32(w[weight_at(s + j, h, b, g, nb)]);
-          x[j] = static_cast<float>((k < 16 ? (q & 0x0F) : (q >> 4)) - 8);
+  const ValueWeightGroup group_at(g, nb);
+  for (int64_t s0 = 0; s0 < cnt; s0 += kValueWeightGroupRows) {
+    const uint8_t* grp = w + (s0 / kValueWeightGroupRows) * group_at.bytes;
+    const int64_t rows = std::min(kValueWeightGroupRows, cnt - s0);
+    for (int64_t h = 0; h < g; ++h) {
+      for (int64_t i = 0; i < hd; ++i) {
+        const int64_t b = i / 32, k = i % 32;
+        int32_t isum = 0;
+        for (int64_t j = 0; j < rows; ++j) {
+          const uint8_t byte = tile_row(tiles, rb, s0 + j)[b].qs[k % 16];
+          const int32_t code = k < 16 ? (byte & 0x0F) : (byte >> 4);
+          isum += static_cast<int8_t>(grp[group_at.weights_offset(h, b) + j]) * code;
         }
-        acc = flush(std::fma(wt[1], x[1], acc));
-        acc = flush(std::fma(wt[0], x[0], acc));
+        float scale;
+        int32_t offset;
+        std::memcpy(&scale, grp + group_at.scale_offset(h, b), sizeof scale);
+        std::memcpy(&offset, grp + group_at.offset_offset(h, b), sizeof offset);
+        out[h * os + i] = std::fma(static_cast<float>(isum - offset), scale, out[h * os + i]);
       }
-      out[h * os + i] = acc;
     }
   }
 }
