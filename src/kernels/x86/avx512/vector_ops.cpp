@@ -42,8 +42,9 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  const __m512 out = _mm512_maskz_mul_ps(static_cast<__mmask16>(~lo), p, _mm512_castsi512_ps(e));
+  // p * 2^n by vscalefps: the same bits as multiplying by the float 2^n (exact, and 2^n is normal
+  // for the clamped x: n in [-126, 127]), one instruction instead of convert, add, shift, multiply.
+  const __m512 out = _mm512_maskz_scalef_ps(static_cast<__mmask16>(~lo), p, n);
   return _mm512_mask_blend_ps(hi, out, _mm512_set1_ps(__builtin_inff()));
 }
 
