@@ -40,7 +40,8 @@ struct ContextParams {
   // type and also the V type unless kv_type_v is set (--kv-type-k / --kv-type-v).
   TensorType kv_type = TensorType::F16;
   std::optional<TensorType> kv_type_v;
-  int32_t kv_block_tokens = 16;   // tokens per KV block
+  int32_t kv_block_tokens = 16;   // tokens per KV block (a multiple of 16 for decode's int8-weighted
+                                  // Q4_0 V sum; other sizes use the F32 sum, kernels/attention.h)
   size_t kv_budget_bytes = 0;     // KV pool size; 0 = see kv_budget_fraction
   // With kv_budget_bytes 0: > 0 sizes the pool as this fraction of the memory available now
   // (MemAvailable), at most twice n_seq_max full sequences (the rest of a large budget serves

@@ -271,6 +271,8 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
       // hold them (same result for a sequence however the cache is laid out). value_weights is
       // the first pass over those rows and prefetches them itself.
       auto* w = reinterpret_cast<uint8_t*>(scores + entries_weights_floats_);  // kWeightedRows rows' weights
+      static_assert(kWeightedRows % kernels::kValueWeightGroupRows == 0 && kWeightedRows % kernels::kValueTileRows == 0,
+                    "calls must start at group and tile boundaries");
       constexpr int32_t kTiles = kWeightedRows / kernels::kValueTileRows;
       const uint8_t* tiles[kTiles];
       for (int32_t p0 = 0; p0 < n_pos; p0 += kWeightedRows) {

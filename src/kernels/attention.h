@@ -87,8 +87,8 @@ using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64
 //                        (isum - offset = sum_j q_j * (nibble - 8): the codes as stored, 0 .. 15,
 //                        are the unsigned operand of the integer dot product.)
 // Integer sums are exact and each group adds one F32 FMA per element, so every ISA gives the same
-// bits. For non-finite p or d the result is unspecified (NaN where m is NaN or infinite), never
-// undefined behaviour.
+// bits. For non-finite p, d or p * d the result is unspecified (NaN or infinite), never undefined
+// behaviour.
 inline constexpr int64_t kValueWeightGroupRows = 32;
 inline constexpr float kValueWeightMinMax = 0x1p-120f;  // the 2^-120 above
 // Where a group's values live in its record of `bytes` bytes: the int8 weights of pair (h, b), 32

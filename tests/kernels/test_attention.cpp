@@ -587,6 +587,7 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
     GTEST_SKIP() << "no int8-weighted V sum on this ISA";
   std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
   counts.push_back(37);
+  counts.push_back(61);  // a last group of 29 rows: not whole quads
   counts.push_back(256);
   for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t g : {1, 7, 8, 11}) {
@@ -628,42 +629,48 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
   }
 }
 
-// Groups whose largest |p * d| is 0 or below 2^-120: weights 0, scale 0, the output unchanged
-// (no 0 * inf, no NaN); a normal group beside them is unaffected. By hand, from the definition:
-// rows 0 .. 31 with p = 0 (group 0), rows 32 .. 63 with p = FLT_MIN / 4 and d = 1 (group 1,
-// m = FLT_MIN / 4), row 64 with p = 0.5, d = 1, all codes -1 (group 2: q = 127, S = 0.5 / 127,
-// offset 1016: out -= 0.5 exactly, since 127 * (0.5 / 127) rounds to 0.5).
+// Groups whose largest |p * d| is 0 or below 2^-120 add nothing: weights 0, scale 0, no 0 * inf
+// or NaN; a group at exactly 2^-120 is kept. By hand, from the definition, d = 1 and all codes
+// -1 everywhere: group 0 (rows 0 .. 31) p = 0; group 1 p = FLT_MIN / 4 (subnormal); group 2
+// p = 2^-122 (normal, below the threshold); group 3 p = 2^-120 (kept: q = 127, S = 2^-120 / 127,
+// too small to move an output of 1); group 4 (row 128 only) p = 0.5: q = 127, S = 0.5 / 127,
+// offset 1016, so out = fma(-127, S, 1) = 0.5 exactly (127 * fl(0.5 / 127) rounds to 0.5).
 TEST_P(Attention, WeightedValueSumTinyGroupsAddNothing) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
     GTEST_SKIP() << "no int8-weighted V sum on this ISA";
-  const float fmin = std::numeric_limits<float>::min();
-  std::vector<BlockQ4_0> rows(65);
+  constexpr int kRows = 129;
+  std::vector<BlockQ4_0> rows(kRows);
   for (auto& r : rows) {
     r.d = fp32_to_fp16(1.0f);
     std::memset(r.qs, 0x77, sizeof r.qs);  // nibbles 7: value -1
   }
-  std::vector<float> p(65, 0.0f);
-  for (int s = 32; s < 64; ++s) p[static_cast<size_t>(s)] = fmin / 4;
-  p[64] = 0.5f;
+  const float group_p[5] = {0.0f, std::numeric_limits<float>::min() / 4, 0x1p-122f, 0x1p-120f, 0.5f};
+  std::vector<float> p(kRows);
+  for (int s = 0; s < kRows; ++s) p[static_cast<size_t>(s)] = group_p[s / 32];
   std::vector<const uint8_t*> tiles;
-  for (int s = 0; s < 65; s += 16) tiles.push_back(reinterpret_cast<const uint8_t*>(&rows[static_cast<size_t>(s)]));
+  for (int s = 0; s < kRows; s += 16) tiles.push_back(reinterpret_cast<const uint8_t*>(&rows[static_cast<size_t>(s)]));
   for (const bool twin : {false, true}) {
     if (twin) set_active_isa(Isa::kScalar);
     const AttentionKernels k = attention_kernels(TensorType::Q4_0, 32);
-    std::vector<uint8_t> w(static_cast<size_t>(value_weights_bytes(65, 1, 32)));
+    std::vector<uint8_t> w(static_cast<size_t>(value_weights_bytes(kRows, 1, 32)));
     std::vector<float> out(32, 1.0f);
-    k.value_weights(tiles.data(), sizeof(BlockQ4_0), 65, 32, p.data(), 65, 1, w.data());
-    k.accumulate_weighted(tiles.data(), sizeof(BlockQ4_0), 65, 32, w.data(), 1, out.data(), 32);
+    k.value_weights(tiles.data(), sizeof(BlockQ4_0), kRows, 32, p.data(), kRows, 1, w.data());
+    k.accumulate_weighted(tiles.data(), sizeof(BlockQ4_0), kRows, 32, w.data(), 1, out.data(), 32);
     if (twin) set_active_isa(GetParam());
+    const char* who = twin ? "twin" : "kernel";
     const ValueWeightGroup rec(1, 1);
-    for (int grp = 0; grp < 2; ++grp) {
+    for (int grp = 0; grp < 5; ++grp) {
       float scale;
       std::memcpy(&scale, w.data() + grp * rec.bytes + rec.scale_offset(0, 0), sizeof scale);
-      EXPECT_EQ(scale, 0.0f) << (twin ? "twin" : "kernel") << " group " << grp;
-      for (int j = 0; j < 32; ++j) EXPECT_EQ(w[static_cast<size_t>(grp * rec.bytes + j)], 0) << "group " << grp << " row " << j;
+      const bool kept = grp >= 3;
+      EXPECT_EQ(scale, kept ? group_p[grp] / 127.0f : 0.0f) << who << " group " << grp;
+      const int rows_in = grp == 4 ? 1 : 32;
+      for (int j = 0; j < 32; ++j) {
+        EXPECT_EQ(static_cast<int8_t>(w[static_cast<size_t>(grp * rec.bytes + j)]), kept && j < rows_in ? 127 : 0)
+            << who << " group " << grp << " row " << j;
+      }
     }
-    EXPECT_EQ(static_cast<int8_t>(w[static_cast<size_t>(2 * rec.bytes)]), 127);
-    for (int i = 0; i < 32; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], 0.5f) << (twin ? "twin" : "kernel") << " element " << i;
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], 0.5f) << who << " element " << i;
   }
 }
 
