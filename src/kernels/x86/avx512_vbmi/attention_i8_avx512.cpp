@@ -157,6 +157,13 @@ void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int
     return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
   };
   alignas(64) float x[16][kGroup];  // one chunk of pairs' products p * d
+  // After packs_epi32 then packs_epi16 of (a0, a1), (b0, b1), 128-bit lane L holds elements
+  // 4L .. 4L + 3 of a0, a1, b0, b1 in turn; output byte 16P + e (part P of a0 a1 b0 b1, element
+  // e) comes from byte 16 (e / 4) + 4P + e % 4.
+  alignas(64) static const uint8_t kPackOrder[64] = {
+      0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
+      8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};
+  const __m512i pack_order = _mm512_load_si512(kPackOrder);
   for (int64_t s0 = 0; s0 < cnt; s0 += kGroup) {
     const __mmask16 m0 = lane_mask(cnt - s0), m1 = lane_mask(cnt - s0 - 16);
     // The group's two tiles (the second only when the group has more than 16 rows).
@@ -217,20 +224,36 @@ void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int
       // Scale slots of pairs i0 .. i0 + n - 1 are contiguous.
       _mm512_mask_storeu_ps(grp + group_at.scale_offset(0, 0) + i0 * 4, mk,
                             _mm512_maskz_div_ps(static_cast<__mmask16>(~small), m, _mm512_set1_ps(127.0f)));
+      // Two pairs at a time: their four vectors of int32 codes packed to bytes by two saturating
+      // packs (the same saturation as vpmovsdb) and put in order by one vpermb, 64 bytes stored
+      // (the records of pairs k and k + 1 are adjacent): 4 shuffles where vpmovsdb takes 8.
       __m512 qsum[16];
-      for (int64_t k = 0; k < 16; ++k) {
+      for (int64_t k = 0; k < 16; k += 2) {
         if (k >= n) {
-          qsum[k] = _mm512_setzero_ps();
+          qsum[k] = qsum[k + 1] = _mm512_setzero_ps();
           continue;
         }
-        const __m512 kinv = _mm512_set1_ps(inv[k]);
-        // A NaN product converts to INT_MIN (saturated to -128 below): unspecified, not undefined.
-        const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k]), kinv));
-        const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k] + 16), kinv));
-        uint8_t* wq = grp + (i0 + k) * 32;  // weights_offset(h, b) of pair i0 + k
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(wq), _mm512_cvtsepi32_epi8(q0));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(wq + 16), _mm512_cvtsepi32_epi8(q1));
-        qsum[k] = _mm512_castsi512_ps(_mm512_add_epi32(q0, q1));
+        __m512i q[2][2];
+        for (int64_t e = 0; e < 2; ++e) {
+          if (k + e >= n) {
+            q[e][0] = q[e][1] = _mm512_setzero_si512();
+            continue;
+          }
+          const __m512 kinv = _mm512_set1_ps(inv[k + e]);
+          // A NaN product converts to INT_MIN (saturated to -128 below): unspecified, not undefined.
+          q[e][0] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k + e]), kinv));
+          q[e][1] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k + e] + 16), kinv));
+        }
+        const __m512i bytes = _mm512_permutexvar_epi8(
+            pack_order, _mm512_packs_epi16(_mm512_packs_epi32(q[0][0], q[0][1]), _mm512_packs_epi32(q[1][0], q[1][1])));
+        uint8_t* wq = grp + (i0 + k) * 32;  // weights_offset(h, b) of pair i0 + k, then of i0 + k + 1
+        if (k + 1 < n) {
+          _mm512_storeu_si512(wq, bytes);
+        } else {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(wq), _mm512_castsi512_si256(bytes));
+        }
+        qsum[k] = _mm512_castsi512_ps(_mm512_add_epi32(q[0][0], q[0][1]));
+        qsum[k + 1] = _mm512_castsi512_ps(_mm512_add_epi32(q[1][0], q[1][1]));
       }
       const __m512i offsets = _mm512_slli_epi32(_mm512_castps_si512(reduce16(qsum, add_epi32)), 3);  // 8 * sum
       _mm512_mask_storeu_epi32(grp + group_at.offset_offset(0, 0) + i0 * 4, mk, offsets);
