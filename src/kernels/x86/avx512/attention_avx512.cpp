@@ -21,6 +21,8 @@
 #endif
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -150,6 +152,63 @@ struct QueryView {
     return Packed ? base + (c * NH + h) * kLanes : base + h * q_stride + c * kLanes;
   }
 };
+
+// Q4_0 rows, chunk c (blocks 2c and 2c + 1, the second zero when !pair), transposed straight from
+// the packed nibbles: the 16 code bytes of each block are 4 dwords, so a row's chunk is 8 dwords,
+// half of what Q4_0Bytes::load widens to before transpose16. Register j (j < 8) takes rows j and
+// j + 8: 128-bit lanes [block 2c of row j, block 2c + 1 of row j, the same of row j + 8]. Two
+// unpack stages and one vpermt2q per output give T[k] (k < 8) with lane m = code dword k of row
+// m; its low nibbles are dims 4k' .. 4k' + 3 of its block (k' = k % 4) and its high nibbles dims
+// 16 + 4k' .., which is r[] as scores_q8_block expects it (r[i] lane m = dims 4i .. 4i + 3 of row
+// m, i < 8 block 2c, i >= 8 block 2c + 1): 24 inserts and 24 shuffles per 16 rows instead of
+// 16 inserts, 16 variable shifts and transpose16's 64 shuffles.
+template <bool Full>
+EDGELLM_ALWAYS_INLINE void transposed_q4_0_codes(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t c,
+                                                  bool pair, __m512i r[16]) {
+  const auto qs = [&](int64_t j, int64_t blk) -> __m128i {
+    if ((!Full && j >= nr) || (blk == 1 && !pair)) return _mm_setzero_si128();
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(j) * row_bytes) + 2 * c + blk;
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+  };
+  __m512i z[8];
+  EDGELLM_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    z[j] = _mm512_castsi128_si512(qs(j, 0));
+    z[j] = _mm512_inserti32x4(z[j], qs(j, 1), 1);
+    z[j] = _mm512_inserti32x4(z[j], qs(j + 8, 0), 2);
+    z[j] = _mm512_inserti32x4(z[j], qs(j + 8, 1), 3);
+  }
+  // a[2p], a[2p + 1]: per 128-bit lane, dwords (0, 1) and (2, 3) of z[2p] and z[2p + 1] interleaved.
+  __m512i a[8];
+  EDGELLM_UNROLL
+  for (int p = 0; p < 4; ++p) {
+    a[2 * p] = _mm512_unpacklo_epi32(z[2 * p], z[2 * p + 1]);
+    a[2 * p + 1] = _mm512_unpackhi_epi32(z[2 * p], z[2 * p + 1]);
+  }
+  // b[e][G]: per 128-bit lane, dword e of that lane in rows 4G .. 4G + 3 (lanes: block 2c of rows
+  // 0-7 group, block 2c + 1 of them, block 2c of rows 8-15 group, block 2c + 1 of them).
+  __m512i b[4][2];
+  EDGELLM_UNROLL
+  for (int G = 0; G < 2; ++G) {
+    b[0][G] = _mm512_unpacklo_epi64(a[4 * G], a[4 * G + 2]);
+    b[1][G] = _mm512_unpackhi_epi64(a[4 * G], a[4 * G + 2]);
+    b[2][G] = _mm512_unpacklo_epi64(a[4 * G + 1], a[4 * G + 3]);
+    b[3][G] = _mm512_unpackhi_epi64(a[4 * G + 1], a[4 * G + 3]);
+  }
+  // T[e] = [lane 0 of b[e][0], lane 0 of b[e][1], lane 2 of b[e][0], lane 2 of b[e][1]] (rows 0-3,
+  // 4-7, 8-11, 12-15 of code dword e); T[4 + e] the same from lanes 1 and 3.
+  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), second = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  EDGELLM_UNROLL
+  for (int e = 0; e < 4; ++e) {
+    const __m512i t0 = _mm512_permutex2var_epi64(b[e][0], first, b[e][1]);
+    const __m512i t1 = _mm512_permutex2var_epi64(b[e][0], second, b[e][1]);
+    r[e] = _mm512_and_si512(t0, low4);
+    r[4 + e] = _mm512_and_si512(_mm512_srli_epi16(t0, 4), low4);
+    r[8 + e] = _mm512_and_si512(t1, low4);
+    r[12 + e] = _mm512_and_si512(_mm512_srli_epi16(t1, 4), low4);
+  }
+}
 
 // Scores of nr <= 16 rows (Full: nr == 16) for NH heads.
 template <class Rows, int NH, bool Full, bool Packed>
@@ -352,27 +411,47 @@ void scores_q8_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t 
   for (int64_t c = 0; 2 * c < nb; ++c) {
     const bool pair = 2 * c + 1 < nb;
     __m512i r[16];
-    alignas(32) uint16_t d0[16], d1[16];
-    EDGELLM_UNROLL
-    for (int j = 0; j < 16; ++j) {
-      if (Full || j < nr) {
-        const uint8_t* row = base + static_cast<size_t>(j) * row_bytes;
-        r[j] = Bytes::load(row, c, pair);
-        d0[j] = Bytes::scale_bits(row, 2 * c);
-        d1[j] = pair ? Bytes::scale_bits(row, 2 * c + 1) : 0;
-      } else {
-        r[j] = _mm512_setzero_si512();
-        d0[j] = d1[j] = 0;
+    __m512 k0, k1;
+    if constexpr (std::is_same_v<Bytes, Q4_0Bytes>) {
+      // The two blocks' scales of the 16 rows by masked dword gathers (the F16 scale is the low
+      // half of the dword at each block's start).
+      const __mmask16 rows = Full ? static_cast<__mmask16>(0xFFFF) : lane_mask(nr);
+      const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32(static_cast<int>(row_bytes)));
+      const uint8_t* at = base + static_cast<size_t>(2 * c) * sizeof(BlockQ4_0);
+      k0 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, offs, at, 1)));
+      k1 = pair ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(
+                      _mm512_setzero_si512(), rows, offs, at + sizeof(BlockQ4_0), 1)))
+                : _mm512_setzero_ps();
+    } else {
+      alignas(32) uint16_t d0[16], d1[16];
+      EDGELLM_UNROLL
+      for (int j = 0; j < 16; ++j) {
+        if (Full || j < nr) {
+          const uint8_t* row = base + static_cast<size_t>(j) * row_bytes;
+          d0[j] = Bytes::scale_bits(row, 2 * c);
+          d1[j] = pair ? Bytes::scale_bits(row, 2 * c + 1) : 0;
+        } else {
+          d0[j] = d1[j] = 0;
+        }
       }
+      k0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d0)));
+      k1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d1)));
     }
-    __m512 rf[16];
-    EDGELLM_UNROLL
-    for (int j = 0; j < 16; ++j) rf[j] = _mm512_castsi512_ps(r[j]);
-    transpose16(rf);
-    EDGELLM_UNROLL
-    for (int j = 0; j < 16; ++j) r[j] = _mm512_castps_si512(rf[j]);
-    const __m512 k0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d0)));
-    const __m512 k1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d1)));
+    if constexpr (std::is_same_v<Bytes, Q4_0Bytes>) {
+      transposed_q4_0_codes<Full>(base, row_bytes, nr, c, pair, r);
+    } else {
+      EDGELLM_UNROLL
+      for (int j = 0; j < 16; ++j) {
+        r[j] = Full || j < nr ? Bytes::load(base + static_cast<size_t>(j) * row_bytes, c, pair) : _mm512_setzero_si512();
+      }
+      __m512 rf[16];
+      EDGELLM_UNROLL
+      for (int j = 0; j < 16; ++j) rf[j] = _mm512_castsi512_ps(r[j]);
+      transpose16(rf);
+      EDGELLM_UNROLL
+      for (int j = 0; j < 16; ++j) r[j] = _mm512_castps_si512(rf[j]);
+    }
     EDGELLM_UNROLL
     for (int h = 0; h < NH; ++h) {
       const QueryBlockQ8* qb = q + h * q_stride + 2 * c;
