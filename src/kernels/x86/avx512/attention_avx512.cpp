@@ -368,7 +368,7 @@ void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const
 // transposes, 64 widenings and 7 x 64 FMAs.
 struct Q8_0Bytes {
   static constexpr int32_t kOffset = 128;
-  static uint16_t scale_bits(const uint8_t* row, int64_t b) { return reinterpret_cast<const BlockQ8_0*>(row)[b].d; }
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
   // Blocks 2c (low 256 bits) and 2c + 1 (high; zero when !pair) of a row.
   static __m512i load(const uint8_t* row, int64_t c, bool pair) {
     const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + 2 * c;
@@ -381,7 +381,7 @@ struct Q8_0Bytes {
 // block's 16 bytes go to two 128-bit lanes, the second shifted right by 4, then masked.
 struct Q4_0Bytes {
   static constexpr int32_t kOffset = 8;
-  static uint16_t scale_bits(const uint8_t* row, int64_t b) { return reinterpret_cast<const BlockQ4_0*>(row)[b].d; }
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
   static __m512i load(const uint8_t* row, int64_t c, bool pair) {
     const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + 2 * c;
     const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
@@ -411,33 +411,18 @@ void scores_q8_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t 
   for (int64_t c = 0; 2 * c < nb; ++c) {
     const bool pair = 2 * c + 1 < nb;
     __m512i r[16];
-    __m512 k0, k1;
-    if constexpr (std::is_same_v<Bytes, Q4_0Bytes>) {
-      // The two blocks' scales of the 16 rows by masked dword gathers (the F16 scale is the low
-      // half of the dword at each block's start).
-      const __mmask16 rows = Full ? static_cast<__mmask16>(0xFFFF) : lane_mask(nr);
-      const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32(static_cast<int>(row_bytes)));
-      const uint8_t* at = base + static_cast<size_t>(2 * c) * sizeof(BlockQ4_0);
-      k0 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, offs, at, 1)));
-      k1 = pair ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(
-                      _mm512_setzero_si512(), rows, offs, at + sizeof(BlockQ4_0), 1)))
-                : _mm512_setzero_ps();
-    } else {
-      alignas(32) uint16_t d0[16], d1[16];
-      EDGELLM_UNROLL
-      for (int j = 0; j < 16; ++j) {
-        if (Full || j < nr) {
-          const uint8_t* row = base + static_cast<size_t>(j) * row_bytes;
-          d0[j] = Bytes::scale_bits(row, 2 * c);
-          d1[j] = pair ? Bytes::scale_bits(row, 2 * c + 1) : 0;
-        } else {
-          d0[j] = d1[j] = 0;
-        }
-      }
-      k0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d0)));
-      k1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d1)));
-    }
+    // The two blocks' scales of the 16 rows by masked dword gathers (the F16 scale is the low half
+    // of the dword at each block's start): 14.8 instead of 16.2 us per 4096 Q4_0 rows (with the
+    // transposed codes below) against 32 scalar loads through a stack array.
+    const __mmask16 rows = Full ? static_cast<__mmask16>(0xFFFF) : lane_mask(nr);
+    const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(row_bytes)));
+    const uint8_t* at = base + static_cast<size_t>(2 * c) * Bytes::kBlockBytes;
+    const __m512 k0 =
+        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, offs, at, 1)));
+    const __m512 k1 = pair ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(
+                                 _mm512_setzero_si512(), rows, offs, at + Bytes::kBlockBytes, 1)))
+                           : _mm512_setzero_ps();
     if constexpr (std::is_same_v<Bytes, Q4_0Bytes>) {
       transposed_q4_0_codes<Full>(base, row_bytes, nr, c, pair, r);
     } else {
