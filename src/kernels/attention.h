@@ -64,14 +64,16 @@ using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64
 // on one core of a Xeon with AMX, where an F32 FMA loop reaches 123 G multiply-adds/s and
 // vdpbf16ps only a quarter of that; the BF16-weighted sum this replaced took 42 us there, 13 us
 // on Zen 5); vpdpbusd does 64 multiply-adds per instruction on the 4-bit codes as bytes.
-// The price: each weight p * d rounded to int8 against the largest of its group of 32 rows
+// The price: each weight p * d rounded to int8 against the largest of its group of 64 rows
 // (error <= m / 254 per weight, m that largest magnitude), against a 4-bit V whose own rounding
-// is ~2^-4 of its block (PPL / KL in docs/quantization.md). Rows come as tiles of 16: row s is at
-// tiles[s / 16] + (s % 16) * row_bytes, so a group of 32 positions may span two KV blocks and the
-// groups (and so the result) do not depend on where the cache placed the blocks. Two steps,
-// called with the same rows (cnt rows in groups of kValueWeightGroupRows = 32 from row 0; the
-// last group may be short):
-//   value_weights:       for group G (rows s = 32G + j, j < 32), head h < g, block b < nb = hd / 32:
+// is ~2^-4 of its block (PPL / KL in docs/quantization.md). Why 64: each group costs two
+// horizontal reductions per (head, block) and a conversion per output element; with 32-row groups
+// they were a third of the time (measured). Rows come as tiles of 16: row s is at
+// tiles[s / 16] + (s % 16) * row_bytes, so a group may span several KV blocks and the groups (and
+// so the result) do not depend on where the cache placed the blocks. Two steps, called with the
+// same rows (cnt rows in groups of kValueWeightGroupRows = 64 from row 0; the last group may be
+// short):
+//   value_weights:       for group G (rows s = 64G + j, j < 64), head h < g, block b < nb = hd / 32:
 //                          x_j = p[h * p_stride + s] * fp16_to_fp32(d_{s,b})   (F32; 0 for s >= cnt)
 //                          m = max_j |x_j|
 //                          inv = 127.0f / m if 2^-120 <= m <= FLT_MAX, else 0
@@ -81,7 +83,7 @@ using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64
 //                          offset = 8 * sum_j q_j
 //                        stored in the group's record (ValueWeightGroup below).
 //   accumulate_weighted: for each group in order, each h, b and element i = 32b + k of the head:
-//                          isum = sum_j q_j * nibble_k(row 32G + j, block b)   (exact int32;
+//                          isum = sum_j q_j * nibble_k(row 64G + j, block b)   (exact int32;
 //                                 nibble_k: low nibble of byte k for k < 16, else high of k - 16)
 //                          out[h * out_stride + i] = fma(float(isum - offset), S, out[...])
 //                        (isum - offset = sum_j q_j * (nibble - 8): the codes as stored, 0 .. 15,
@@ -89,15 +91,16 @@ using AttentionScoresQ8Fn = void (*)(const void* k_rows, size_t row_bytes, int64
 // Integer sums are exact and each group adds one F32 FMA per element, so every ISA gives the same
 // bits. For non-finite p, d or p * d the result is unspecified (NaN or infinite), never undefined
 // behaviour.
-inline constexpr int64_t kValueWeightGroupRows = 32;
+inline constexpr int64_t kValueWeightGroupRows = 64;
 inline constexpr float kValueWeightMinMax = 0x1p-120f;  // the 2^-120 above
-// Where a group's values live in its record of `bytes` bytes: the int8 weights of pair (h, b), 32
+// Where a group's values live in its record of `bytes` bytes: the int8 weights of pair (h, b), 64
 // rows; then S (float) of every pair; then offset (int32) of every pair, pair index h * nb + b.
 struct ValueWeightGroup {
-  ValueWeightGroup(int64_t g, int64_t nb) : pairs(g * nb), nb(nb), bytes(g * nb * 40) {}
-  int64_t weights_offset(int64_t h, int64_t b) const { return (h * nb + b) * 32; }
-  int64_t scale_offset(int64_t h, int64_t b) const { return pairs * 32 + (h * nb + b) * 4; }
-  int64_t offset_offset(int64_t h, int64_t b) const { return pairs * 36 + (h * nb + b) * 4; }
+  static constexpr int64_t kRows = kValueWeightGroupRows;
+  ValueWeightGroup(int64_t g, int64_t nb) : pairs(g * nb), nb(nb), bytes(g * nb * (kRows + 8)) {}
+  int64_t weights_offset(int64_t h, int64_t b) const { return (h * nb + b) * kRows; }
+  int64_t scale_offset(int64_t h, int64_t b) const { return pairs * kRows + (h * nb + b) * 4; }
+  int64_t offset_offset(int64_t h, int64_t b) const { return pairs * (kRows + 4) + (h * nb + b) * 4; }
   int64_t pairs, nb, bytes;
 };
 inline constexpr int64_t kValueTileRows = 16;

@@ -80,7 +80,7 @@ struct NaiveModel {
   // Q4_0 V summed with int8 weights (kernels/attention.h, where the ISA has it), at the same
   // positions: x = float(p) * d (d the F16 scale of the value's block, V rows rounded by
   // round_trip_q4_0) is rounded to q * S, S = m / 127 and q = round(x * 127 / m), m the largest
-  // |x| of its 32-position group (positions 32G .. 32G + 31), times the code (value / d).
+  // |x| of its group of kValueWeightGroupRows (64) positions, times the code (value / d).
   bool int8_value_weights = false;
   // [rows, n_in] as doubles, read from the GGUF tensor itself: the engine may have repacked its
   // view of the weights (kernels/repack.h), the reference must not depend on that.
@@ -189,8 +189,9 @@ struct NaiveModel {
           if (int8_weights) {
             for (int64_t i = 0; i < hd; ++i) {
               const int64_t blk = (hk * hd + i) / 32;
-              for (size_t g0 = 0; g0 <= t; g0 += 32) {
-                const size_t g1 = std::min(t + 1, g0 + 32);
+              constexpr size_t kGroup = static_cast<size_t>(kernels::kValueWeightGroupRows);
+              for (size_t g0 = 0; g0 <= t; g0 += kGroup) {
+                const size_t g1 = std::min(t + 1, g0 + kGroup);
                 float m = 0.0f;
                 for (size_t p = g0; p < g1; ++p) {
                   const float x = static_cast<float>(s[p] / sum) * static_cast<float>(v_scale[p][static_cast<size_t>(blk)]);

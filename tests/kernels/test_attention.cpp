@@ -460,14 +460,14 @@ ValueTiles tile_rows(const Rows& v, int64_t cnt, size_t row_bytes, bool scatter)
 // The weights of one group, head and block, from the definition in kernels/attention.h, written
 // here independently of the kernels: x = p * d, m = max |x|, q = round-half-even(x * 127 / m).
 struct GroupWeights {
-  int8_t q[32] = {};
+  int8_t q[kValueWeightGroupRows] = {};
   float scale = 0.0f;
   int32_t offset = 0;
   float m = 0.0f;
 };
 GroupWeights group_weights(const Rows& v, size_t row_bytes, const float* p, int64_t s0, int64_t rows, int64_t b) {
   GroupWeights gw;
-  float x[32] = {};
+  float x[kValueWeightGroupRows] = {};
   for (int64_t j = 0; j < rows; ++j) {
     BlockQ4_0 blk;
     std::memcpy(&blk, v.bytes.data() + static_cast<size_t>(s0 + j) * row_bytes + b * sizeof(BlockQ4_0), sizeof blk);
@@ -476,7 +476,7 @@ GroupWeights group_weights(const Rows& v, size_t row_bytes, const float* p, int6
   }
   if (gw.m < 0x1p-120f) return gw;  // 127 / m would overflow: the group adds nothing
   const float inv = 127.0f / gw.m;
-  for (int j = 0; j < 32; ++j) {
+  for (int64_t j = 0; j < kValueWeightGroupRows; ++j) {
     gw.q[j] = static_cast<int8_t>(std::nearbyint(x[j] * inv));
     gw.offset += 8 * gw.q[j];
   }
@@ -497,7 +497,7 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
   for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t pad : {0, 6}) {
       const size_t row_bytes = tensor_row_bytes(TensorType::Q4_0, hd) + static_cast<size_t>(pad);
-      for (int64_t cnt : {1, 3, 8, 15, 16, 17, 33, 40, 64, 77}) {
+      for (int64_t cnt : {1, 3, 8, 15, 16, 17, 33, 40, 64, 77, 129}) {
         for (int64_t g : kGroups) {
           const Shape sh{TensorType::Q4_0, hd};
           const Rows v = make_rows(TensorType::Q4_0, cnt, hd, row_bytes, ++seed);
@@ -587,7 +587,8 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
     GTEST_SKIP() << "no int8-weighted V sum on this ISA";
   std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
   counts.push_back(37);
-  counts.push_back(61);  // a last group of 29 rows: not whole quads
+  counts.push_back(61);  // one group of 61 rows: not whole quads
+  counts.push_back(93);  // a second group of 29 rows
   counts.push_back(256);
   for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t g : {1, 7, 8, 11}) {
@@ -631,14 +632,16 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
 
 // Groups whose largest |p * d| is 0 or below 2^-120 add nothing: weights 0, scale 0, no 0 * inf
 // or NaN; a group at exactly 2^-120 is kept. By hand, from the definition, d = 1 and all codes
-// -1 everywhere: group 0 (rows 0 .. 31) p = 0; group 1 p = FLT_MIN / 4 (subnormal); group 2
-// p = 2^-122 (normal, below the threshold); group 3 p = 2^-120 (kept: q = 127, S = 2^-120 / 127,
-// too small to move an output of 1); group 4 (row 128 only) p = 0.5: q = 127, S = 0.5 / 127,
-// offset 1016, so out = fma(-127, S, 1) = 0.5 exactly (127 * fl(0.5 / 127) rounds to 0.5).
+// -1 everywhere, G = kValueWeightGroupRows: group 0 p = 0; group 1 p = FLT_MIN / 4 (subnormal);
+// group 2 p = 2^-122 (normal, below the threshold); group 3 p = 2^-120 (kept: q = 127,
+// S = 2^-120 / 127, too small to move an output of 1); group 4 (one row) p = 0.5: q = 127,
+// S = 0.5 / 127, offset 1016, so out = fma(-127, S, 1) = 0.5 exactly (127 * fl(0.5 / 127) rounds
+// to 0.5).
 TEST_P(Attention, WeightedValueSumTinyGroupsAddNothing) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
     GTEST_SKIP() << "no int8-weighted V sum on this ISA";
-  constexpr int kRows = 129;
+  constexpr int kG = static_cast<int>(kValueWeightGroupRows);
+  constexpr int kRows = 4 * kG + 1;
   std::vector<BlockQ4_0> rows(kRows);
   for (auto& r : rows) {
     r.d = fp32_to_fp16(1.0f);
@@ -646,7 +649,7 @@ TEST_P(Attention, WeightedValueSumTinyGroupsAddNothing) {
   }
   const float group_p[5] = {0.0f, std::numeric_limits<float>::min() / 4, 0x1p-122f, 0x1p-120f, 0.5f};
   std::vector<float> p(kRows);
-  for (int s = 0; s < kRows; ++s) p[static_cast<size_t>(s)] = group_p[s / 32];
+  for (int s = 0; s < kRows; ++s) p[static_cast<size_t>(s)] = group_p[s / kG];
   std::vector<const uint8_t*> tiles;
   for (int s = 0; s < kRows; s += 16) tiles.push_back(reinterpret_cast<const uint8_t*>(&rows[static_cast<size_t>(s)]));
   for (const bool twin : {false, true}) {
@@ -664,8 +667,8 @@ TEST_P(Attention, WeightedValueSumTinyGroupsAddNothing) {
       std::memcpy(&scale, w.data() + grp * rec.bytes + rec.scale_offset(0, 0), sizeof scale);
       const bool kept = grp >= 3;
       EXPECT_EQ(scale, kept ? group_p[grp] / 127.0f : 0.0f) << who << " group " << grp;
-      const int rows_in = grp == 4 ? 1 : 32;
-      for (int j = 0; j < 32; ++j) {
+      const int rows_in = grp == 4 ? 1 : kG;
+      for (int j = 0; j < kG; ++j) {
         EXPECT_EQ(static_cast<int8_t>(w[static_cast<size_t>(grp * rec.bytes + j)]), kept && j < rows_in ? 127 : 0)
             << who << " group " << grp << " row " << j;
       }

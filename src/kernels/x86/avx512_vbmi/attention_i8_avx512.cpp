@@ -2,11 +2,11 @@
 // AttentionValueWeightsFn / AttentionAccumulateWeightedFn); the scalar twin is in
 // kernels/scalar/attention_scalar.cpp and this file computes the same bits.
 //
-// value_weights, per group of 32 rows: the scales of block b are gathered (one dword per row,
-// low half F16) and widened; per head and block, w = p * d for the 32 rows (two registers), its
+// value_weights, per group of 64 rows: the scales of block b are gathered (one dword per row,
+// low half F16) and widened; per head and block, w = p * d for the 64 rows (four registers), its
 // largest magnitude m by a horizontal max; then 127 / m for all of the group's (head, block)
-// pairs by one vdivps, and each pair's 32 weights rounded to int8 (vcvtps2dq, round to nearest
-// even; vpmovsdb), their sum by a horizontal add.
+// pairs by one vdivps, and each pair's 64 weights rounded to int8 (vcvtps2dq, round to nearest
+// even; saturating packs and one vpermb), their sum by a horizontal add.
 //
 // accumulate_weighted, per block b and four rows s .. s + 3: the rows' 16 code bytes go into
 // the four 128-bit lanes of one register and one vpermb interleaves them, so dword j holds byte j
@@ -14,7 +14,7 @@
 // as unsigned bytes 0 .. 15. One vpdpbusd per head and half block adds the four rows' products
 // with their int8 weights (one dword, broadcast from memory) to 16 int32 lanes: 64 multiply-adds
 // per instruction, against 16 for an F32 FMA and 32 for vdpbf16ps. At the end of each group of
-// 32 rows the integer sums become one F32 FMA per element: out = fma(isum - 8 * qsum, S, out).
+// 64 rows the integer sums become one F32 FMA per element: out = fma(isum - 8 * qsum, S, out).
 // Accumulators: up to 8 heads x 2 half blocks of int32 in registers over one group.
 //
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsic headers (the
@@ -40,7 +40,7 @@ namespace {
 
 #define EDGELLM_UNROLL _Pragma("GCC unroll 16")
 
-constexpr int64_t kGroup = kValueWeightGroupRows;  // 32
+constexpr int64_t kGroup = kValueWeightGroupRows;  // 64
 // How far value_weights prefetches ahead: the engine's distance for the other attention loops
 // (engine/forward_attention.cpp).
 constexpr size_t kAheadBytes = 8192;
@@ -145,6 +145,8 @@ void accumulate_block(const uint8_t* const* tiles, size_t row_bytes, int64_t cnt
 
 void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps,
                         int64_t g, uint8_t* w) {
+  constexpr int kQuarters = static_cast<int>(kGroup / kValueTileRows);  // 16-row tiles per group
+  static_assert(kQuarters == 4, "the byte packing below takes four vectors per pair");
   const int64_t nb = hd / 32, pairs = g * nb;
   const ValueWeightGroup group_at(g, nb);
   const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -156,40 +158,45 @@ void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int
   const auto add_epi32 = [](__m512 a, __m512 b) {
     return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
   };
+  const auto abs_ps = [&](__m512 v) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), abs_bits)); };
   alignas(64) float x[16][kGroup];  // one chunk of pairs' products p * d
-  // After packs_epi32 then packs_epi16 of (a0, a1), (b0, b1), 128-bit lane L holds elements
-  // 4L .. 4L + 3 of a0, a1, b0, b1 in turn; output byte 16P + e (part P of a0 a1 b0 b1, element
-  // e) comes from byte 16 (e / 4) + 4P + e % 4.
+  // After packs_epi32 of (q0, q1) and (q2, q3), then packs_epi16 of the two, 128-bit lane L holds
+  // elements 4L .. 4L + 3 of q0, q1, q2, q3 in turn; output byte 16P + e (quarter P, element e)
+  // comes from byte 16 (e / 4) + 4P + e % 4.
   alignas(64) static const uint8_t kPackOrder[64] = {
       0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,
       8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};
   const __m512i pack_order = _mm512_load_si512(kPackOrder);
   for (int64_t s0 = 0; s0 < cnt; s0 += kGroup) {
-    const __mmask16 m0 = lane_mask(cnt - s0), m1 = lane_mask(cnt - s0 - 16);
-    // The group's two tiles (the second only when the group has more than 16 rows).
-    const uint8_t* tile0 = tiles[s0 / kValueTileRows];
-    const uint8_t* tile1 = cnt - s0 > kValueTileRows ? tiles[s0 / kValueTileRows + 1] : tile0;
+    // Quarter t: rows s0 + 16t .. of tile s0 / 16 + t (only the tiles that hold rows are read).
+    __mmask16 mq[kQuarters];
+    const uint8_t* tile[kQuarters];
+    for (int t = 0; t < kQuarters; ++t) {
+      mq[t] = lane_mask(cnt - s0 - 16 * t);
+      tile[t] = mq[t] != 0 ? tiles[s0 / kValueTileRows + t] : tiles[s0 / kValueTileRows];
+    }
     uint8_t* grp = w + (s0 / kGroup) * group_at.bytes;
-    // The first pass over these rows: fetch both tiles kAheadBytes on (a hint, harmless past the
+    // The first pass over these rows: fetch their tiles kAheadBytes on (a hint, harmless past the
     // rows; the address is made as an integer, never a pointer past the object). Within a run of
     // KV blocks that is where later groups' rows are.
-    for (const uint8_t* t : {tile0, tile1}) {
-      const uintptr_t ahead = reinterpret_cast<uintptr_t>(t) + kAheadBytes;
+    for (int t = 0; t < kQuarters; ++t) {
+      if (mq[t] == 0) continue;
+      const uintptr_t ahead = reinterpret_cast<uintptr_t>(tile[t]) + kAheadBytes;
       for (size_t off = 0; off < kValueTileRows * rb; off += 64) __builtin_prefetch(reinterpret_cast<const void*>(ahead + off), 0, 3);
     }
-    // The scales of block b of the 32 rows (0 for rows past cnt): one dword per row, F16 in its
-    // low half.
-    const auto scales_of = [&](int64_t b, __m512& d0, __m512& d1) {
+    // The scales of block b of the group's rows (0 for rows past cnt): one dword per row, F16 in
+    // its low half.
+    const auto scales_of = [&](int64_t b, __m512 d[kQuarters]) {
       const size_t at = static_cast<size_t>(b) * sizeof(BlockQ4_0);
-      d0 = _mm512_cvtph_ps(
-          _mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m0, rows, tile0 + at, 1)));
-      d1 = _mm512_cvtph_ps(
-          _mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m1, rows, tile1 + at, 1)));
+      for (int t = 0; t < kQuarters; ++t) {
+        d[t] = _mm512_cvtph_ps(
+            _mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mq[t], rows, tile[t] + at, 1)));
+      }
     };
     // The first blocks' scales stay in registers (pairs go head by head, block by block within).
-    constexpr int64_t kCachedBlocks = 4;
-    __m512 dc[kCachedBlocks][2];
-    for (int64_t b = 0; b < nb && b < kCachedBlocks; ++b) scales_of(b, dc[b][0], dc[b][1]);
+    constexpr int64_t kCachedBlocks = 2;
+    __m512 dc[kCachedBlocks][kQuarters];
+    for (int64_t b = 0; b < nb && b < kCachedBlocks; ++b) scales_of(b, dc[b]);
     // Pairs (h, b), index h * nb + b, sixteen at a time: their products and maxima, 127 / m and S
     // for all sixteen at once, then the int8 weights and their sums.
     for (int64_t i0 = 0; i0 < pairs; i0 += 16) {
@@ -201,19 +208,21 @@ void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int
           amax[k] = _mm512_setzero_ps();
           continue;
         }
-        __m512 d0, d1;
+        __m512 dn[kQuarters];
+        const __m512* d = dc[0];
         if (b < kCachedBlocks) {
-          d0 = dc[b][0];
-          d1 = dc[b][1];
+          d = dc[b];
         } else {
-          scales_of(b, d0, d1);
+          scales_of(b, dn);
+          d = dn;
         }
-        const __m512 x0 = _mm512_mul_ps(_mm512_maskz_loadu_ps(m0, p + h * ps + s0), d0);
-        const __m512 x1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(m1, p + h * ps + s0 + 16), d1);
-        _mm512_store_ps(x[k], x0);
-        _mm512_store_ps(x[k] + 16, x1);
-        amax[k] = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x0), abs_bits)),
-                                _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x1), abs_bits)));
+        __m512 a = _mm512_setzero_ps();
+        for (int t = 0; t < kQuarters; ++t) {
+          const __m512 xt = _mm512_mul_ps(_mm512_maskz_loadu_ps(mq[t], p + h * ps + s0 + 16 * t), d[t]);
+          _mm512_store_ps(x[k] + 16 * t, xt);
+          a = _mm512_max_ps(a, abs_ps(xt));
+        }
+        amax[k] = a;
       }
       const __mmask16 mk = lane_mask(n);
       const __m512 m = reduce16(amax, max_ps);  // lane k: m of pair i0 + k
@@ -224,36 +233,23 @@ void value_weights_q4_0(const uint8_t* const* tiles, size_t rb, int64_t cnt, int
       // Scale slots of pairs i0 .. i0 + n - 1 are contiguous.
       _mm512_mask_storeu_ps(grp + group_at.scale_offset(0, 0) + i0 * 4, mk,
                             _mm512_maskz_div_ps(static_cast<__mmask16>(~small), m, _mm512_set1_ps(127.0f)));
-      // Two pairs at a time: their four vectors of int32 codes packed to bytes by two saturating
-      // packs (the same saturation as vpmovsdb) and put in order by one vpermb, 64 bytes stored
-      // (the records of pairs k and k + 1 are adjacent): 4 shuffles where vpmovsdb takes 8.
+      // Per pair: its four vectors of int32 codes packed to bytes by saturating packs (the same
+      // saturation as vpmovsdb) and put in order by one vpermb, one 64-byte store: 4 shuffles
+      // where vpmovsdb takes 8.
       __m512 qsum[16];
-      for (int64_t k = 0; k < 16; k += 2) {
+      for (int64_t k = 0; k < 16; ++k) {
         if (k >= n) {
-          qsum[k] = qsum[k + 1] = _mm512_setzero_ps();
+          qsum[k] = _mm512_setzero_ps();
           continue;
         }
-        __m512i q[2][2];
-        for (int64_t e = 0; e < 2; ++e) {
-          if (k + e >= n) {
-            q[e][0] = q[e][1] = _mm512_setzero_si512();
-            continue;
-          }
-          const __m512 kinv = _mm512_set1_ps(inv[k + e]);
-          // A NaN product converts to INT_MIN (saturated to -128 below): unspecified, not undefined.
-          q[e][0] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k + e]), kinv));
-          q[e][1] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k + e] + 16), kinv));
-        }
+        const __m512 kinv = _mm512_set1_ps(inv[k]);
+        __m512i q[kQuarters];
+        // A NaN product converts to INT_MIN (saturated to -128 below): unspecified, not undefined.
+        for (int t = 0; t < kQuarters; ++t) q[t] = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_load_ps(x[k] + 16 * t), kinv));
         const __m512i bytes = _mm512_permutexvar_epi8(
-            pack_order, _mm512_packs_epi16(_mm512_packs_epi32(q[0][0], q[0][1]), _mm512_packs_epi32(q[1][0], q[1][1])));
-        uint8_t* wq = grp + (i0 + k) * 32;  // weights_offset(h, b) of pair i0 + k, then of i0 + k + 1
-        if (k + 1 < n) {
-          _mm512_storeu_si512(wq, bytes);
-        } else {
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(wq), _mm512_castsi512_si256(bytes));
-        }
-        qsum[k] = _mm512_castsi512_ps(_mm512_add_epi32(q[0][0], q[0][1]));
-        qsum[k + 1] = _mm512_castsi512_ps(_mm512_add_epi32(q[1][0], q[1][1]));
+            pack_order, _mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3])));
+        _mm512_storeu_si512(grp + (i0 + k) * kGroup, bytes);  // weights_offset(h, b) of pair i0 + k
+        qsum[k] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_add_epi32(q[0], q[1]), _mm512_add_epi32(q[2], q[3])));
       }
       const __m512i offsets = _mm512_slli_epi32(_mm512_castps_si512(reduce16(qsum, add_epi32)), 3);  // 8 * sum
       _mm512_mask_storeu_epi32(grp + group_at.offset_offset(0, 0) + i0 * 4, mk, offsets);
