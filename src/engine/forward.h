@@ -101,7 +101,7 @@ class ForwardPass {
   size_t entries_scores_floats_ = 0;  // per thread: decode scores, then the int8 queries
   size_t entries_weights_floats_ = 0;  // per thread: offset of decode's int8 V weights (0: none)
   // Rows of Q4_0 V whose int8 weights are made, then summed, at a time (forward_attention.cpp);
-  // a multiple of the kernels' 32-row groups.
+  // a multiple of the kernels' 64-row groups (kernels::kValueWeightGroupRows).
   static constexpr int32_t kWeightedRows = 256;
   int64_t scores_stride_ = 0;       // floats between query rows of attention_blocks' scores (n_ctx rounded to 16)
   int32_t query_block_tokens_ = 1;  // tokens per prefill query block (1: attention_blocks off)

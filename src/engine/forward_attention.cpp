@@ -267,7 +267,7 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
       // Q4_0 V with int8 weights (kernels/attention.h): the weights of up to kWeightedRows
       // positions, then their sum, so the sum reads weights stored long before (not still in
       // flight) and each call covers many rows. Calls start at multiples of kWeightedRows and the
-      // rows go as 16-row tiles, so the kernel's 32-row groups are fixed positions whatever blocks
+      // rows go as 16-row tiles, so the kernel's 64-row groups are fixed positions whatever blocks
       // hold them (same result for a sequence however the cache is laid out). value_weights is
       // the first pass over those rows and prefetches them itself.
       auto* w = reinterpret_cast<uint8_t*>(scores + entries_weights_floats_);  // kWeightedRows rows' weights

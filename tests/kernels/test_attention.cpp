@@ -397,7 +397,7 @@ TEST_P(Attention, Int8QueryScoresEqualScalarTwinExactly) {
     // without padding between rows.
     std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
     counts.push_back(37);
-    for (int64_t hd : {32, 64, 96, 128}) {
+    for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
       for (int64_t g : {1, 7, 8, 11}) {
         for (int64_t pad : {0, 6}) {
           for (int64_t cnt : counts) {
@@ -436,8 +436,8 @@ std::vector<float> weights_like_softmax(size_t n, uint32_t seed) {
 }
 
 // Tiles of 16 rows in the order of `rows`, each tile at a place of its own in `store` (reversed
-// when `scatter`: tile t of the sequence at slot n_tiles - 1 - t), so a group of 32 rows spans two
-// tiles that are not adjacent in memory, as two KV blocks of 16 can be.
+// when `scatter`: tile t of the sequence at slot n_tiles - 1 - t), so a group of 64 rows spans four
+// tiles that are not adjacent in memory, as four KV blocks of 16 can be.
 struct ValueTiles {
   std::vector<uint8_t> store;
   std::vector<const uint8_t*> tiles;
@@ -588,7 +588,8 @@ TEST_P(Attention, WeightedValueSumEqualsScalarTwinExactly) {
   std::vector<int64_t> counts(std::begin(kCounts), std::end(kCounts));
   counts.push_back(37);
   counts.push_back(61);  // one group of 61 rows: not whole quads
-  counts.push_back(93);  // a second group of 29 rows
+  counts.push_back(93);   // a second group of 29 rows
+  counts.push_back(125);  // a second group of 61 rows: a partial last quarter
   counts.push_back(256);
   for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t g : {1, 7, 8, 11}) {

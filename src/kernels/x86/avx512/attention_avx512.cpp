@@ -155,13 +155,13 @@ struct QueryView {
 
 // Q4_0 rows, chunk c (blocks 2c and 2c + 1, the second zero when !pair), transposed straight from
 // the packed nibbles: the 16 code bytes of each block are 4 dwords, so a row's chunk is 8 dwords,
-// half of what Q4_0Bytes::load widens to before transpose16. Register j (j < 8) takes rows j and
+// half of the 16 dwords a row widened to its 64 code bytes would take. Register j (j < 8) takes rows j and
 // j + 8: 128-bit lanes [block 2c of row j, block 2c + 1 of row j, the same of row j + 8]. Two
 // unpack stages and one vpermt2q per output give T[k] (k < 8) with lane m = code dword k of row
 // m; its low nibbles are dims 4k' .. 4k' + 3 of its block (k' = k % 4) and its high nibbles dims
 // 16 + 4k' .., which is r[] as scores_q8_block expects it (r[i] lane m = dims 4i .. 4i + 3 of row
-// m, i < 8 block 2c, i >= 8 block 2c + 1): 24 inserts and 24 shuffles per 16 rows instead of
-// 16 inserts, 16 variable shifts and transpose16's 64 shuffles.
+// m, i < 8 block 2c, i >= 8 block 2c + 1): 24 inserts and 24 shuffles per 16 rows where widening
+// each row (16 inserts, 16 variable shifts) and transpose16 took 64 shuffles more.
 template <bool Full>
 EDGELLM_ALWAYS_INLINE void transposed_q4_0_codes(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t c,
                                                   bool pair, __m512i r[16]) {
@@ -377,21 +377,10 @@ struct Q8_0Bytes {
     return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
   }
 };
-// A Q4_0 block's value i < 16 is the low nibble of byte i, value 16 + i the high nibble: the
-// block's 16 bytes go to two 128-bit lanes, the second shifted right by 4, then masked.
+// Q4_0 rows: the codes come transposed from the packed nibbles (transposed_q4_0_codes above).
 struct Q4_0Bytes {
   static constexpr int32_t kOffset = 8;
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
-  static __m512i load(const uint8_t* row, int64_t c, bool pair) {
-    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + 2 * c;
-    const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
-    const __m128i x1 = pair ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_setzero_si128();
-    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(x0)),
-                                         _mm256_broadcastsi128_si256(x1), 1);
-    const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
-                                             0x0004000400040004LL, 0x0004000400040004LL);
-    return _mm512_and_si512(_mm512_srlv_epi16(z, shifts), _mm512_set1_epi8(0x0F));
-  }
 };
 
 inline __m512i broadcast_dword(const int8_t* p) {
