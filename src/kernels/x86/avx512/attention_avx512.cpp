@@ -21,8 +21,6 @@
 #endif
 #include <immintrin.h>
 
-#include <type_traits>
-
 #include <cstddef>
 #include <cstdint>
 
@@ -359,28 +357,49 @@ void scores(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t hd, const
 }
 
 // Scores against an int8 query (AttentionScoresQ8Fn). Per 64-value chunk (K blocks 2c and
-// 2c + 1) the 16 rows are loaded as unsigned bytes (Q8_0: value + 128; Q4_0: the nibble, i.e.
-// value + 8) and transposed as 16 x 16 dwords: register i lane j = values 4i .. 4i+3 of row j.
+// 2c + 1) the 16 rows' values as unsigned bytes (Q8_0: value + 128; Q4_0: the nibble, i.e.
+// value + 8) are transposed to 16 registers: register i lane j = values 4i .. 4i+3 of row j
+// (Bytes::transposed: Q8_0 loads each row's 64 bytes and transposes 16 x 16 dwords; Q4_0
+// transposes its packed nibbles, transposed_q4_0_codes).
 // Per head, vpdpbusd with query dword i broadcast adds those 4 products into row j's lane; 8 of
 // them cover a block. The start value -offset * q.sum cancels the offset, so each lane holds the
 // exact isum of the definition in kernels/attention.h, and the F32 steps are the scalar twin's.
-// Per 16 rows and 7 heads: one 16 x 16 transpose and 7 x 16 vpdpbusd, against the F32 path's four
+// Per 16 rows and 7 heads: one transpose and 7 x 16 vpdpbusd, against the F32 path's four
 // transposes, 64 widenings and 7 x 64 FMAs.
 struct Q8_0Bytes {
   static constexpr int32_t kOffset = 128;
   static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
-  // Blocks 2c (low 256 bits) and 2c + 1 (high; zero when !pair) of a row.
-  static __m512i load(const uint8_t* row, int64_t c, bool pair) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + 2 * c;
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
-    const __m256i hi = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
-    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
+  // Chunk c of rows 0 .. nr-1 (all 16 when Full; the other rows, and block 2c + 1 when !pair,
+  // are zero), as r[] of scores_q8_block.
+  template <bool Full>
+  EDGELLM_ALWAYS_INLINE static void transposed(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t c,
+                                               bool pair, __m512i r[16]) {
+    __m512 rf[16];
+    EDGELLM_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      if (!Full && j >= nr) {
+        rf[j] = _mm512_setzero_ps();
+        continue;
+      }
+      const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(base + static_cast<size_t>(j) * row_bytes) + 2 * c;
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+      const __m256i hi = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+      rf[j] = _mm512_castsi512_ps(
+          _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128)));
+    }
+    transpose16(rf);
+    EDGELLM_UNROLL
+    for (int j = 0; j < 16; ++j) r[j] = _mm512_castps_si512(rf[j]);
   }
 };
-// Q4_0 rows: the codes come transposed from the packed nibbles (transposed_q4_0_codes above).
 struct Q4_0Bytes {
   static constexpr int32_t kOffset = 8;
   static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  template <bool Full>
+  EDGELLM_ALWAYS_INLINE static void transposed(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t c,
+                                               bool pair, __m512i r[16]) {
+    transposed_q4_0_codes<Full>(base, row_bytes, nr, c, pair, r);
+  }
 };
 
 inline __m512i broadcast_dword(const int8_t* p) {
@@ -397,35 +416,22 @@ void scores_q8_block(const uint8_t* base, size_t row_bytes, int64_t nr, int64_t 
   EDGELLM_UNROLL
   for (int h = 0; h < NH; ++h) acc[h] = _mm512_setzero_ps();
   const int64_t nb = hd / 32;
+  // The blocks' scales of the 16 rows by masked dword gathers (the F16 scale is the low half of
+  // the dword at each block's start): 14.8 instead of 16.2 us per 4096 Q4_0 rows (with the
+  // transposed nibbles) against 32 scalar loads through a stack array.
+  const __mmask16 rows = Full ? static_cast<__mmask16>(0xFFFF) : lane_mask(nr);
+  const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(row_bytes)));
+  const auto scales = [&](int64_t block) {
+    const uint8_t* at = base + static_cast<size_t>(block) * Bytes::kBlockBytes;
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, offs, at, 1)));
+  };
   for (int64_t c = 0; 2 * c < nb; ++c) {
     const bool pair = 2 * c + 1 < nb;
+    const __m512 k0 = scales(2 * c);
+    const __m512 k1 = pair ? scales(2 * c + 1) : _mm512_setzero_ps();
     __m512i r[16];
-    // The two blocks' scales of the 16 rows by masked dword gathers (the F16 scale is the low half
-    // of the dword at each block's start): 14.8 instead of 16.2 us per 4096 Q4_0 rows (with the
-    // transposed codes below) against 32 scalar loads through a stack array.
-    const __mmask16 rows = Full ? static_cast<__mmask16>(0xFFFF) : lane_mask(nr);
-    const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(static_cast<int>(row_bytes)));
-    const uint8_t* at = base + static_cast<size_t>(2 * c) * Bytes::kBlockBytes;
-    const __m512 k0 =
-        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, offs, at, 1)));
-    const __m512 k1 = pair ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(
-                                 _mm512_setzero_si512(), rows, offs, at + Bytes::kBlockBytes, 1)))
-                           : _mm512_setzero_ps();
-    if constexpr (std::is_same_v<Bytes, Q4_0Bytes>) {
-      transposed_q4_0_codes<Full>(base, row_bytes, nr, c, pair, r);
-    } else {
-      EDGELLM_UNROLL
-      for (int j = 0; j < 16; ++j) {
-        r[j] = Full || j < nr ? Bytes::load(base + static_cast<size_t>(j) * row_bytes, c, pair) : _mm512_setzero_si512();
-      }
-      __m512 rf[16];
-      EDGELLM_UNROLL
-      for (int j = 0; j < 16; ++j) rf[j] = _mm512_castsi512_ps(r[j]);
-      transpose16(rf);
-      EDGELLM_UNROLL
-      for (int j = 0; j < 16; ++j) r[j] = _mm512_castps_si512(rf[j]);
-    }
+    Bytes::template transposed<Full>(base, row_bytes, nr, c, pair, r);
     EDGELLM_UNROLL
     for (int h = 0; h < NH; ++h) {
       const QueryBlockQ8* qb = q + h * q_stride + 2 * c;

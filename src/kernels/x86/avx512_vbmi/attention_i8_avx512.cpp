@@ -104,27 +104,23 @@ void accumulate_block(const uint8_t* const* tiles, size_t row_bytes, int64_t cnt
         acc[h][1] = _mm512_dpbusd_epi32(acc[h][1], hi, wq);
       }
     };
-    int64_t j = 0;
-    for (; j + 4 <= rows; j += 4) {
-      // Four rows never straddle a tile (16 rows, groups start at multiples of 16).
-      const uint8_t* r = tiles[(s0 + j) / kValueTileRows] + static_cast<size_t>((s0 + j) % kValueTileRows) * row_bytes + qs_off;
-      __m512i codes = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r)));
-      codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + row_bytes)), 1);
-      codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * row_bytes)), 2);
-      codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 3 * row_bytes)), 3);
-      quad(j, codes);
-    }
-    if (j < rows) {  // 1 - 3 rows left: the missing rows' codes are 0 (and their weights 0)
-      const uint8_t* r = tiles[(s0 + j) / kValueTileRows] + static_cast<size_t>((s0 + j) % kValueTileRows) * row_bytes + qs_off;
-      const auto row_or_zero = [&](int64_t k) {
-        return j + k < rows ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + k * row_bytes)) : zero;
+    // Rows s0 + j .. s0 + j + 3 (four rows never straddle a tile: 16 rows, groups start at
+    // multiples of 16), one per 128-bit lane; rows from `present` on are zero codes (their weights
+    // are 0 too), never read.
+    const auto codes_at = [&](int64_t j, int64_t present) {
+      const uint8_t* r =
+          tiles[(s0 + j) / kValueTileRows] + static_cast<size_t>((s0 + j) % kValueTileRows) * row_bytes + qs_off;
+      const auto row = [&](int64_t k) {
+        return k < present ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + k * row_bytes)) : zero;
       };
-      __m512i codes = _mm512_castsi128_si512(row_or_zero(0));
-      codes = _mm512_inserti32x4(codes, row_or_zero(1), 1);
-      codes = _mm512_inserti32x4(codes, row_or_zero(2), 2);
-      codes = _mm512_inserti32x4(codes, row_or_zero(3), 3);
-      quad(j, codes);
-    }
+      __m512i codes = _mm512_castsi128_si512(row(0));
+      codes = _mm512_inserti32x4(codes, row(1), 1);
+      codes = _mm512_inserti32x4(codes, row(2), 2);
+      return _mm512_inserti32x4(codes, row(3), 3);
+    };
+    int64_t j = 0;
+    for (; j + 4 <= rows; j += 4) quad(j, codes_at(j, 4));
+    if (j < rows) quad(j, codes_at(j, rows - j));  // 1 - 3 rows left
     EDGELLM_UNROLL
     for (int h = 0; h < NH; ++h) {
       float scale;
