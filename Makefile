@@ -32,14 +32,16 @@ demo: build
 	  $(BUILD)/edgellm run -m "$$model" -p "Once upon a time" -n 120 --stats
 
 # Every test once on the best ISA, then the kernel and end-to-end tests (label e2e) again with
-# lower ISAs pinned so each SIMD path is compared with the scalar reference on this one machine;
-# then the ISA coverage check on x86 (every ISA the host supports must have been used:
+# lower ISAs pinned so each SIMD path is compared with the scalar reference on this one machine
+# (and at avx512 on an AMX host, where the default runs the AMX kernels), then the ISA coverage check on x86 (every ISA the host supports must have been used:
 # EDGELLM_ISA_LOG, tests/kernels/isa_coverage.cpp; ARM levels: test-arm64) and the exports.
 test-unit: build
 	rm -f $(BUILD)/isa-coverage.log
 	cd $(BUILD) && EDGELLM_ISA_LOG=$(abspath $(BUILD))/isa-coverage.log ctest --output-on-failure -j $(JOBS)
 	@if [ "$$(uname -m)" = x86_64 ]; then \
-	  for isa in avx2 scalar; do \
+	  isas="avx2 scalar"; \
+	  if grep -qw amx_int8 /proc/cpuinfo; then isas="avx512 $$isas"; fi; \
+	  for isa in $$isas; do \
 	    echo "== kernel and e2e tests with EDGELLM_ISA=$$isa"; \
 	    (cd $(BUILD) && EDGELLM_ISA=$$isa EDGELLM_ISA_LOG=$(abspath $(BUILD))/isa-coverage.log \
 	      ctest --output-on-failure -L 'kernels|e2e' -j $(JOBS)) || exit 1; \

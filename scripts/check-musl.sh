@@ -21,7 +21,7 @@
 #
 # Usage: scripts/check-musl.sh          (CXX=clang++-14, JOBS=2, MUSL_X86_64_INCLUDE,
 #                                        MUSL_AARCH64_INCLUDE, LIBCXX_INCLUDE override defaults)
-#        CHECK_MUSL_VERBOSE=1 scripts/check-musl.sh --one x86_64|aarch64 -|avx2|avx512|avx512_vbmi|neon|dotprod|i8mm FILE
+#        CHECK_MUSL_VERBOSE=1 scripts/check-musl.sh --one x86_64|aarch64 -|avx2|avx512|avx512_vbmi|amx|neon|dotprod|i8mm FILE
 #                                       re-checks one file, with the compiler's whole output
 # Prints one line per failing compile (file, target, first error), then a summary; exits non-zero
 # if any compile failed, 2 if the toolchain pieces are missing.
@@ -35,6 +35,7 @@ c_warnings=(-Wall -Wextra -Wpedantic -Werror)  # EDGELLM_C_WARNINGS (the C examp
 avx2_flags=(-mavx2 -mfma -mf16c -mbmi2)
 avx512_flags=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c -mbmi2)
 avx512_vbmi_flags=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512vbmi -mavx2 -mfma -mf16c -mbmi2)
+amx_flags=(-mamx-tile -mamx-int8 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx2 -mfma -mf16c -mbmi2)
 dotprod_flags=(-march=armv8.2-a+dotprod+fp16)
 i8mm_flags=(-march=armv8.6-a+dotprod+i8mm+fp16)
 
@@ -78,6 +79,7 @@ if [[ ${1:-} == --one ]]; then
     avx2) isa_flags=("${avx2_flags[@]}") ;;
     avx512) isa_flags=("${avx512_flags[@]}") ;;
     avx512_vbmi) isa_flags=("${avx512_vbmi_flags[@]}") ;;
+    amx) isa_flags=("${amx_flags[@]}") ;;
     dotprod) isa_flags=("${dotprod_flags[@]}") ;;
     i8mm) isa_flags=("${i8mm_flags[@]}") ;;
     *) isa_flags=() ;;  # generic files and neon (the armv8-a baseline)
@@ -132,6 +134,7 @@ while IFS= read -r f; do
     src/kernels/x86/avx2/*) jobs_list+=("x86_64 avx2 $f") ;;
     src/kernels/x86/avx512/*) jobs_list+=("x86_64 avx512 $f") ;;
     src/kernels/x86/avx512_vbmi/*) jobs_list+=("x86_64 avx512_vbmi $f") ;;
+    src/kernels/x86/amx/*) jobs_list+=("x86_64 amx $f") ;;
     src/kernels/x86/*) echo "check-musl: $f is in no ISA folder CMakeLists.txt compiles" >&2; exit 2 ;;
     src/kernels/arm/neon/* | src/kernels/arm/dotprod/* | src/kernels/arm/i8mm/*)
       n_arm_sources=$((n_arm_sources + 1))

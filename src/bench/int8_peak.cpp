@@ -116,6 +116,7 @@ std::string int8_peak_kernel_for_active_isa() {
     case kernels::Isa::kAvx2: return "avx2";
     case kernels::Isa::kDotprod: return "dotprod";
     case kernels::Isa::kI8mm: return "i8mm";
+    case kernels::Isa::kAmx: return "amx_int8";
     case kernels::Isa::kScalar:
     case kernels::Isa::kNeon: return "";
   }

@@ -64,6 +64,7 @@ void widen_transposed_generic(const void* k_rows, size_t row_bytes, int64_t cnt,
 AttentionWidenTransposedFn widen_transposed_for(RowKind kind, Isa isa) {
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
+    case Isa::kAmx:
     case Isa::kAvx512: return EDGELLM_PICK_WIDEN(attention_avx512, kind);
     case Isa::kAvx2: return EDGELLM_PICK_WIDEN(attention_avx2, kind);
 #endif
@@ -84,6 +85,7 @@ AttentionWidenTransposedFn widen_transposed_for(RowKind kind, Isa isa) {
 AttentionKernels pick_loops(RowKind kind, Isa isa) {
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
+    case Isa::kAmx:  // the tile unit does matmuls only
     case Isa::kAvx512: return EDGELLM_PICK(attention_avx512, kind);
     case Isa::kAvx2: return EDGELLM_PICK(attention_avx2, kind);
 #endif
@@ -105,6 +107,7 @@ AttentionScoresQ8Fn scores_q8_for(RowKind kind, Isa isa) {
   const bool q8 = kind == RowKind::kQ8_0;
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
+    case Isa::kAmx:
     case Isa::kAvx512: return q8 ? attention_avx512::scores_q8_q8_0 : attention_avx512::scores_q8_q4_0;
 #endif
 #if defined(EDGELLM_ARCH_ARM64)
@@ -122,6 +125,7 @@ void pick_weighted(RowKind kind, Isa isa, AttentionKernels& k) {
   if (kind != RowKind::kQ4_0) return;
   switch (isa) {
 #if defined(EDGELLM_ARCH_X86)
+    case Isa::kAmx:
     case Isa::kAvx512:
       if (!cpu_features().has_avx512_vbmi_kernels()) return;
       k.value_weights = attention_avx512_vbmi::value_weights_q4_0;

@@ -1,9 +1,15 @@
 #include "kernels/cpu_features.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
@@ -20,16 +26,36 @@ uint64_t read_xcr0() {
   return (static_cast<uint64_t>(edx) << 32) | eax;
 }
 
+// Linux keeps the 8 KiB of AMX tile data out of a process's register state until the process
+// asks for it (arch/x86/include/uapi/asm/prctl.h: ARCH_REQ_XCOMP_PERM = 0x1023; XTILEDATA is
+// state component 18). The permission is process-wide and stays granted, and it has a cost for
+// the whole process: signal frames grow by the tile state, so the kernel refuses it while any
+// thread has an alternate signal stack too small for that, and refuses such stacks afterwards.
+// So it is not asked for when EDGELLM_ISA pins an ISA below AMX (the pin then reports no AMX,
+// as dispatch.cpp's pins do for every ISA above them).
+bool request_amx_permission() {
+#if defined(__linux__) && defined(__x86_64__)
+  const char* pin = std::getenv("EDGELLM_ISA");
+  if (pin != nullptr && *pin != '\0' && std::strcmp(pin, "amx") != 0) return false;
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  uint64_t xcr0 = 0;
   const bool osxsave = (ecx >> 27) & 1u;
   const bool avx = (ecx >> 28) & 1u;
   f.fma = (ecx >> 12) & 1u;
   f.f16c = (ecx >> 29) & 1u;
   if (osxsave && avx) {
-    const uint64_t xcr0 = read_xcr0();
+    xcr0 = read_xcr0();
     f.os_ymm = (xcr0 & 0x6u) == 0x6u;      // bit 1 SSE, bit 2 AVX (upper YMM halves)
     f.os_zmm = (xcr0 & 0xE6u) == 0xE6u;    // + bit 5 opmask, 6 ZMM0-15 upper, 7 ZMM16-31
   }
@@ -42,7 +68,11 @@ CpuFeatures detect() {
     f.avx512vl = (ebx >> 31) & 1u;
     f.avx512vnni = (ecx >> 11) & 1u;
     f.avx512vbmi = (ecx >> 1) & 1u;
+    f.amx_tile = (edx >> 24) & 1u;
+    f.amx_int8 = (edx >> 25) & 1u;
   }
+  constexpr uint64_t kTileState = (1ull << 17) | (1ull << 18);  // XTILECFG, XTILEDATA
+  f.os_amx = f.amx_tile && (xcr0 & kTileState) == kTileState && request_amx_permission();
   // Sub-leaf 1 reads as zeros on CPUs that do not have it.
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
     f.avx_vnni = f.os_ymm && ((eax >> 4) & 1u);

@@ -20,6 +20,12 @@ struct CpuFeatures {
   bool avx_vnni = false;   // VEX-encoded vpdpbusd ymm (cpuid 7.1 eax bit 4); only the int8 peak probe uses it
   bool os_ymm = false;  // XCR0 has SSE and AVX state enabled
   bool os_zmm = false;  // XCR0 additionally has opmask and both ZMM state components
+  bool amx_tile = false;  // cpuid 7.0 edx bit 24
+  bool amx_int8 = false;  // cpuid 7.0 edx bit 25: tdpbssd and its signed / unsigned variants
+  // XCR0 has the tile configuration and tile data state (bits 17, 18) and the kernel granted
+  // this process the tile data (Linux arch_prctl ARCH_REQ_XCOMP_PERM, asked once at detection;
+  // without it the first tile instruction raises SIGILL).
+  bool os_amx = false;
   // ARM64
   bool neon = false;
   bool fp16 = false;     // half-precision arithmetic (HWCAP_FPHP and HWCAP_ASIMDHP)
@@ -34,6 +40,8 @@ struct CpuFeatures {
   // The int8-weighted attention V sum (kernels/x86/avx512_vbmi): Ice Lake, Sapphire Rapids and
   // later, Zen 4 / 5.
   bool has_avx512_vbmi_kernels() const { return has_avx512_kernels() && avx512vbmi; }
+  // The AMX prefill matmuls (kernels/x86/amx): Sapphire Rapids and later Xeons.
+  bool has_amx_kernels() const { return has_avx512_kernels() && amx_tile && amx_int8 && os_amx; }
 };
 
 // Detected once; later calls return the cached result.

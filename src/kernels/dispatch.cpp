@@ -15,11 +15,14 @@
 #if defined(EDGELLM_ARCH_ARM64)
 #include "kernels/arm/arm_kernels.h"
 #endif
+#if defined(EDGELLM_ARCH_X86)
+#include "kernels/x86/amx/amx_kernels.h"
+#endif
 
 namespace edgellm::kernels {
 namespace {
 
-constexpr int kIsaCount = 6;
+constexpr int kIsaCount = 7;
 
 constexpr int idx(Isa isa) { return static_cast<int>(isa); }
 
@@ -33,6 +36,8 @@ bool cpu_supports(Isa isa) {
       return f.has_avx2_kernels();
     case Isa::kAvx512:
       return f.has_avx512_kernels();
+    case Isa::kAmx:
+      return f.has_amx_kernels();
 #endif
 #if defined(EDGELLM_ARCH_ARM64)
     case Isa::kNeon:
@@ -66,6 +71,9 @@ const Tables& tables() {
     r.table[idx(Isa::kAvx512)] = r.table[idx(Isa::kAvx2)];
     install_avx512(r.table[idx(Isa::kAvx512)]);
     r.supported[idx(Isa::kAvx512)] = cpu_supports(Isa::kAvx512);
+    r.table[idx(Isa::kAmx)] = r.table[idx(Isa::kAvx512)];
+    amx::install(r.table[idx(Isa::kAmx)]);
+    r.supported[idx(Isa::kAmx)] = cpu_supports(Isa::kAmx);
 #endif
 #if defined(EDGELLM_ARCH_ARM64)
     // NEON / dotprod / i8mm chain the same way (kernels/arm/arm_kernels.h).
@@ -85,12 +93,12 @@ const Tables& tables() {
 }
 
 Isa parse_isa(std::string_view name) {
-  constexpr Isa all[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
+  constexpr Isa all[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon, Isa::kDotprod, Isa::kI8mm, Isa::kAmx};
   for (Isa isa : all) {
     if (name == isa_name(isa)) return isa;
   }
   throw Error(ErrorCode::kInvalidArgument,
-              "EDGELLM_ISA='" + std::string(name) + "' is not an ISA (scalar, avx2, avx512, neon, dotprod, i8mm)");
+              "EDGELLM_ISA='" + std::string(name) + "' is not an ISA (scalar, avx2, avx512, amx, neon, dotprod, i8mm)");
 }
 
 // EDGELLM_ISA, parsed once. A pin makes the process behave as if the CPU had nothing better:
@@ -199,6 +207,7 @@ const char* isa_name(Isa isa) {
     case Isa::kNeon: return "neon";
     case Isa::kDotprod: return "dotprod";
     case Isa::kI8mm: return "i8mm";
+    case Isa::kAmx: return "amx";
   }
   return "unknown";
 }

@@ -11,6 +11,10 @@ std::vector<Int8PeakKernel> int8_peak_kernels() {
 #if defined(EDGELLM_ARCH_X86)
   // Each kernel's file is built for its folder's whole ISA (CMakeLists.txt), so it runs only
   // where the engine's kernels of that ISA would.
+  if (f.has_amx_kernels()) {
+    k.push_back({"amx_int8", "tdpbssd (16x64 by 64x16 tiles)", Int8PeakSemantics::kSignedTile16x64, 1024, 1, 16384,
+                 amx::int8_peak_tdpbssd});
+  }
   if (f.has_avx512_kernels()) {
     k.push_back({"avx512_vnni", "vpdpbusd zmm", Int8PeakSemantics::kUnsignedSignedQuad, 64, 16, 64,
                  avx512::int8_peak_vpdpbusd});

@@ -11,6 +11,9 @@ namespace edgellm::kernels {
 namespace avx512 {
 void int8_peak_vpdpbusd(const uint8_t* a, const uint8_t* b, int64_t iterations, int32_t* out);
 }
+namespace amx {
+void int8_peak_tdpbssd(const uint8_t* a, const uint8_t* b, int64_t iterations, int32_t* out);
+}
 namespace avx2 {
 void int8_peak_maddubs(const uint8_t* a, const uint8_t* b, int64_t iterations, int32_t* out);
 void int8_peak_avx_vnni(const uint8_t* a, const uint8_t* b, int64_t iterations, int32_t* out);

@@ -2,7 +2,7 @@
 //
 // Each ISA provides install_<isa>(KernelTable&) which overwrites only the entries it specialises;
 // dispatch.cpp builds the table for ISA k by copying the table of the next lower ISA of the same
-// family (scalar -> avx2 -> avx512, scalar -> neon -> dotprod -> i8mm) and calling install_<k>.
+// family (scalar -> avx2 -> avx512 -> amx, scalar -> neon -> dotprod -> i8mm) and calling install_<k>.
 // An entry an ISA does not specialise therefore falls back to the best lower ISA, and in the end
 // to the scalar reference, which fills every entry.
 #pragma once

@@ -16,7 +16,9 @@
 
 namespace edgellm::kernels {
 
-enum class Isa { kScalar, kAvx2, kAvx512, kNeon, kDotprod, kI8mm };
+// kAmx comes last so that the ISAs' numeric order stays the order within each family
+// (scalar < avx2 < avx512 < amx; scalar < neon < dotprod < i8mm), which EDGELLM_ISA pins rely on.
+enum class Isa { kScalar, kAvx2, kAvx512, kNeon, kDotprod, kI8mm, kAmx };
 
 const char* isa_name(Isa isa);
 // The ISAs this CPU can run, lowest first (kScalar is always present).

@@ -74,6 +74,7 @@ bool has_fast_packed_kernel(TensorType packed) {
   // AVX-512 VNNI, AVX2 and ARM dotprod (i8mm inherits it) have SIMD kernels for every packed
   // type; plain NEON and the scalar reference do not.
   switch (active_isa()) {
+    case Isa::kAmx:
     case Isa::kAvx512:
     case Isa::kAvx2:
     case Isa::kDotprod:

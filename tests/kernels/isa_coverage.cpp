@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     }
   }
   using edgellm::kernels::Isa;
-  const Isa all[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
+  const Isa all[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
   std::set<std::string> host;
   for (Isa isa : edgellm::kernels::supported_isas()) host.insert(edgellm::kernels::isa_name(isa));
   std::printf("isa-coverage: %zu test processes; test processes that used each ISA's kernels:\n", processes);
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
 #if defined(EDGELLM_ARCH_X86)
     if (!on_host && (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm)) continue;
 #elif defined(EDGELLM_ARCH_ARM64)
-    if (!on_host && (isa == Isa::kAvx2 || isa == Isa::kAvx512)) continue;
+    if (!on_host && (isa == Isa::kAvx2 || isa == Isa::kAvx512 || isa == Isa::kAmx)) continue;
 #endif
     std::string verdict;
     if (!on_host) {

@@ -40,6 +40,12 @@ int64_t step_value(const Int8PeakKernel& k, const Bytes& a, const Bytes& b, int 
       for (int t = 0; t < 8; ++t) s += sa(base + 8 * i + t) * sb(base + 8 * c + t);
       break;
     }
+    case Int8PeakSemantics::kSignedTile16x64: {
+      // C[m][n] = sum_k A[m][k] B[k/4][4n + k%4], A[m][k] = a[(k+4m)%64], B[r][c] = b[(c+4r)%64]
+      const int m = lane / 16, n = lane % 16;
+      for (int k = 0; k < 64; ++k) s += sa((k + 4 * m) % 64) * sb((4 * n + k % 4 + 4 * (k / 4)) % 64);
+      break;
+    }
   }
   return s;
 }
@@ -83,10 +89,13 @@ TEST(Int8Peak, EveryLaneIsTheDotProductTimesIterationsPlusSeed) {
 }
 
 // The MAC count the bench multiplies by is the instruction's: one MAC per byte pair for the
-// quad dot products, two per byte pair for smmla's 2x8 by 8x2 product.
+// quad dot products, two per byte pair for smmla's 2x8 by 8x2 product, 16 x 16 x 64 for a tile.
 TEST(Int8Peak, MacCountsFollowTheInstructions) {
   for (const Int8PeakKernel& k : int8_peak_kernels()) {
-    const int per_byte = k.semantics == Int8PeakSemantics::kSignedMatrix2x8 ? 2 : 1;
+    // tdpbssd: 16 x 16 x 64 MACs per 1 KiB C tile.
+    const int per_byte = k.semantics == Int8PeakSemantics::kSignedMatrix2x8    ? 2
+                         : k.semantics == Int8PeakSemantics::kSignedTile16x64 ? 16
+                                                                              : 1;
     EXPECT_EQ(k.macs_per_step, per_byte * k.vector_bytes) << k.name;
     EXPECT_EQ(k.macs_per_iteration(), static_cast<int64_t>(k.accumulators) * k.macs_per_step) << k.name;
   }
@@ -97,6 +106,7 @@ TEST(Int8Peak, OffersWhatTheCpuHas) {
   for (const auto& k : int8_peak_kernels()) EXPECT_TRUE(names.insert(k.name).second) << k.name;
   const CpuFeatures& f = cpu_features();
 #if defined(EDGELLM_ARCH_X86)
+  EXPECT_EQ(names.count("amx_int8"), f.has_amx_kernels() ? 1u : 0u);
   EXPECT_EQ(names.count("avx512_vnni"), f.has_avx512_kernels() ? 1u : 0u);
   EXPECT_EQ(names.count("avx2"), f.has_avx2_kernels() ? 1u : 0u);
   EXPECT_EQ(names.count("avx_vnni"), f.has_avx2_kernels() && f.avx_vnni ? 1u : 0u);

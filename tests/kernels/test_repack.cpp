@@ -5,6 +5,8 @@
 // token counts that exercise the 8-, 4- and 1-token tiles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -195,15 +197,15 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   }
 }
 
-// A token's output does not depend on the tile it falls in: the packed matmul over 13 tokens
-// (AVX-512: an 8-token tile, a 4- or 2-token tile, 1-token remainders; ARM: 4-token tiles and
-// remainders) equals, bit for bit, 13 one-token (decode) matmuls of the same rows, on every ISA
-// and packed type. This is what lets a prompt prefilled in chunks give the logits of a single
+// A token's output does not depend on the tile it falls in: the packed matmul over 45 tokens
+// (AVX-512: 8-token tiles, a 4- or 2-token tile, 1-token remainders; ARM: 4-token tiles and
+// remainders; AMX: two 16-token tiles and a 13-token one for Q4_0 / Q5_0 / Q8_0) equals, bit for
+// bit, 45 one-token (decode) matmuls of the same rows, on every ISA and packed type. This is what lets a prompt prefilled in chunks give the logits of a single
 // pass (ContextTest.ChunkingAndThreadsDoNotChangeLogits checks that on stories260K, which has no
 // K-quant weights).
 TEST(Repack, BatchedMatmulEqualsTokenByToken) {
   IsaGuard guard;
-  constexpr int64_t kRows = 96, kTokens = 13;
+  constexpr int64_t kRows = 96, kTokens = 45;
   for (const TensorType ft :
        {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     const int64_t n = 512;
@@ -225,6 +227,50 @@ TEST(Repack, BatchedMatmulEqualsTokenByToken) {
       for (size_t i = 0; i < batched.size(); ++i) {
         ASSERT_EQ(batched[i], single[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " token "
                                          << i / kRows << " row " << i % kRows;
+      }
+    }
+  }
+}
+
+// The AMX prefill matmul (kernels/x86/amx) equals the AVX-512 kernel bit for bit: the same
+// integer block sums (tdpbssd on the codes minus their offset, against vpdpbusd on the codes with
+// -offset x sum(x) as seed) and the same F32 steps in block order. Shapes cover what its loops
+// split: 1 and 2-block rows and an odd block count, one 16-row group and an odd number of groups,
+// a row range starting past row 0 (rows outside it untouched), a chunk of decoded weights smaller
+// than the range (4096-wide rows: 1 MiB holds 112 rows), token counts with a partial 16-token tile
+// and 300 tokens (two 256-token passes), and 31 tokens, which go to the AVX-512 kernel.
+TEST(Repack, AmxPrefillEqualsAvx512) {
+  IsaGuard guard;
+  const auto isas = supported_isas();
+  if (std::find(isas.begin(), isas.end(), Isa::kAmx) == isas.end()) GTEST_SKIP() << "no AMX on this CPU";
+  struct Shape {
+    int64_t n, rows, r0;
+  };
+  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0}) {
+    for (const Shape sh : {Shape{32, 48, 0}, Shape{64, 16, 0}, Shape{96, 80, 32}, Shape{4096, 160, 16}}) {
+      const PackedMatrix m = pack_gaussian(ft, sh.rows, sh.n, static_cast<uint32_t>(sh.n + sh.rows));
+      for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{300}}) {
+        const auto x = gaussian(static_cast<size_t>(nt * sh.n), static_cast<uint32_t>(300 + nt), 1.0f);
+        const size_t prb = activation_row_bytes(m.pt, sh.n);
+        std::vector<uint8_t> xq(prb * static_cast<size_t>(nt));
+        for (int64_t t = 0; t < nt; ++t) quantize_activation_row(m.pt, x.data() + t * sh.n, xq.data() + t * prb, sh.n);
+        std::vector<float> want(static_cast<size_t>(nt * sh.rows), NAN), got(want.size(), NAN);
+        set_active_isa(Isa::kAvx512);
+        matmul(m.pt, sh.n, m.packed.data(), m.packed_rb, sh.r0, sh.rows, xq.data(), prb, nt, want.data(), sh.rows);
+        set_active_isa(Isa::kAmx);
+        matmul(m.pt, sh.n, m.packed.data(), m.packed_rb, sh.r0, sh.rows, xq.data(), prb, nt, got.data(), sh.rows);
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t r = 0; r < sh.rows; ++r) {
+            const size_t i = static_cast<size_t>(t * sh.rows + r);
+            if (r < sh.r0) {
+              ASSERT_TRUE(std::isnan(got[i])) << "row " << r << " is outside the range and was written";
+              continue;
+            }
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+                << tensor_type_name(m.pt) << " n " << sh.n << " rows " << sh.rows << " tokens " << nt << " token " << t
+                << " row " << r << ": " << got[i] << " vs " << want[i];
+          }
+        }
       }
     }
   }

@@ -1,0 +1,20 @@
+// Internal: the AMX (tile) kernels. The AMX table is the AVX-512 table with the prefill matmuls
+// of the 16-row interleaved Q4_0, Q5_0 and Q8_0 weights replaced (matmul_amx.cpp); their batches
+// of fewer than 32 tokens, and everything else, run the AVX-512 kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+
+namespace edgellm::kernels::amx {
+
+void matmul_q4_0_x16(EDGELLM_MATMUL_PARAMS);
+void matmul_q5_0_x16(EDGELLM_MATMUL_PARAMS);
+void matmul_q8_0_x16(EDGELLM_MATMUL_PARAMS);
+
+// Overwrites the entries above in a copy of the AVX-512 table.
+void install(KernelTable& t);
+
+}  // namespace edgellm::kernels::amx
