@@ -234,11 +234,13 @@ TEST(Repack, BatchedMatmulEqualsTokenByToken) {
 
 // The AMX prefill matmul (kernels/x86/amx) equals the AVX-512 kernel bit for bit: the same
 // integer block sums (tdpbssd on the codes minus their offset, against vpdpbusd on the codes with
-// -offset x sum(x) as seed) and the same F32 steps in block order. Shapes cover what its loops
-// split: 1 and 2-block rows and an odd block count, one 16-row group and an odd number of groups,
-// a row range starting past row 0 (rows outside it untouched), a chunk of decoded weights smaller
-// than the range (4096-wide rows: 1 MiB holds 112 rows), token counts with a partial 16-token tile
-// and 300 tokens (two 256-token passes), and 31 tokens, which go to the AVX-512 kernel.
+// -offset x sum(x) as seed; for Q4_K / Q5_K tdpbsud on codes x scale split in two tiles, against
+// per-sub-block sums times the scale) and the same F32 steps in block order. Shapes cover what
+// its loops split: 1 and 2-column rows and an odd column count, one 16-row group and an odd
+// number of groups, a row range starting past row 0 (rows outside it untouched), a chunk of
+// decoded weights smaller than the range (4096-wide Q4_0 rows: 1 MiB holds 112 rows; 4352-wide
+// Q4_K: 112), token counts with a partial 16-token tile and 300 tokens (two 256-token passes), and
+// 31 tokens, which go to the AVX-512 kernel.
 TEST(Repack, AmxPrefillEqualsAvx512) {
   IsaGuard guard;
   const auto isas = supported_isas();
@@ -246,8 +248,13 @@ TEST(Repack, AmxPrefillEqualsAvx512) {
   struct Shape {
     int64_t n, rows, r0;
   };
-  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0}) {
-    for (const Shape sh : {Shape{32, 48, 0}, Shape{64, 16, 0}, Shape{96, 80, 32}, Shape{4096, 160, 16}}) {
+  for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K,
+                              TensorType::Q6_K}) {
+    // Block columns of 32 elements, or of 256 (K-quants: the same column counts)
+    const int64_t col = (ft == TensorType::Q4_K || ft == TensorType::Q5_K || ft == TensorType::Q6_K) ? 256 : 32;
+    for (Shape sh : {Shape{1, 48, 0}, Shape{2, 16, 0}, Shape{3, 80, 32}, Shape{128, 160, 16}}) {
+      sh.n *= col;
+      if (col == 256 && sh.n > 4096) sh.n = 4096 + 256;  // 17 columns: 1 MiB holds 112 of its rows
       const PackedMatrix m = pack_gaussian(ft, sh.rows, sh.n, static_cast<uint32_t>(sh.n + sh.rows));
       for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{300}}) {
         const auto x = gaussian(static_cast<size_t>(nt * sh.n), static_cast<uint32_t>(300 + nt), 1.0f);

@@ -1,0 +1,148 @@
+// Internal: what the AMX prefill matmuls share (kernels/x86/amx; Sapphire Rapids and later Xeons):
+// the tile-configuration operand, the ordering of tile stores against vector loads, and the loop
+// over spans of tokens, chunks of rows, token tiles and groups (matmul_tiles). A format's file
+// (matmul_legacy_amx.cpp: Q4_0 / Q5_0 / Q8_0; matmul_kquants_amx.cpp: Q4_K / Q5_K / Q6_K) provides
+// its decode / pack / tile policy. Compiled into each AMX file with its flags, so everything here
+// has internal linkage (kernels/README.md, rule for SIMD files).
+//
+// Why tiles: the AVX-512 kernels spend F32 (or int32 scale) work per 32 elements and decode the
+// codes per token tile, on the same two vector ports as vpdpbusd; on an AMX Xeon they ran at
+// 30-43 % of the vpdpbusd peak (one core, 512 tokens). A tile instruction multiplies 16 tokens x K
+// bytes of activations by K x 16 rows of weights on the tile unit (16 x 16 x K MACs); the vector
+// ports keep only the F32 end, exactly the AVX-512 kernel's operations, so the results equal the
+// AVX-512 kernel's bit for bit and a token's result does not depend on whether its batch ran here
+// or on the decode path (tests/kernels/test_repack.cpp).
+//
+// Structure: per span of up to kSpanTokens tokens the activations are packed once into 16-token
+// tiles (pack: the codes as A tiles, zero past the last token, and the d_x); per chunk of rows the
+// weights are decoded once into B tiles (decode) in a per-thread buffer that stays in L2 while
+// every token tile of the span passes over it; tile() runs one 16-row group x one token tile over
+// every column, software-pipelined: the tile unit works on column b + 1 while the vector ports
+// finish column b from its stored C tiles.
+//
+// What bounds it (a 2-core Xeon slice with AMX, no PMU; timing loops): tdpbssd 16.5 cycles, a
+// 1 KiB tile store ~13 more on the tile unit; while the tile unit works, vector instructions issue
+// at one per cycle instead of two (16 FMAs hide under a tdpbssd, 32 do not).
+//
+// Memory: per thread that ran one, one buffer (thread_buffer) of the decoded chunk
+// (kDecodedChunkBytes, or one group's columns when that is larger: a Q6_K row of 11008 elements
+// decodes to 707 KiB per group) plus the packed span (kSpanTokens x K x 1.02-1.13 bytes: 3.1 MiB
+// for an 11008-wide Q4_0 matrix), kept for the thread's later calls, freed when the thread ends.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+#include "kernels/repack.h"
+#include "kernels/tile_driver.h"  // EDGELLM_ALWAYS_INLINE
+
+namespace edgellm::kernels::amx {
+
+// The calling thread's buffer of at least `bytes` (64-byte aligned), grown on demand and kept for
+// the thread's later calls (a pool worker runs many matmuls); nullptr when it cannot be allocated.
+uint8_t* thread_buffer(size_t bytes);
+
+namespace {
+
+// Fewer tokens than this go to the AVX-512 kernel: a batch of a few tokens streams the weights
+// from memory once, which the AVX-512 kernel's prefetching does at full bandwidth, and decoding a
+// chunk for a handful of tokens would cost more than it saves.
+constexpr int64_t kMinTokens = 32;
+constexpr int kTileTokens = 16;
+// Decoded weights per chunk: rows x K bytes that every token tile of the call re-reads from L2.
+// 1 MiB measured best on a 2 MiB L2 (one core, 512 tokens, 2048 x 2048 / 2048 x 5632 / 5632 x
+// 2048: 64 KiB 362 / 346 G MAC/s, 192 KiB 420 / 323, 1 MiB 439 / 442 / 376-420, 1.5 MiB 416 /
+// 389 / 376, 4 MiB 322 / 355 / 311): the activations are re-read once per chunk.
+constexpr int64_t kDecodedChunkBytes = 1024 * 1024;
+// Tokens packed per pass: bounds the packed activations at kSpanTokens x K x 1.02-1.13 bytes (a
+// 5632-wide Q4_0 matrix: 1.6 MiB) whatever the batch; each pass decodes the weights again (~2 %
+// of a pass's time at 256 tokens). A byte budget per span instead (768 KiB, 1.5 MiB) measured the
+// same within noise (Q4_K 2048 x 11008: 338 / 372 / 361 G MAC/s).
+constexpr int64_t kSpanTokens = 256;
+
+// The ldtilecfg operand (Intel SDM vol. 1, 3.2 "tile configuration"): palette 1, per tile
+// register its rows and bytes per row.
+struct alignas(64) TileConfig {
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// GCC's tile intrinsics are asm statements without a memory operand: order them against the
+// ordinary loads and stores of the same buffers explicitly. A full barrier where the decoded and
+// packed buffers are written (no live accumulators there); the C store names its buffer as its
+// output, so that the accumulators stay in registers across it (a "memory" clobber in the block
+// loop made GCC keep them on the stack).
+EDGELLM_ALWAYS_INLINE void compiler_barrier() {
+  __asm__ volatile("" ::: "memory");
+}
+using CTile = int32_t[kTileTokens * 16];
+#define EDGELLM_AMX_STORE_C(tmm, c) \
+  __asm__ volatile("tilestored %%tmm" #tmm ", (%1,%2,1)" : "=m"(c) : "r"(&(c)[0]), "r"(64L))
+
+//   tile(decoded, nb, xa, m, y, ys)  one group x one token tile, every column: y[t][0..15], t < m
+template <class P>
+void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* x,
+                  size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch,
+                  int64_t chunk_groups) {
+  const int64_t nb = n / P::kBlockElems;
+  const int64_t group_bytes = nb * P::kDecodedBytes, tile_bytes = nb * P::kPackedBytes;
+  uint8_t* decoded = scratch;
+  uint8_t* xa = scratch + chunk_groups * group_bytes;
+  P::configure();
+  for (int64_t s0 = 0; s0 < n_tokens; s0 += kSpanTokens) {
+    const int64_t span = n_tokens - s0 < kSpanTokens ? n_tokens - s0 : kSpanTokens;
+    const int64_t n_tiles = (span + kTileTokens - 1) / kTileTokens;
+    const auto tokens_in = [&](int64_t i) {
+      return static_cast<int>(span - i * kTileTokens < kTileTokens ? span - i * kTileTokens : kTileTokens);
+    };
+    for (int64_t i = 0; i < n_tiles; ++i) {
+      P::pack(x + static_cast<size_t>(s0 + i * kTileTokens) * x_row_bytes, x_row_bytes, tokens_in(i), nb,
+              xa + i * tile_bytes);
+    }
+    for (int64_t rc = r0; rc < r1; rc += chunk_groups * kPackRows) {
+      const int64_t re = rc + chunk_groups * kPackRows < r1 ? rc + chunk_groups * kPackRows : r1;
+      for (int64_t r = rc; r < re; r += kPackRows) {
+        const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
+        uint8_t* out = decoded + (r - rc) / kPackRows * group_bytes;
+        for (int64_t b = 0; b < nb; ++b) P::decode(group, nb, b, out + b * P::kDecodedBytes);
+      }
+      compiler_barrier();
+      for (int64_t i = 0; i < n_tiles; ++i) {
+        for (int64_t r = rc; r < re; r += kPackRows) {
+          P::tile(decoded + (r - rc) / kPackRows * group_bytes, nb, xa + i * tile_bytes, tokens_in(i),
+                  y + (s0 + i * kTileTokens) * y_stride + r, y_stride);
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+template <class P>
+void matmul(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* x, size_t x_row_bytes,
+            int64_t n_tokens, float* y, int64_t y_stride, MatmulFn fallback) {
+  const int64_t nb = n / P::kBlockElems;
+  const int64_t group_bytes = nb * P::kDecodedBytes;
+  const int64_t chunk_groups = kDecodedChunkBytes / group_bytes > 1 ? kDecodedChunkBytes / group_bytes : 1;
+  const int64_t span = n_tokens < kSpanTokens ? n_tokens : kSpanTokens;
+  const size_t xa_bytes = static_cast<size_t>((span + kTileTokens - 1) / kTileTokens * nb * P::kPackedBytes);
+  uint8_t* scratch =
+      n_tokens >= kMinTokens ? thread_buffer(static_cast<size_t>(chunk_groups * group_bytes) + xa_bytes) : nullptr;
+  if (scratch == nullptr) {  // a short batch, or no memory for the buffer: the AVX-512 kernel
+    fallback(n, w, w_row_bytes, r0, r1, x, x_row_bytes, n_tokens, y, y_stride);
+    return;
+  }
+  matmul_tiles<P>(n, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, static_cast<const uint8_t*>(x), x_row_bytes,
+                  n_tokens, y, y_stride, scratch, chunk_groups);
+}
+
+}  // namespace
+}  // namespace edgellm::kernels::amx

@@ -1,0 +1,355 @@
+// AMX prefill matmul for the 16-row interleaved Q4_K, Q5_K and Q6_K weights (kernels/repack.h;
+// the shared loop and why tiles: amx_driver.h). The K-quants' sub-block scales are folded into the
+// weight tiles, split in digits small enough for bytes, so that a 256-element super-block is one
+// tile product per digit and one F32 end, not one per sub-block. One core, 512 tokens, G MAC/s,
+// AVX-512 -> AMX: Q4_K 186-191 -> 360-460, Q5_K 172 -> 441, Q6_K 147-154 -> 240-337 (the four B
+// tiles per 64 elements, 16 KiB per column from L2, bound Q6_K).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// GCC 12's own AVX-512 intrinsic headers (_mm512_*_ps with an undefined pass-through operand).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/blocks.h"
+#include "kernels/x86/amx/amx_driver.h"
+#include "kernels/x86/amx/amx_kernels.h"
+#include "kernels/x86/avx512/avx512_kernels.h"
+
+namespace edgellm::kernels::amx {
+namespace {
+
+// ---------------------------------------------------------------- Q4_K_X16, Q5_K_X16
+// Per 256-element super-block the AVX-512 kernel sums sc_j x (sum of code x over sub-block j) in
+// int32, then one F32 end per token: acc + d_r d_x tot - dmin_r d_x m, m = sum_j min_j sums_j
+// (kernels/x86/avx512/matmul_packed.cpp, finish_q4_k_column). The 6-bit scales go into the
+// weights here, which keeps a super-block in one tile product: with sc = lo + 8 hi (lo, hi < 8),
+// B_lo = code x lo and B_hi = code x hi fit unsigned bytes (Q4_K codes < 16: <= 105; Q5_K < 32:
+// <= 217), tdpbsud accumulates both over the 256 elements in 4 steps of K = 64, and
+// tot = C_lo + 8 C_hi exactly. The vector ports then do one F32 end per super-block, not one per
+// 32 elements. m and the F32 steps are the AVX-512 kernel's: bit-identical results.
+//
+// Decoded column (kDecodedBytes): B_lo[4][16][64], B_hi[4][16][64] (tile q row k: elements
+// 64q + 4k .. 64q + 4k + 3 of the 16 rows), d[16], dmin[16] as F32, mins[4] as the int16 pairs
+// of the X16 layout widened (4 x 64 bytes). Packed tokens (kPackedBytes): qs[16][256] (tile q =
+// bytes 64q .. of each row, stride 256), d_x[16] F32, sums[16][8] int16.
+// Tiles: C_lo, C_hi tmm0/1 (even columns) and tmm6/7 (odd), A tmm2/3, B_lo / B_hi tmm4/5; all
+// 16 x 64 bytes.
+constexpr int64_t kKDecodedBytes = 2 * 4096 + 64 + 64 + 256;
+constexpr int64_t kKPackedBytes = 4096 + 64 + 256;
+
+EDGELLM_ALWAYS_INLINE void configure_k_tiles() {
+  TileConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.palette_id = 1;
+  for (int i = 0; i < 8; ++i) {
+    c.rows[i] = kTileTokens;  // every tile 16 x 64 bytes (B: 16 rows of 4 elements x 16 rows)
+    c.colsb[i] = 64;
+  }
+  _tile_loadconfig(&c);
+}
+
+// The byte multiplier s (< 8) of each dword's row in both 16-bit halves, from 16 rows' bytes:
+// a 16-bit multiply then scales both code bytes of a half without carry (code x s < 256).
+EDGELLM_ALWAYS_INLINE __m512i dword_multiplier(__m512i s32) {
+  return _mm512_or_si512(s32, _mm512_slli_epi32(s32, 16));
+}
+
+template <bool kQ5>
+struct KQuant {
+  static constexpr int64_t kBlockElems = kQK_K;
+  static constexpr int64_t kDecodedBytes = kKDecodedBytes, kPackedBytes = kKPackedBytes;
+  static constexpr int64_t kColumnBytes = kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
+
+  static void configure() { configure_k_tiles(); }
+
+  static EDGELLM_ALWAYS_INLINE __m512i fifth_bits(__m512i codes, const uint8_t* cb, int k, int j) {
+    if constexpr (!kQ5) {
+      return codes;
+    } else {  // sub-block j's code vector k gains 16 where bit j of high vector k is set
+      const __m512i high = _mm512_loadu_si512(cb + kQ5KX16High + k * 64);
+      const __mmask64 m = _mm512_test_epi8_mask(high, _mm512_set1_epi8(static_cast<char>(1 << j)));
+      return _mm512_mask_add_epi8(codes, m, codes, _mm512_set1_epi8(16));
+    }
+  }
+
+  static EDGELLM_ALWAYS_INLINE void decode(const uint8_t* group, int64_t /*nb*/, int64_t b, uint8_t* out) {
+    const uint8_t* cb = group + b * kColumnBytes;
+    const __m512i mask = _mm512_set1_epi8(0x0F), seven = _mm512_set1_epi32(7);
+    for (int q = 0; q < 4; ++q) {
+      __m512i lo[2], hi[2];  // sub-blocks 2q (tile rows 0..7) and 2q + 1 (rows 8..15)
+      for (int h = 0; h < 2; ++h) {
+        const __m512i sc = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + kQ4KX16Scales + (2 * q + h) * kPackRows)));
+        lo[h] = dword_multiplier(_mm512_and_si512(sc, seven));
+        hi[h] = dword_multiplier(_mm512_srli_epi32(sc, 3));
+      }
+      for (int k = 0; k < 8; ++k) {
+        const __m512i v = _mm512_loadu_si512(cb + (q * 8 + k) * 64);
+        const __m512i c0 = fifth_bits(_mm512_and_si512(v, mask), cb, k, 2 * q);
+        const __m512i c1 = fifth_bits(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), cb, k, 2 * q + 1);
+        uint8_t* t_lo = out + q * 1024;
+        uint8_t* t_hi = out + 4096 + q * 1024;
+        _mm512_store_si512(t_lo + 64 * k, _mm512_mullo_epi16(c0, lo[0]));
+        _mm512_store_si512(t_lo + 64 * (8 + k), _mm512_mullo_epi16(c1, lo[1]));
+        _mm512_store_si512(t_hi + 64 * k, _mm512_mullo_epi16(c0, hi[0]));
+        _mm512_store_si512(t_hi + 64 * (8 + k), _mm512_mullo_epi16(c1, hi[1]));
+      }
+    }
+    _mm512_store_ps(out + 8192, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16D))));
+    _mm512_store_ps(out + 8256,
+                    _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Dmin))));
+    for (int i = 0; i < 4; ++i) {
+      _mm512_store_si512(
+          out + 8320 + 64 * i,
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cb + kQ4KX16Mins + i * 32))));
+    }
+  }
+
+  static EDGELLM_ALWAYS_INLINE void pack(const uint8_t* x, size_t x_row_bytes, int m, int64_t nb, uint8_t* xa) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = xa + b * kPackedBytes;
+      auto* dx = reinterpret_cast<float*>(out + 4096);
+      uint8_t* sums = out + 4096 + 64;
+      for (int t = 0; t < kTileTokens; ++t) {
+        if (t < m) {
+          const BlockQ8_KS& xb = reinterpret_cast<const BlockQ8_KS*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+          for (int i = 0; i < 4; ++i) {
+            _mm512_store_si512(out + 256 * t + 64 * i, _mm512_loadu_si512(xb.qs + 64 * i));
+          }
+          dx[t] = xb.d;
+          std::memcpy(sums + 16 * t, xb.sums, 16);
+        } else {
+          for (int i = 0; i < 4; ++i) _mm512_store_si512(out + 256 * t + 64 * i, _mm512_setzero_si512());
+          dx[t] = 0.0f;
+          std::memset(sums + 16 * t, 0, 16);
+        }
+      }
+    }
+  }
+
+  static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
+                                         int64_t y_stride) {
+    alignas(64) CTile c[2][2];  // [column parity][lo, hi]
+    __m512 acc[kTileTokens];
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
+    const auto issue = [&](int64_t b) __attribute__((always_inline)) {
+      const uint8_t* a = xa + b * kPackedBytes;
+      const uint8_t* d = decoded + b * kDecodedBytes;
+      if (b & 1) {
+        _tile_zero(6);
+        _tile_zero(7);
+        for (int q = 0; q < 4; ++q) {
+          _tile_loadd(3, a + 64 * q, 256);
+          _tile_loadd(4, d + q * 1024, 64);
+          _tile_loadd(5, d + 4096 + q * 1024, 64);
+          _tile_dpbsud(6, 3, 4);
+          _tile_dpbsud(7, 3, 5);
+        }
+        EDGELLM_AMX_STORE_C(6, c[1][0]);
+        EDGELLM_AMX_STORE_C(7, c[1][1]);
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int q = 0; q < 4; ++q) {
+          _tile_loadd(2, a + 64 * q, 256);
+          _tile_loadd(4, d + q * 1024, 64);
+          _tile_loadd(5, d + 4096 + q * 1024, 64);
+          _tile_dpbsud(0, 2, 4);
+          _tile_dpbsud(1, 2, 5);
+        }
+        EDGELLM_AMX_STORE_C(0, c[0][0]);
+        EDGELLM_AMX_STORE_C(1, c[0][1]);
+      }
+    };
+    issue(0);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (b + 1 < nb) issue(b + 1);
+      const uint8_t* d = decoded + b * kDecodedBytes;
+      const uint8_t* a = xa + b * kPackedBytes;
+      const __m512 dw = _mm512_load_ps(d + 8192), dmin = _mm512_load_ps(d + 8256);
+      __m512i mins[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) mins[i] = _mm512_load_si512(d + 8320 + 64 * i);
+      const auto* dx = reinterpret_cast<const float*>(a + 4096);
+      const auto* sums = reinterpret_cast<const int32_t*>(a + 4096 + 64);  // 4 int16 pairs per token
+      const int32_t* lo = c[b & 1][0];
+      const int32_t* hi = c[b & 1][1];
+#pragma GCC unroll 16
+      for (int t = 0; t < kTileTokens; ++t) {
+        const __m512i tot =
+            _mm512_add_epi32(_mm512_load_si512(lo + 16 * t), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * t), 3));
+        __m512i mm = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) mm = _mm512_dpwssd_epi32(mm, mins[i], _mm512_set1_epi32(sums[4 * t + i]));
+        const __m512 x = _mm512_set1_ps(dx[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, x), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(dmin, x), acc[t]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) {
+      if (t < m) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+    }
+  }
+};
+
+// ---------------------------------------------------------------- Q6_K_X16
+// The AVX-512 kernel sums sc_j x (sum of (q - 32) x over sub-block j) per 16-element sub-block in
+// int32, then one F32 end per super-block. Here the signed 8-bit scales go into the weights in
+// 4-bit digits: with q = lo + 16 h (lo < 16, h < 4), h' = h - 2 (so q - 32 = lo + 16 h') and
+// sc = s_lo + 16 s_hi (s_lo in 0..15, s_hi in -8..7),
+//   (q - 32) sc = lo s_lo + 16 (lo s_hi + h' s_lo) + 256 h' s_hi,
+// each product a byte (0..225 unsigned; -120..105, -30..15, -16..14 signed). Four B tiles per 64
+// elements: tdpbsud into C_a, two tdpbssd into C_bc, tdpbssd into C_d, and
+// tot = C_a + 16 C_bc + 256 C_d is the AVX-512 kernel's integer. Decoded column (kDecodedBytes):
+// tiles [q][a, b, c, d][16][64] (tile q row k: elements 64q + 4k .. 64q + 4k + 3), d[16] F32.
+// Packed tokens: qs[16][256], d_x[16] F32. Tiles: C_a, C_bc, C_d tmm0-2, A tmm3, B tmm4-7.
+constexpr int64_t kQ6DecodedBytes = 4 * 4 * 1024 + 64;
+constexpr int64_t kQ6PackedBytes = 4096 + 64;
+constexpr int64_t kQ6ColumnBytes = 2048 + 1024 + 256;  // repack.h: ql, qh, scales per column
+
+// Bytes a[i] x s (both signed, the product within a byte; s per 16-bit lane): two 16-bit
+// multiplies on the sign-extended even and odd bytes.
+EDGELLM_ALWAYS_INLINE __m512i mul_bytes(__m512i a, __m512i s16) {
+  const __m512i even = _mm512_mullo_epi16(_mm512_srai_epi16(_mm512_slli_epi16(a, 8), 8), s16);
+  const __m512i odd = _mm512_mullo_epi16(_mm512_srai_epi16(a, 8), s16);
+  return _mm512_or_si512(_mm512_and_si512(even, _mm512_set1_epi16(0x00FF)), _mm512_slli_epi16(odd, 8));
+}
+
+struct Q6K {
+  static constexpr int64_t kBlockElems = kQK_K;
+  static constexpr int64_t kDecodedBytes = kQ6DecodedBytes, kPackedBytes = kQ6PackedBytes;
+
+  static void configure() { configure_k_tiles(); }
+
+  static EDGELLM_ALWAYS_INLINE void decode(const uint8_t* group, int64_t nb, int64_t b, uint8_t* out) {
+    const uint8_t* col = group + b * kQ6ColumnBytes;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), two = _mm512_set1_epi8(2);
+    const __m512i low16 = _mm512_set1_epi32(0x0000FFFF);
+    for (int q = 0; q < 4; ++q) {
+      uint8_t* t = out + q * 4096;
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = 4 * q + jj, c = j / 2, half = j % 2;
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + j * 16)));
+        const __m512i s_lo = dword_multiplier(_mm512_and_si512(sc, _mm512_set1_epi32(15)));
+        // s_hi in both 16-bit halves (signed: the low half masked, so its sign stays its own)
+        const __m512i hi32 = _mm512_srai_epi32(sc, 4);
+        const __m512i s_hi = _mm512_or_si512(_mm512_and_si512(hi32, low16), _mm512_slli_epi32(hi32, 16));
+        const __m512i qh = _mm512_loadu_si512(col + 2048 + j * 64);
+        for (int s4 = 0; s4 < 4; ++s4) {
+          const __m512i v = _mm512_loadu_si512(col + (4 * c + s4) * 64);
+          const __m512i lo = _mm512_and_si512(half ? _mm512_srli_epi16(v, 4) : v, m4);
+          const __m512i h = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * s4), m3), two);
+          const int row = 4 * jj + s4;
+          _mm512_store_si512(t + 64 * row, _mm512_mullo_epi16(lo, s_lo));  // lo s_lo: no byte carries
+          _mm512_store_si512(t + 1024 + 64 * row, mul_bytes(lo, s_hi));
+          _mm512_store_si512(t + 2048 + 64 * row, mul_bytes(h, s_lo));
+          _mm512_store_si512(t + 3072 + 64 * row, mul_bytes(h, s_hi));
+        }
+      }
+    }
+    const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes) + b * kPackRows;
+    _mm512_store_ps(out + 16384, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd))));
+  }
+
+  static EDGELLM_ALWAYS_INLINE void pack(const uint8_t* x, size_t x_row_bytes, int m, int64_t nb, uint8_t* xa) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = xa + b * kPackedBytes;
+      auto* dx = reinterpret_cast<float*>(out + 4096);
+      for (int t = 0; t < kTileTokens; ++t) {
+        if (t < m) {
+          const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_row_bytes)[b];
+          for (int i = 0; i < 4; ++i) _mm512_store_si512(out + 256 * t + 64 * i, _mm512_loadu_si512(xb.qs + 64 * i));
+          dx[t] = xb.d;
+        } else {
+          for (int i = 0; i < 4; ++i) _mm512_store_si512(out + 256 * t + 64 * i, _mm512_setzero_si512());
+          dx[t] = 0.0f;
+        }
+      }
+    }
+  }
+
+  static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
+                                         int64_t y_stride) {
+    alignas(64) CTile c[2][3];  // [column parity][a, bc, d]
+    __m512 acc[kTileTokens];
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
+    const auto issue = [&](int64_t b) __attribute__((always_inline)) {
+      const uint8_t* a = xa + b * kPackedBytes;
+      const uint8_t* d = decoded + b * kDecodedBytes;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      for (int q = 0; q < 4; ++q) {
+        const uint8_t* tq = d + q * 4096;
+        _tile_loadd(3, a + 64 * q, 256);
+        _tile_loadd(4, tq, 64);
+        _tile_loadd(5, tq + 1024, 64);
+        _tile_loadd(6, tq + 2048, 64);
+        _tile_loadd(7, tq + 3072, 64);
+        _tile_dpbsud(0, 3, 4);
+        _tile_dpbssd(1, 3, 5);
+        _tile_dpbssd(1, 3, 6);
+        _tile_dpbssd(2, 3, 7);
+      }
+      if (b & 1) {
+        EDGELLM_AMX_STORE_C(0, c[1][0]);
+        EDGELLM_AMX_STORE_C(1, c[1][1]);
+        EDGELLM_AMX_STORE_C(2, c[1][2]);
+      } else {
+        EDGELLM_AMX_STORE_C(0, c[0][0]);
+        EDGELLM_AMX_STORE_C(1, c[0][1]);
+        EDGELLM_AMX_STORE_C(2, c[0][2]);
+      }
+    };
+    issue(0);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (b + 1 < nb) issue(b + 1);
+      const __m512 dw = _mm512_load_ps(decoded + b * kDecodedBytes + 16384);
+      const auto* dx = reinterpret_cast<const float*>(xa + b * kPackedBytes + 4096);
+      const int32_t* ca = c[b & 1][0];
+      const int32_t* cbc = c[b & 1][1];
+      const int32_t* cd = c[b & 1][2];
+#pragma GCC unroll 16
+      for (int t = 0; t < kTileTokens; ++t) {
+        const __m512i tot = _mm512_add_epi32(
+            _mm512_add_epi32(_mm512_load_si512(ca + 16 * t), _mm512_slli_epi32(_mm512_load_si512(cbc + 16 * t), 4)),
+            _mm512_slli_epi32(_mm512_load_si512(cd + 16 * t), 8));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) {
+      if (t < m) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+    }
+  }
+};
+
+// A format's policy P (Legacy<K> above, KQuant<kQ5> below):
+//   kBlockElems                      elements per block column (32, 256)
+//   kDecodedBytes, kPackedBytes      bytes of one decoded weight column / packed token-tile column
+//   decode(group, nb, b, out)        weight column b of a 16-row group -> its decoded form
+//   pack(x, x_row_bytes, m, nb, out) m <= 16 tokens' activation rows -> nb packed columns
+
+}  // namespace
+
+void matmul_q4_k_x16(EDGELLM_MATMUL_PARAMS) {
+  matmul<KQuant<false>>(EDGELLM_MATMUL_ARGS, avx512::matmul_q4_k_x16);
+}
+
+void matmul_q5_k_x16(EDGELLM_MATMUL_PARAMS) {
+  matmul<KQuant<true>>(EDGELLM_MATMUL_ARGS, avx512::matmul_q5_k_x16);
+}
+
+void matmul_q6_k_x16(EDGELLM_MATMUL_PARAMS) {
+  matmul<Q6K>(EDGELLM_MATMUL_ARGS, avx512::matmul_q6_k_x16);
+}
+
+}  // namespace edgellm::kernels::amx
