@@ -1,5 +1,6 @@
 #include "kernels/cpu_features.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +40,10 @@ bool request_amx_permission() {
   if (pin != nullptr && *pin != '\0' && std::strcmp(pin, "amx") != 0) return false;
   constexpr long kArchReqXcompPerm = 0x1023;
   constexpr long kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  const int saved_errno = errno;  // a refusal is an answer here, not an error for the caller
+  const bool granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  errno = saved_errno;
+  return granted;
 #else
   return false;
 #endif
@@ -72,7 +76,10 @@ CpuFeatures detect() {
     f.amx_int8 = (edx >> 25) & 1u;
   }
   constexpr uint64_t kTileState = (1ull << 17) | (1ull << 18);  // XTILECFG, XTILEDATA
-  f.os_amx = f.amx_tile && (xcr0 & kTileState) == kTileState && request_amx_permission();
+  // Asked only where the AMX kernels could run (AMX-INT8 and the AVX-512 level they build on):
+  // the permission changes the whole process, and a process that cannot use it should not pay.
+  f.os_amx = f.amx_tile && f.amx_int8 && (xcr0 & kTileState) == kTileState && f.has_avx512_kernels() &&
+             request_amx_permission();
   // Sub-leaf 1 reads as zeros on CPUs that do not have it.
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
     f.avx_vnni = f.os_ymm && ((eax >> 4) & 1u);

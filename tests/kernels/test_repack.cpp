@@ -135,7 +135,7 @@ TEST(Repack, RejectsBadInput) {
 
 TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
   IsaGuard guard;
-  const int64_t token_counts[] = {1, 3, 4, 8, 13, 17};
+  const int64_t token_counts[] = {1, 3, 4, 8, 13, 17, 45};  // 45: AMX prefill (32 and more) where the CPU has it
   for (const Case c :
        {Case{TensorType::Q4_0, 64, 48}, Case{TensorType::Q8_0, 64, 48}, Case{TensorType::Q4_0, 96, 48},
         Case{TensorType::Q8_0, 96, 48}, Case{TensorType::Q4_0, 4096, 32}, Case{TensorType::Q8_0, 4096, 32},
@@ -199,7 +199,7 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
 
 // A token's output does not depend on the tile it falls in: the packed matmul over 45 tokens
 // (AVX-512: 8-token tiles, a 4- or 2-token tile, 1-token remainders; ARM: 4-token tiles and
-// remainders; AMX: two 16-token tiles and a 13-token one for Q4_0 / Q5_0 / Q8_0) equals, bit for
+// remainders; AMX: two 16-token tiles and a 13-token one) equals, bit for
 // bit, 45 one-token (decode) matmuls of the same rows, on every ISA and packed type. This is what lets a prompt prefilled in chunks give the logits of a single
 // pass (ContextTest.ChunkingAndThreadsDoNotChangeLogits checks that on stories260K, which has no
 // K-quant weights).
@@ -234,42 +234,44 @@ TEST(Repack, BatchedMatmulEqualsTokenByToken) {
 
 // The AMX prefill matmul (kernels/x86/amx) equals the AVX-512 kernel bit for bit: the same
 // integer block sums (tdpbssd on the codes minus their offset, against vpdpbusd on the codes with
-// -offset x sum(x) as seed; for Q4_K / Q5_K tdpbsud on codes x scale split in two tiles, against
-// per-sub-block sums times the scale) and the same F32 steps in block order. Shapes cover what
-// its loops split: 1 and 2-column rows and an odd column count, one 16-row group and an odd
-// number of groups, a row range starting past row 0 (rows outside it untouched), a chunk of
-// decoded weights smaller than the range (4096-wide Q4_0 rows: 1 MiB holds 112 rows; 4352-wide
-// Q4_K: 112), token counts with a partial 16-token tile and 300 tokens (two 256-token passes), and
-// 31 tokens, which go to the AVX-512 kernel.
+// -offset x sum(x) as seed; for the K-quants tdpbsud / tdpbssd on codes x scale split in digits,
+// against per-sub-block sums times the scale) and the same F32 steps in column order. Shapes
+// cover what its loops split: 1 and 2-column rows and an odd column count, one 16-row group and
+// odd group counts, row ranges that start past row 0 and end before the last row (rows outside
+// untouched), more rows than one 1 MiB decode chunk holds, token counts with a partial 16-token
+// tile, 257 and 300 tokens (a second 256-token span of 1 and of 44), and 31 tokens, which go to
+// the AVX-512 kernel.
 TEST(Repack, AmxPrefillEqualsAvx512) {
   IsaGuard guard;
   const auto isas = supported_isas();
   if (std::find(isas.begin(), isas.end(), Isa::kAmx) == isas.end()) GTEST_SKIP() << "no AMX on this CPU";
   struct Shape {
-    int64_t n, rows, r0;
+    int64_t n, rows, r0, r1;  // n in columns; rows [r0, r1) computed
   };
   for (const TensorType ft : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K,
                               TensorType::Q6_K}) {
     // Block columns of 32 elements, or of 256 (K-quants: the same column counts)
     const int64_t col = (ft == TensorType::Q4_K || ft == TensorType::Q5_K || ft == TensorType::Q6_K) ? 256 : 32;
-    for (Shape sh : {Shape{1, 48, 0}, Shape{2, 16, 0}, Shape{3, 80, 32}, Shape{128, 160, 16}}) {
+    for (Shape sh : {Shape{1, 48, 0, 48}, Shape{2, 16, 0, 16}, Shape{3, 80, 32, 64}, Shape{256, 160, 16, 160}}) {
       sh.n *= col;
-      if (col == 256 && sh.n > 4096) sh.n = 4096 + 256;  // 17 columns: 1 MiB holds 112 of its rows
+      // 256 columns (Q4_0 / Q5_0 / Q8_0 8192 wide) and 17 (the K-quants 4352 wide): a 1 MiB
+      // decode chunk holds 112 rows (Q6_K: 48), so [16, 160) takes two chunks (Q6_K three).
+      if (col == 256 && sh.n > 4096) sh.n = 17 * 256;
       const PackedMatrix m = pack_gaussian(ft, sh.rows, sh.n, static_cast<uint32_t>(sh.n + sh.rows));
-      for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{300}}) {
+      for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{257}, int64_t{300}}) {
         const auto x = gaussian(static_cast<size_t>(nt * sh.n), static_cast<uint32_t>(300 + nt), 1.0f);
         const size_t prb = activation_row_bytes(m.pt, sh.n);
         std::vector<uint8_t> xq(prb * static_cast<size_t>(nt));
         for (int64_t t = 0; t < nt; ++t) quantize_activation_row(m.pt, x.data() + t * sh.n, xq.data() + t * prb, sh.n);
         std::vector<float> want(static_cast<size_t>(nt * sh.rows), NAN), got(want.size(), NAN);
         set_active_isa(Isa::kAvx512);
-        matmul(m.pt, sh.n, m.packed.data(), m.packed_rb, sh.r0, sh.rows, xq.data(), prb, nt, want.data(), sh.rows);
+        matmul(m.pt, sh.n, m.packed.data(), m.packed_rb, sh.r0, sh.r1, xq.data(), prb, nt, want.data(), sh.rows);
         set_active_isa(Isa::kAmx);
-        matmul(m.pt, sh.n, m.packed.data(), m.packed_rb, sh.r0, sh.rows, xq.data(), prb, nt, got.data(), sh.rows);
+        matmul(m.pt, sh.n, m.packed.data(), m.packed_rb, sh.r0, sh.r1, xq.data(), prb, nt, got.data(), sh.rows);
         for (int64_t t = 0; t < nt; ++t) {
           for (int64_t r = 0; r < sh.rows; ++r) {
             const size_t i = static_cast<size_t>(t * sh.rows + r);
-            if (r < sh.r0) {
+            if (r < sh.r0 || r >= sh.r1) {
               ASSERT_TRUE(std::isnan(got[i])) << "row " << r << " is outside the range and was written";
               continue;
             }

@@ -25,9 +25,15 @@
 // at one per cycle instead of two (16 FMAs hide under a tdpbssd, 32 do not).
 //
 // Memory: per thread that ran one, one buffer (thread_buffer) of the decoded chunk
-// (kDecodedChunkBytes, or one group's columns when that is larger: a Q6_K row of 11008 elements
-// decodes to 707 KiB per group) plus the packed span (kSpanTokens x K x 1.02-1.13 bytes: 3.1 MiB
-// for an 11008-wide Q4_0 matrix), kept for the thread's later calls, freed when the thread ends.
+// (kDecodedChunkBytes, or one group's columns when that is larger: Q6_K decodes 64 bytes per
+// element and group, so rows of more than 16 k elements) plus the packed span (kSpanTokens x K x
+// 1.02-1.13 bytes: 3.1 MiB for an 11008-wide Q4_0 matrix), kept for the thread's later calls,
+// freed when the thread ends. Each pool thread packs the span it needs itself (the same tokens,
+// its own rows). Measured peak RSS grows by 3-4 MiB on the benchmark models (docs/benchmarks.md).
+//
+// The AMX kernels compute the integer sums from the codes alone; the AVX-512 kernels use the
+// activation blocks' code sums (BlockQ8_0S::sum, BlockQ8_K bsums). The two agree because every
+// activation quantizer computes those sums from the codes it wrote.
 #pragma once
 
 #include <immintrin.h>
@@ -84,10 +90,21 @@ EDGELLM_ALWAYS_INLINE void compiler_barrier() {
   __asm__ volatile("" ::: "memory");
 }
 using CTile = int32_t[kTileTokens * 16];
-#define EDGELLM_AMX_STORE_C(tmm, c) \
-  __asm__ volatile("tilestored %%tmm" #tmm ", (%1,%2,1)" : "=m"(c) : "r"(&(c)[0]), "r"(64L))
+// (AT&T | Intel syntax alternatives, as GCC's own tile intrinsics spell them.)
+#define EDGELLM_AMX_STORE_C(tmm, c)                                                              \
+  __asm__ volatile("{tilestored\t%%tmm" #tmm ", (%1,%2,1)|tilestored\t[%1+%2*1], %%tmm" #tmm "}" \
+                   : "=m"(c)                                                                     \
+                   : "r"(&(c)[0]), "r"(64L))
 
+// A format's policy P (matmul_legacy_amx.cpp: Legacy<K>; matmul_kquants_amx.cpp: KQuant<kQ5>, Q6K):
+//   kBlockElems                      elements per column (32, 256)
+//   kDecodedBytes, kPackedBytes      bytes of one decoded weight column / packed token-tile column
+//   configure()                      ldtilecfg of the tile shapes its tile() uses
+//   decode(group, nb, b, out)        weight column b of a 16-row group -> its decoded form
+//   pack(x, x_row_bytes, m, nb, out) m <= 16 tokens' activation rows -> nb packed columns (zero past m)
 //   tile(decoded, nb, xa, m, y, ys)  one group x one token tile, every column: y[t][0..15], t < m
+// The compiler barriers order the ordinary stores of pack and decode against the tile loads
+// before and after them (the tile intrinsics' asm does not tell GCC it reads memory).
 template <class P>
 void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* x,
                   size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch,
@@ -98,6 +115,7 @@ void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, i
   uint8_t* xa = scratch + chunk_groups * group_bytes;
   P::configure();
   for (int64_t s0 = 0; s0 < n_tokens; s0 += kSpanTokens) {
+    compiler_barrier();  // the last span's tile loads of xa came before this span's pack
     const int64_t span = n_tokens - s0 < kSpanTokens ? n_tokens - s0 : kSpanTokens;
     const int64_t n_tiles = (span + kTileTokens - 1) / kTileTokens;
     const auto tokens_in = [&](int64_t i) {
@@ -107,7 +125,9 @@ void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, i
       P::pack(x + static_cast<size_t>(s0 + i * kTileTokens) * x_row_bytes, x_row_bytes, tokens_in(i), nb,
               xa + i * tile_bytes);
     }
+    compiler_barrier();
     for (int64_t rc = r0; rc < r1; rc += chunk_groups * kPackRows) {
+      compiler_barrier();  // the last chunk's tile loads of `decoded` came before this decode
       const int64_t re = rc + chunk_groups * kPackRows < r1 ? rc + chunk_groups * kPackRows : r1;
       for (int64_t r = rc; r < re; r += kPackRows) {
         const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
@@ -131,11 +151,13 @@ void matmul(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1
             int64_t n_tokens, float* y, int64_t y_stride, MatmulFn fallback) {
   const int64_t nb = n / P::kBlockElems;
   const int64_t group_bytes = nb * P::kDecodedBytes;
-  const int64_t chunk_groups = kDecodedChunkBytes / group_bytes > 1 ? kDecodedChunkBytes / group_bytes : 1;
+  const int64_t chunk_groups =
+      group_bytes > 0 && kDecodedChunkBytes / group_bytes > 1 ? kDecodedChunkBytes / group_bytes : 1;
   const int64_t span = n_tokens < kSpanTokens ? n_tokens : kSpanTokens;
   const size_t xa_bytes = static_cast<size_t>((span + kTileTokens - 1) / kTileTokens * nb * P::kPackedBytes);
-  uint8_t* scratch =
-      n_tokens >= kMinTokens ? thread_buffer(static_cast<size_t>(chunk_groups * group_bytes) + xa_bytes) : nullptr;
+  uint8_t* scratch = n_tokens >= kMinTokens && nb > 0
+                         ? thread_buffer(static_cast<size_t>(chunk_groups * group_bytes) + xa_bytes)
+                         : nullptr;
   if (scratch == nullptr) {  // a short batch, or no memory for the buffer: the AVX-512 kernel
     fallback(n, w, w_row_bytes, r0, r1, x, x_row_bytes, n_tokens, y, y_stride);
     return;

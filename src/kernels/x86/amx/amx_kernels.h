@@ -1,6 +1,7 @@
 // Internal: the AMX (tile) kernels. The AMX table is the AVX-512 table with the prefill matmuls
-// of the 16-row interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights replaced (matmul_amx.cpp); their batches
-// of fewer than 32 tokens, and everything else, run the AVX-512 kernels.
+// of the 16-row interleaved Q4_0, Q5_0, Q8_0 (matmul_legacy_amx.cpp), Q4_K, Q5_K and Q6_K
+// (matmul_kquants_amx.cpp) weights replaced; their batches of fewer than 32 tokens, and
+// everything else, run the AVX-512 kernels.
 #pragma once
 
 #include <cstddef>

@@ -53,8 +53,9 @@ EDGELLM_ALWAYS_INLINE void configure_k_tiles() {
   _tile_loadconfig(&c);
 }
 
-// The byte multiplier s (< 8) of each dword's row in both 16-bit halves, from 16 rows' bytes:
-// a 16-bit multiply then scales both code bytes of a half without carry (code x s < 256).
+// The byte multiplier s >= 0 of each dword's row in both 16-bit halves, from 16 rows' values: a
+// 16-bit multiply then scales both bytes of a half without carry while code x s < 256 (Q4_K /
+// Q5_K: s < 8, code < 32; Q6_K: s < 16, code < 16).
 EDGELLM_ALWAYS_INLINE __m512i dword_multiplier(__m512i s32) {
   return _mm512_or_si512(s32, _mm512_slli_epi32(s32, 16));
 }
@@ -177,7 +178,7 @@ struct KQuant {
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) mins[i] = _mm512_load_si512(d + 8320 + 64 * i);
       const auto* dx = reinterpret_cast<const float*>(a + 4096);
-      const auto* sums = reinterpret_cast<const int32_t*>(a + 4096 + 64);  // 4 int16 pairs per token
+      const uint8_t* sums = a + 4096 + 64;  // per token 8 int16: 4 pairs
       const int32_t* lo = c[b & 1][0];
       const int32_t* hi = c[b & 1][1];
 #pragma GCC unroll 16
@@ -186,7 +187,11 @@ struct KQuant {
             _mm512_add_epi32(_mm512_load_si512(lo + 16 * t), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * t), 3));
         __m512i mm = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) mm = _mm512_dpwssd_epi32(mm, mins[i], _mm512_set1_epi32(sums[4 * t + i]));
+        for (int i = 0; i < 4; ++i) {
+          int32_t pair;
+          std::memcpy(&pair, sums + 16 * t + 4 * i, 4);
+          mm = _mm512_dpwssd_epi32(mm, mins[i], _mm512_set1_epi32(pair));
+        }
         const __m512 x = _mm512_set1_ps(dx[t]);
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, x), acc[t]);
         acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(dmin, x), acc[t]);
@@ -205,7 +210,7 @@ struct KQuant {
 // 4-bit digits: with q = lo + 16 h (lo < 16, h < 4), h' = h - 2 (so q - 32 = lo + 16 h') and
 // sc = s_lo + 16 s_hi (s_lo in 0..15, s_hi in -8..7),
 //   (q - 32) sc = lo s_lo + 16 (lo s_hi + h' s_lo) + 256 h' s_hi,
-// each product a byte (0..225 unsigned; -120..105, -30..15, -16..14 signed). Four B tiles per 64
+// each product a byte (0..225 unsigned; -120..105, -30..15, -14..16 signed). Four B tiles per 64
 // elements: tdpbsud into C_a, two tdpbssd into C_bc, tdpbssd into C_d, and
 // tot = C_a + 16 C_bc + 256 C_d is the AVX-512 kernel's integer. Decoded column (kDecodedBytes):
 // tiles [q][a, b, c, d][16][64] (tile q row k: elements 64q + 4k .. 64q + 4k + 3), d[16] F32.
@@ -331,12 +336,6 @@ struct Q6K {
     }
   }
 };
-
-// A format's policy P (Legacy<K> above, KQuant<kQ5> below):
-//   kBlockElems                      elements per block column (32, 256)
-//   kDecodedBytes, kPackedBytes      bytes of one decoded weight column / packed token-tile column
-//   decode(group, nb, b, out)        weight column b of a 16-row group -> its decoded form
-//   pack(x, x_row_bytes, m, nb, out) m <= 16 tokens' activation rows -> nb packed columns
 
 }  // namespace
 
