@@ -55,8 +55,10 @@ uint8_t* thread_buffer(size_t bytes);
 namespace {
 
 // Fewer tokens than this go to the AVX-512 kernel: a batch of a few tokens streams the weights
-// from memory once, which the AVX-512 kernel's prefetching does at full bandwidth, and decoding a
-// chunk for a handful of tokens would cost more than it saves.
+// from memory once, which the AVX-512 kernel's prefetching does at full bandwidth, and the decode
+// of a chunk is shared by fewer tiles. One core, Q4_0 2048 x 2048, weights in cache, G MAC/s
+// AVX-512 / AMX: 16 tokens 216 / 240, 24 tokens 216 / 237, 32 tokens 216 / 319; a 151936 x 1536
+// Q6_K head at 32 tokens (weights from DRAM) 125 / 118.
 constexpr int64_t kMinTokens = 32;
 constexpr int kTileTokens = 16;
 // Decoded weights per chunk: rows x K bytes that every token tile of the call re-reads from L2.
@@ -65,9 +67,9 @@ constexpr int kTileTokens = 16;
 // 389 / 376, 4 MiB 322 / 355 / 311): the activations are re-read once per chunk.
 constexpr int64_t kDecodedChunkBytes = 1024 * 1024;
 // Tokens packed per pass: bounds the packed activations at kSpanTokens x K x 1.02-1.13 bytes (a
-// 5632-wide Q4_0 matrix: 1.6 MiB) whatever the batch; each pass decodes the weights again (~2 %
-// of a pass's time at 256 tokens). A byte budget per span instead (768 KiB, 1.5 MiB) measured the
-// same within noise (Q4_K 2048 x 11008: 338 / 372 / 361 G MAC/s).
+// 5632-wide Q4_0 matrix: 1.6 MiB) whatever the batch; each pass decodes the weights again (a few
+// vector instructions per decoded byte; not timed separately). A byte budget per span instead
+// (768 KiB, 1.5 MiB) measured the same within noise (Q4_K 2048 x 11008: 338 / 372 / 361 G MAC/s).
 constexpr int64_t kSpanTokens = 256;
 
 // The ldtilecfg operand (Intel SDM vol. 1, 3.2 "tile configuration"): palette 1, per tile
