@@ -83,6 +83,19 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// ldtilecfg with palette 1 and, for tmm0 .. tmm(N-1), rows[i] rows of colsb[i] bytes.
+template <int N>
+EDGELLM_ALWAYS_INLINE void load_tile_config(const uint8_t (&rows)[N], const uint16_t (&colsb)[N]) {
+  TileConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.palette_id = 1;
+  for (int i = 0; i < N; ++i) {
+    c.rows[i] = rows[i];
+    c.colsb[i] = colsb[i];
+  }
+  _tile_loadconfig(&c);
+}
+
 // GCC's tile intrinsics are asm statements without a memory operand: order them against the
 // ordinary loads and stores of the same buffers explicitly. A full barrier where the decoded and
 // packed buffers are written (no live accumulators there); the C store names its buffer as its

@@ -11,19 +11,9 @@
 #include <cstring>
 
 #include "kernels/int8_peak_isa.h"
+#include "kernels/x86/amx/amx_driver.h"  // load_tile_config
 
 namespace edgellm::kernels::amx {
-namespace {
-
-struct alignas(64) TileConfig {  // the ldtilecfg operand (palette 1)
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
-}  // namespace
 
 void int8_peak_tdpbssd(const uint8_t* a, const uint8_t* b, int64_t iterations, int32_t* out) {
   alignas(64) uint8_t ta[16 * 64], tb[16 * 64];
@@ -33,14 +23,7 @@ void int8_peak_tdpbssd(const uint8_t* a, const uint8_t* b, int64_t iterations, i
       tb[64 * r + k] = b[(k + 4 * r) % 64];
     }
   }
-  TileConfig c;
-  std::memset(&c, 0, sizeof c);
-  c.palette_id = 1;
-  for (int i = 0; i < 3; ++i) {  // C, A, B: 16 rows of 64 bytes
-    c.rows[i] = 16;
-    c.colsb[i] = 64;
-  }
-  _tile_loadconfig(&c);
+  load_tile_config<3>({16, 16, 16}, {64, 64, 64});  // C, A, B: 16 rows of 64 bytes
   _tile_zero(0);
   _tile_loadd(1, ta, 64);
   _tile_loadd(2, tb, 64);

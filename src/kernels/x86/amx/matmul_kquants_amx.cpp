@@ -37,20 +37,14 @@ namespace {
 // 64q + 4k .. 64q + 4k + 3 of the 16 rows), d[16], dmin[16] as F32, mins[4] as the int16 pairs
 // of the X16 layout widened (4 x 64 bytes). Packed tokens (kPackedBytes): qs[16][256] (tile q =
 // bytes 64q .. of each row, stride 256), d_x[16] F32, sums[16][8] int16.
-// Tiles: C_lo, C_hi tmm0/1 (even columns) and tmm6/7 (odd), A tmm2/3, B_lo / B_hi tmm4/5; all
-// 16 x 64 bytes.
+// Tiles: C_lo, C_hi tmm0/1, A tmm2, B_lo / B_hi tmm4/5; all 16 x 64 bytes.
 constexpr int64_t kKDecodedBytes = 2 * 4096 + 64 + 64 + 256;
 constexpr int64_t kKPackedBytes = 4096 + 64 + 256;
 
+// Every tile 16 x 64 bytes (B: 16 rows of 4 elements x 16 rows).
 EDGELLM_ALWAYS_INLINE void configure_k_tiles() {
-  TileConfig c;
-  std::memset(&c, 0, sizeof c);
-  c.palette_id = 1;
-  for (int i = 0; i < 8; ++i) {
-    c.rows[i] = kTileTokens;  // every tile 16 x 64 bytes (B: 16 rows of 4 elements x 16 rows)
-    c.colsb[i] = 64;
-  }
-  _tile_loadconfig(&c);
+  constexpr uint8_t r = kTileTokens;
+  load_tile_config<8>({r, r, r, r, r, r, r, r}, {64, 64, 64, 64, 64, 64, 64, 64});
 }
 
 // The byte multiplier s >= 0 of each dword's row in both 16-bit halves, from 16 rows' values: a
@@ -142,31 +136,17 @@ struct KQuant {
     const auto issue = [&](int64_t b) __attribute__((always_inline)) {
       const uint8_t* a = xa + b * kPackedBytes;
       const uint8_t* d = decoded + b * kDecodedBytes;
-      if (b & 1) {
-        _tile_zero(6);
-        _tile_zero(7);
-        for (int q = 0; q < 4; ++q) {
-          _tile_loadd(3, a + 64 * q, 256);
-          _tile_loadd(4, d + q * 1024, 64);
-          _tile_loadd(5, d + 4096 + q * 1024, 64);
-          _tile_dpbsud(6, 3, 4);
-          _tile_dpbsud(7, 3, 5);
-        }
-        EDGELLM_AMX_STORE_C(6, c[1][0]);
-        EDGELLM_AMX_STORE_C(7, c[1][1]);
-      } else {
-        _tile_zero(0);
-        _tile_zero(1);
-        for (int q = 0; q < 4; ++q) {
-          _tile_loadd(2, a + 64 * q, 256);
-          _tile_loadd(4, d + q * 1024, 64);
-          _tile_loadd(5, d + 4096 + q * 1024, 64);
-          _tile_dpbsud(0, 2, 4);
-          _tile_dpbsud(1, 2, 5);
-        }
-        EDGELLM_AMX_STORE_C(0, c[0][0]);
-        EDGELLM_AMX_STORE_C(1, c[0][1]);
+      _tile_zero(0);
+      _tile_zero(1);
+      for (int q = 0; q < 4; ++q) {
+        _tile_loadd(2, a + 64 * q, 256);
+        _tile_loadd(4, d + q * 1024, 64);
+        _tile_loadd(5, d + 4096 + q * 1024, 64);
+        _tile_dpbsud(0, 2, 4);
+        _tile_dpbsud(1, 2, 5);
       }
+      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
+      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
     };
     issue(0);
     for (int64_t b = 0; b < nb; ++b) {
@@ -304,15 +284,9 @@ struct Q6K {
         _tile_dpbssd(1, 3, 6);
         _tile_dpbssd(2, 3, 7);
       }
-      if (b & 1) {
-        EDGELLM_AMX_STORE_C(0, c[1][0]);
-        EDGELLM_AMX_STORE_C(1, c[1][1]);
-        EDGELLM_AMX_STORE_C(2, c[1][2]);
-      } else {
-        EDGELLM_AMX_STORE_C(0, c[0][0]);
-        EDGELLM_AMX_STORE_C(1, c[0][1]);
-        EDGELLM_AMX_STORE_C(2, c[0][2]);
-      }
+      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
+      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
+      EDGELLM_AMX_STORE_C(2, c[b & 1][2]);
     };
     issue(0);
     for (int64_t b = 0; b < nb; ++b) {

@@ -2,13 +2,13 @@
 // the shared loop and why tiles: amx_driver.h).
 //
 // One tdpbssd per 32-element block (K = 32: one scale per block, half the instruction's 64):
-//   A  tmm2/3: 16 tokens x 32 bytes   the tokens' Q8_0 codes of block b (pack_tokens: 512 bytes,
+//   A  tmm2:   16 tokens x 32 bytes   the tokens' Q8_0 codes of block b (pack_tokens: 512 bytes,
 //                                     then their 16 d_x as F32)
-//   B  tmm4/5: 8 x 64 bytes           the block's weights as signed int8 (nibbles -> code - 8,
+//   B  tmm4:   8 x 64 bytes           the block's weights as signed int8 (nibbles -> code - 8,
 //                                     Q5_0 -> code - 16, Q8_0 bytes -> code - 128), row j =
 //                                     elements 4j .. 4j+3 of the 16 rows: the X16 code vector j
 //                                     (decode_block, then the 16 rows' d_w as F32)
-//   C  tmm0/1: 16 tokens x 16 int32   sum_k x[t][k] * w[r][k], exact
+//   C  tmm0:   16 tokens x 16 int32   sum_k x[t][k] * w[r][k], exact
 // then per token acc += float(C) * (d_w * d_x), the AVX-512 kernel's F32 end (which adds the
 // offset back as -off * sum(x) to the same integer). That end, 48 vector instructions per block,
 // is the limit: ~70 cycles (at the ~3.85 GHz the probes imply) per 16 x 16 x 32 MACs. One core,
@@ -45,19 +45,8 @@ constexpr int64_t code_bytes() {  // packed code bytes per block column of a gro
                             : kPackRows * (kQK4_0 / 2);
 }
 
-EDGELLM_ALWAYS_INLINE void configure_tiles() {
-  TileConfig c;
-  std::memset(&c, 0, sizeof c);
-  c.palette_id = 1;
-  for (int i = 0; i < 2; ++i) {
-    c.rows[i] = kTileTokens;  // C
-    c.colsb[i] = 64;
-    c.rows[2 + i] = kTileTokens;  // A
-    c.colsb[2 + i] = 32;
-    c.rows[4 + i] = 8;  // B
-    c.colsb[4 + i] = 64;
-  }
-  _tile_loadconfig(&c);
+EDGELLM_ALWAYS_INLINE void configure_tiles() {  // C tmm0, A tmm2, B tmm4 (1, 3: unused)
+  load_tile_config<5>({kTileTokens, 0, kTileTokens, 0, 8}, {64, 0, 32, 0, 64});
 }
 
 // Block column b of one packed group -> its decoded B tile and F32 scales.
@@ -113,22 +102,15 @@ EDGELLM_ALWAYS_INLINE void group_tile(const uint8_t* decoded, int64_t nb, const 
 #pragma GCC unroll 16
   for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
   // Software pipeline: the tile unit multiplies block b + 1 (and stores its sums) while the
-  // vector ports finish block b, on alternating tile registers and C buffers.
+  // vector ports finish block b, on alternating C buffers. (Alternating tile registers as well
+  // measured the same: the tile unit runs its instructions one after another anyway.)
   const auto issue = [&](int64_t blk) __attribute__((always_inline)) {
     const uint8_t* d = decoded + blk * kDecodedBlockBytes;
-    if (blk & 1) {
-      _tile_loadd(3, xa + blk * kDecodedBlockBytes, 32);
-      _tile_loadd(5, d, 64);
-      _tile_zero(1);
-      _tile_dpbssd(1, 3, 5);
-      EDGELLM_AMX_STORE_C(1, c[1]);
-    } else {
-      _tile_loadd(2, xa + blk * kDecodedBlockBytes, 32);
-      _tile_loadd(4, d, 64);
-      _tile_zero(0);
-      _tile_dpbssd(0, 2, 4);
-      EDGELLM_AMX_STORE_C(0, c[0]);
-    }
+    _tile_loadd(2, xa + blk * kDecodedBlockBytes, 32);
+    _tile_loadd(4, d, 64);
+    _tile_zero(0);
+    _tile_dpbssd(0, 2, 4);
+    EDGELLM_AMX_STORE_C(0, c[blk & 1]);
   };
   issue(0);
   for (int64_t b = 0; b < nb; ++b) {
