@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 #include "core/error.h"
 #include "engine/context.h"
@@ -50,10 +51,36 @@ QuantizedInputBytes quantized_input_bytes_per_token(const Model& model) {
   return b;
 }
 
+// Bytes of the tiled copies of one matmul group's inputs (kernels.h: tile_activations) for
+// `tokens` tokens: one per distinct activation type. 0 on a CPU without tile kernels (all but
+// AMX), where the forward pass reads the quantized rows directly.
+size_t tiled_group_bytes(std::initializer_list<const WeightView*> group, int64_t tokens) {
+  size_t bytes = 0;
+  TensorType seen[kInputSlots] = {};
+  int n_seen = 0;
+  for (const WeightView* w : group) {
+    const TensorType at = kernels::activation_type(w->type);
+    if (std::find(seen, seen + n_seen, at) != seen + n_seen) continue;
+    if (n_seen < kInputSlots) seen[n_seen++] = at;
+    bytes += round64(kernels::tiled_activation_bytes(w->type, w->n_in, tokens));
+  }
+  return bytes;
+}
+
+size_t tiled_input_bytes(const Model& model, int64_t tokens, int64_t ffn_tokens) {
+  size_t b = tiled_group_bytes({&model.output()}, tokens);
+  for (int il = 0; il < model.n_layer(); ++il) {
+    const LayerWeights& L = model.layer(il);
+    b = std::max({b, tiled_group_bytes({&L.wq, &L.wk, &L.wv}, tokens), tiled_group_bytes({&L.wo}, tokens),
+                  tiled_group_bytes({&L.ffn_gate, &L.ffn_up}, ffn_tokens), tiled_group_bytes({&L.ffn_down}, ffn_tokens)});
+  }
+  return b;
+}
+
 }  // namespace
 
 struct ForwardPass::Sizes {
-  size_t x, xn, q, k, v, attn, gate, up, xq, rope, scores, out_rows, query_blocks;
+  size_t x, xn, q, k, v, attn, gate, up, xq, xt, rope, scores, out_rows, query_blocks;
   size_t attn_per_thread;  // floats
   size_t entries_scores;   // floats: decode's scores [g, n_ctx] in a thread's area, before its int8 queries
   size_t entries_weights;  // floats: where decode's int8 V weights start in that area (0: none)
@@ -70,6 +97,7 @@ struct ForwardPass::Sizes {
     gate = up = floats(ffn_tokens * hp.n_ff);
     const QuantizedInputBytes qb = quantized_input_bytes_per_token(model);
     xq = std::max(static_cast<size_t>(B) * qb.attention, static_cast<size_t>(ffn_tokens) * qb.ffn);
+    xt = tiled_input_bytes(model, B, ffn_tokens);
     rope = floats(B * hp.n_rot / 2);
     // Attention scratch of one thread: the scores [g, n_ctx] of its query heads, rounded to 16
     // floats (64 bytes) so each thread's area is aligned. K/V blocks are read in place in their
@@ -101,7 +129,7 @@ struct ForwardPass::Sizes {
     query_blocks = static_cast<size_t>(std::max<int64_t>(1, B)) * sizeof(QueryBlock);
   }
   size_t total() const {
-    return x + xn + q + k + v + attn + gate + up + xq + 2 * rope + scores + out_rows + query_blocks;
+    return x + xn + q + k + v + attn + gate + up + xq + xt + 2 * rope + scores + out_rows + query_blocks;
   }
 };
 
@@ -144,6 +172,7 @@ ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, Ten
   gate_ = AlignedBuffer(sz.gate, "ffn gate");
   up_ = AlignedBuffer(sz.up, "ffn up");
   xq_ = AlignedBuffer(sz.xq, "quantized matmul inputs");
+  xt_ = AlignedBuffer(sz.xt, "tiled matmul inputs", AlignedBuffer::Uninitialized{});
   cos_ = AlignedBuffer(sz.rope, "rope cos table");
   sin_ = AlignedBuffer(sz.rope, "rope sin table");
   scores_ = AlignedBuffer(sz.scores, "attention scores");
@@ -152,7 +181,7 @@ ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, Ten
 
 size_t ForwardPass::allocated_bytes() const {
   return x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() + gate_.size() + up_.size() +
-         xq_.size() + cos_.size() + sin_.size() + scores_.size() + out_rows_.capacity() * sizeof(int32_t) +
+         xq_.size() + xt_.size() + cos_.size() + sin_.size() + scores_.size() + out_rows_.capacity() * sizeof(int32_t) +
          blocks_.capacity() * sizeof(QueryBlock);
 }
 
@@ -192,18 +221,56 @@ void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
   auto slot_base = [&](int s) { return xq_.data() + static_cast<size_t>(s) * static_cast<size_t>(n_tokens) * stride; };
   int slot_job[kInputSlots] = {};
   for (int j = n_jobs - 1; j >= 0; --j) slot_job[job_slot[j]] = j;
-  auto quantize = [&](int64_t task) {
-    const int s = static_cast<int>(task / n_tokens);
-    const int64_t t = task % n_tokens;
+  // On a tile ISA (AMX) a slot also gets its tiled copy, made once here for every thread and row
+  // range (kernels.h: tile_activations), by the job type that has one; a job whose type has no
+  // tiled form reads the rows.
+  int tile_job[kInputSlots] = {-1, -1, -1};
+  size_t tile_offset[kInputSlots] = {};
+  size_t tiled_total = 0;
+  for (int j = 0; j < n_jobs; ++j) {
+    const int s = job_slot[j];
+    if (tile_job[s] >= 0) continue;
+    const size_t bytes = kernels::tiled_activation_bytes(jobs[j].w->type, jobs[j].w->n_in, n_tokens);
+    if (bytes == 0) continue;
+    tile_job[s] = j;
+    tile_offset[s] = tiled_total;
+    tiled_total += round64(bytes);
+  }
+  if (tiled_total > xt_.size()) {  // not planned for (the ISA changed after construction): the rows
+    for (int& j : tile_job) j = -1;
+  }
+  const bool any_tiled = tile_job[0] >= 0 || tile_job[1] >= 0 || tile_job[2] >= 0;
+  auto quantize_rows = [&](int s, int64_t t0, int64_t t1) {
     const WeightView& w = *jobs[slot_job[s]].w;
-    kernels::quantize_activation_row(w.type, slot_x[s] + t * w.n_in, slot_base(s) + static_cast<size_t>(t) * stride,
-                                     w.n_in);
+    for (int64_t t = t0; t < t1; ++t) {
+      kernels::quantize_activation_row(w.type, slot_x[s] + t * w.n_in, slot_base(s) + static_cast<size_t>(t) * stride,
+                                       w.n_in);
+    }
   };
-  const int64_t n_quant = static_cast<int64_t>(n_slots) * n_tokens;
-  if (n_tokens < kParallelRowsMin || n_threads_ == 1) {
-    for (int64_t t = 0; t < n_quant; ++t) quantize(t);
-  } else {
-    pool_->parallel_for(n_quant, [&](int64_t t, int) { quantize(t); }, n_threads_);
+  if (!any_tiled) {  // a task per (slot, token)
+    const int64_t n_quant = static_cast<int64_t>(n_slots) * n_tokens;
+    auto quantize = [&](int64_t task) { quantize_rows(static_cast<int>(task / n_tokens), task % n_tokens, task % n_tokens + 1); };
+    if (n_tokens < kParallelRowsMin || n_threads_ == 1) {
+      for (int64_t t = 0; t < n_quant; ++t) quantize(t);
+    } else {
+      pool_->parallel_for(n_quant, [&](int64_t t, int) { quantize(t); }, n_threads_);
+    }
+  } else {  // a task per (slot, 16-token tile): its rows quantized, then tiled while in cache
+    const int64_t tiles = (n_tokens + kernels::kActivationTileTokens - 1) / kernels::kActivationTileTokens;
+    pool_->parallel_for(
+        static_cast<int64_t>(n_slots) * tiles,
+        [&](int64_t task, int) {
+          const int s = static_cast<int>(task / tiles);
+          const int64_t i = task % tiles;
+          quantize_rows(s, i * kernels::kActivationTileTokens,
+                        std::min<int64_t>(n_tokens, (i + 1) * kernels::kActivationTileTokens));
+          if (tile_job[s] >= 0) {
+            const WeightView& w = *jobs[tile_job[s]].w;
+            kernels::tile_activations(w.type, w.n_in, slot_base(s), stride, n_tokens, i, i + 1,
+                                      xt_.data() + tile_offset[s]);
+          }
+        },
+        n_threads_);
   }
 
   // 2. One parallel region runs every matmul of the call. The rows of all jobs form one range
@@ -216,10 +283,17 @@ void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
   int64_t job_end[kInputSlots + 1] = {};  // cumulative rows
   for (int j = 0; j < n_jobs; ++j) job_end[j] = (j ? job_end[j - 1] : 0) + jobs[j].w->n_out;
   const int64_t total_rows = job_end[n_jobs - 1];
+  const uint8_t* job_tiles[kInputSlots + 1] = {};
+  for (int j = 0; j < n_jobs; ++j) {
+    const int s = job_slot[j];
+    if (tile_job[s] >= 0 && kernels::tiled_activation_bytes(jobs[j].w->type, jobs[j].w->n_in, n_tokens) > 0) {
+      job_tiles[j] = xt_.data() + tile_offset[s];
+    }
+  }
   auto rows = [&](int j, int64_t r0, int64_t r1) {
     const WeightView& w = *jobs[j].w;
-    kernels::matmul(w.type, w.n_in, w.data, w.row_bytes, r0, r1, slot_base(job_slot[j]), stride, n_tokens, jobs[j].y,
-                    w.n_out);
+    kernels::matmul_tiled(w.type, w.n_in, w.data, w.row_bytes, r0, r1, slot_base(job_slot[j]), stride, job_tiles[j],
+                          n_tokens, jobs[j].y, w.n_out);
   };
   if (n_threads_ == 1) {
     for (int j = 0; j < n_jobs; ++j) rows(j, 0, jobs[j].w->n_out);

@@ -120,6 +120,7 @@ class ForwardPass {
   AlignedBuffer gate_;    // [min(n_batch, kFfnTokens), n_ff]
   AlignedBuffer up_;      // [min(n_batch, kFfnTokens), n_ff]
   AlignedBuffer xq_;      // [n_batch, widest group of quantized inputs] matmul inputs
+  AlignedBuffer xt_;      // their tiled copies (kernels.h: tile_activations); empty without AMX
   AlignedBuffer cos_;     // [n_batch, n_rot/2]
   AlignedBuffer sin_;     // [n_batch, n_rot/2]
   AlignedBuffer scores_;  // per thread: attention scores [n_gqa, n_ctx], or attention_blocks' area

@@ -45,11 +45,26 @@ using MatmulFn = void (*)(int64_t n, const void* w, size_t w_row_bytes, int64_t 
       float* y, int64_t ys
 #define EDGELLM_MATMUL_ARGS n, w, wrb, r0, r1, x, xrb, nt, y, ys
 
+// Tile kernels' inputs made once per matmul input (kernels.h: tiled_activation_bytes,
+// tile_activations, matmul_tiled; arguments already validated). The layout is the ISA's and
+// depends on the activation type only, so every weight type of one activation type shares it.
+#define EDGELLM_TILE_PARAMS \
+  int64_t n, const void* xq, size_t xq_row_bytes, int64_t n_tokens, int64_t tile0, int64_t tile1, void* xt
+#define EDGELLM_TILE_ARGS n, xq, xq_row_bytes, n_tokens, tile0, tile1, xt
+#define EDGELLM_TILED_MATMUL_PARAMS EDGELLM_MATMUL_PARAMS, const void* xt
+struct TiledMatmul {
+  size_t (*bytes)(int64_t n, int64_t n_tokens) = nullptr;  // 0: this batch reads the rows
+  void (*tile)(EDGELLM_TILE_PARAMS) = nullptr;
+  void (*matmul)(EDGELLM_TILED_MATMUL_PARAMS) = nullptr;
+};
+
 struct KernelTable {
   DequantizeFn dequantize[kTypeSlots] = {};
   // Indexed by the WEIGHT type: quantizes an F32 activation row into activation_type(weight).
   QuantizeFn quantize_activation[kTypeSlots] = {};
   MatmulFn matmul[kTypeSlots] = {};
+  // Indexed by the WEIGHT type; empty on ISAs without tile kernels (all but AMX).
+  TiledMatmul tiled[kTypeSlots] = {};
 
   float (*dot_f32)(const float* a, const float* b, int64_t n) = nullptr;
   float (*dot_f16_f32)(const uint16_t* a, const float* b, int64_t n) = nullptr;

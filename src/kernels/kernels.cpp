@@ -102,36 +102,82 @@ void quantize_activation_row(TensorType weight_type, const float* x, void* xq, i
   active_table().quantize_activation[type_slot(weight_type)](x, xq, n);
 }
 
-void matmul(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1,
-            const void* xq, size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
-  require_weight_type(weight_type, "matmul");
-  require_row_length(weight_type, n, "matmul");
+namespace {
+
+// matmul's argument checks; false when there is nothing to multiply (y's rows are then zeroed).
+bool check_matmul(const char* what, TensorType weight_type, int64_t n, size_t w_row_bytes, int64_t r0, int64_t r1,
+                  size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  require_weight_type(weight_type, what);
+  require_row_length(weight_type, n, what);
   if (r0 < 0 || r1 < r0 || n_tokens < 0) {
-    throw Error(ErrorCode::kInvalidArgument, "matmul: bad range rows [" + std::to_string(r0) + ", " +
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": bad range rows [" + std::to_string(r0) + ", " +
                                                  std::to_string(r1) + ") x " + std::to_string(n_tokens) + " tokens");
   }
   if (!tensor_type_traits(weight_type).in_files && (r0 % 16 != 0 || r1 % 16 != 0)) {
-    throw Error(ErrorCode::kInvalidArgument, "matmul: " + type_str(weight_type) + " rows [" + std::to_string(r0) +
-                                                 ", " + std::to_string(r1) + ") are not whole 16-row groups");
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": " + type_str(weight_type) + " rows [" +
+                                                 std::to_string(r0) + ", " + std::to_string(r1) +
+                                                 ") are not whole 16-row groups");
   }
   if (r1 == r0 || n_tokens == 0 || n == 0) {
     for (int64_t t = 0; t < n_tokens; ++t) {
       for (int64_t r = r0; r < r1; ++r) y[t * y_stride + r] = 0.0f;
     }
-    return;
+    return false;
   }
   if (w_row_bytes < tensor_row_bytes(weight_type, n)) {
-    throw Error(ErrorCode::kInvalidArgument, "matmul: weight row stride " + std::to_string(w_row_bytes) +
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": weight row stride " + std::to_string(w_row_bytes) +
                                                  " is smaller than a " + type_str(weight_type) + " row of " +
                                                  std::to_string(n));
   }
   if (n_tokens > 1 && (xq_row_bytes < activation_row_bytes(weight_type, n) || y_stride < r1)) {
-    throw Error(ErrorCode::kInvalidArgument, "matmul: activation stride " + std::to_string(xq_row_bytes) +
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": activation stride " + std::to_string(xq_row_bytes) +
                                                  " or output stride " + std::to_string(y_stride) +
                                                  " too small for " + std::to_string(n) + " x rows < " +
                                                  std::to_string(r1));
   }
+  return true;
+}
+
+}  // namespace
+
+void matmul(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1,
+            const void* xq, size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride) {
+  if (!check_matmul("matmul", weight_type, n, w_row_bytes, r0, r1, xq_row_bytes, n_tokens, y, y_stride)) return;
   active_table().matmul[type_slot(weight_type)](n, w, w_row_bytes, r0, r1, xq, xq_row_bytes, n_tokens, y, y_stride);
+}
+
+size_t tiled_activation_bytes(TensorType weight_type, int64_t n, int64_t n_tokens) {
+  require_weight_type(weight_type, "tiled_activation_bytes");
+  require_row_length(weight_type, n, "tiled_activation_bytes");
+  const TiledMatmul& t = active_table().tiled[type_slot(weight_type)];
+  return t.bytes != nullptr && n_tokens > 0 ? t.bytes(n, n_tokens) : 0;
+}
+
+void tile_activations(TensorType weight_type, int64_t n, const void* xq, size_t xq_row_bytes, int64_t n_tokens,
+                      int64_t tile0, int64_t tile1, void* xt) {
+  if (tiled_activation_bytes(weight_type, n, n_tokens) == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "tile_activations: no tiled form of " + std::to_string(n_tokens) +
+                                                 " " + type_str(weight_type) + " inputs on " + isa_name(active_isa()));
+  }
+  const int64_t n_tiles = (n_tokens + kActivationTileTokens - 1) / kActivationTileTokens;
+  if (tile0 < 0 || tile1 < tile0 || tile1 > n_tiles || xq_row_bytes < activation_row_bytes(weight_type, n)) {
+    throw Error(ErrorCode::kInvalidArgument, "tile_activations: bad tiles [" + std::to_string(tile0) + ", " +
+                                                 std::to_string(tile1) + ") of " + std::to_string(n_tiles) +
+                                                 " or activation stride " + std::to_string(xq_row_bytes));
+  }
+  active_table().tiled[type_slot(weight_type)].tile(n, xq, xq_row_bytes, n_tokens, tile0, tile1, xt);
+}
+
+void matmul_tiled(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1,
+                  const void* xq, size_t xq_row_bytes, const void* xt, int64_t n_tokens, float* y, int64_t y_stride) {
+  if (!check_matmul("matmul_tiled", weight_type, n, w_row_bytes, r0, r1, xq_row_bytes, n_tokens, y, y_stride)) return;
+  const KernelTable& table = active_table();
+  const int slot = type_slot(weight_type);
+  if (xt == nullptr || table.tiled[slot].matmul == nullptr) {
+    table.matmul[slot](n, w, w_row_bytes, r0, r1, xq, xq_row_bytes, n_tokens, y, y_stride);
+    return;
+  }
+  table.tiled[slot].matmul(n, w, w_row_bytes, r0, r1, xq, xq_row_bytes, n_tokens, y, y_stride, xt);
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) { return n > 0 ? active_table().dot_f32(a, b, n) : 0.0f; }

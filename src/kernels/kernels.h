@@ -49,6 +49,26 @@ void quantize_activation_row(TensorType weight_type, const float* x, void* xq, i
 void matmul(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1,
             const void* xq, size_t xq_row_bytes, int64_t n_tokens, float* y, int64_t y_stride);
 
+// Tiled inputs (prefill on a tile unit: AMX, kernels/x86/amx). There the packed matmuls read their
+// activations rearranged into tiles of kActivationTileTokens tokens; matmul() rearranges per
+// call, that is per thread and per row range. A caller that runs several row ranges or matmuls
+// on one input rearranges it once with these and passes the copy along; the results are the
+// same, bit for bit. Per weight type, on the active ISA:
+//   tiled_activation_bytes  bytes of the copy of n_tokens rows of n elements; 0 when the ISA
+//                           reads the rows directly (no tile kernel, or fewer tokens than its
+//                           kernels take), and then there is nothing to make
+//   tile_activations        token tiles [tile0, tile1) of xq's n_tokens rows into xt (any thread,
+//                           any order of tiles; each tile's rows must be quantized first)
+//   matmul_tiled            matmul() reading xt as well (xt may be null: matmul() itself)
+// The copy's layout depends on activation_type(weight_type) only: one copy serves every weight
+// type of that activation type. It is only valid on the ISA that made it.
+inline constexpr int64_t kActivationTileTokens = 16;
+size_t tiled_activation_bytes(TensorType weight_type, int64_t n, int64_t n_tokens);
+void tile_activations(TensorType weight_type, int64_t n, const void* xq, size_t xq_row_bytes, int64_t n_tokens,
+                      int64_t tile0, int64_t tile1, void* xt);
+void matmul_tiled(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1,
+                  const void* xq, size_t xq_row_bytes, const void* xt, int64_t n_tokens, float* y, int64_t y_stride);
+
 // ------------------------------------------------------------------ vector ops (F32 unless named)
 float dot_f32(const float* a, const float* b, int64_t n);
 float dot_f16_f32(const uint16_t* a_f16, const float* b, int64_t n);  // attention q . k (F16 cache)

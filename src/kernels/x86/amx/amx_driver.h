@@ -1,6 +1,7 @@
 // Internal: what the AMX prefill matmuls share (kernels/x86/amx; Sapphire Rapids and later Xeons):
-// the tile-configuration operand, the ordering of tile stores against vector loads, and the loop
-// over spans of tokens, chunks of rows, token tiles and groups (matmul_tiles). A format's file
+// the tile-configuration operand, the ordering of tile stores against vector loads, and the loops
+// over spans of tokens, chunks of rows, token tiles and groups (matmul_tiles, run_chunks), from
+// the activation rows or from a tiled copy made once by the caller (matmul_pretiled). A format's file
 // (matmul_legacy_amx.cpp: Q4_0 / Q5_0 / Q8_0; matmul_kquants_amx.cpp: Q4_K / Q5_K / Q6_K) provides
 // its decode / pack / tile policy. Compiled into each AMX file with its flags, so everything here
 // has internal linkage (kernels/README.md, rule for SIMD files).
@@ -13,12 +14,16 @@
 // AVX-512 kernel's bit for bit and a token's result does not depend on whether its batch ran here
 // or on the decode path (tests/kernels/test_repack.cpp).
 //
-// Structure: per span of up to kSpanTokens tokens the activations are packed once into 16-token
-// tiles (pack: the codes as A tiles, zero past the last token, and the d_x); per chunk of rows the
-// weights are decoded once into B tiles (decode) in a per-thread buffer that stays in L2 while
-// every token tile of the span passes over it; tile() runs one 16-row group x one token tile over
-// every column, software-pipelined: the tile unit works on column b + 1 while the vector ports
-// finish column b from its stored C tiles.
+// Structure: the activations are packed once into 16-token tiles (pack: the codes as A tiles,
+// zero past the last token, and the d_x), either by the caller for every thread and row range
+// (the tiled copy: tile_activations / matmul_pretiled below, kernels.h) or here per span of
+// kSpanTokens tokens; per chunk of rows the weights are decoded once into B tiles (decode) in a
+// per-thread buffer that stays in L2 while every token tile passes over it (run_chunks); tile()
+// runs one 16-row group x one token tile over every column, tile2() (K-quants) two token tiles
+// that share each B tile load; both software-pipelined: the tile unit works on column b + 1
+// while the vector ports finish column b from its stored C tiles, and column b + 1's C tiles are
+// stored after those vector loads (a tile store ahead of them in program order made the loads
+// wait for it: Q4_0 2048 x 2048 x 128, one core, 337-348 -> 355-369 G MAC/s).
 //
 // What bounds it (a 2-core Xeon slice with AMX, no PMU; timing loops): tdpbssd 16.5 cycles, a
 // 1 KiB tile store ~13 more on the tile unit; while the tile unit works, vector instructions issue
@@ -26,10 +31,10 @@
 //
 // Memory: per thread that ran one, one buffer (thread_buffer) of the decoded chunk
 // (kDecodedChunkBytes, or one group's columns when that is larger: Q6_K decodes 64 bytes per
-// element and group, so rows of more than 16 k elements) plus the packed span (kSpanTokens x K x
-// 1.02-1.13 bytes: 3.1 MiB for an 11008-wide Q4_0 matrix), kept for the thread's later calls,
-// freed when the thread ends. Each pool thread packs the span it needs itself (the same tokens,
-// its own rows). Measured peak RSS grows by 3-4 MiB on the benchmark models (docs/benchmarks.md).
+// element and group, so rows of more than 16 k elements), plus, for matmul() from the rows, the
+// packed span (kSpanTokens x K x 1.02-1.13 bytes: 3.1 MiB for an 11008-wide Q4_0 matrix); kept
+// for the thread's later calls, freed when the thread ends. The forward pass passes tiled copies
+// (its own buffer, counted in its scratch), so its threads hold only the decoded chunk.
 //
 // The AMX kernels compute the integer sums from the codes alone; the AVX-512 kernels use the
 // activation blocks' code sums (BlockQ8_0S::sum, BlockQ8_K bsums). The two agree because every
@@ -118,45 +123,79 @@ using CTile = int32_t[kTileTokens * 16];
 //   decode(group, nb, b, out)        weight column b of a 16-row group -> its decoded form
 //   pack(x, x_row_bytes, m, nb, out) m <= 16 tokens' activation rows -> nb packed columns (zero past m)
 //   tile(decoded, nb, xa, m, y, ys)  one group x one token tile, every column: y[t][0..15], t < m
+// pack() depends on the activation type only (Legacy<*> all read Q8_0_S, KQuant<*> Q8_K_S, Q6K
+// Q8_K), which is what lets one tiled copy serve every weight type of an input (kernels.h).
 // The compiler barriers order the ordinary stores of pack and decode against the tile loads
 // before and after them (the tile intrinsics' asm does not tell GCC it reads memory).
+
+// Tokens in token tile i of n_tokens (16, or fewer in the last).
+EDGELLM_ALWAYS_INLINE int tokens_in_tile(int64_t n_tokens, int64_t i) {
+  return static_cast<int>(n_tokens - i * kTileTokens < kTileTokens ? n_tokens - i * kTileTokens : kTileTokens);
+}
+
+// Rows [r0, r1) x the n_tokens tokens whose packed tiles are xa (tile i at xa + i * nb *
+// kPackedBytes), into y (token t's row at y + t * y_stride). Per chunk of chunk_groups groups the
+// weights are decoded once into `decoded`, then every token tile passes over them.
+template <class P>
+void run_chunks(int64_t nb, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* xa,
+                int64_t n_tokens, float* y, int64_t y_stride, uint8_t* decoded, int64_t chunk_groups) {
+  const int64_t group_bytes = nb * P::kDecodedBytes, tile_bytes = nb * P::kPackedBytes;
+  const int64_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
+  for (int64_t rc = r0; rc < r1; rc += chunk_groups * kPackRows) {
+    compiler_barrier();  // the last chunk's tile loads of `decoded` came before this decode
+    const int64_t re = rc + chunk_groups * kPackRows < r1 ? rc + chunk_groups * kPackRows : r1;
+    for (int64_t r = rc; r < re; r += kPackRows) {
+      const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
+      uint8_t* out = decoded + (r - rc) / kPackRows * group_bytes;
+      for (int64_t b = 0; b < nb; ++b) P::decode(group, nb, b, out + b * P::kDecodedBytes);
+    }
+    compiler_barrier();
+    int64_t i = 0;
+    if constexpr (requires { &P::tile2; }) {  // two token tiles at a time share each weight tile
+      for (; i + 1 < n_tiles; i += 2) {
+        for (int64_t r = rc; r < re; r += kPackRows) {
+          P::tile2(decoded + (r - rc) / kPackRows * group_bytes, nb, xa + i * tile_bytes, tile_bytes,
+                   tokens_in_tile(n_tokens, i + 1), y + i * kTileTokens * y_stride + r, y_stride);
+        }
+      }
+    }
+    for (; i < n_tiles; ++i) {
+      for (int64_t r = rc; r < re; r += kPackRows) {
+        P::tile(decoded + (r - rc) / kPackRows * group_bytes, nb, xa + i * tile_bytes, tokens_in_tile(n_tokens, i),
+                y + i * kTileTokens * y_stride + r, y_stride);
+      }
+    }
+  }
+}
+
+// Groups per decoded chunk: kDecodedChunkBytes of them, at least one.
+template <class P>
+int64_t chunk_groups(int64_t nb) {
+  const int64_t group_bytes = nb * P::kDecodedBytes;
+  return group_bytes > 0 && kDecodedChunkBytes / group_bytes > 1 ? kDecodedChunkBytes / group_bytes : 1;
+}
+
+// matmul from the activation rows: each span of kSpanTokens tokens packed into this thread's
+// buffer (after the decoded chunk), then run_chunks over it.
 template <class P>
 void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* x,
                   size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch,
-                  int64_t chunk_groups) {
+                  int64_t groups) {
   const int64_t nb = n / P::kBlockElems;
-  const int64_t group_bytes = nb * P::kDecodedBytes, tile_bytes = nb * P::kPackedBytes;
+  const int64_t tile_bytes = nb * P::kPackedBytes;
   uint8_t* decoded = scratch;
-  uint8_t* xa = scratch + chunk_groups * group_bytes;
+  uint8_t* xa = scratch + groups * nb * P::kDecodedBytes;
   P::configure();
   for (int64_t s0 = 0; s0 < n_tokens; s0 += kSpanTokens) {
     compiler_barrier();  // the last span's tile loads of xa came before this span's pack
     const int64_t span = n_tokens - s0 < kSpanTokens ? n_tokens - s0 : kSpanTokens;
     const int64_t n_tiles = (span + kTileTokens - 1) / kTileTokens;
-    const auto tokens_in = [&](int64_t i) {
-      return static_cast<int>(span - i * kTileTokens < kTileTokens ? span - i * kTileTokens : kTileTokens);
-    };
     for (int64_t i = 0; i < n_tiles; ++i) {
-      P::pack(x + static_cast<size_t>(s0 + i * kTileTokens) * x_row_bytes, x_row_bytes, tokens_in(i), nb,
+      P::pack(x + static_cast<size_t>(s0 + i * kTileTokens) * x_row_bytes, x_row_bytes, tokens_in_tile(span, i), nb,
               xa + i * tile_bytes);
     }
     compiler_barrier();
-    for (int64_t rc = r0; rc < r1; rc += chunk_groups * kPackRows) {
-      compiler_barrier();  // the last chunk's tile loads of `decoded` came before this decode
-      const int64_t re = rc + chunk_groups * kPackRows < r1 ? rc + chunk_groups * kPackRows : r1;
-      for (int64_t r = rc; r < re; r += kPackRows) {
-        const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
-        uint8_t* out = decoded + (r - rc) / kPackRows * group_bytes;
-        for (int64_t b = 0; b < nb; ++b) P::decode(group, nb, b, out + b * P::kDecodedBytes);
-      }
-      compiler_barrier();
-      for (int64_t i = 0; i < n_tiles; ++i) {
-        for (int64_t r = rc; r < re; r += kPackRows) {
-          P::tile(decoded + (r - rc) / kPackRows * group_bytes, nb, xa + i * tile_bytes, tokens_in(i),
-                  y + (s0 + i * kTileTokens) * y_stride + r, y_stride);
-        }
-      }
-    }
+    run_chunks<P>(nb, w, w_row_bytes, r0, r1, xa, span, y + s0 * y_stride, y_stride, decoded, groups);
   }
   _tile_release();
 }
@@ -165,20 +204,65 @@ template <class P>
 void matmul(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* x, size_t x_row_bytes,
             int64_t n_tokens, float* y, int64_t y_stride, MatmulFn fallback) {
   const int64_t nb = n / P::kBlockElems;
-  const int64_t group_bytes = nb * P::kDecodedBytes;
-  const int64_t chunk_groups =
-      group_bytes > 0 && kDecodedChunkBytes / group_bytes > 1 ? kDecodedChunkBytes / group_bytes : 1;
+  const int64_t groups = chunk_groups<P>(nb);
   const int64_t span = n_tokens < kSpanTokens ? n_tokens : kSpanTokens;
   const size_t xa_bytes = static_cast<size_t>((span + kTileTokens - 1) / kTileTokens * nb * P::kPackedBytes);
   uint8_t* scratch = n_tokens >= kMinTokens && nb > 0
-                         ? thread_buffer(static_cast<size_t>(chunk_groups * group_bytes) + xa_bytes)
+                         ? thread_buffer(static_cast<size_t>(groups * nb * P::kDecodedBytes) + xa_bytes)
                          : nullptr;
   if (scratch == nullptr) {  // a short batch, or no memory for the buffer: the AVX-512 kernel
     fallback(n, w, w_row_bytes, r0, r1, x, x_row_bytes, n_tokens, y, y_stride);
     return;
   }
   matmul_tiles<P>(n, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, static_cast<const uint8_t*>(x), x_row_bytes,
-                  n_tokens, y, y_stride, scratch, chunk_groups);
+                  n_tokens, y, y_stride, scratch, groups);
+}
+
+// ---------------------------------------------------------------- the tiled copy (kernels.h)
+// Every token tile packed once by the caller (tile_activations, any thread, any order of tiles),
+// then read by every thread and row range (matmul_pretiled): the packing is not repeated per
+// thread and per claimed row range as matmul()'s own is (ForwardPass claims 15-20 row ranges
+// per matrix: 8-17 % slower with the packing in each, one core, 128 tokens, Q4_0).
+//   layout: tile i (tokens 16i .. 16i + 15) at xt + i * nb * kPackedBytes, P::pack's columns
+
+template <class P>
+size_t tiled_bytes(int64_t n, int64_t n_tokens) {
+  const int64_t nb = n / P::kBlockElems;
+  if (n_tokens < kMinTokens || nb == 0) return 0;
+  return static_cast<size_t>((n_tokens + kTileTokens - 1) / kTileTokens * nb * P::kPackedBytes);
+}
+
+template <class P>
+void tile_activations(int64_t n, const void* xq, size_t xq_row_bytes, int64_t n_tokens, int64_t tile0, int64_t tile1,
+                      void* xt) {
+  const int64_t nb = n / P::kBlockElems;
+  const auto* x = static_cast<const uint8_t*>(xq);
+  auto* out = static_cast<uint8_t*>(xt);
+  for (int64_t i = tile0; i < tile1; ++i) {
+    P::pack(x + static_cast<size_t>(i * kTileTokens) * xq_row_bytes, xq_row_bytes, tokens_in_tile(n_tokens, i), nb,
+            out + i * nb * P::kPackedBytes);
+  }
+  compiler_barrier();
+}
+
+template <class P>
+void matmul_pretiled(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* x,
+                     size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, const void* xt,
+                     MatmulFn fallback) {
+  const int64_t nb = n / P::kBlockElems;
+  const int64_t groups = chunk_groups<P>(nb);
+  uint8_t* decoded = tiled_bytes<P>(n, n_tokens) > 0 && xt != nullptr
+                         ? thread_buffer(static_cast<size_t>(groups * nb * P::kDecodedBytes))
+                         : nullptr;
+  if (decoded == nullptr) {  // no tiled copy for this batch, or no memory for the buffer
+    fallback(n, w, w_row_bytes, r0, r1, x, x_row_bytes, n_tokens, y, y_stride);
+    return;
+  }
+  P::configure();
+  compiler_barrier();  // the caller's pack stores came before these tile loads
+  run_chunks<P>(nb, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, static_cast<const uint8_t*>(xt), n_tokens, y,
+                y_stride, decoded, groups);
+  _tile_release();
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ namespace {
 // 64q + 4k .. 64q + 4k + 3 of the 16 rows), d[16], dmin[16] as F32, mins[4] as the int16 pairs
 // of the X16 layout widened (4 x 64 bytes). Packed tokens (kPackedBytes): qs[16][256] (tile q =
 // bytes 64q .. of each row, stride 256), d_x[16] F32, sums[16][8] int16.
-// Tiles: C_lo, C_hi tmm0/1, A tmm2, B_lo / B_hi tmm4/5; all 16 x 64 bytes.
+// Tiles: all 16 x 64 bytes (tile() and tile2() name them).
 constexpr int64_t kKDecodedBytes = 2 * 4096 + 64 + 64 + 256;
 constexpr int64_t kKPackedBytes = 4096 + 64 + 256;
 
@@ -127,23 +127,51 @@ struct KQuant {
     }
   }
 
+  // The F32 end of super-block b for one token tile: acc[t] += d_w d_x tot - dmin d_x m (the
+  // AVX-512 kernel's operations), from its C_lo / C_hi sums and its packed column a.
+  static EDGELLM_ALWAYS_INLINE void finish(const uint8_t* d, const uint8_t* a, const int32_t* lo, const int32_t* hi,
+                                           __m512* acc) {
+    const __m512 dw = _mm512_load_ps(d + 8192), dmin = _mm512_load_ps(d + 8256);
+    __m512i mins[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) mins[i] = _mm512_load_si512(d + 8320 + 64 * i);
+    const auto* dx = reinterpret_cast<const float*>(a + 4096);
+    const uint8_t* sums = a + 4096 + 64;  // per token 8 int16: 4 pairs
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) {
+      const __m512i tot =
+          _mm512_add_epi32(_mm512_load_si512(lo + 16 * t), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * t), 3));
+      __m512i mm = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, sums + 16 * t + 4 * i, 4);
+        mm = _mm512_dpwssd_epi32(mm, mins[i], _mm512_set1_epi32(pair));
+      }
+      const __m512 x = _mm512_set1_ps(dx[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, x), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(dmin, x), acc[t]);
+    }
+  }
+
   static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
                                          int64_t y_stride) {
     alignas(64) CTile c[2][2];  // [column parity][lo, hi]
     __m512 acc[kTileTokens];
 #pragma GCC unroll 16
     for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
+    // C_lo tmm0, C_hi tmm1, A tmm4, B_lo / B_hi tmm6/7
     const auto issue = [&](int64_t b) __attribute__((always_inline)) {
       const uint8_t* a = xa + b * kPackedBytes;
       const uint8_t* d = decoded + b * kDecodedBytes;
       _tile_zero(0);
       _tile_zero(1);
       for (int q = 0; q < 4; ++q) {
-        _tile_loadd(2, a + 64 * q, 256);
-        _tile_loadd(4, d + q * 1024, 64);
-        _tile_loadd(5, d + 4096 + q * 1024, 64);
-        _tile_dpbsud(0, 2, 4);
-        _tile_dpbsud(1, 2, 5);
+        _tile_loadd(4, a + 64 * q, 256);
+        _tile_loadd(6, d + q * 1024, 64);
+        _tile_loadd(7, d + 4096 + q * 1024, 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
       }
       EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
       EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
@@ -151,35 +179,61 @@ struct KQuant {
     issue(0);
     for (int64_t b = 0; b < nb; ++b) {
       if (b + 1 < nb) issue(b + 1);
-      const uint8_t* d = decoded + b * kDecodedBytes;
-      const uint8_t* a = xa + b * kPackedBytes;
-      const __m512 dw = _mm512_load_ps(d + 8192), dmin = _mm512_load_ps(d + 8256);
-      __m512i mins[4];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) mins[i] = _mm512_load_si512(d + 8320 + 64 * i);
-      const auto* dx = reinterpret_cast<const float*>(a + 4096);
-      const uint8_t* sums = a + 4096 + 64;  // per token 8 int16: 4 pairs
-      const int32_t* lo = c[b & 1][0];
-      const int32_t* hi = c[b & 1][1];
-#pragma GCC unroll 16
-      for (int t = 0; t < kTileTokens; ++t) {
-        const __m512i tot =
-            _mm512_add_epi32(_mm512_load_si512(lo + 16 * t), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * t), 3));
-        __m512i mm = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) {
-          int32_t pair;
-          std::memcpy(&pair, sums + 16 * t + 4 * i, 4);
-          mm = _mm512_dpwssd_epi32(mm, mins[i], _mm512_set1_epi32(pair));
-        }
-        const __m512 x = _mm512_set1_ps(dx[t]);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, x), acc[t]);
-        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mul_ps(dmin, x), acc[t]);
-      }
+      finish(decoded + b * kDecodedBytes, xa + b * kPackedBytes, c[b & 1][0], c[b & 1][1], acc);
     }
 #pragma GCC unroll 16
     for (int t = 0; t < kTileTokens; ++t) {
       if (t < m) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+    }
+  }
+
+  // Two token tiles (xa: 16 tokens, xa + tile_bytes: m1 <= 16) x one group: each B tile loaded
+  // from L2 once for 32 tokens, which halves the weight traffic of the tile unit (the bound: its
+  // loads, not its products). C_lo / C_hi of tile 0 tmm0/1 and of tile 1 tmm2/3, A tmm4/5.
+  static EDGELLM_ALWAYS_INLINE void tile2(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int64_t tile_bytes,
+                                          int m1, float* y, int64_t y_stride) {
+    alignas(64) CTile c[2][4];  // [column parity][lo0, hi0, lo1, hi1]
+    __m512 acc[2][kTileTokens];
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+    const auto issue = [&](int64_t b) __attribute__((always_inline)) {
+      const uint8_t* a = xa + b * kPackedBytes;
+      const uint8_t* d = decoded + b * kDecodedBytes;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int q = 0; q < 4; ++q) {
+        _tile_loadd(6, d + q * 1024, 64);
+        _tile_loadd(7, d + 4096 + q * 1024, 64);
+        _tile_loadd(4, a + 64 * q, 256);
+        _tile_loadd(5, a + tile_bytes + 64 * q, 256);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      }
+    };
+    const auto store = [&](int64_t b) __attribute__((always_inline)) {
+      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
+      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
+      EDGELLM_AMX_STORE_C(2, c[b & 1][2]);
+      EDGELLM_AMX_STORE_C(3, c[b & 1][3]);
+    };
+    issue(0);
+    store(0);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (b + 1 < nb) issue(b + 1);
+      const uint8_t* d = decoded + b * kDecodedBytes;
+      const uint8_t* a = xa + b * kPackedBytes;
+      finish(d, a, c[b & 1][0], c[b & 1][1], acc[0]);
+      finish(d, a + tile_bytes, c[b & 1][2], c[b & 1][3], acc[1]);
+      if (b + 1 < nb) store(b + 1);
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) {
+      _mm512_storeu_ps(y + t * y_stride, acc[0][t]);
+      if (t < m1) _mm512_storeu_ps(y + (kTileTokens + t) * y_stride, acc[1][t]);
     }
   }
 };
@@ -323,6 +377,25 @@ void matmul_q5_k_x16(EDGELLM_MATMUL_PARAMS) {
 
 void matmul_q6_k_x16(EDGELLM_MATMUL_PARAMS) {
   matmul<Q6K>(EDGELLM_MATMUL_ARGS, avx512::matmul_q6_k_x16);
+}
+
+// The tiled copies of Q8_K_S activations (Q4_K and Q5_K pack the same way) and of Q8_K (Q6_K).
+size_t tiled_bytes_q8_ks(int64_t n, int64_t n_tokens) { return tiled_bytes<KQuant<false>>(n, n_tokens); }
+size_t tiled_bytes_q8_k(int64_t n, int64_t n_tokens) { return tiled_bytes<Q6K>(n, n_tokens); }
+
+void tile_q8_ks(EDGELLM_TILE_PARAMS) { tile_activations<KQuant<false>>(EDGELLM_TILE_ARGS); }
+void tile_q8_k(EDGELLM_TILE_PARAMS) { tile_activations<Q6K>(EDGELLM_TILE_ARGS); }
+
+void matmul_q4_k_x16_tiled(EDGELLM_TILED_MATMUL_PARAMS) {
+  matmul_pretiled<KQuant<false>>(EDGELLM_MATMUL_ARGS, xt, avx512::matmul_q4_k_x16);
+}
+
+void matmul_q5_k_x16_tiled(EDGELLM_TILED_MATMUL_PARAMS) {
+  matmul_pretiled<KQuant<true>>(EDGELLM_MATMUL_ARGS, xt, avx512::matmul_q5_k_x16);
+}
+
+void matmul_q6_k_x16_tiled(EDGELLM_TILED_MATMUL_PARAMS) {
+  matmul_pretiled<Q6K>(EDGELLM_MATMUL_ARGS, xt, avx512::matmul_q6_k_x16);
 }
 
 }  // namespace edgellm::kernels::amx

@@ -110,13 +110,14 @@ EDGELLM_ALWAYS_INLINE void group_tile(const uint8_t* decoded, int64_t nb, const 
     _tile_loadd(4, d, 64);
     _tile_zero(0);
     _tile_dpbssd(0, 2, 4);
-    EDGELLM_AMX_STORE_C(0, c[blk & 1]);
   };
   issue(0);
+  EDGELLM_AMX_STORE_C(0, c[0]);
   for (int64_t b = 0; b < nb; ++b) {
     if (b + 1 < nb) issue(b + 1);
     const float* dw = reinterpret_cast<const float*>(decoded + b * kDecodedBlockBytes + kDecodedTileBytes);
     finish_block(c[b & 1], dw, reinterpret_cast<const float*>(xa + b * kDecodedBlockBytes + kDecodedTileBytes), acc);
+    if (b + 1 < nb) EDGELLM_AMX_STORE_C(0, c[(b + 1) & 1]);
   }
   // Constant indices only (unrolled, the bound tested inside): an acc[] indexed by a variable
   // would live on the stack, and every block's FMAs with it.
@@ -177,6 +178,23 @@ void matmul_q5_0_x16(EDGELLM_MATMUL_PARAMS) {
 
 void matmul_q8_0_x16(EDGELLM_MATMUL_PARAMS) {
   matmul<Legacy<Kind::kQ8_0>>(EDGELLM_MATMUL_ARGS, avx512::matmul_q8_0_x16);
+}
+
+// The tiled copy of Q8_0_S activations (every Legacy<K> packs the same way).
+size_t tiled_bytes_q8_0s(int64_t n, int64_t n_tokens) { return tiled_bytes<Legacy<Kind::kQ4_0>>(n, n_tokens); }
+
+void tile_q8_0s(EDGELLM_TILE_PARAMS) { tile_activations<Legacy<Kind::kQ4_0>>(EDGELLM_TILE_ARGS); }
+
+void matmul_q4_0_x16_tiled(EDGELLM_TILED_MATMUL_PARAMS) {
+  matmul_pretiled<Legacy<Kind::kQ4_0>>(EDGELLM_MATMUL_ARGS, xt, avx512::matmul_q4_0_x16);
+}
+
+void matmul_q5_0_x16_tiled(EDGELLM_TILED_MATMUL_PARAMS) {
+  matmul_pretiled<Legacy<Kind::kQ5_0>>(EDGELLM_MATMUL_ARGS, xt, avx512::matmul_q5_0_x16);
+}
+
+void matmul_q8_0_x16_tiled(EDGELLM_TILED_MATMUL_PARAMS) {
+  matmul_pretiled<Legacy<Kind::kQ8_0>>(EDGELLM_MATMUL_ARGS, xt, avx512::matmul_q8_0_x16);
 }
 
 }  // namespace edgellm::kernels::amx
