@@ -54,8 +54,96 @@ EDGELLM_ALWAYS_INLINE __m512i dword_multiplier(__m512i s32) {
   return _mm512_or_si512(s32, _mm512_slli_epi32(s32, 16));
 }
 
+// The tile loops both K-quant policies share: per super-block column b, per 64 elements q, two
+// weight-digit tiles at d + 1024 q (B_lo, unsigned: tdpbsud) and d + 4096 + 1024 q (B_hi:
+// tdpbsud, or tdpbssd when kHiSigned), the token tile's codes at a + 64 q (stride 256), so
+// C_lo and C_hi per token tile; P::finish(d, a, lo, hi, acc) is the F32 end. Software-pipelined
+// (amx_driver.h): column b + 1's products are issued before column b's finish, and stored after
+// it. tile2 runs two token tiles (a and a + tile_bytes) so each B tile is loaded from L2 once for
+// 32 tokens (the tile unit's loads, not its products, bound it: with every B tile read from L1,
+// Q4_K 2048 x 2048 x 128 ran 14 % faster, one core). Tiles: C tmm0-3, A tmm4/5, B tmm6/7.
+template <class P, bool kHiSigned>
+struct DigitTiles {
+  template <int kTiles>
+  static EDGELLM_ALWAYS_INLINE void issue(const uint8_t* a, int64_t tile_bytes, const uint8_t* d) {
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (kTiles == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    for (int q = 0; q < 4; ++q) {
+      _tile_loadd(6, d + q * 1024, 64);
+      _tile_loadd(7, d + 4096 + q * 1024, 64);
+      _tile_loadd(4, a + 64 * q, 256);
+      _tile_dpbsud(0, 4, 6);
+      if constexpr (kHiSigned) {
+        _tile_dpbssd(1, 4, 7);
+      } else {
+        _tile_dpbsud(1, 4, 7);
+      }
+      if constexpr (kTiles == 2) {
+        _tile_loadd(5, a + tile_bytes + 64 * q, 256);
+        _tile_dpbsud(2, 5, 6);
+        if constexpr (kHiSigned) {
+          _tile_dpbssd(3, 5, 7);
+        } else {
+          _tile_dpbsud(3, 5, 7);
+        }
+      }
+    }
+  }
+
+  template <int kTiles>
+  static EDGELLM_ALWAYS_INLINE void run(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int64_t tile_bytes,
+                                        int m_last, float* y, int64_t y_stride) {
+    alignas(64) CTile c[2][2 * kTiles];  // [column parity][lo0, hi0, lo1, hi1]
+    __m512 acc[kTiles][kTileTokens];
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) {
+#pragma GCC unroll 2
+      for (int k = 0; k < kTiles; ++k) acc[k][t] = _mm512_setzero_ps();
+    }
+    const auto store = [&](int64_t b) __attribute__((always_inline)) {
+      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
+      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
+      if constexpr (kTiles == 2) {
+        EDGELLM_AMX_STORE_C(2, c[b & 1][2]);
+        EDGELLM_AMX_STORE_C(3, c[b & 1][3]);
+      }
+    };
+    issue<kTiles>(xa, tile_bytes, decoded);
+    store(0);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (b + 1 < nb) issue<kTiles>(xa + (b + 1) * P::kPackedBytes, tile_bytes, decoded + (b + 1) * P::kDecodedBytes);
+      const uint8_t* d = decoded + b * P::kDecodedBytes;
+      const uint8_t* a = xa + b * P::kPackedBytes;
+      P::finish(d, a, c[b & 1][0], c[b & 1][1], acc[0]);
+      if constexpr (kTiles == 2) P::finish(d, a + tile_bytes, c[b & 1][2], c[b & 1][3], acc[1]);
+      if (b + 1 < nb) store(b + 1);
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < kTileTokens; ++t) {
+      if (kTiles == 2 || t < m_last) _mm512_storeu_ps(y + t * y_stride, acc[0][t]);
+      if constexpr (kTiles == 2) {
+        if (t < m_last) _mm512_storeu_ps(y + (kTileTokens + t) * y_stride, acc[kTiles - 1][t]);
+      }
+    }
+  }
+
+  // One group x one token tile of m tokens; two token tiles (16 and m1 tokens).
+  static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
+                                         int64_t y_stride) {
+    run<1>(decoded, nb, xa, 0, m, y, y_stride);
+  }
+  static EDGELLM_ALWAYS_INLINE void tile2(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int64_t tile_bytes,
+                                          int m1, float* y, int64_t y_stride) {
+    run<2>(decoded, nb, xa, tile_bytes, m1, y, y_stride);
+  }
+};
+
 template <bool kQ5>
-struct KQuant {
+struct KQuant : DigitTiles<KQuant<kQ5>, false> {
   static constexpr int64_t kBlockElems = kQK_K;
   static constexpr int64_t kDecodedBytes = kKDecodedBytes, kPackedBytes = kKPackedBytes;
   static constexpr int64_t kColumnBytes = kQ5 ? kQ5KX16ColumnBytes : kQ4KX16ColumnBytes;
@@ -154,114 +242,24 @@ struct KQuant {
     }
   }
 
-  static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
-                                         int64_t y_stride) {
-    alignas(64) CTile c[2][2];  // [column parity][lo, hi]
-    __m512 acc[kTileTokens];
-#pragma GCC unroll 16
-    for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
-    // C_lo tmm0, C_hi tmm1, A tmm4, B_lo / B_hi tmm6/7
-    const auto issue = [&](int64_t b) __attribute__((always_inline)) {
-      const uint8_t* a = xa + b * kPackedBytes;
-      const uint8_t* d = decoded + b * kDecodedBytes;
-      _tile_zero(0);
-      _tile_zero(1);
-      for (int q = 0; q < 4; ++q) {
-        _tile_loadd(4, a + 64 * q, 256);
-        _tile_loadd(6, d + q * 1024, 64);
-        _tile_loadd(7, d + 4096 + q * 1024, 64);
-        _tile_dpbsud(0, 4, 6);
-        _tile_dpbsud(1, 4, 7);
-      }
-      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
-      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
-    };
-    issue(0);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (b + 1 < nb) issue(b + 1);
-      finish(decoded + b * kDecodedBytes, xa + b * kPackedBytes, c[b & 1][0], c[b & 1][1], acc);
-    }
-#pragma GCC unroll 16
-    for (int t = 0; t < kTileTokens; ++t) {
-      if (t < m) _mm512_storeu_ps(y + t * y_stride, acc[t]);
-    }
-  }
-
-  // Two token tiles (xa: 16 tokens, xa + tile_bytes: m1 <= 16) x one group: each B tile loaded
-  // from L2 once for 32 tokens, which halves the weight traffic of the tile unit (the bound: its
-  // loads, not its products). C_lo / C_hi of tile 0 tmm0/1 and of tile 1 tmm2/3, A tmm4/5.
-  static EDGELLM_ALWAYS_INLINE void tile2(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int64_t tile_bytes,
-                                          int m1, float* y, int64_t y_stride) {
-    alignas(64) CTile c[2][4];  // [column parity][lo0, hi0, lo1, hi1]
-    __m512 acc[2][kTileTokens];
-#pragma GCC unroll 16
-    for (int t = 0; t < kTileTokens; ++t) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
-    const auto issue = [&](int64_t b) __attribute__((always_inline)) {
-      const uint8_t* a = xa + b * kPackedBytes;
-      const uint8_t* d = decoded + b * kDecodedBytes;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (int q = 0; q < 4; ++q) {
-        _tile_loadd(6, d + q * 1024, 64);
-        _tile_loadd(7, d + 4096 + q * 1024, 64);
-        _tile_loadd(4, a + 64 * q, 256);
-        _tile_loadd(5, a + tile_bytes + 64 * q, 256);
-        _tile_dpbsud(0, 4, 6);
-        _tile_dpbsud(1, 4, 7);
-        _tile_dpbsud(2, 5, 6);
-        _tile_dpbsud(3, 5, 7);
-      }
-    };
-    const auto store = [&](int64_t b) __attribute__((always_inline)) {
-      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
-      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
-      EDGELLM_AMX_STORE_C(2, c[b & 1][2]);
-      EDGELLM_AMX_STORE_C(3, c[b & 1][3]);
-    };
-    issue(0);
-    store(0);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (b + 1 < nb) issue(b + 1);
-      const uint8_t* d = decoded + b * kDecodedBytes;
-      const uint8_t* a = xa + b * kPackedBytes;
-      finish(d, a, c[b & 1][0], c[b & 1][1], acc[0]);
-      finish(d, a + tile_bytes, c[b & 1][2], c[b & 1][3], acc[1]);
-      if (b + 1 < nb) store(b + 1);
-    }
-#pragma GCC unroll 16
-    for (int t = 0; t < kTileTokens; ++t) {
-      _mm512_storeu_ps(y + t * y_stride, acc[0][t]);
-      if (t < m1) _mm512_storeu_ps(y + (kTileTokens + t) * y_stride, acc[1][t]);
-    }
-  }
 };
 
 // ---------------------------------------------------------------- Q6_K_X16
 // The AVX-512 kernel sums sc_j x (sum of (q - 32) x over sub-block j) per 16-element sub-block in
-// int32, then one F32 end per super-block. Here the signed 8-bit scales go into the weights in
-// 4-bit digits: with q = lo + 16 h (lo < 16, h < 4), h' = h - 2 (so q - 32 = lo + 16 h') and
-// sc = s_lo + 16 s_hi (s_lo in 0..15, s_hi in -8..7),
-//   (q - 32) sc = lo s_lo + 16 (lo s_hi + h' s_lo) + 256 h' s_hi,
-// each product a byte (0..225 unsigned; -120..105, -30..15, -14..16 signed). Four B tiles per 64
-// elements: tdpbsud into C_a, two tdpbssd into C_bc, tdpbssd into C_d, and
-// tot = C_a + 16 C_bc + 256 C_d is the AVX-512 kernel's integer. Decoded column (kDecodedBytes):
-// tiles [q][a, b, c, d][16][64] (tile q row k: elements 64q + 4k .. 64q + 4k + 3), d[16] F32.
-// Packed tokens: qs[16][256], d_x[16] F32. Tiles: C_a, C_bc, C_d tmm0-2, A tmm3, B tmm4-7.
-constexpr int64_t kQ6DecodedBytes = 4 * 4 * 1024 + 64;
+// int32, then one F32 end per super-block. Here each weight's product P = (q - 32) sc_j (|P| <=
+// 32 x 128 = 4096, an int16) goes into the weights as its two bytes: P = P_lo + 256 P_hi with
+// P_lo the low byte (unsigned, 0..255) and P_hi the high byte (signed, -16..16). Two B tiles per
+// 64 elements: tdpbsud into C_lo, tdpbssd into C_hi, and tot = C_lo + 256 C_hi is the AVX-512
+// kernel's integer (|C_lo| <= 255 x 128 x 256 and |tot| <= 4096 x 128 x 256: no overflow).
+// (Stop 34 split q and sc into 4-bit digits instead: four B tiles and three C tiles per token
+// tile, too many tile registers for two token tiles; 222-282 G MAC/s, one core.)
+// Decoded column (kDecodedBytes): B_lo[4][16][64], B_hi[4][16][64] (tile q row k: elements
+// 64q + 4k .. 64q + 4k + 3 of the 16 rows), d[16] F32. Packed tokens: qs[16][256], d_x[16] F32.
+constexpr int64_t kQ6DecodedBytes = 2 * 4096 + 64;
 constexpr int64_t kQ6PackedBytes = 4096 + 64;
 constexpr int64_t kQ6ColumnBytes = 2048 + 1024 + 256;  // repack.h: ql, qh, scales per column
 
-// Bytes a[i] x s (both signed, the product within a byte; s per 16-bit lane): two 16-bit
-// multiplies on the sign-extended even and odd bytes.
-EDGELLM_ALWAYS_INLINE __m512i mul_bytes(__m512i a, __m512i s16) {
-  const __m512i even = _mm512_mullo_epi16(_mm512_srai_epi16(_mm512_slli_epi16(a, 8), 8), s16);
-  const __m512i odd = _mm512_mullo_epi16(_mm512_srai_epi16(a, 8), s16);
-  return _mm512_or_si512(_mm512_and_si512(even, _mm512_set1_epi16(0x00FF)), _mm512_slli_epi16(odd, 8));
-}
-
-struct Q6K {
+struct Q6K : DigitTiles<Q6K, true> {
   static constexpr int64_t kBlockElems = kQK_K;
   static constexpr int64_t kDecodedBytes = kQ6DecodedBytes, kPackedBytes = kQ6PackedBytes;
 
@@ -269,32 +267,34 @@ struct Q6K {
 
   static EDGELLM_ALWAYS_INLINE void decode(const uint8_t* group, int64_t nb, int64_t b, uint8_t* out) {
     const uint8_t* col = group + b * kQ6ColumnBytes;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), two = _mm512_set1_epi8(2);
-    const __m512i low16 = _mm512_set1_epi32(0x0000FFFF);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), off = _mm512_set1_epi8(32);
+    const __m512i low16 = _mm512_set1_epi32(0x0000FFFF), low8 = _mm512_set1_epi16(0x00FF);
+    const __m512i high8 = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
     for (int q = 0; q < 4; ++q) {
-      uint8_t* t = out + q * 4096;
+      uint8_t* t = out + q * 1024;
       for (int jj = 0; jj < 4; ++jj) {
         const int j = 4 * q + jj, c = j / 2, half = j % 2;
+        // sub-block j's signed scale of each row (dword), in both 16-bit halves
         const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 3072 + j * 16)));
-        const __m512i s_lo = dword_multiplier(_mm512_and_si512(sc, _mm512_set1_epi32(15)));
-        // s_hi in both 16-bit halves (signed: the low half masked, so its sign stays its own)
-        const __m512i hi32 = _mm512_srai_epi32(sc, 4);
-        const __m512i s_hi = _mm512_or_si512(_mm512_and_si512(hi32, low16), _mm512_slli_epi32(hi32, 16));
+        const __m512i sc16 = _mm512_or_si512(_mm512_and_si512(sc, low16), _mm512_slli_epi32(sc, 16));
         const __m512i qh = _mm512_loadu_si512(col + 2048 + j * 64);
         for (int s4 = 0; s4 < 4; ++s4) {
           const __m512i v = _mm512_loadu_si512(col + (4 * c + s4) * 64);
           const __m512i lo = _mm512_and_si512(half ? _mm512_srli_epi16(v, 4) : v, m4);
-          const __m512i h = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * s4), m3), two);
+          const __m512i h = _mm512_and_si512(_mm512_srli_epi16(qh, 2 * s4), m3);  // 0..3: no carry below
+          const __m512i w = _mm512_sub_epi8(_mm512_or_si512(lo, _mm512_slli_epi16(h, 4)), off);  // q - 32
+          // P of the even and the odd bytes as int16 (sign-extended bytes x the row's scale)
+          const __m512i pe = _mm512_mullo_epi16(_mm512_srai_epi16(_mm512_slli_epi16(w, 8), 8), sc16);
+          const __m512i po = _mm512_mullo_epi16(_mm512_srai_epi16(w, 8), sc16);
           const int row = 4 * jj + s4;
-          _mm512_store_si512(t + 64 * row, _mm512_mullo_epi16(lo, s_lo));  // lo s_lo: no byte carries
-          _mm512_store_si512(t + 1024 + 64 * row, mul_bytes(lo, s_hi));
-          _mm512_store_si512(t + 2048 + 64 * row, mul_bytes(h, s_lo));
-          _mm512_store_si512(t + 3072 + 64 * row, mul_bytes(h, s_hi));
+          _mm512_store_si512(t + 64 * row, _mm512_or_si512(_mm512_and_si512(pe, low8), _mm512_slli_epi16(po, 8)));
+          _mm512_store_si512(t + 4096 + 64 * row,
+                             _mm512_or_si512(_mm512_srli_epi16(pe, 8), _mm512_and_si512(po, high8)));
         }
       }
     }
     const auto* dd = reinterpret_cast<const uint16_t*>(group + nb * kQ6ColumnBytes) + b * kPackRows;
-    _mm512_store_ps(out + 16384, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd))));
+    _mm512_store_ps(out + 8192, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd))));
   }
 
   static EDGELLM_ALWAYS_INLINE void pack(const uint8_t* x, size_t x_row_bytes, int m, int64_t nb, uint8_t* xa) {
@@ -314,53 +314,16 @@ struct Q6K {
     }
   }
 
-  static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
-                                         int64_t y_stride) {
-    alignas(64) CTile c[2][3];  // [column parity][a, bc, d]
-    __m512 acc[kTileTokens];
-#pragma GCC unroll 16
-    for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
-    const auto issue = [&](int64_t b) __attribute__((always_inline)) {
-      const uint8_t* a = xa + b * kPackedBytes;
-      const uint8_t* d = decoded + b * kDecodedBytes;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      for (int q = 0; q < 4; ++q) {
-        const uint8_t* tq = d + q * 4096;
-        _tile_loadd(3, a + 64 * q, 256);
-        _tile_loadd(4, tq, 64);
-        _tile_loadd(5, tq + 1024, 64);
-        _tile_loadd(6, tq + 2048, 64);
-        _tile_loadd(7, tq + 3072, 64);
-        _tile_dpbsud(0, 3, 4);
-        _tile_dpbssd(1, 3, 5);
-        _tile_dpbssd(1, 3, 6);
-        _tile_dpbssd(2, 3, 7);
-      }
-      EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
-      EDGELLM_AMX_STORE_C(1, c[b & 1][1]);
-      EDGELLM_AMX_STORE_C(2, c[b & 1][2]);
-    };
-    issue(0);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (b + 1 < nb) issue(b + 1);
-      const __m512 dw = _mm512_load_ps(decoded + b * kDecodedBytes + 16384);
-      const auto* dx = reinterpret_cast<const float*>(xa + b * kPackedBytes + 4096);
-      const int32_t* ca = c[b & 1][0];
-      const int32_t* cbc = c[b & 1][1];
-      const int32_t* cd = c[b & 1][2];
-#pragma GCC unroll 16
-      for (int t = 0; t < kTileTokens; ++t) {
-        const __m512i tot = _mm512_add_epi32(
-            _mm512_add_epi32(_mm512_load_si512(ca + 16 * t), _mm512_slli_epi32(_mm512_load_si512(cbc + 16 * t), 4)),
-            _mm512_slli_epi32(_mm512_load_si512(cd + 16 * t), 8));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
-      }
-    }
+  // acc[t] += float(C_lo + 256 C_hi) x (d_w d_x): the AVX-512 kernel's F32 end.
+  static EDGELLM_ALWAYS_INLINE void finish(const uint8_t* d, const uint8_t* a, const int32_t* lo, const int32_t* hi,
+                                           __m512* acc) {
+    const __m512 dw = _mm512_load_ps(d + 8192);
+    const auto* dx = reinterpret_cast<const float*>(a + 4096);
 #pragma GCC unroll 16
     for (int t = 0; t < kTileTokens; ++t) {
-      if (t < m) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+      const __m512i tot =
+          _mm512_add_epi32(_mm512_load_si512(lo + 16 * t), _mm512_slli_epi32(_mm512_load_si512(hi + 16 * t), 8));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])), acc[t]);
     }
   }
 };
