@@ -35,7 +35,7 @@ struct Column {
 const std::vector<Column> kColumns = {
     {"model", false}, {"size", true},  {"params", true}, {"threads", true}, {"n_batch", true}, {"type_kv", false}, {"repack", false},
     {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% best bw", true}, {"% bw now", true},
-    {"int8 GOPS", true}, {"% int8 peak", true}, {"% peak per CPU", true}, {"peak RSS", true},
+    {"int8 GOPS", true}, {"% int8 peak", true}, {"% vector peak", true}, {"% peak per CPU", true}, {"peak RSS", true},
 };
 
 std::vector<std::string> cells(const BenchRecord& r) {
@@ -65,9 +65,10 @@ std::vector<std::string> cells(const BenchRecord& r) {
   if (!r.is_generation && r.int8_weights) {
     c.push_back(fmt("%.1f", r.int8_ops_per_second / 1e9));
     c.push_back(r.int8_peak_ops_per_second > 0 ? fmt("%.0f%%", 100.0 * r.int8_peak_fraction) : "-");
+    c.push_back(r.int8_vector_peak_fraction > 0 ? fmt("%.0f%%", 100.0 * r.int8_vector_peak_fraction) : "-");
     c.push_back(r.int8_peak_cpu_fraction > 0 ? fmt("%.0f%%", 100.0 * r.int8_peak_cpu_fraction) : "-");
   } else {
-    c.insert(c.end(), {"-", "-", "-"});
+    c.insert(c.end(), {"-", "-", "-", "-"});
   }
   c.push_back(fmt("%.0f MiB", static_cast<double>(r.peak_rss_bytes) / kMiB));
   return c;
@@ -194,12 +195,16 @@ Json record_to_json(const BenchRecord& r) {
     j.set("int8_peak_kernel", r.int8_peak_kernel.empty() ? Json(nullptr) : Json(r.int8_peak_kernel));
     j.set("int8_peak_ops_per_second", r.int8_peak_ops_per_second > 0 ? Json(r.int8_peak_ops_per_second) : Json(nullptr));
     j.set("int8_peak_fraction", r.int8_peak_ops_per_second > 0 ? Json(r.int8_peak_fraction) : Json(nullptr));
+    j.set("int8_vector_peak_kernel",
+          r.int8_vector_peak_kernel.empty() ? Json(nullptr) : Json(r.int8_vector_peak_kernel));
+    j.set("int8_vector_peak_fraction",
+          r.int8_vector_peak_fraction > 0 ? Json(r.int8_vector_peak_fraction) : Json(nullptr));
     j.set("int8_ops_per_cpu_second", r.int8_ops_per_cpu_second);
     j.set("int8_peak_cpu_fraction", r.int8_peak_cpu_fraction > 0 ? Json(r.int8_peak_cpu_fraction) : Json(nullptr));
   } else {
     for (const char* k : {"matmul_ops_per_token", "attention_ops", "int8_weights", "int8_ops_per_second",
                           "int8_peak_kernel", "int8_peak_ops_per_second", "int8_peak_fraction", "int8_ops_per_cpu_second",
-                          "int8_peak_cpu_fraction"}) {
+                          "int8_peak_cpu_fraction", "int8_vector_peak_kernel", "int8_vector_peak_fraction"}) {
       j.set(k, nullptr);
     }
   }
@@ -267,7 +272,8 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
              "n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,samples_ns,samples_ts,bytes_per_token,"
              "effective_gbps,bandwidth_gbps,bandwidth_fraction,bandwidth_now_gbps,bandwidth_now_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes,"
              "matmul_ops_per_token,attention_ops,int8_weights,int8_ops_per_second,int8_peak_kernel,"
-             "int8_peak_ops_per_second,int8_peak_fraction,int8_ops_per_cpu_second,int8_peak_cpu_fraction\n";
+             "int8_peak_ops_per_second,int8_peak_fraction,int8_ops_per_cpu_second,int8_peak_cpu_fraction,"
+             "int8_vector_peak_kernel,int8_vector_peak_fraction\n";
       for (const auto& r : records) {
         out << csv_escape(base_name(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
             << r.model_n_params << ',' << r.n_batch << ',' << r.n_threads << ',' << r.type_k << ',' << r.type_v << ','
@@ -287,14 +293,16 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
         out << r.peak_rss_bytes << ',' << fmt("%.0f", r.avg_cpu_ns) << ',' << fmt("%.4f", r.cpu_ts) << ',' << r.repack << ','
             << r.repacked_bytes << ',';
         if (r.is_generation) {
-          out << ",,,,,,,,";
+          out << ",,,,,,,,,,";
         } else {
           out << fmt("%.0f", r.matmul_ops_per_token) << ',' << fmt("%.0f", r.attention_ops) << ','
               << (r.int8_weights ? "true" : "false") << ',' << fmt("%.0f", r.int8_ops_per_second) << ','
               << r.int8_peak_kernel << ',' << (r.int8_peak_ops_per_second > 0 ? fmt("%.0f", r.int8_peak_ops_per_second) : "")
               << ',' << (r.int8_peak_ops_per_second > 0 ? fmt("%.4f", r.int8_peak_fraction) : "") << ','
               << fmt("%.0f", r.int8_ops_per_cpu_second) << ','
-              << (r.int8_peak_cpu_fraction > 0 ? fmt("%.4f", r.int8_peak_cpu_fraction) : "");
+              << (r.int8_peak_cpu_fraction > 0 ? fmt("%.4f", r.int8_peak_cpu_fraction) : "") << ','
+              << r.int8_vector_peak_kernel << ','
+              << (r.int8_vector_peak_fraction > 0 ? fmt("%.4f", r.int8_vector_peak_fraction) : "");
         }
         out << '\n';
       }

@@ -466,6 +466,10 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                     r.int8_peak_cpu_fraction = r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second);
                   }
                 }
+                r.int8_vector_peak_kernel = int8_vector_peak_kernel_for_active_isa();
+                if (const Int8PeakResult* pv = find_int8_peak(roof, r.int8_vector_peak_kernel, n_threads)) {
+                  r.int8_vector_peak_fraction = r.int8_ops_per_second / pv->ops_per_second();
+                }
               }
             }
             r.peak_rss_bytes = peak;

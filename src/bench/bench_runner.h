@@ -98,6 +98,10 @@ struct BenchRecord {
   std::string int8_peak_kernel;     // probe kernel of the active ISA ("avx512_vnni"; "" = none)
   double int8_peak_ops_per_second = 0;  // its peak at n_threads threads, ops/s (0 = not measured)
   double int8_peak_fraction = 0;        // int8_ops_per_second / int8_peak_ops_per_second
+  // The same against the vector probe of the ISA's family (int8_vector_peak_kernel_for_active_isa:
+  // on AMX avx512_vnni, elsewhere int8_peak_kernel), at n_threads threads.
+  std::string int8_vector_peak_kernel;
+  double int8_vector_peak_fraction = 0;
   // The same in CPU time, for a machine shared with other work: matmul ops per CPU-second of the
   // test (process CPU time; spin-waiting threads count as busy, so this errs low) over the probe's
   // ops per CPU-second of one thread (Int8PeakResult::macs_per_cpu_second at n_threads).

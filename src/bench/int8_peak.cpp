@@ -123,4 +123,8 @@ std::string int8_peak_kernel_for_active_isa() {
   return "";
 }
 
+std::string int8_vector_peak_kernel_for_active_isa() {
+  return kernels::active_isa() == kernels::Isa::kAmx ? "avx512_vnni" : int8_peak_kernel_for_active_isa();
+}
+
 }  // namespace edgellm::bench

@@ -51,5 +51,8 @@ std::vector<Int8PeakResult> measure_int8_peaks(const Int8PeakOptions& options);
 // fastest, though its repacked kernels use sdot, so repacked prefill on i8mm is held to the
 // stricter ceiling); "" for scalar and NEON, which have no int8 dot-product instruction.
 std::string int8_peak_kernel_for_active_isa();
+// The vector probe of the active ISA's family: the same kernel, except on a tile ISA (amx ->
+// avx512_vnni), where the tile unit's peak is many times the vector units' and both are shown.
+std::string int8_vector_peak_kernel_for_active_isa();
 
 }  // namespace edgellm::bench

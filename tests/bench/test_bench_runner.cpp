@@ -107,6 +107,12 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
       EXPECT_NEAR(r.int8_ops_per_cpu_second, r.matmul_ops_per_token * r.n_prompt / (r.avg_cpu_ns * 1e-9),
                   r.int8_ops_per_cpu_second * 1e-9);
       EXPECT_NEAR(r.int8_peak_cpu_fraction, r.int8_ops_per_cpu_second / (2.0 * pk->macs_per_cpu_second), 1e-12);
+      // The vector probe: the same kernel except on AMX, where it is the AVX-512 VNNI loop.
+      const std::string vector_kernel = kernel == "amx_int8" ? "avx512_vnni" : kernel;
+      EXPECT_EQ(r.int8_vector_peak_kernel, vector_kernel);
+      const Int8PeakResult* pv = find_int8_peak(m, vector_kernel, 1);
+      ASSERT_NE(pv, nullptr);
+      EXPECT_NEAR(r.int8_vector_peak_fraction, r.int8_ops_per_second / (2.0 * pv->macs_per_second), 1e-12);
     }
   }
   EXPECT_EQ(records[0].test_name(), "pp16");
@@ -123,7 +129,7 @@ TEST(BenchRunner, RecordsHaveLlamaBenchFieldsAndSaneNumbers) {
                           "bandwidth_fraction", "bandwidth_now_gbps", "bandwidth_now_fraction", "peak_rss_bytes",
                           "avg_cpu_ns", "cpu_ts", "matmul_ops_per_token", "attention_ops", "int8_ops_per_second",
                           "int8_peak_kernel", "int8_peak_ops_per_second", "int8_peak_fraction", "int8_ops_per_cpu_second",
-                          "int8_peak_cpu_fraction"}) {
+                          "int8_peak_cpu_fraction", "int8_vector_peak_kernel", "int8_vector_peak_fraction"}) {
     for (size_t i = 0; i < parsed.size(); ++i) EXPECT_NE(parsed.at(i).find(key), nullptr) << key;
   }
   const Json& tg = parsed.at(size_t{3});
