@@ -34,7 +34,7 @@ size_t act_row(const WeightView& w) { return round64(kernels::activation_row_byt
 
 // Bytes of quantized input one token needs in the largest matmul group: Q/K/V share the input
 // but may need up to three formats, gate/up two, the others one. Attention side (and the output
-// head) and FFN side apart: the FFN runs on at most kFfnTokens tokens at a time.
+// head) and FFN side apart: the FFN runs on at most ffn_slice_tokens tokens at a time.
 struct QuantizedInputBytes {
   size_t attention = 0, ffn = 0;
 };
@@ -93,7 +93,7 @@ struct ForwardPass::Sizes {
     xn = floats(B * std::max(hp.n_embd, hp.n_embd_q()));
     q = attn = floats(B * hp.n_embd_q());
     k = v = floats(B * hp.n_embd_kv());
-    const int64_t ffn_tokens = std::min<int64_t>(B, kFfnTokens);
+    const int64_t ffn_tokens = std::min<int64_t>(B, ffn_slice_tokens(model));
     gate = up = floats(ffn_tokens * hp.n_ff);
     const QuantizedInputBytes qb = quantized_input_bytes_per_token(model);
     xq = std::max(static_cast<size_t>(B) * qb.attention, static_cast<size_t>(ffn_tokens) * qb.ffn);
@@ -133,6 +133,12 @@ struct ForwardPass::Sizes {
   }
 };
 
+int32_t ForwardPass::ffn_slice_tokens(const Model& model) {
+  if (model.n_layer() == 0) return kFfnTokens;
+  const WeightView& gate = model.layer(0).ffn_gate;
+  return kernels::tiled_activation_bytes(gate.type, gate.n_in, kFfnTokensTiled) > 0 ? kFfnTokensTiled : kFfnTokens;
+}
+
 int32_t ForwardPass::prefill_block_tokens(int64_t g, int64_t scores_stride, int32_t n_batch) {
   const int64_t per_token = g * scores_stride * static_cast<int64_t>(sizeof(float));
   const int64_t fit = static_cast<int64_t>(kBlockScoresBudget) / std::max<int64_t>(1, per_token);
@@ -155,7 +161,8 @@ size_t ForwardPass::scratch_bytes(const Model& model, int32_t n_batch, int32_t n
 }
 
 ForwardPass::ForwardPass(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads)
-    : model_(model), hp_(model.hparams()), n_batch_(n_batch), n_ctx_(n_ctx), max_threads_(std::max(1, max_threads)) {
+    : model_(model), hp_(model.hparams()), n_batch_(n_batch), n_ctx_(n_ctx), max_threads_(std::max(1, max_threads)),
+      ffn_tokens_(ffn_slice_tokens(model)) {
   const Sizes sz(model, n_batch, n_ctx, kv_type_v, max_threads_);
   attn_scratch_floats_ = sz.attn_per_thread;
   entries_scores_floats_ = sz.entries_scores;
@@ -402,10 +409,10 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
       kernels::add_f32(x + e * E, xn + e * E, x + e * E, E);
       kernels::rms_norm(x + e * E, L.ffn_norm.data, xn + e * E, E, eps);
     });
-    // The FFN in slices of kFfnTokens tokens (forward.h): gate and up hold one slice. Each
+    // The FFN in slices of ffn_tokens_ tokens (forward.h): gate and up hold one slice. Each
     // slice's down projection overwrites only its own rows of xn, already consumed.
-    for (int32_t t0 = 0; t0 < n; t0 += kFfnTokens) {
-      const int32_t m = std::min(kFfnTokens, n - t0);
+    for (int32_t t0 = 0; t0 < n; t0 += ffn_tokens_) {
+      const int32_t m = std::min(ffn_tokens_, n - t0);
       float* xs = xn + static_cast<int64_t>(t0) * E;
       const MatmulJob gu[2] = {{&L.ffn_gate, xs, gate}, {&L.ffn_up, xs, up}};
       matmuls(gu, 2, m);

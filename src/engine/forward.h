@@ -11,7 +11,7 @@
 //               attn[n, Q] = softmax(q . K[0..pos] / sqrt(head_dim)) . V[0..pos]  (GQA)
 //               x += attn @ Wo
 //               xn = rms_norm(x) * ffn_norm
-//               x += (silu(xn @ Wgate) * (xn @ Wup)) @ Wdown    (slices of kFfnTokens entries)
+//               x += (silu(xn @ Wgate) * (xn @ Wup)) @ Wdown    (slices of ffn_slice_tokens entries)
 //   logits[j, n_vocab] = (rms_norm(x_e) * output_norm) @ Woutput  for entries e wanting logits
 #pragma once
 
@@ -76,7 +76,13 @@ class ForwardPass {
   // Tokens per FFN slice of a chunk: gate and up ([tokens, n_ff] each, the largest scratch:
   // 2 x 18 MiB for Qwen2.5-1.5B at 512 tokens) hold one slice. A slice of 128 still fills every
   // prefill tile; the FFN weights are read once per slice instead of once per chunk, from L3.
+  // With tile kernels (AMX) the FFN weights are decoded into tiles once per matmul call, so a
+  // slice of 256 halves that work per token: pp512 +4 % (TinyLlama Q4_0) to +11 % (Qwen2.5-3B
+  // Q4_K_M), for gate / up 2 x 128 x n_ff x 4 bytes more (11 MiB at n_ff 11008).
   static constexpr int32_t kFfnTokens = 128;
+  static constexpr int32_t kFfnTokensTiled = 256;
+  // kFfnTokensTiled where the active ISA runs the FFN matmuls on tile kernels, else kFfnTokens.
+  static int32_t ffn_slice_tokens(const Model& model);
   // K/V positions per prefill tile: K^T [hd, 64] F32 is 16 KiB at head_dim 64, in L1.
   static constexpr int32_t kAttnTileRows = 64;
   // Most tokens per query block, and the bytes of scores [tokens x g, n_ctx] one thread may
@@ -97,6 +103,7 @@ class ForwardPass {
   int32_t n_batch_;
   int32_t n_ctx_;
   int max_threads_;
+  int32_t ffn_tokens_ = kFfnTokens;  // ffn_slice_tokens(model_) at construction
   size_t attn_scratch_floats_ = 0;  // per thread
   size_t entries_scores_floats_ = 0;  // per thread: decode scores, then the int8 queries
   size_t entries_weights_floats_ = 0;  // per thread: offset of decode's int8 V weights (0: none)
@@ -117,8 +124,8 @@ class ForwardPass {
   AlignedBuffer k_;       // [n_batch, n_embd_kv]
   AlignedBuffer v_;       // [n_batch, n_embd_kv]
   AlignedBuffer attn_;    // [n_batch, n_embd_q]
-  AlignedBuffer gate_;    // [min(n_batch, kFfnTokens), n_ff]
-  AlignedBuffer up_;      // [min(n_batch, kFfnTokens), n_ff]
+  AlignedBuffer gate_;    // [min(n_batch, ffn_tokens_), n_ff]
+  AlignedBuffer up_;      // [min(n_batch, ffn_tokens_), n_ff]
   AlignedBuffer xq_;      // [n_batch, widest group of quantized inputs] matmul inputs
   AlignedBuffer xt_;      // their tiled copies (kernels.h: tile_activations); empty without AMX
   AlignedBuffer cos_;     // [n_batch, n_rot/2]
