@@ -303,6 +303,12 @@ TEST(Quantize, ActivationBytesIdenticalOnEveryIsa) {
   std::vector<float> x = gaussian(256 * 17, 8, 2.0f);
   for (int j = 0; j < 64; ++j) x[j] = static_cast<float>(j % 9) - 4.0f;  // exact ties after scaling
   for (int j = 64; j < 96; ++j) x[j] = 0.0f;
+  // Q8_K's scale takes the sign of the FIRST element of largest magnitude: ties of opposite sign
+  // far apart (positions 37 and 100 of block 3) and within one group of 8 (13 and 14 of block 4).
+  x[768 + 37] = 30.0f;
+  x[768 + 100] = -30.0f;
+  x[1024 + 13] = -30.0f;
+  x[1024 + 14] = 30.0f;
   const int64_t n = static_cast<int64_t>(x.size());
   const Isa saved = active_isa();
   for (TensorType wt : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::F16, TensorType::F32}) {

@@ -1,8 +1,8 @@
 // The AVX-512 (F/BW/VL/DQ + VNNI) kernels of the dispatch table, one line each (the macros:
 // kernels/kernel_list_begin.h). Entries not listed keep the AVX2 version: the AVX-512 table starts
 // as a copy of the AVX2 table, e.g. the activation quantizers and most element-wise ops, which
-// are memory-bound at AVX2 width already (softmax is not: prompt attention at depth runs it over
-// every score, so it has its own).
+// are memory-bound at AVX2 width already (softmax and silu_mul are not: prompt attention at depth
+// runs softmax over every score, and silu_mul's exp and divide are compute, so they have their own).
 #include "kernels/kernel_list_begin.h"
 
 // matmul_float.cpp (rows whose length is not a multiple of the ZMM block use the AVX2 kernel)
@@ -33,5 +33,6 @@ EDGELLM_VECTOR_OP(axpy_f32)
 EDGELLM_VECTOR_OP(axpy_f16)
 EDGELLM_VECTOR_OP(gemm_f32)
 EDGELLM_VECTOR_OP(softmax)
+EDGELLM_VECTOR_OP(silu_mul)
 
 #include "kernels/kernel_list_end.h"

@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "kernels/x86/avx2/avx2_kernels.h"
 #include "kernels/x86/avx512/avx512_kernels.h"
 #include "kernels/x86/avx512/avx512_util.h"
 
@@ -130,6 +131,22 @@ void softmax(float* x, int64_t n) {
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
   }
+}
+
+// The AVX2 kernel's operations at 16 lanes (exp16 is exp_ps per lane), then the AVX2 kernel for
+// the last n % 16: the same bits as AVX2 for every element (tests/kernels/test_vector_ops.cpp).
+// Prefill runs it over [tokens, n_ff]: 2.5-3.4 % of a pp512 at AVX2 width.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = exp16(_mm512_xor_ps(g, sign));  // exp(-g)
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
+  }
+  if (i < n) avx2::silu_mul(gate + i, up + i, out + i, n - i);
 }
 
 }  // namespace edgellm::kernels::avx512
