@@ -303,49 +303,60 @@ TEST(Repack, TiledInputsEqualAvx512) {
       {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0}, {TensorType::Q4_K, TensorType::Q5_K}, {TensorType::Q6_K}};
   for (const auto& family : families) {
     const bool k_quant = family[0] == TensorType::Q4_K || family[0] == TensorType::Q6_K;
-    const int64_t n = k_quant ? 3 * 256 : 17 * 32;
-    std::vector<PackedMatrix> ms;
-    for (size_t f = 0; f < family.size(); ++f) ms.push_back(pack_gaussian(family[f], rows, n, static_cast<uint32_t>(7 + f)));
-    const TensorType maker = ms[0].pt;  // the type whose tile_activations makes the shared copy
-    for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{64}, int64_t{300}}) {
-      const auto x = gaussian(static_cast<size_t>(nt * n), static_cast<uint32_t>(500 + nt), 1.0f);
-      const size_t prb = activation_row_bytes(maker, n);
-      std::vector<uint8_t> xq(prb * static_cast<size_t>(nt));
-      for (int64_t t = 0; t < nt; ++t) quantize_activation_row(maker, x.data() + t * n, xq.data() + t * prb, n);
-      for (const Isa isa : isas) {
-        set_active_isa(isa);
-        const size_t bytes = tiled_activation_bytes(maker, n, nt);
-        if (isa != Isa::kAmx) {
-          EXPECT_EQ(bytes, 0u) << isa_name(isa) << " has no tile kernels";
-          continue;
+    // K-quants also 6144 wide: at 300 tokens (19 tiles) their packed activations exceed one K
+    // segment (amx_driver.h: segment_columns), so the later segment resumes from y.
+    std::vector<int64_t> widths = {k_quant ? 3 * 256 : 17 * 32};
+    if (k_quant) widths.push_back(24 * 256);
+    for (const int64_t n : widths) {
+      std::vector<PackedMatrix> ms;
+      for (size_t f = 0; f < family.size(); ++f) ms.push_back(pack_gaussian(family[f], rows, n, static_cast<uint32_t>(7 + f)));
+      const TensorType maker = ms[0].pt;  // the type whose tile_activations makes the shared copy
+      for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{64}, int64_t{300}}) {
+        if (n > 4096 && nt != 45 && nt != 300) continue;
+        const auto x = gaussian(static_cast<size_t>(nt * n), static_cast<uint32_t>(500 + nt), 1.0f);
+        const size_t prb = activation_row_bytes(maker, n);
+        std::vector<uint8_t> xq(prb * static_cast<size_t>(nt));
+        for (int64_t t = 0; t < nt; ++t) quantize_activation_row(maker, x.data() + t * n, xq.data() + t * prb, n);
+        for (const Isa isa : isas) {
+          set_active_isa(isa);
+          const size_t bytes = tiled_activation_bytes(maker, n, nt);
+          if (isa != Isa::kAmx) {
+            EXPECT_EQ(bytes, 0u) << isa_name(isa) << " has no tile kernels";
+            continue;
+          }
+          EXPECT_EQ(bytes == 0, nt < 32) << "tokens " << nt;
         }
-        EXPECT_EQ(bytes == 0, nt < 32) << "tokens " << nt;
-      }
-      if (!amx) continue;
-      set_active_isa(Isa::kAmx);
-      const int64_t n_tiles = (nt + kActivationTileTokens - 1) / kActivationTileTokens;
-      const size_t bytes = tiled_activation_bytes(maker, n, nt);
-      std::vector<uint8_t> xt(bytes + 64, 0xAB);
-      uint8_t* xt_at = xt.data() + (64 - reinterpret_cast<uintptr_t>(xt.data()) % 64) % 64;
-      if (bytes > 0) {
-        for (int64_t i = n_tiles - 1; i >= 0; --i) tile_activations(maker, n, xq.data(), prb, nt, i, i + 1, xt_at);
-        EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, n_tiles + 1, xt_at), Error);
-      } else {
-        EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, 1, xt_at), Error);
-      }
-      for (const PackedMatrix& m : ms) {
-        std::vector<float> want(static_cast<size_t>(nt * rows), NAN), got(want.size(), NAN);
-        set_active_isa(Isa::kAvx512);
-        matmul(m.pt, n, m.packed.data(), m.packed_rb, 0, rows, xq.data(), prb, nt, want.data(), rows);
+        if (!amx) continue;
         set_active_isa(Isa::kAmx);
-        for (const auto& r : ranges) {
-          matmul_tiled(m.pt, n, m.packed.data(), m.packed_rb, r[0], r[1], xq.data(), prb, bytes > 0 ? xt_at : nullptr,
-                       nt, got.data(), rows);
+        const int64_t n_tiles = (nt + kActivationTileTokens - 1) / kActivationTileTokens;
+        const size_t bytes = tiled_activation_bytes(maker, n, nt);
+        std::vector<uint8_t> xt(bytes + 64, 0xAB);
+        uint8_t* xt_at = xt.data() + (64 - reinterpret_cast<uintptr_t>(xt.data()) % 64) % 64;
+        if (bytes > 0) {
+          for (int64_t i = n_tiles - 1; i >= 0; --i) tile_activations(maker, n, xq.data(), prb, nt, i, i + 1, xt_at);
+          EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, n_tiles + 1, xt_at), Error);
+        } else {
+          EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, 1, xt_at), Error);
         }
-        for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-              << tensor_type_name(m.pt) << " (copy made for " << tensor_type_name(maker) << ") tokens " << nt
-              << " token " << i / rows << " row " << i % rows << ": " << got[i] << " vs " << want[i];
+        for (const PackedMatrix& m : ms) {
+          std::vector<float> want(static_cast<size_t>(nt * rows), NAN), got(want.size(), NAN), rowwise(want.size(), NAN);
+          set_active_isa(Isa::kAvx512);
+          matmul(m.pt, n, m.packed.data(), m.packed_rb, 0, rows, xq.data(), prb, nt, want.data(), rows);
+          set_active_isa(Isa::kAmx);
+          for (const auto& r : ranges) {
+            matmul_tiled(m.pt, n, m.packed.data(), m.packed_rb, r[0], r[1], xq.data(), prb, bytes > 0 ? xt_at : nullptr,
+                         nt, got.data(), rows);
+          }
+          // matmul() on AMX packs its own spans of 256 tokens: segments there too (6144 wide)
+          matmul(m.pt, n, m.packed.data(), m.packed_rb, 0, rows, xq.data(), prb, nt, rowwise.data(), rows);
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+                << tensor_type_name(m.pt) << " (copy made for " << tensor_type_name(maker) << ") n " << n << " tokens "
+                << nt << " token " << i / rows << " row " << i % rows << ": " << got[i] << " vs " << want[i];
+            ASSERT_EQ(std::bit_cast<uint32_t>(rowwise[i]), std::bit_cast<uint32_t>(want[i]))
+                << tensor_type_name(m.pt) << " matmul() n " << n << " tokens " << nt << " token " << i / rows << " row "
+                << i % rows;
+          }
         }
       }
     }

@@ -119,10 +119,15 @@ using CTile = int32_t[kTileTokens * 16];
 // A format's policy P (matmul_legacy_amx.cpp: Legacy<K>; matmul_kquants_amx.cpp: KQuant<kQ5>, Q6K):
 //   kBlockElems                      elements per column (32, 256)
 //   kDecodedBytes, kPackedBytes      bytes of one decoded weight column / packed token-tile column
+//   kSegmentBytes                    packed activations per K segment (segment_columns; 0: none)
 //   configure()                      ldtilecfg of the tile shapes its tile() uses
 //   decode(group, nb, b, out)        weight column b of a 16-row group -> its decoded form
 //   pack(x, x_row_bytes, m, nb, out) m <= 16 tokens' activation rows -> nb packed columns (zero past m)
-//   tile(decoded, nb, xa, m, y, ys)  one group x one token tile, every column: y[t][0..15], t < m
+//   tile(decoded, nb, xa, m, y, ys[, resume])
+//                                    one group x one token tile, every column: y[t][0..15], t < m,
+//                                    from y's values when resuming (a later K segment; only where
+//                                    kSegmentBytes > 0), else from 0
+//   tile2(decoded, nb, xa, tile_bytes, m1, y, ys, resume)   (optional) two token tiles, 16 and m1
 // pack() depends on the activation type only (Legacy<*> all read Q8_0_S, KQuant<*> Q8_K_S, Q6K
 // Q8_K), which is what lets one tiled copy serve every weight type of an input (kernels.h).
 // The compiler barriers order the ordinary stores of pack and decode against the tile loads
@@ -133,58 +138,95 @@ EDGELLM_ALWAYS_INLINE int tokens_in_tile(int64_t n_tokens, int64_t i) {
   return static_cast<int>(n_tokens - i * kTileTokens < kTileTokens ? n_tokens - i * kTileTokens : kTileTokens);
 }
 
-// Rows [r0, r1) x the n_tokens tokens whose packed tiles are xa (tile i at xa + i * nb *
-// kPackedBytes), into y (token t's row at y + t * y_stride). Per chunk of chunk_groups groups the
-// weights are decoded once into `decoded`, then every token tile passes over them.
+// The decoded-weights buffer: kDecodedChunkBytes, or one group's columns when that is larger.
 template <class P>
-void run_chunks(int64_t nb, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* xa,
-                int64_t n_tokens, float* y, int64_t y_stride, uint8_t* decoded, int64_t chunk_groups) {
-  const int64_t group_bytes = nb * P::kDecodedBytes, tile_bytes = nb * P::kPackedBytes;
-  const int64_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
-  for (int64_t rc = r0; rc < r1; rc += chunk_groups * kPackRows) {
-    compiler_barrier();  // the last chunk's tile loads of `decoded` came before this decode
-    const int64_t re = rc + chunk_groups * kPackRows < r1 ? rc + chunk_groups * kPackRows : r1;
-    for (int64_t r = rc; r < re; r += kPackRows) {
-      const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
-      uint8_t* out = decoded + (r - rc) / kPackRows * group_bytes;
-      for (int64_t b = 0; b < nb; ++b) P::decode(group, nb, b, out + b * P::kDecodedBytes);
-    }
-    compiler_barrier();
-    int64_t i = 0;
-    if constexpr (requires { &P::tile2; }) {  // two token tiles at a time share each weight tile
-      for (; i + 1 < n_tiles; i += 2) {
-        for (int64_t r = rc; r < re; r += kPackRows) {
-          P::tile2(decoded + (r - rc) / kPackRows * group_bytes, nb, xa + i * tile_bytes, tile_bytes,
-                   tokens_in_tile(n_tokens, i + 1), y + i * kTileTokens * y_stride + r, y_stride);
-        }
-      }
-    }
-    for (; i < n_tiles; ++i) {
-      for (int64_t r = rc; r < re; r += kPackRows) {
-        P::tile(decoded + (r - rc) / kPackRows * group_bytes, nb, xa + i * tile_bytes, tokens_in_tile(n_tokens, i),
-                y + i * kTileTokens * y_stride + r, y_stride);
-      }
-    }
-  }
+size_t decoded_buffer_bytes(int64_t nb) {
+  const int64_t group_bytes = nb * P::kDecodedBytes;
+  return static_cast<size_t>(group_bytes > kDecodedChunkBytes ? group_bytes : kDecodedChunkBytes);
 }
 
-// Groups per decoded chunk: kDecodedChunkBytes of them, at least one.
+// Groups per decoded chunk of nb columns: kDecodedChunkBytes of them, at least one.
 template <class P>
 int64_t chunk_groups(int64_t nb) {
   const int64_t group_bytes = nb * P::kDecodedBytes;
   return group_bytes > 0 && kDecodedChunkBytes / group_bytes > 1 ? kDecodedChunkBytes / group_bytes : 1;
 }
 
+// Columns per K segment for n_tiles token tiles: the segment's packed activations (every token
+// tile's columns of it) at most P::kSegmentBytes, so that they stay in L2 beside the decoded
+// chunk while each chunk of rows passes over them; the columns split evenly; P::kSegmentBytes 0:
+// one segment. Without segments, a 256-token Q4_K down projection (K = 11008: 3 MiB of packed
+// activations) re-read them from L3 for every chunk of rows: 330-352 G MAC/s against 423-459 with
+// segments of 768 KiB or 1.25 MiB (one core). The Q4_0 kernel gained nothing from segments (K =
+// 5632, 256 tokens: 398-422 without, 383-401 with), so it has none.
+template <class P>
+int64_t segment_columns(int64_t nb, int64_t n_tiles) {
+  if constexpr (P::kSegmentBytes == 0) return nb;
+  const int64_t fit = P::kSegmentBytes / (n_tiles * P::kPackedBytes);
+  const int64_t most = fit > 1 ? fit : 1;
+  const int64_t segments = (nb + most - 1) / most;
+  return (nb + segments - 1) / segments;
+}
+
+// Rows [r0, r1) x the n_tokens tokens whose packed tiles are xa (tile i at xa + i * nb *
+// kPackedBytes), into y (token t's row at y + t * y_stride). Per K segment and chunk of groups the
+// weights are decoded once into `decoded`, then every token tile passes over them; a segment
+// after the first resumes each output from y (tile(..., resume)): the same F32 steps in the same
+// order as one pass, so the same bits.
+template <class P>
+void run_chunks(int64_t nb, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* xa,
+                int64_t n_tokens, float* y, int64_t y_stride, uint8_t* decoded) {
+  const int64_t tile_bytes = nb * P::kPackedBytes;
+  const int64_t n_tiles = (n_tokens + kTileTokens - 1) / kTileTokens;
+  const int64_t seg = segment_columns<P>(nb, n_tiles);
+  for (int64_t b0 = 0; b0 < nb; b0 += seg) {
+    const int64_t sb = nb - b0 < seg ? nb - b0 : seg;
+    const int64_t group_bytes = sb * P::kDecodedBytes;
+    const int64_t groups = chunk_groups<P>(sb);
+    const bool resume = b0 > 0;
+    const uint8_t* xs = xa + b0 * P::kPackedBytes;
+    for (int64_t rc = r0; rc < r1; rc += groups * kPackRows) {
+      compiler_barrier();  // the last chunk's tile loads of `decoded` came before this decode
+      const int64_t re = rc + groups * kPackRows < r1 ? rc + groups * kPackRows : r1;
+      for (int64_t r = rc; r < re; r += kPackRows) {
+        const uint8_t* group = w + static_cast<size_t>(r) * w_row_bytes;
+        uint8_t* out = decoded + (r - rc) / kPackRows * group_bytes;
+        for (int64_t b = b0; b < b0 + sb; ++b) P::decode(group, nb, b, out + (b - b0) * P::kDecodedBytes);
+      }
+      compiler_barrier();
+      int64_t i = 0;
+      if constexpr (requires { &P::tile2; }) {  // two token tiles at a time share each weight tile
+        for (; i + 1 < n_tiles; i += 2) {
+          for (int64_t r = rc; r < re; r += kPackRows) {
+            P::tile2(decoded + (r - rc) / kPackRows * group_bytes, sb, xs + i * tile_bytes, tile_bytes,
+                     tokens_in_tile(n_tokens, i + 1), y + i * kTileTokens * y_stride + r, y_stride, resume);
+          }
+        }
+      }
+      for (; i < n_tiles; ++i) {
+        for (int64_t r = rc; r < re; r += kPackRows) {
+          const uint8_t* dg = decoded + (r - rc) / kPackRows * group_bytes;
+          float* yt = y + i * kTileTokens * y_stride + r;
+          if constexpr (P::kSegmentBytes > 0) {
+            P::tile(dg, sb, xs + i * tile_bytes, tokens_in_tile(n_tokens, i), yt, y_stride, resume);
+          } else {  // one segment: tile() has no resume
+            P::tile(dg, sb, xs + i * tile_bytes, tokens_in_tile(n_tokens, i), yt, y_stride);
+          }
+        }
+      }
+    }
+  }
+}
+
 // matmul from the activation rows: each span of kSpanTokens tokens packed into this thread's
 // buffer (after the decoded chunk), then run_chunks over it.
 template <class P>
 void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* x,
-                  size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch,
-                  int64_t groups) {
+                  size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch) {
   const int64_t nb = n / P::kBlockElems;
   const int64_t tile_bytes = nb * P::kPackedBytes;
   uint8_t* decoded = scratch;
-  uint8_t* xa = scratch + groups * nb * P::kDecodedBytes;
+  uint8_t* xa = scratch + decoded_buffer_bytes<P>(nb);
   P::configure();
   for (int64_t s0 = 0; s0 < n_tokens; s0 += kSpanTokens) {
     compiler_barrier();  // the last span's tile loads of xa came before this span's pack
@@ -195,7 +237,7 @@ void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, i
               xa + i * tile_bytes);
     }
     compiler_barrier();
-    run_chunks<P>(nb, w, w_row_bytes, r0, r1, xa, span, y + s0 * y_stride, y_stride, decoded, groups);
+    run_chunks<P>(nb, w, w_row_bytes, r0, r1, xa, span, y + s0 * y_stride, y_stride, decoded);
   }
   _tile_release();
 }
@@ -204,18 +246,15 @@ template <class P>
 void matmul(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, int64_t r1, const void* x, size_t x_row_bytes,
             int64_t n_tokens, float* y, int64_t y_stride, MatmulFn fallback) {
   const int64_t nb = n / P::kBlockElems;
-  const int64_t groups = chunk_groups<P>(nb);
   const int64_t span = n_tokens < kSpanTokens ? n_tokens : kSpanTokens;
   const size_t xa_bytes = static_cast<size_t>((span + kTileTokens - 1) / kTileTokens * nb * P::kPackedBytes);
-  uint8_t* scratch = n_tokens >= kMinTokens && nb > 0
-                         ? thread_buffer(static_cast<size_t>(groups * nb * P::kDecodedBytes) + xa_bytes)
-                         : nullptr;
+  uint8_t* scratch = n_tokens >= kMinTokens && nb > 0 ? thread_buffer(decoded_buffer_bytes<P>(nb) + xa_bytes) : nullptr;
   if (scratch == nullptr) {  // a short batch, or no memory for the buffer: the AVX-512 kernel
     fallback(n, w, w_row_bytes, r0, r1, x, x_row_bytes, n_tokens, y, y_stride);
     return;
   }
   matmul_tiles<P>(n, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, static_cast<const uint8_t*>(x), x_row_bytes,
-                  n_tokens, y, y_stride, scratch, groups);
+                  n_tokens, y, y_stride, scratch);
 }
 
 // ---------------------------------------------------------------- the tiled copy (kernels.h)
@@ -250,10 +289,7 @@ void matmul_pretiled(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
                      size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, const void* xt,
                      MatmulFn fallback) {
   const int64_t nb = n / P::kBlockElems;
-  const int64_t groups = chunk_groups<P>(nb);
-  uint8_t* decoded = tiled_bytes<P>(n, n_tokens) > 0 && xt != nullptr
-                         ? thread_buffer(static_cast<size_t>(groups * nb * P::kDecodedBytes))
-                         : nullptr;
+  uint8_t* decoded = tiled_bytes<P>(n, n_tokens) > 0 && xt != nullptr ? thread_buffer(decoded_buffer_bytes<P>(nb)) : nullptr;
   if (decoded == nullptr) {  // no tiled copy for this batch, or no memory for the buffer
     fallback(n, w, w_row_bytes, r0, r1, x, x_row_bytes, n_tokens, y, y_stride);
     return;
@@ -261,7 +297,7 @@ void matmul_pretiled(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
   P::configure();
   compiler_barrier();  // the caller's pack stores came before these tile loads
   run_chunks<P>(nb, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, static_cast<const uint8_t*>(xt), n_tokens, y,
-                y_stride, decoded, groups);
+                y_stride, decoded);
   _tile_release();
 }
 

@@ -64,6 +64,8 @@ EDGELLM_ALWAYS_INLINE __m512i dword_multiplier(__m512i s32) {
 // Q4_K 2048 x 2048 x 128 ran 14 % faster, one core). Tiles: C tmm0-3, A tmm4/5, B tmm6/7.
 template <class P, bool kHiSigned>
 struct DigitTiles {
+  static constexpr int64_t kSegmentBytes = 1280 * 1024;  // amx_driver.h: segment_columns
+
   template <int kTiles>
   static EDGELLM_ALWAYS_INLINE void issue(const uint8_t* a, int64_t tile_bytes, const uint8_t* d) {
     _tile_zero(0);
@@ -96,13 +98,16 @@ struct DigitTiles {
 
   template <int kTiles>
   static EDGELLM_ALWAYS_INLINE void run(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int64_t tile_bytes,
-                                        int m_last, float* y, int64_t y_stride) {
+                                        int m_last, float* y, int64_t y_stride, bool resume) {
     alignas(64) CTile c[2][2 * kTiles];  // [column parity][lo0, hi0, lo1, hi1]
     __m512 acc[kTiles][kTileTokens];
 #pragma GCC unroll 16
     for (int t = 0; t < kTileTokens; ++t) {
 #pragma GCC unroll 2
-      for (int k = 0; k < kTiles; ++k) acc[k][t] = _mm512_setzero_ps();
+      for (int k = 0; k < kTiles; ++k) {
+        const int m = k == kTiles - 1 ? m_last : kTileTokens;  // tokens of token tile k
+        acc[k][t] = resume && t < m ? _mm512_loadu_ps(y + (k * kTileTokens + t) * y_stride) : _mm512_setzero_ps();
+      }
     }
     const auto store = [&](int64_t b) __attribute__((always_inline)) {
       EDGELLM_AMX_STORE_C(0, c[b & 1][0]);
@@ -133,12 +138,12 @@ struct DigitTiles {
 
   // One group x one token tile of m tokens; two token tiles (16 and m1 tokens).
   static EDGELLM_ALWAYS_INLINE void tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
-                                         int64_t y_stride) {
-    run<1>(decoded, nb, xa, 0, m, y, y_stride);
+                                         int64_t y_stride, bool resume) {
+    run<1>(decoded, nb, xa, 0, m, y, y_stride, resume);
   }
   static EDGELLM_ALWAYS_INLINE void tile2(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int64_t tile_bytes,
-                                          int m1, float* y, int64_t y_stride) {
-    run<2>(decoded, nb, xa, tile_bytes, m1, y, y_stride);
+                                          int m1, float* y, int64_t y_stride, bool resume) {
+    run<2>(decoded, nb, xa, tile_bytes, m1, y, y_stride, resume);
   }
 };
 

@@ -153,6 +153,7 @@ template <Kind K>
 struct Legacy {
   static constexpr int64_t kBlockElems = kQK8_0;
   static constexpr int64_t kDecodedBytes = kDecodedBlockBytes, kPackedBytes = kDecodedBlockBytes;
+  static constexpr int64_t kSegmentBytes = 0;  // amx_driver.h: segment_columns
   static void configure() { configure_tiles(); }
   static EDGELLM_ALWAYS_INLINE void decode(const uint8_t* group, int64_t nb, int64_t b, uint8_t* out) {
     decode_block<K>(group, nb, b, out);
