@@ -2,17 +2,19 @@
 // the shared loop and why tiles: amx_driver.h).
 //
 // One tdpbssd per 32-element block (K = 32: one scale per block, half the instruction's 64):
-//   A  tmm2:   16 tokens x 32 bytes   the tokens' Q8_0 codes of block b (pack_tokens: 512 bytes,
+//   A  tmm2/3: 16 tokens x 32 bytes   the tokens' Q8_0 codes of block b (pack_tokens: 512 bytes,
 //                                     then their 16 d_x as F32)
-//   B  tmm4:   8 x 64 bytes           the block's weights as signed int8 (nibbles -> code - 8,
+//   B  tmm4/5: 8 x 64 bytes           the block's weights as signed int8 (nibbles -> code - 8,
 //                                     Q5_0 -> code - 16, Q8_0 bytes -> code - 128), row j =
 //                                     elements 4j .. 4j+3 of the 16 rows: the X16 code vector j
 //                                     (decode_block, then the 16 rows' d_w as F32)
-//   C  tmm0:   16 tokens x 16 int32   sum_k x[t][k] * w[r][k], exact
+//   C  tmm0/1: 16 tokens x 16 int32   sum_k x[t][k] * w[r][k], exact (tmm0 even, tmm1 odd blocks)
 // then per token acc += float(C) * (d_w * d_x), the AVX-512 kernel's F32 end (which adds the
-// offset back as -off * sum(x) to the same integer). That end, 48 vector instructions per block,
-// is the limit: ~70 cycles (at the ~3.85 GHz the probes imply) per 16 x 16 x 32 MACs. One core,
-// 512 tokens: 440 G MAC/s against 210 for the AVX-512 kernel (2048 x 2048, 2048 x 5632).
+// offset back as -off * sum(x) to the same integer). That end (48 vector instructions per block)
+// and the tile unit's loads and stores bound it together, neither alone: one core, 2048 x 2048 x
+// 128, one block per step, 370 G MAC/s; without the F32 end 580; without the products (loads
+// and stores kept) 437; the F32 end alone 700. Now (two blocks per step, tiled input, 512
+// tokens): 412-448 G MAC/s against ~210 for the AVX-512 kernel.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 // GCC 12's own AVX-512 intrinsic headers (_mm512_*_ps with an undefined pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -45,8 +47,8 @@ constexpr int64_t code_bytes() {  // packed code bytes per block column of a gro
                             : kPackRows * (kQK4_0 / 2);
 }
 
-EDGELLM_ALWAYS_INLINE void configure_tiles() {  // C tmm0, A tmm2, B tmm4 (1, 3: unused)
-  load_tile_config<5>({kTileTokens, 0, kTileTokens, 0, 8}, {64, 0, 32, 0, 64});
+EDGELLM_ALWAYS_INLINE void configure_tiles() {  // C tmm0/1, A tmm2/3, B tmm4/5
+  load_tile_config<6>({kTileTokens, kTileTokens, kTileTokens, kTileTokens, 8, 8}, {64, 64, 32, 32, 64, 64});
 }
 
 // Block column b of one packed group -> its decoded B tile and F32 scales.
@@ -97,27 +99,54 @@ EDGELLM_ALWAYS_INLINE void finish_block(const int32_t* c, const float* dw, const
 //   decoded: the group's decoded blocks; xa: the tile's packed blocks (kDecodedBlockBytes each)
 EDGELLM_ALWAYS_INLINE void group_tile(const uint8_t* decoded, int64_t nb, const uint8_t* xa, int m, float* y,
                                       int64_t y_stride) {
-  alignas(64) CTile c[2];
+  alignas(64) CTile c[2][2];
   __m512 acc[kTileTokens];
 #pragma GCC unroll 16
   for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
-  // Software pipeline: the tile unit multiplies block b + 1 (and stores its sums) while the
-  // vector ports finish block b, on alternating C buffers. (Alternating tile registers as well
-  // measured the same: the tile unit runs its instructions one after another anyway.)
-  const auto issue = [&](int64_t blk) __attribute__((always_inline)) {
+  // Software pipeline, two blocks per step: the tile unit multiplies blocks b + 2 and b + 3 while
+  // the vector ports finish b and b + 1 from their stored C tiles; b + 2's and b + 3's C tiles are
+  // stored after those finishes (amx_driver.h). Two blocks per step rather than one: one core,
+  // tiled input, 2048 x 2048 x 512 382-405 -> 412-448 G MAC/s, 5632 x 2048 x 256 386-393 ->
+  // 404-417 (more independent vector work per tile-unit round trip).
+  const auto issue2 = [&](int64_t blk) __attribute__((always_inline)) {  // blocks blk, blk + 1
     const uint8_t* d = decoded + blk * kDecodedBlockBytes;
-    _tile_loadd(2, xa + blk * kDecodedBlockBytes, 32);
+    const uint8_t* a = xa + blk * kDecodedBlockBytes;
+    _tile_loadd(2, a, 32);
     _tile_loadd(4, d, 64);
+    _tile_loadd(3, a + kDecodedBlockBytes, 32);
+    _tile_loadd(5, d + kDecodedBlockBytes, 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_dpbssd(0, 2, 4);
+    _tile_dpbssd(1, 3, 5);
+  };
+  const auto finish = [&](int64_t blk, const int32_t* cb) __attribute__((always_inline)) {
+    const float* dw = reinterpret_cast<const float*>(decoded + blk * kDecodedBlockBytes + kDecodedTileBytes);
+    finish_block(cb, dw, reinterpret_cast<const float*>(xa + blk * kDecodedBlockBytes + kDecodedTileBytes), acc);
+  };
+  const int64_t pairs = nb / 2;
+  if (pairs > 0) {
+    issue2(0);
+    EDGELLM_AMX_STORE_C(0, c[0][0]);
+    EDGELLM_AMX_STORE_C(1, c[0][1]);
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    if (p + 1 < pairs) issue2(2 * (p + 1));
+    finish(2 * p, c[p & 1][0]);
+    finish(2 * p + 1, c[p & 1][1]);
+    if (p + 1 < pairs) {
+      EDGELLM_AMX_STORE_C(0, c[(p + 1) & 1][0]);
+      EDGELLM_AMX_STORE_C(1, c[(p + 1) & 1][1]);
+    }
+  }
+  if (nb % 2 != 0) {  // the last block of an odd count
+    const int64_t blk = nb - 1;
+    _tile_loadd(2, xa + blk * kDecodedBlockBytes, 32);
+    _tile_loadd(4, decoded + blk * kDecodedBlockBytes, 64);
     _tile_zero(0);
     _tile_dpbssd(0, 2, 4);
-  };
-  issue(0);
-  EDGELLM_AMX_STORE_C(0, c[0]);
-  for (int64_t b = 0; b < nb; ++b) {
-    if (b + 1 < nb) issue(b + 1);
-    const float* dw = reinterpret_cast<const float*>(decoded + b * kDecodedBlockBytes + kDecodedTileBytes);
-    finish_block(c[b & 1], dw, reinterpret_cast<const float*>(xa + b * kDecodedBlockBytes + kDecodedTileBytes), acc);
-    if (b + 1 < nb) EDGELLM_AMX_STORE_C(0, c[(b + 1) & 1]);
+    EDGELLM_AMX_STORE_C(0, c[0][0]);
+    finish(blk, c[0][0]);
   }
   // Constant indices only (unrolled, the bound tested inside): an acc[] indexed by a variable
   // would live on the stack, and every block's FMAs with it.
