@@ -52,17 +52,20 @@ QuantizedInputBytes quantized_input_bytes_per_token(const Model& model) {
 }
 
 // Bytes of the tiled copies of one matmul group's inputs (kernels.h: tile_activations) for
-// `tokens` tokens: one per distinct activation type. 0 on a CPU without tile kernels (all but
-// AMX), where the forward pass reads the quantized rows directly.
+// `tokens` tokens: one per distinct activation type that some weight of the group has a tiled
+// form for (as matmuls() makes them: Q6_K and Q6_K_X16 share Q8_K, only the latter is tiled).
+// 0 on a CPU without tile kernels (all but AMX), where the forward pass reads the rows directly.
 size_t tiled_group_bytes(std::initializer_list<const WeightView*> group, int64_t tokens) {
   size_t bytes = 0;
   TensorType seen[kInputSlots] = {};
   int n_seen = 0;
   for (const WeightView* w : group) {
+    const size_t b = kernels::tiled_activation_bytes(w->type, w->n_in, tokens);
+    if (b == 0) continue;
     const TensorType at = kernels::activation_type(w->type);
     if (std::find(seen, seen + n_seen, at) != seen + n_seen) continue;
     if (n_seen < kInputSlots) seen[n_seen++] = at;
-    bytes += round64(kernels::tiled_activation_bytes(w->type, w->n_in, tokens));
+    bytes += round64(b);
   }
   return bytes;
 }

@@ -2,6 +2,7 @@
 // attention row) and call through the active ISA's table (dispatch.h).
 #include "kernels/kernels.h"
 
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
@@ -158,6 +159,9 @@ void tile_activations(TensorType weight_type, int64_t n, const void* xq, size_t 
   if (tiled_activation_bytes(weight_type, n, n_tokens) == 0) {
     throw Error(ErrorCode::kInvalidArgument, "tile_activations: no tiled form of " + std::to_string(n_tokens) +
                                                  " " + type_str(weight_type) + " inputs on " + isa_name(active_isa()));
+  }
+  if (xt == nullptr || reinterpret_cast<uintptr_t>(xt) % 64 != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "tile_activations: the tiled copy must be 64-byte aligned");
   }
   const int64_t n_tiles = (n_tokens + kActivationTileTokens - 1) / kActivationTileTokens;
   if (tile0 < 0 || tile1 < tile0 || tile1 > n_tiles || xq_row_bytes < activation_row_bytes(weight_type, n)) {

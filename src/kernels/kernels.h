@@ -57,8 +57,9 @@ void matmul(TensorType weight_type, int64_t n, const void* w, size_t w_row_bytes
 //   tiled_activation_bytes  bytes of the copy of n_tokens rows of n elements; 0 when the ISA
 //                           reads the rows directly (no tile kernel, or fewer tokens than its
 //                           kernels take), and then there is nothing to make
-//   tile_activations        token tiles [tile0, tile1) of xq's n_tokens rows into xt (any thread,
-//                           any order of tiles; each tile's rows must be quantized first)
+//   tile_activations        token tiles [tile0, tile1) of xq's n_tokens rows into xt (64-byte
+//                           aligned, tiled_activation_bytes long; any thread, any order of
+//                           tiles; each tile's rows must be quantized first)
 //   matmul_tiled            matmul() reading xt as well (xt may be null: matmul() itself)
 // The copy's layout depends on activation_type(weight_type) only: one copy serves every weight
 // type of that activation type. It is only valid on the ISA that made it.

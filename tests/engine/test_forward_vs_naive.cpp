@@ -534,6 +534,38 @@ TEST(ForwardVsNaiveLong, PromptBlocksAcrossKvTiles) {
   }
 }
 
+// Quantized weights, one chunk of 300 tokens, all logits, against the naive pass. Chunks of 32
+// tokens and more run the packed matmuls' prefill kernels (on an AMX host the tile kernels, with
+// the tiled inputs made once per matmul input, kernels.h); the FFN then runs in two slices of
+// 256 + 44 tokens there (ForwardPass::ffn_slice_tokens), three of 128 elsewhere. (The tests
+// above use chunks of at most 16 quantized tokens, or F32 weights.)
+TEST(ForwardVsNaiveLong, QuantizedPromptInOneChunk) {
+  for (const TensorType wt : {TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    test::SyntheticModelSpec spec = variants()[0].spec;
+    spec.weight_type = wt;
+    spec.seed = 31 + static_cast<uint64_t>(wt);
+    auto model = Model::from_gguf(test::synthetic_model(spec));
+    NaiveModel naive{*model};
+    SCOPED_TRACE(std::string("weights ") + tensor_type_name(wt));
+    ContextParams cp;
+    cp.n_ctx = 320;
+    cp.n_batch = 512;
+    cp.n_threads = 2;
+    Context ctx(*model, cp);
+    const auto t = tokens_for(41, 300, model->hparams().n_vocab);
+    const auto ref = naive.forward(t);
+    Batch b;
+    for (int i = 0; i < 300; ++i) b.add(0, t[static_cast<size_t>(i)], i, true);
+    ctx.decode(b);
+    ASSERT_EQ(ctx.n_outputs(), 300);
+    double worst = 0;
+    for (int i = 0; i < 300; ++i) worst = std::max(worst, rel_error(ctx.logits(i), ref[static_cast<size_t>(i)]));
+    EXPECT_LE(worst, kTolQuant);
+    std::printf("  weights %-5s one chunk of 300 tokens: worst relative logit error %.2e (tolerance %.1e)\n",
+                tensor_type_name(wt), worst, kTolQuant);
+  }
+}
+
 // Long context: RoPE base 1e6 (Qwen 2.5/3) at 4k+ positions, where an angle computed in low
 // precision or a position table that wraps or saturates goes wrong while every test at <= 512
 // positions passes. Narrow one-layer models (both rotation styles) so the O(T^2) double

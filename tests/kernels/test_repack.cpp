@@ -291,7 +291,8 @@ TEST(Repack, AmxPrefillEqualsAvx512) {
 // layout, by every weight type of its activation type (Q4_0 / Q5_0 / Q8_0 from one copy, Q4_K /
 // Q5_K from one). Each range equals the AVX-512 kernel bit for bit. Token counts: 31 (no tiled
 // form: matmul_tiled is matmul), 32 and 64 (whole tile pairs), 45 (a pair, then one partial
-// tile), 300 (more than a 256-token span). Every other ISA has no tiled form, and its
+// tile), 300 (more than a 256-token span), 600 (two passes over the tiled copy: 512 + 88). A copy
+// that is not 64-byte aligned, or null, is refused. Every other ISA has no tiled form, and its
 // matmul_tiled is its matmul.
 TEST(Repack, TiledInputsEqualAvx512) {
   IsaGuard guard;
@@ -311,7 +312,7 @@ TEST(Repack, TiledInputsEqualAvx512) {
       std::vector<PackedMatrix> ms;
       for (size_t f = 0; f < family.size(); ++f) ms.push_back(pack_gaussian(family[f], rows, n, static_cast<uint32_t>(7 + f)));
       const TensorType maker = ms[0].pt;  // the type whose tile_activations makes the shared copy
-      for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{64}, int64_t{300}}) {
+      for (const int64_t nt : {int64_t{31}, int64_t{32}, int64_t{45}, int64_t{64}, int64_t{300}, int64_t{600}}) {
         if (n > 4096 && nt != 45 && nt != 300) continue;
         const auto x = gaussian(static_cast<size_t>(nt * n), static_cast<uint32_t>(500 + nt), 1.0f);
         const size_t prb = activation_row_bytes(maker, n);
@@ -335,6 +336,8 @@ TEST(Repack, TiledInputsEqualAvx512) {
         if (bytes > 0) {
           for (int64_t i = n_tiles - 1; i >= 0; --i) tile_activations(maker, n, xq.data(), prb, nt, i, i + 1, xt_at);
           EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, n_tiles + 1, xt_at), Error);
+          EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, 1, xt_at + 32), Error);  // not 64-aligned
+          EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, 1, nullptr), Error);
         } else {
           EXPECT_THROW(tile_activations(maker, n, xq.data(), prb, nt, 0, 1, xt_at), Error);
         }

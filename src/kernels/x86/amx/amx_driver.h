@@ -30,8 +30,8 @@
 // at one per cycle instead of two (16 FMAs hide under a tdpbssd, 32 do not).
 //
 // Memory: per thread that ran one, one buffer (thread_buffer) of the decoded chunk
-// (kDecodedChunkBytes, or one group's columns when that is larger: Q6_K decodes 64 bytes per
-// element and group, so rows of more than 16 k elements), plus, for matmul() from the rows, the
+// (kDecodedChunkBytes, or one group's columns when that is larger: the K-quants decode ~34 bytes
+// per element and group, so rows of more than ~30 k elements), plus, for matmul() from the rows, the
 // packed span (kSpanTokens x K x 1.02-1.13 bytes: 3.1 MiB for an 11008-wide Q4_0 matrix); kept
 // for the thread's later calls, freed when the thread ends. The forward pass passes tiled copies
 // (its own buffer, counted in its scratch), so its threads hold only the decoded chunk.
@@ -76,6 +76,10 @@ constexpr int64_t kDecodedChunkBytes = 1024 * 1024;
 // vector instructions per decoded byte; not timed separately). A byte budget per span instead
 // (768 KiB, 1.5 MiB) measured the same within noise (Q4_K 2048 x 11008: 338 / 372 / 361 G MAC/s).
 constexpr int64_t kSpanTokens = 256;
+// Tokens per pass over a tiled copy (matmul_pretiled): the forward pass's chunks (n_batch 512 by
+// default) in one pass; larger batches in several, each decoding the weights again.
+constexpr int64_t kPretiledSpanTokens = 512;
+static_assert(kPretiledSpanTokens % kTileTokens == 0);
 
 // The ldtilecfg operand (Intel SDM vol. 1, 3.2 "tile configuration"): palette 1, per tile
 // register its rows and bytes per row.
@@ -296,8 +300,14 @@ void matmul_pretiled(int64_t n, const void* w, size_t w_row_bytes, int64_t r0, i
   }
   P::configure();
   compiler_barrier();  // the caller's pack stores came before these tile loads
-  run_chunks<P>(nb, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, static_cast<const uint8_t*>(xt), n_tokens, y,
-                y_stride, decoded);
+  // In spans of kPretiledSpanTokens: a K segment holds every token tile of its span, so a batch
+  // of thousands of tokens would otherwise cut K into segments of one or two columns.
+  const auto* tiles = static_cast<const uint8_t*>(xt);
+  for (int64_t s0 = 0; s0 < n_tokens; s0 += kPretiledSpanTokens) {
+    const int64_t span = n_tokens - s0 < kPretiledSpanTokens ? n_tokens - s0 : kPretiledSpanTokens;
+    run_chunks<P>(nb, static_cast<const uint8_t*>(w), w_row_bytes, r0, r1, tiles + s0 / kTileTokens * nb * P::kPackedBytes,
+                  span, y + s0 * y_stride, y_stride, decoded);
+  }
   _tile_release();
 }
 

@@ -1,9 +1,9 @@
 // AMX prefill matmul for the 16-row interleaved Q4_K, Q5_K and Q6_K weights (kernels/repack.h;
 // the shared loop and why tiles: amx_driver.h). The K-quants' sub-block scales are folded into the
 // weight tiles, split in digits small enough for bytes, so that a 256-element super-block is one
-// tile product per digit and one F32 end, not one per sub-block. One core, 512 tokens, G MAC/s,
-// AVX-512 -> AMX: Q4_K 186-191 -> 360-460, Q5_K 172 -> 441, Q6_K 147-154 -> 240-337 (the four B
-// tiles per 64 elements, 16 KiB per column from L2, bound Q6_K).
+// tile product per digit and one F32 end, not one per sub-block. One core, G MAC/s, AVX-512 ->
+// AMX: Q4_K 186-191 -> 435-513 (2048 wide, 512 tokens; 2048 x 11008 x 256 435-459), Q5_K 172 ->
+// 441, Q6_K 147-154 -> 428-479 (docs/benchmarks.md, stops 34 and 35).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 // GCC 12's own AVX-512 intrinsic headers (_mm512_*_ps with an undefined pass-through operand).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -49,7 +49,7 @@ EDGELLM_ALWAYS_INLINE void configure_k_tiles() {
 
 // The byte multiplier s >= 0 of each dword's row in both 16-bit halves, from 16 rows' values: a
 // 16-bit multiply then scales both bytes of a half without carry while code x s < 256 (Q4_K /
-// Q5_K: s < 8, code < 32; Q6_K: s < 16, code < 16).
+// Q5_K: s < 8, code < 32).
 EDGELLM_ALWAYS_INLINE __m512i dword_multiplier(__m512i s32) {
   return _mm512_or_si512(s32, _mm512_slli_epi32(s32, 16));
 }
