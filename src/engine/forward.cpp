@@ -236,18 +236,21 @@ void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
   // tiled form reads the rows.
   int tile_job[kInputSlots] = {-1, -1, -1};
   size_t tile_offset[kInputSlots] = {};
+  bool job_tiled[kInputSlots + 1] = {};
   size_t tiled_total = 0;
   for (int j = 0; j < n_jobs; ++j) {
-    const int s = job_slot[j];
-    if (tile_job[s] >= 0) continue;
     const size_t bytes = kernels::tiled_activation_bytes(jobs[j].w->type, jobs[j].w->n_in, n_tokens);
     if (bytes == 0) continue;
+    job_tiled[j] = true;
+    const int s = job_slot[j];
+    if (tile_job[s] >= 0) continue;
     tile_job[s] = j;
     tile_offset[s] = tiled_total;
     tiled_total += round64(bytes);
   }
   if (tiled_total > xt_.size()) {  // not planned for (the ISA changed after construction): the rows
     for (int& j : tile_job) j = -1;
+    for (bool& t : job_tiled) t = false;
   }
   const bool any_tiled = tile_job[0] >= 0 || tile_job[1] >= 0 || tile_job[2] >= 0;
   auto quantize_rows = [&](int s, int64_t t0, int64_t t1) {
@@ -293,17 +296,11 @@ void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
   int64_t job_end[kInputSlots + 1] = {};  // cumulative rows
   for (int j = 0; j < n_jobs; ++j) job_end[j] = (j ? job_end[j - 1] : 0) + jobs[j].w->n_out;
   const int64_t total_rows = job_end[n_jobs - 1];
-  const uint8_t* job_tiles[kInputSlots + 1] = {};
-  for (int j = 0; j < n_jobs; ++j) {
-    const int s = job_slot[j];
-    if (tile_job[s] >= 0 && kernels::tiled_activation_bytes(jobs[j].w->type, jobs[j].w->n_in, n_tokens) > 0) {
-      job_tiles[j] = xt_.data() + tile_offset[s];
-    }
-  }
   auto rows = [&](int j, int64_t r0, int64_t r1) {
     const WeightView& w = *jobs[j].w;
-    kernels::matmul_tiled(w.type, w.n_in, w.data, w.row_bytes, r0, r1, slot_base(job_slot[j]), stride, job_tiles[j],
-                          n_tokens, jobs[j].y, w.n_out);
+    const uint8_t* xt = job_tiled[j] ? xt_.data() + tile_offset[job_slot[j]] : nullptr;
+    kernels::matmul_tiled(w.type, w.n_in, w.data, w.row_bytes, r0, r1, slot_base(job_slot[j]), stride, xt, n_tokens,
+                          jobs[j].y, w.n_out);
   };
   if (n_threads_ == 1) {
     for (int j = 0; j < n_jobs; ++j) rows(j, 0, jobs[j].w->n_out);

@@ -222,25 +222,35 @@ void run_chunks(int64_t nb, const uint8_t* w, size_t w_row_bytes, int64_t r0, in
   }
 }
 
+// Token tiles [tile0, tile1) of xq's n_tokens rows packed into xt (tile i at xt + i * nb *
+// kPackedBytes): the tiled copy (kernels.h) and matmul_tiles' spans.
+template <class P>
+void tile_activations(int64_t n, const void* xq, size_t xq_row_bytes, int64_t n_tokens, int64_t tile0, int64_t tile1,
+                      void* xt) {
+  const int64_t nb = n / P::kBlockElems;
+  const auto* x = static_cast<const uint8_t*>(xq);
+  auto* out = static_cast<uint8_t*>(xt);
+  for (int64_t i = tile0; i < tile1; ++i) {
+    P::pack(x + static_cast<size_t>(i * kTileTokens) * xq_row_bytes, xq_row_bytes, tokens_in_tile(n_tokens, i), nb,
+            out + i * nb * P::kPackedBytes);
+  }
+  compiler_barrier();
+}
+
 // matmul from the activation rows: each span of kSpanTokens tokens packed into this thread's
 // buffer (after the decoded chunk), then run_chunks over it.
 template <class P>
 void matmul_tiles(int64_t n, const uint8_t* w, size_t w_row_bytes, int64_t r0, int64_t r1, const uint8_t* x,
                   size_t x_row_bytes, int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch) {
   const int64_t nb = n / P::kBlockElems;
-  const int64_t tile_bytes = nb * P::kPackedBytes;
   uint8_t* decoded = scratch;
   uint8_t* xa = scratch + decoded_buffer_bytes<P>(nb);
   P::configure();
   for (int64_t s0 = 0; s0 < n_tokens; s0 += kSpanTokens) {
     compiler_barrier();  // the last span's tile loads of xa came before this span's pack
     const int64_t span = n_tokens - s0 < kSpanTokens ? n_tokens - s0 : kSpanTokens;
-    const int64_t n_tiles = (span + kTileTokens - 1) / kTileTokens;
-    for (int64_t i = 0; i < n_tiles; ++i) {
-      P::pack(x + static_cast<size_t>(s0 + i * kTileTokens) * x_row_bytes, x_row_bytes, tokens_in_tile(span, i), nb,
-              xa + i * tile_bytes);
-    }
-    compiler_barrier();
+    tile_activations<P>(n, x + static_cast<size_t>(s0) * x_row_bytes, x_row_bytes, span, 0,
+                        (span + kTileTokens - 1) / kTileTokens, xa);  // ends with a compiler barrier
     run_chunks<P>(nb, w, w_row_bytes, r0, r1, xa, span, y + s0 * y_stride, y_stride, decoded);
   }
   _tile_release();
@@ -273,19 +283,6 @@ size_t tiled_bytes(int64_t n, int64_t n_tokens) {
   const int64_t nb = n / P::kBlockElems;
   if (n_tokens < kMinTokens || nb == 0) return 0;
   return static_cast<size_t>((n_tokens + kTileTokens - 1) / kTileTokens * nb * P::kPackedBytes);
-}
-
-template <class P>
-void tile_activations(int64_t n, const void* xq, size_t xq_row_bytes, int64_t n_tokens, int64_t tile0, int64_t tile1,
-                      void* xt) {
-  const int64_t nb = n / P::kBlockElems;
-  const auto* x = static_cast<const uint8_t*>(xq);
-  auto* out = static_cast<uint8_t*>(xt);
-  for (int64_t i = tile0; i < tile1; ++i) {
-    P::pack(x + static_cast<size_t>(i * kTileTokens) * xq_row_bytes, xq_row_bytes, tokens_in_tile(n_tokens, i), nb,
-            out + i * nb * P::kPackedBytes);
-  }
-  compiler_barrier();
 }
 
 template <class P>
