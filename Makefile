@@ -11,9 +11,10 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG).
 SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1"
-# TSan: the thread pool (runtime), the parallel forward pass and repacking (engine), the service
-# and the C ABI (api: tests/api and the examples). Only these areas' tests are built.
-TSAN_AREAS ?= runtime;engine;service;api
+# TSan: the thread pool (platform), the parallel forward pass and repacking (engine), the service,
+# the model host and degradation ladder (runtime) and the C ABI (api: tests/api and the examples).
+# Only these areas' tests are built.
+TSAN_AREAS ?= platform;engine;service;runtime;api
 
 .PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
 

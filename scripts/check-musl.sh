@@ -144,7 +144,7 @@ while IFS= read -r f; do
       fi
       ;;
     src/kernels/arm/*) echo "check-musl: $f is in no ISA folder CMakeLists.txt compiles" >&2; exit 2 ;;
-    src/fetch/*) ;;  # Linux tool builds only (libcurl downloads for the CLI): never on a phone
+    src/tools/fetch/*) ;;  # Linux tool builds only (libcurl downloads for the CLI): never on a phone
     *)
       jobs_list+=("x86_64 - $f")
       if ((have_arm)); then jobs_list+=("aarch64 - $f"); fi

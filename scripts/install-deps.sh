@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # musl-dev, libc++-14-dev, libc++abi-14-dev: scripts/check-musl.sh (HarmonyOS / musl check).
-# libcurl4-openssl-dev: the CLI's resumable model downloads (src/fetch, edgellm registry install URL).
+# libcurl4-openssl-dev: the CLI's resumable model downloads (src/tools/fetch, edgellm registry install URL).
 # pkg-config, libcpp-httplib-dev: `edgellm serve` (src/server, not the shipped library).
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates libcurl4-openssl-dev
   musl-dev libc++-14-dev libc++abi-14-dev pkg-config libcpp-httplib-dev)

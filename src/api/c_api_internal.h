@@ -11,9 +11,9 @@
 
 #include "core/error.h"
 #include "edgellm/edgellm.h"
-#include "service/degradation_controller.h"
+#include "runtime/degradation_controller.h"
 #include "service/inference_service.h"
-#include "service/model_host.h"
+#include "runtime/model_host.h"
 
 // One handle = a ModelHost (the hot swap: the current InferenceService, plus old ones draining)
 // and the degradation ladder over it. Calls about "the model" (tokenize, metrics, pause...) go to

@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "kernels/cpu_features.h"
-#include "runtime/cpu_topology.h"
-#include "runtime/memory_stats.h"
+#include "platform/cpu_topology.h"
+#include "platform/memory_stats.h"
 
 namespace edgellm {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "device/device_profile.h"
-#include "runtime/thread_placement.h"
+#include "platform/thread_placement.h"
 
 namespace edgellm {
 

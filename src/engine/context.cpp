@@ -12,10 +12,10 @@
 #include "kv/session_file.h"
 #include "model/model.h"
 #include "model/model_fingerprint.h"
-#include "runtime/cpu_topology.h"
-#include "runtime/memory_stats.h"
-#include "runtime/shared_thread_pool.h"
-#include "runtime/thread_pool.h"
+#include "platform/cpu_topology.h"
+#include "platform/memory_stats.h"
+#include "platform/shared_thread_pool.h"
+#include "platform/thread_pool.h"
 
 namespace edgellm {
 

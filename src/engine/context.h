@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/thread_pool.h"
+#include "platform/thread_pool.h"
 
 #include "engine/batch.h"
 #include "kernels/tensor_type.h"
@@ -49,7 +49,7 @@ struct ContextParams {
   double kv_budget_fraction = 0;
   bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
   // Where decode (n_threads) and prefill (n_threads_batch) threads run and at which worker
-  // priority (runtime/thread_placement.h; device/power_mode.h fills them per power mode). Empty:
+  // priority (platform/thread_placement.h; device/power_mode.h fills them per power mode). Empty:
   // threads stay where they are. The thread calling decode() takes the phase's CPU set too.
   ThreadPlacement placement;
   ThreadPlacement placement_batch;

@@ -13,7 +13,7 @@
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
 #include "kv/kv_cache.h"
-#include "runtime/thread_pool.h"
+#include "platform/thread_pool.h"
 
 namespace edgellm {
 

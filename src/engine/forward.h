@@ -21,7 +21,7 @@
 
 #include "engine/batch.h"
 #include "model/model.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 
 namespace edgellm {
 

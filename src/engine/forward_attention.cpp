@@ -26,7 +26,7 @@
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kv/kv_cache.h"
-#include "runtime/thread_pool.h"
+#include "platform/thread_pool.h"
 
 namespace edgellm {
 

@@ -8,8 +8,8 @@
 #include "gguf/gguf_reader.h"
 #include "kernels/repack.h"
 #include "model/model.h"
-#include "runtime/cpu_topology.h"
-#include "runtime/memory_stats.h"
+#include "platform/cpu_topology.h"
+#include "platform/memory_stats.h"
 
 namespace edgellm {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kernels/tensor_type.h"
-#include "runtime/mapped_file.h"
+#include "platform/mapped_file.h"
 
 namespace edgellm::gguf {
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 
 namespace edgellm {
 

@@ -13,7 +13,7 @@
 #include "kernels/tensor_type.h"
 #include "model/architecture.h"
 #include "model/hparams.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 
 namespace edgellm {
 

@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "kernels/repack.h"
 #include "model/model.h"
-#include "runtime/cpu_topology.h"
-#include "runtime/shared_thread_pool.h"
+#include "platform/cpu_topology.h"
+#include "platform/shared_thread_pool.h"
 
 namespace edgellm {
 

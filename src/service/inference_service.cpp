@@ -15,7 +15,7 @@
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_report.h"
-#include "bench/bench_runner.h"
-#include "bench/prefill_ops.h"
-#include "runtime/memory_stats.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/bench_runner.h"
+#include "tools/bench/prefill_ops.h"
+#include "platform/memory_stats.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "model/model.h"
 #include "support/test_env.h"
-#include "synth/synth_model.h"
+#include "tools/synth/synth_model.h"
 
 namespace edgellm::bench {
 namespace {

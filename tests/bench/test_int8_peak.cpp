@@ -4,7 +4,7 @@
 // tests/kernels/test_int8_peak.cpp's.
 #include <gtest/gtest.h>
 
-#include "bench/int8_peak.h"
+#include "tools/bench/int8_peak.h"
 #include "core/error.h"
 #include "kernels/int8_peak.h"
 

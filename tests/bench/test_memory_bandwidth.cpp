@@ -2,7 +2,7 @@
 // here in closed form) and reports a positive rate.
 #include <gtest/gtest.h>
 
-#include "bench/memory_bandwidth.h"
+#include "tools/bench/memory_bandwidth.h"
 #include "core/error.h"
 
 namespace edgellm::bench {

@@ -6,12 +6,12 @@
 
 #include <string>
 
-#include "bench/prefill_ops.h"
+#include "tools/bench/prefill_ops.h"
 #include "core/error.h"
 #include "model/model.h"
-#include "quant/quant_rules.h"
+#include "tools/quant/quant_rules.h"
 #include "support/test_env.h"
-#include "synth/synth_model.h"
+#include "tools/synth/synth_model.h"
 
 namespace edgellm::bench {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/page_cache.h"
-#include "bench/ttft_bench.h"
+#include "tools/bench/page_cache.h"
+#include "tools/bench/ttft_bench.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "support/test_env.h"

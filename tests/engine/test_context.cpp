@@ -15,7 +15,7 @@
 #include "engine/context.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 #include "support/test_env.h"
 
 // Every heap allocation of this test process is counted, to prove decode steps make none.

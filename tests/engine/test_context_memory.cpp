@@ -8,7 +8,7 @@
 
 #include "engine/context.h"
 #include "model/model.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 #include "support/synthetic_model.h"
 #include "support/test_env.h"
 

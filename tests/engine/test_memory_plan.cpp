@@ -18,7 +18,7 @@
 #include "engine/batch.h"
 #include "engine/context.h"
 #include "model/model.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 #include "support/synthetic_model.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
@@ -129,7 +129,7 @@ TEST(MemoryPlan, KvTermCountsKAndVRowsInTheirTypes) {
 }
 
 TEST(MemoryPlan, SyntheticQwen05BQ4_0At4k) {
-  test::SyntheticModelSpec spec;  // Qwen2.5-0.5B's shape (src/synth/model_shapes.cpp)
+  test::SyntheticModelSpec spec;  // Qwen2.5-0.5B's shape (src/tools/synth/model_shapes.cpp)
   spec.arch = "qwen2";
   spec.n_vocab = 151936;
   spec.n_embd = 896;

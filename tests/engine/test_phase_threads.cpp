@@ -13,7 +13,7 @@
 
 #include "engine/context.h"
 #include "model/model.h"
-#include "runtime/thread_pool.h"
+#include "platform/thread_pool.h"
 #include "support/test_env.h"
 
 namespace edgellm {

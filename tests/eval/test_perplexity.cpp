@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "core/error.h"
-#include "eval/kl_divergence.h"
-#include "eval/logprob_file.h"
-#include "eval/perplexity.h"
+#include "tools/eval/kl_divergence.h"
+#include "tools/eval/logprob_file.h"
+#include "tools/eval/perplexity.h"
 #include "model/model.h"
-#include "quant/quantize_model.h"
+#include "tools/quant/quantize_model.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 

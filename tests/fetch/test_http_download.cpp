@@ -3,7 +3,7 @@
 // ignores Range, serves a corrupted byte, or 404. The download must resume and verify; a bad
 // SHA-256 must be refused with the old model still current; a full disk (a small tmpfs) must
 // leave the registry as it was.
-#include "fetch/http_download.h"
+#include "tools/fetch/http_download.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -17,7 +17,7 @@
 #include "generation/generate.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 #include "support/naive_window.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"

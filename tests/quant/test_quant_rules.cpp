@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "quant/quant_rules.h"
+#include "tools/quant/quant_rules.h"
 
 namespace edgellm::quant {
 namespace {

@@ -18,8 +18,8 @@
 #include "core/json.h"
 #include "gguf/gguf_reader.h"
 #include "kernels/tensor_type.h"
-#include "quant/quant_rules.h"
-#include "quant/quantize_model.h"
+#include "tools/quant/quant_rules.h"
+#include "tools/quant/quantize_model.h"
 #include "support/quant_error.h"
 #include "support/test_env.h"
 

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"
-#include "quant/quantize_model.h"
+#include "tools/quant/quantize_model.h"
 #include "support/test_env.h"
 
 namespace edgellm::quant {

@@ -20,7 +20,7 @@
 
 #include "gguf/gguf_reader.h"
 #include "kernels/kernels.h"
-#include "quant/quant_rules.h"
+#include "tools/quant/quant_rules.h"
 #include "support/test_env.h"
 
 namespace edgellm {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "eval/perplexity.h"
+#include "tools/eval/perplexity.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "support/test_env.h"

@@ -3,16 +3,16 @@
 #include <algorithm>
 
 #include "gguf/gguf_writer.h"
-#include "synth/model_shapes.h"
-#include "synth/synth_model.h"
-#include "synth/synth_tensor_writer.h"
-#include "synth/synth_vocab.h"
+#include "tools/synth/model_shapes.h"
+#include "tools/synth/synth_model.h"
+#include "tools/synth/synth_tensor_writer.h"
+#include "tools/synth/synth_vocab.h"
 
 namespace edgellm::test {
 
 namespace {
 
-// The spec as a free-form src/synth shape: the tensor list, hyper-parameter keys and rope
+// The spec as a free-form src/tools/synth shape: the tensor list, hyper-parameter keys and rope
 // factors then come from the same code as `edgellm synth` files. The strings point into `s`.
 synth::ModelShape shape_of(const SyntheticModelSpec& s) {
   return synth::ModelShape{
@@ -59,7 +59,7 @@ std::vector<synth::SynthTensor> tensors_of(const SyntheticModelSpec& s, const sy
   return tensors;
 }
 
-// Metadata: the src/synth hyper-parameter keys, minus those the spec leaves to the loader to
+// Metadata: the src/tools/synth hyper-parameter keys, minus those the spec leaves to the loader to
 // derive (0 = "not written"), plus rope scaling keys and the placeholder vocabulary on request.
 gguf::GgufWriter make_writer(const SyntheticModelSpec& s, const synth::ModelShape& shape) {
   gguf::GgufWriter w;

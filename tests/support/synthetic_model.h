@@ -1,5 +1,5 @@
 // Small random models of the llama family for tests that need a model of a given architecture /
-// weight type without a real checkpoint. Built on src/synth (the code behind `edgellm synth`):
+// weight type without a real checkpoint. Built on src/tools/synth (the code behind `edgellm synth`):
 // the spec becomes a free-form synth::ModelShape, which gives the tensor list, hyper-parameter
 // keys, rope factors and weight values; the fixture adds one weight type for every matrix, the
 // error-test edits below and optional keys. Weights are seeded: the same spec, the same file.

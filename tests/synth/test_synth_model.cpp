@@ -17,10 +17,10 @@
 #include "kernels/kernels.h"
 #include "model/hparams.h"
 #include "model/model.h"
-#include "quant/quant_rules.h"
+#include "tools/quant/quant_rules.h"
 #include "support/test_env.h"
-#include "synth/model_shapes.h"
-#include "synth/synth_model.h"
+#include "tools/synth/model_shapes.h"
+#include "tools/synth/synth_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {

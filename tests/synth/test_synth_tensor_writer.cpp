@@ -1,4 +1,4 @@
-// The lower-level src/synth entry point (synth_tensor_writer.h): an explicit tensor list gives
+// The lower-level src/tools/synth entry point (synth_tensor_writer.h): an explicit tensor list gives
 // the same bytes as `edgellm synth` for the same list, a tensor's values do not depend on the
 // rest of the list (so the test fixture may edit it), width-scaled weights have the variance they
 // promise, and free-form shapes with partial rotation get rope factors over the rotated dims.
@@ -14,11 +14,11 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
-#include "quant/quant_rules.h"
+#include "tools/quant/quant_rules.h"
 #include "support/test_env.h"
-#include "synth/model_shapes.h"
-#include "synth/synth_model.h"
-#include "synth/synth_tensor_writer.h"
+#include "tools/synth/model_shapes.h"
+#include "tools/synth/synth_model.h"
+#include "tools/synth/synth_tensor_writer.h"
 
 namespace edgellm {
 namespace {

@@ -12,7 +12,7 @@
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 #include "support/test_env.h"
-#include "synth/synth_vocab.h"
+#include "tools/synth/synth_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "bench/bench_report.h"
-#include "bench/bench_runner.h"
-#include "bench/ttft_bench.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/bench_runner.h"
+#include "tools/bench/ttft_bench.h"
 #include "cli_args.h"
 #include "command.h"
 #include "core/error.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/service_request.h"
-#include "bench/ttft_bench.h"
+#include "tools/bench/service_request.h"
+#include "tools/bench/ttft_bench.h"
 #include "cli_args.h"
 #include "command.h"
 #include "generation_options.h"

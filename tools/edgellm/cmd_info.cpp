@@ -20,7 +20,7 @@
 #include "gguf/gguf_reader.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
-#include "runtime/cpu_topology.h"
+#include "platform/cpu_topology.h"
 
 namespace edgellm::cli {
 namespace {

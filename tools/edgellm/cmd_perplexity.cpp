@@ -1,7 +1,7 @@
 // `edgellm perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [--threads N] [--kv-type f16|f32|q8_0|q4_0] [-ctk TYPE] [-ctv TYPE]
 // [--chunks N] [--kl-divergence-base FILE [--kl-divergence]] [--json]`
 //
-// Three modes (method in src/eval/perplexity.h, statistics in src/eval/kl_divergence.h):
+// Three modes (method in src/tools/eval/perplexity.h, statistics in src/tools/eval/kl_divergence.h):
 //   - perplexity of MODEL over TEXT;
 //   - with --kl-divergence-base FILE: the same, and the scored log-probs are saved to FILE;
 //   - with --kl-divergence --kl-divergence-base FILE: MODEL (e.g. a quantized one) is evaluated on
@@ -17,8 +17,8 @@
 #include "interrupt.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "eval/kl_divergence.h"
-#include "eval/perplexity.h"
+#include "tools/eval/kl_divergence.h"
+#include "tools/eval/perplexity.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

@@ -15,8 +15,8 @@
 #include "interrupt.h"
 #include "core/error.h"
 #include "kernels/tensor_type.h"
-#include "quant/quant_rules.h"
-#include "quant/quantize_model.h"
+#include "tools/quant/quant_rules.h"
+#include "tools/quant/quantize_model.h"
 
 namespace edgellm::cli {
 namespace {

@@ -28,12 +28,12 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "bench/bench_runner.h"
+#include "tools/bench/bench_runner.h"
 #include "registry/crash_loop_guard.h"
 #include "registry/model_registry.h"
-#include "runtime/cpu_topology.h"
+#include "platform/cpu_topology.h"
 #if defined(EDGELLM_HAVE_CURL)
-#include "fetch/http_download.h"
+#include "tools/fetch/http_download.h"
 #endif
 
 namespace edgellm::cli {

@@ -25,7 +25,7 @@
 #include "engine/sampler.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"
-#include "runtime/memory_stats.h"
+#include "platform/memory_stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm::cli {

@@ -10,9 +10,9 @@
 #include "command.h"
 #include "core/error.h"
 #include "kernels/tensor_type.h"
-#include "quant/quant_rules.h"
-#include "synth/model_shapes.h"
-#include "synth/synth_model.h"
+#include "tools/quant/quant_rules.h"
+#include "tools/synth/model_shapes.h"
+#include "tools/synth/synth_model.h"
 
 namespace edgellm::cli {
 namespace {

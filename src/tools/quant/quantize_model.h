@@ -1,0 +1,78 @@
+// Model quantization: GGUF in, GGUF v3 out, one tensor at a time.
+//
+// Memory: the input is read from its mapping; each tensor is converted in chunks of rows (every
+// thread quantizes a slice of the chunk into one output buffer) and handed to the GGUF writer's
+// streaming sink, so peak memory is one chunk, never the model.
+// Atomicity: the writer fills "<out>.tmp.XXXXXX" (core/atomic_file.h) in the output directory, fsyncs and renames it over
+// `out` only at the end; a failure or cancellation (SIGINT in the CLI) removes the temporary file
+// and leaves `out` as it was.
+// Determinism: every row is quantized independently by the reference kernels, so the bytes do
+// not depend on the thread count or scheduling.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor_type.h"
+#include "tools/quant/quant_rules.h"
+
+namespace edgellm::quant {
+
+// One tensor of the output, reported as soon as it is written.
+struct TensorReport {
+  size_t index = 0;       // position in the file
+  size_t n_tensors = 0;
+  std::string name;
+  std::string shape;      // "[64, 512]"
+  TensorType from = TensorType::F32;
+  TensorType to = TensorType::F32;
+  int64_t n_elements = 0;
+  size_t bytes_in = 0;
+  size_t bytes_out = 0;
+  bool fallback = false;
+  std::string reason;     // why this type (rule, mix, fallback note); may be empty
+};
+
+struct QuantizeParams {
+  FileType ftype = FileType::kMostlyQ8_0;
+  std::vector<TypeRule> rules;     // first match wins
+  bool pure = false;               // no llama.cpp mix adjustments
+  bool allow_requantize = false;   // accept quantized sources other than Q8_0
+  int n_threads = 0;               // 0 = hardware concurrency
+  // Rows per conversion chunk are chosen so a chunk's F32 input stays below this many bytes.
+  size_t chunk_bytes = size_t{16} << 20;
+  // Polled before every chunk; when set the run stops with Error(kCancelled).
+  const std::atomic<bool>* cancel = nullptr;
+  // Called after each tensor is written (progress). An exception thrown here aborts the run like
+  // a write error would (tests use it to inject failures).
+  std::function<void(const TensorReport&)> on_tensor;
+  // Warnings (requantizing from Q8_0, ...).
+  std::function<void(const std::string&)> on_warning;
+};
+
+struct QuantizeSummary {
+  size_t n_tensors = 0;
+  size_t n_quantized = 0;        // tensors whose type changed
+  size_t n_fallback = 0;
+  int64_t n_weight_elements = 0; // elements of every tensor
+  size_t bytes_in = 0;           // tensor data, input
+  size_t bytes_out = 0;          // tensor data, output
+  uint64_t file_bytes = 0;       // size of the written file
+  double seconds = 0;
+  // Bits per weight of the tensor data (all tensors, norms included), as llama.cpp reports it.
+  double bits_per_weight() const {
+    return n_weight_elements > 0 ? 8.0 * static_cast<double>(bytes_out) / static_cast<double>(n_weight_elements) : 0;
+  }
+};
+
+// Quantizes `in_path` into `out_path`. Errors: kIo (cannot read/write; the message names the
+// path and the system error, e.g. "No space left on device"), kInvalidFile (malformed input),
+// kUnsupported (requantizing from a quantized type without allow_requantize, a tensor type this
+// tool cannot convert), kCancelled. `out_path` is untouched on any error.
+QuantizeSummary quantize_model(const std::string& in_path, const std::string& out_path, const QuantizeParams& params);
+
+}  // namespace edgellm::quant
