@@ -1,26 +1,24 @@
 /*
  * EdgeLLM C ABI: run a GGUF language model on the device, many requests at once, from any thread.
+ * docs/c-api.md is the guide (examples, the limits, what changed between ABI versions).
  *
- * Lifecycle
- *   edgellm_service_create()   load the model, start the scheduler thread (blocks: initialise
- *                              once, off the UI thread)
- *   edgellm_submit()           queue a request; returns at once with an id, or BUSY when the
- *                              waiting queue is full; tokens then stream through on_token and
- *                              exactly one on_finish follows
- *   edgellm_cancel()           end one request (finish reason CANCELLED)
- *   edgellm_pause() / _resume() the app went to the background / came back: nothing runs, KV kept
- *   edgellm_trim()             give scratch and cached KV memory back (memory pressure)
- *   edgellm_warmup()           a short forward in the background so the first request is fast
- *   edgellm_service_destroy()  cancel what is left (each request still gets on_finish), stop
+ * Lifecycle (the order of this header)
+ *   edgellm_runtime_create()    load the model, start the runtime (blocks: initialise once, off
+ *                               the UI thread)
+ *   edgellm_submit()            queue a request; returns at once with an id, or BUSY when the
+ *                               waiting queue is full; tokens then stream through on_token and
+ *                               exactly one on_finish follows
+ *   edgellm_cancel(), _pause(), _resume(), _trim(), _warmup()
+ *   sessions, model and text, hot swap and registry, pressure, router, metrics
+ *   edgellm_runtime_destroy()   cancel what is left (each request still gets on_finish), stop
  *
  * Threads
- *   One scheduler thread per service runs every forward pass and calls every callback
- *   (on_token, on_finish, trim and warm-up completions). The library holds none of its locks
- *   while it calls back, so a callback may call any function here except
- *   edgellm_service_destroy() for its own service (EDGELLM_ERR_WRONG_THREAD). Callbacks hold up
- *   every running request: copy what you need and return. Unless a function says otherwise it
- *   is safe to call from any thread at any time on a live service. The log callback may run on
- *   any thread.
+ *   The runtime runs every forward pass and every callback on its own threads: a scheduler
+ *   thread (tokens, results) and a router thread (routed answers). The library holds none of its
+ *   locks while it calls back, so a callback may call any function here except those that say
+ *   "not from a callback" (they return EDGELLM_ERR_WRONG_THREAD there). Callbacks hold up every
+ *   running request: copy what you need and return. Unless a function says otherwise it is safe
+ *   to call from any thread at any time on a live runtime. The log callback may run on any thread.
  *
  * Errors
  *   Every function returns an edgellm_status (or a value documented below). No C++ exception
@@ -34,6 +32,15 @@
  *   (buf, capacity, &length); *length receives the full size (bytes without the NUL, or
  *   elements), and a capacity that is too small gives EDGELLM_ERR_BUFFER_TOO_SMALL with nothing
  *   written, so a first call with capacity 0 asks for the size.
+ *
+ * Growing without breaking
+ *   Every struct starts with `uint32_t struct_size`. Structs you pass in come from their
+ *   *_default_params() / *_init() function, which sets struct_size to the size this header
+ *   declares; the library reads only the fields that lie within struct_size and uses the
+ *   defaults for the rest, so a program built against an older header keeps working with a newer
+ *   library. Structs the library passes out carry the library's struct_size: read a field only
+ *   when offsetof(field) < struct_size (a newer program on an older library). New fields are only
+ *   ever appended.
  */
 #ifndef EDGELLM_EDGELLM_H
 #define EDGELLM_EDGELLM_H
@@ -56,40 +63,44 @@ extern "C" {
 
 /* The version of the library, "MAJOR.MINOR.PATCH". */
 EDGELLM_API const char* edgellm_version(void);
-/* Bumped whenever a struct or a signature of this header changes: compare it with
- * EDGELLM_ABI_VERSION to detect a header / library mismatch. */
-#define EDGELLM_ABI_VERSION 4
+/* Changes when this header breaks compatibility (docs/c-api.md, "ABI history"): compare
+ * edgellm_abi_version() with EDGELLM_ABI_VERSION to detect a header / library mismatch. Appending a
+ * struct field does not change it. */
+#define EDGELLM_ABI_VERSION 5
 EDGELLM_API uint32_t edgellm_abi_version(void);
 
-/* ------------------------------------------------------------------------------ statuses */
+/* ============================================================================== statuses, logs */
 
 typedef enum edgellm_status {
   EDGELLM_OK = 0,
-  /* A null pointer where one is required, a value out of range, text that is not valid UTF-8,
-   * an unknown message role, no input or more than one. Nothing was changed or queued. */
+  /* A null pointer where one is required, a value out of range, text that is not valid UTF-8 or
+   * holds control characters (input policy REFUSE), an unknown message role, no input or more
+   * than one. Nothing was changed or queued. */
   EDGELLM_ERR_INVALID_ARGUMENT = 1,
   /* The waiting queue is full: max_queued requests already wait beyond those the free sequences
    * take at once. Nothing was queued; try again later. Answered at once, never after a wait. */
   EDGELLM_ERR_BUSY = 2,
-  /* edgellm_cancel: no waiting or running request has this id (unknown or already finished). */
+  /* No waiting or running request, session or registry entry has this id / name. */
   EDGELLM_ERR_NOT_FOUND = 3,
-  /* The model file cannot be opened or read. No service was created. */
+  /* A file cannot be opened, read or written. */
   EDGELLM_ERR_IO = 4,
-  /* The model file is malformed (not GGUF, truncated, hostile). No service was created. */
+  /* A file is malformed (not GGUF, truncated, hostile, a digest mismatch, a corrupted session). */
   EDGELLM_ERR_INVALID_FILE = 5,
-  /* Well-formed but not supported (architecture, tensor type). No service was created. */
+  /* Well-formed but not supported (architecture, tensor type, this CPU's kernels). */
   EDGELLM_ERR_UNSUPPORTED = 6,
   /* Memory could not be allocated, or a request needs more KV blocks than the pool has. */
   EDGELLM_ERR_OUT_OF_MEMORY = 7,
   /* In a result: the prompt does not fit the context (it needs n_ctx - 1 positions at most). */
   EDGELLM_ERR_CONTEXT_FULL = 8,
-  /* The service is shutting down; nothing was queued. */
+  /* The runtime is shutting down; nothing was queued. */
   EDGELLM_ERR_SHUT_DOWN = 9,
   /* The output buffer is smaller than *length + 1 (text) or *length (arrays); nothing written. */
   EDGELLM_ERR_BUFFER_TOO_SMALL = 10,
-  /* edgellm_service_destroy called from one of the service's own callbacks. Nothing changed. */
+  /* Called from one of the runtime's own callbacks where that would wait for itself or stall
+   * every request (edgellm_runtime_destroy, edgellm_swap_model, edgellm_reload_registry).
+   * Nothing changed. */
   EDGELLM_ERR_WRONG_THREAD = 11,
-  /* A bug in EdgeLLM (a broken invariant). The request or call failed; the service runs on. */
+  /* A bug in EdgeLLM (a broken invariant). The request or call failed; the runtime runs on. */
   EDGELLM_ERR_INTERNAL = 12,
   /* The device is under pressure (memory, heat, power) and the degradation ladder refuses new
    * requests, or ended a running one (docs/device-fitness.md); the message names the reason.
@@ -104,8 +115,6 @@ EDGELLM_API const char* edgellm_status_name(edgellm_status status);
  * into the library on this thread. */
 EDGELLM_API const char* edgellm_last_error(void);
 
-/* ------------------------------------------------------------------------------ logging */
-
 typedef enum edgellm_log_level {
   EDGELLM_LOG_DEBUG = 0,
   EDGELLM_LOG_INFO = 1,
@@ -115,18 +124,18 @@ typedef enum edgellm_log_level {
 
 typedef void (*edgellm_log_callback)(edgellm_log_level level, const char* message, void* user_data);
 
-/* Sends the library's log lines at min_level and above to fn (process-wide, every service).
+/* Sends the library's log lines at min_level and above to fn (process-wide, every runtime).
  * NULL fn: warnings and errors go to stderr. The callback may run on any thread, concurrently;
  * after replacing it, a call already in progress may still reach the old one. */
 EDGELLM_API void edgellm_set_log_callback(edgellm_log_callback fn, void* user_data, edgellm_log_level min_level);
 
-/* ------------------------------------------------------------------------------ the service */
+/* ============================================================================== the runtime */
 
-typedef struct edgellm_service edgellm_service; /* opaque */
+typedef struct edgellm_runtime edgellm_runtime; /* opaque */
 
-/* KV cache element types. Q8_0 (8-bit, half of F16's memory) and Q4_0 (ABI 3; 4-bit, 36 % of
- * F16's at head_dim 64) need a head_dim that is a multiple of 32. EDGELLM_KV_SAME (ABI 3) is
- * only for kv_type_v: V in kv_type. */
+/* KV cache element types. Q8_0 (8-bit, half of F16's memory) and Q4_0 (4-bit, 36 % of F16's at
+ * head_dim 64) need a head_dim that is a multiple of 32. EDGELLM_KV_SAME is only for kv_type_v:
+ * V in kv_type. */
 typedef enum edgellm_kv_type {
   EDGELLM_KV_SAME = -1,
   EDGELLM_KV_F16 = 0,
@@ -141,11 +150,11 @@ typedef enum edgellm_repack {
   EDGELLM_REPACK_OFF = 2 /* multiply the mapped file as it is: least memory, slower */
 } edgellm_repack;
 
-/* ABI 3: power modes (docs/device-fitness.md, "Power modes"): thread counts, cores and worker
- * priority per phase, for this device's CPU clusters. Prefill runs on the fast cores; decode on
- * as many (PERFORMANCE, worker nice -5 where permitted), half as many (BALANCED), or the
- * efficiency cores at nice 10 (EFFICIENCY). A priority the system refuses is reported in the
- * metrics (thread_priority_denied, and a note in edgellm_metrics_json), never an error. */
+/* Power modes (docs/device-fitness.md, "Power modes"): thread counts, cores and worker priority
+ * per phase, for this device's CPU clusters. Prefill runs on the fast cores; decode on as many
+ * (PERFORMANCE, worker nice -5 where permitted), half as many (BALANCED), or the efficiency cores
+ * at nice 10 (EFFICIENCY). A priority the system refuses is reported in the metrics
+ * (thread_priority_denied), never an error. */
 typedef enum edgellm_power_mode {
   EDGELLM_POWER_NONE = 0, /* threads as n_threads / n_threads_batch say, where the system puts them */
   EDGELLM_POWER_PERFORMANCE = 1,
@@ -153,72 +162,80 @@ typedef enum edgellm_power_mode {
   EDGELLM_POWER_EFFICIENCY = 3
 } edgellm_power_mode;
 
-typedef struct edgellm_service_params {
+/* What happens to user text (prompt, message contents) with invalid UTF-8 or control characters
+ * (C0 except TAB / LF / CR, DEL, C1): REFUSE (the request fails with INVALID_ARGUMENT naming the
+ * field and byte) or STRIP (invalid sequences become U+FFFD, control characters are removed;
+ * the result's stats.sanitized_chars counts them). The same rule in every face. */
+typedef enum edgellm_input_policy {
+  EDGELLM_INPUT_REFUSE = 0,
+  EDGELLM_INPUT_STRIP = 1
+} edgellm_input_policy;
+
+typedef struct edgellm_runtime_params {
+  uint32_t struct_size;    /* set by edgellm_runtime_default_params() */
   int32_t n_ctx;           /* positions per sequence; 0: the model's training context, at most 4096 */
   int32_t n_parallel;      /* requests decoded at once (sequences); default 4 */
   int32_t max_queued;      /* requests that may wait for a sequence (0: none wait); default 3 */
   int32_t step_tokens;     /* most tokens one step runs (decode tokens + a prompt chunk); default 256 */
-  int32_t n_threads;       /* threads for decode (llama.cpp -t); 0: the power mode's, else the big cores */
-  int32_t n_threads_batch; /* threads for prefill (llama.cpp -tb); 0: the power mode's, else n_threads */
-  edgellm_kv_type kv_type; /* K cache type, and V's unless kv_type_v is set; default F16 */
-  uint64_t kv_budget_bytes;       /* KV pool bytes; 0: see kv_budget_fraction */
-  edgellm_repack repack;          /* default AUTO */
+  int32_t n_threads;       /* decode threads (llama.cpp -t); 0: the power mode's, else every core
+                              not in the slowest cluster (docs/device-fitness.md, "Threads") */
+  int32_t n_threads_batch; /* prefill threads (llama.cpp -tb); 0: the power mode's, else n_threads */
+  bool pin_threads;        /* pin worker threads to the cores the count was taken from */
+  edgellm_power_mode power_mode; /* default NONE; explicit n_threads / n_threads_batch override it */
+  edgellm_kv_type kv_type;       /* K cache type, and V's unless kv_type_v is set; default F16 */
+  edgellm_kv_type kv_type_v;     /* the V cache type (llama.cpp --cache-type-v); default SAME */
+  uint64_t kv_budget_bytes;      /* KV pool bytes; 0: see kv_budget_fraction */
+  /* With kv_budget_bytes 0: in (0, 1] the KV pool is this fraction of the memory available at
+   * creation (at most twice n_parallel full sequences; the rest of a large budget keeps prefixes
+   * cached); 0 (default): n_parallel full sequences. The pool never grows: a request whose
+   * prompt + max_tokens cannot fit the whole pool ends with OUT_OF_MEMORY, one that does not fit
+   * beside the running ones waits. */
+  double kv_budget_fraction;
+  edgellm_repack repack;         /* default AUTO */
+  /* Where pack files are looked for (edgellm_pack_model): NULL (default) = beside the model,
+   * "<model path>.x16.pack"; a folder = "<pack_dir>/<model file name>.x16.pack" (an app's
+   * writable cache folder when the model sits in a read-only one; a hot swap looks there too);
+   * "" = never map a pack file. A pack file that is missing or does not fit is not an error: the
+   * load repacks, and edgellm_model_info_json's "pack_file" says why. */
+  const char* pack_dir;
   uint64_t warmup_min_free_bytes; /* warm-up skipped below this much available memory; default 256 MiB */
   const char* chat_template;      /* NULL: the model's; else a built-in name or a file path */
-  bool pin_threads;               /* pin worker threads to the big cores */
-  /* ABI 2. With kv_budget_bytes 0: in (0, 1] the KV pool is this fraction of the memory
-   * available at creation (at most twice n_parallel full sequences; the rest of a large budget
-   * keeps prefixes cached); 0 (default): n_parallel full sequences. The pool never grows: a
-   * request whose prompt + max_tokens cannot fit the whole pool ends with OUT_OF_MEMORY, one
-   * that does not fit beside the running ones waits. */
-  double kv_budget_fraction;
-  /* ABI 3: default NONE. Explicit n_threads / n_threads_batch override the mode's counts. */
-  edgellm_power_mode power_mode;
-  /* ABI 3. The V cache type when it differs from kv_type (llama.cpp's --cache-type-v);
-   * EDGELLM_KV_SAME (the default): kv_type. */
-  edgellm_kv_type kv_type_v;
-  /* ABI 4. Where pack files are looked for (edgellm_pack_model): NULL (the default) = beside the
-   * model, "<model path>.x16.pack"; a folder = "<pack_dir>/<model file name>.x16.pack" (an app's
-   * writable cache folder when the model sits in a read-only one; a hot swap looks there for
-   * the new model's); "" = never map a pack file. A pack file that is missing or does not fit
-   * (another model file, another library version's layouts, a CPU without the kernels) is not
-   * an error: the load repacks as `repack` says, and edgellm_model_info_json's "pack_file" says
-   * why. Unused with repack OFF. */
-  const char* pack_dir;
-} edgellm_service_params;
+  edgellm_input_policy input_policy; /* default REFUSE */
+  /* The label of the model version results carry (edgellm_result.model_version); NULL: "1", or
+   * the registry's version when the model comes from a registry. */
+  const char* model_version;
+  /* A model registry folder (edgellm_registry_install). When set, edgellm_runtime_create's model
+   * names an installed model, "NAME" (its current version) or "NAME@VERSION", verified by SHA-256
+   * before it loads, and edgellm_reload_registry() switches to NAME's current version later. */
+  const char* registry_dir;
+  /* Sessions kept by id (edgellm_request_params.session_id, edgellm_session_*): at most
+   * max_sessions of them and max_session_bytes in all, least recently used dropped first;
+   * defaults 16 and 256 MiB; max_sessions 0 turns them off. */
+  int32_t max_sessions;
+  uint64_t max_session_bytes;
+  /* The degradation ladder (edgellm_set_pressure): also read Linux's pressure files (PSI
+   * /proc/pressure/memory, cgroup memory.events, thermal zones) every second, the higher level
+   * winning over what the app feeds; default false. recover_ms: how long the pressure must stay
+   * lower before each step back up; default 10000. */
+  bool linux_pressure;
+  int32_t recover_ms;
+} edgellm_runtime_params;
 
-EDGELLM_API edgellm_service_params edgellm_service_default_params(void);
+EDGELLM_API edgellm_runtime_params edgellm_runtime_default_params(void);
 
-/* Loads the GGUF model at model_path and starts the service. params NULL: the defaults. On
- * success *out is the new service; on failure *out is NULL and the status says why (IO,
- * INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY, INVALID_ARGUMENT). Blocks while the model loads.
- * Any thread. */
-EDGELLM_API edgellm_status edgellm_service_create(const char* model_path, const edgellm_service_params* params,
-                                                  edgellm_service** out);
-
-/* ABI 4. Writes the pack file of the model at model_path: its matrices in the interleaved layout
- * this library's kernels multiply (the repacking a load with repack AUTO does, ~1 s per GB), so
- * that later loads map them in milliseconds instead. Written to "<pack_dir>/<model file
- * name>.x16.pack" (pack_dir NULL: beside the model; "" is INVALID_ARGUMENT), atomically: a
- * temporary file of its own ("<pack file>.tmp.XXXXXX") renamed over the old one, so a full disk
- * (IO) leaves the previous file or none, never a torn one, and concurrent calls for one model
- * each leave a whole file (the last rename wins); a killed process can leave its temporary file.
- * About the size of the model; a service using this model need not be stopped (it keeps what it
- * loaded; its steps may wait while a slab is repacked on the shared threads). n_threads 0: the
- * default count, at most 256. Blocks (seconds for a 1-3B model): call it off the UI thread, e.g.
- * once after installing or updating a model. Any thread. INVALID_ARGUMENT: NULL model_path,
- * n_threads out of range, or a model with no matrix to repack; UNSUPPORTED: this CPU has no SIMD
- * kernels for the model's interleaved layouts (loads here would refuse the file, so none is
- * written); IO, INVALID_FILE as for a load. */
-EDGELLM_API edgellm_status edgellm_pack_model(const char* model_path, const char* pack_dir, int32_t n_threads);
+/* Loads the model and starts the runtime. `model` is a GGUF file path, or with
+ * params->registry_dir a registry name ("NAME" or "NAME@VERSION"). params NULL: the defaults. On
+ * success *out is the new runtime; on failure *out is NULL and the status says why (IO,
+ * INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY, INVALID_ARGUMENT). Blocks while the model loads. */
+EDGELLM_API edgellm_status edgellm_runtime_create(const char* model, const edgellm_runtime_params* params,
+                                                  edgellm_runtime** out);
 
 /* Cancels every waiting and running request (each gets on_finish with CANCELLED before this
- * returns), stops the scheduler thread and frees the service. NULL: no-op, OK. Returns
- * WRONG_THREAD (and does nothing) from the service's own callbacks. No other call may use the
- * service once this has started. */
-EDGELLM_API edgellm_status edgellm_service_destroy(edgellm_service* service);
+ * returns), stops the runtime's threads and frees it. NULL: no-op, OK. Not from a callback
+ * (WRONG_THREAD, nothing done). No other call may use the runtime once this has started. */
+EDGELLM_API edgellm_status edgellm_runtime_destroy(edgellm_runtime* runtime);
 
-/* ------------------------------------------------------------------------------ requests */
+/* ============================================================================== requests */
 
 typedef uint64_t edgellm_request_id; /* 0 is never a valid id */
 
@@ -230,7 +247,7 @@ typedef enum edgellm_priority {
 typedef enum edgellm_finish_reason {
   EDGELLM_FINISH_STOP = 0,      /* end-of-generation token or a stop string */
   EDGELLM_FINISH_LENGTH = 1,    /* max_tokens reached or the context is full */
-  EDGELLM_FINISH_CANCELLED = 2, /* edgellm_cancel, on_token returned false, or the service was destroyed */
+  EDGELLM_FINISH_CANCELLED = 2, /* edgellm_cancel, on_token returned false, or the runtime was destroyed */
   EDGELLM_FINISH_TIMEOUT = 3,   /* the deadline passed (the text so far is in the result) */
   EDGELLM_FINISH_ERROR = 4      /* see the result's status and error_message */
 } edgellm_finish_reason;
@@ -238,12 +255,31 @@ typedef enum edgellm_finish_reason {
 /* "stop", "length", "cancelled", "timeout", "error". */
 EDGELLM_API const char* edgellm_finish_reason_name(edgellm_finish_reason reason);
 
+/* The edge-cloud router (edgellm_set_router, docs/router.md). */
+typedef enum edgellm_route {
+  EDGELLM_ROUTE_OFF = 0,   /* no router: the local model answers, tokens stream as they come */
+  EDGELLM_ROUTE_AUTO = 1,  /* the local answer's confidence decides: local, local marked
+                              low-confidence, or the cloud; the chosen answer arrives as one
+                              text event (token -1) before on_finish */
+  EDGELLM_ROUTE_LOCAL = 2, /* local and streamed; the cloud only when the local run fails
+                              (OUT_OF_MEMORY, DEGRADED, CONTEXT_FULL) and the router allows it */
+  EDGELLM_ROUTE_CLOUD = 3  /* the cloud answers (a retry of a low-confidence answer); the local
+                              model when the cloud cannot */
+} edgellm_route;
+
 typedef struct edgellm_message {
-  const char* role;    /* "system", "user", "assistant" or "tool" */
-  const char* content; /* UTF-8 */
+  uint32_t struct_size; /* sizeof(edgellm_message); every element of an array has the same */
+  const char* role;     /* "system", "user", "assistant" or "tool" */
+  const char* content;  /* UTF-8 */
 } edgellm_message;
 
+typedef struct edgellm_logit_bias {
+  int32_t token; /* a token id of the model */
+  float bias;    /* added to its logit: [-100, 100], or -INFINITY to ban the token */
+} edgellm_logit_bias;
+
 typedef struct edgellm_sampling {
+  uint32_t struct_size;    /* set by edgellm_sampling_default() */
   float temperature;       /* 0: greedy; [0, 100]; default 0.8 */
   int32_t top_k;           /* 0: off; default 40 */
   float top_p;             /* [0, 1]; 1: off; default 0.95 */
@@ -253,11 +289,17 @@ typedef struct edgellm_sampling {
   float presence_penalty;  /* [-2, 2]; default 0 */
   int32_t penalty_last_n;  /* tokens the penalties look back at; -1: all; default 64 */
   uint64_t seed;           /* default 0 */
+  const edgellm_logit_bias* logit_bias; /* at most 4096 entries; default none */
+  size_t n_logit_bias;
 } edgellm_sampling;
 
+EDGELLM_API edgellm_sampling edgellm_sampling_default(void);
+
 typedef struct edgellm_token_event {
+  uint32_t struct_size;
   edgellm_request_id id;
-  int32_t token;    /* the sampled token id; -1 for text released when generation ends */
+  int32_t token;    /* the sampled token id; -1 for text released at the end (held-back text, or
+                       a routed answer delivered whole) */
   const char* text; /* the text that became final with it: whole UTF-8 characters, may be empty
                        (held back: an incomplete character or a possible stop-string start) */
   size_t text_len;
@@ -265,21 +307,37 @@ typedef struct edgellm_token_event {
 } edgellm_token_event;
 
 typedef struct edgellm_request_stats {
+  uint32_t struct_size;
   double queue_ms;   /* submit -> admitted to a sequence */
   double ttft_ms;    /* submit -> first token (0 when none) */
   double prefill_ms; /* admitted -> prompt prefilled */
   double decode_ms;  /* first -> last token */
   double total_ms;   /* submit -> on_finish */
   int32_t prompt_tokens;
+  int32_t cached_tokens; /* of prompt_tokens, taken from the KV prefix cache (not prefilled) */
   int32_t completion_tokens;
   double prefill_tokens_per_second;
   double decode_tokens_per_second;
   int32_t kv_blocks;       /* KV blocks the request held at the end */
   uint64_t peak_rss_bytes; /* the process's peak resident memory when it ended */
-  int32_t cached_tokens;   /* ABI 2: of prompt_tokens, taken from the KV prefix cache (not prefilled) */
+  int32_t sanitized_chars; /* characters the STRIP input policy replaced or removed */
 } edgellm_request_stats;
 
+/* What the router did (edgellm_result.route); route is "" when the request was not routed. */
+typedef struct edgellm_route_info {
+  uint32_t struct_size;
+  const char* route;  /* "", "local", "local-low-confidence" or "cloud" */
+  const char* reason; /* why, in words */
+  const char* tier;   /* the cloud tier that answered ("small", "large"), "" when local */
+  double score;       /* the local answer's confidence (geometric mean of token probabilities); -1 without one */
+  double mean_p;
+  double min_p;
+  double latency_ms;   /* submit -> the routed answer */
+  bool retry_in_cloud; /* low confidence: submitting the same request with EDGELLM_ROUTE_CLOUD may help */
+} edgellm_route_info;
+
 typedef struct edgellm_result {
+  uint32_t struct_size;
   edgellm_request_id id;
   edgellm_finish_reason finish_reason;
   edgellm_status status;     /* OK unless finish_reason is ERROR */
@@ -287,31 +345,35 @@ typedef struct edgellm_result {
   const char* text;          /* all text the token events delivered, NUL-terminated */
   size_t text_len;
   const char* stop_string; /* the stop string that ended it, or "" */
-  edgellm_request_stats stats;
-  /* ABI 2: OK when session_save was written (or not asked for), else why not (IO; SHUT_DOWN
-   * never; a request that ended with ERROR saves nothing and reports INVALID_ARGUMENT). */
-  edgellm_status session_status;
-  /* ABI 2: the model version that served the request from start to end ("1" for the file the
-   * service was created with, then what edgellm_swap_model named). */
+  /* The model version that served the request from start to end ("1" or what the runtime was
+   * created with, then what edgellm_swap_model named; "cloud:MODEL" when the router's cloud
+   * answered). */
   const char* model_version;
+  edgellm_request_stats stats;
+  edgellm_route_info route;
+  /* session_id: the request's KV was kept under it. session_save_path: OK when written (or not
+   * asked for), else why not (IO; INVALID_ARGUMENT: a request that ended with ERROR saves nothing). */
+  bool session_stored;
+  edgellm_status session_save_status;
 } edgellm_result;
 
-/* Called on the scheduler thread for each token; return false to cancel the request. */
+/* Called for each token (on the scheduler thread); return false to cancel the request. */
 typedef bool (*edgellm_token_callback)(const edgellm_token_event* event, void* user_data);
 /* Called exactly once per accepted request, after its last token event. */
 typedef void (*edgellm_finish_callback)(const edgellm_result* result, void* user_data);
 
 typedef struct edgellm_request_params {
+  uint32_t struct_size; /* set by edgellm_request_default_params() */
   /* The input: exactly one of prompt, messages, tokens. */
-  const char* prompt; /* raw UTF-8 text, NUL-terminated */
-  const edgellm_message* messages; /* a chat, rendered with the model's chat template */
+  const char* prompt;              /* raw UTF-8 text, NUL-terminated */
+  const edgellm_message* messages; /* a chat, rendered with the model's chat template; at most 4096 */
   size_t n_messages;
   const int32_t* tokens; /* token ids */
   size_t n_tokens;
   bool add_special;   /* raw prompt: add BOS/EOS as the model asks; default true */
   bool parse_special; /* raw prompt: control-token text becomes the control token; default false */
 
-  edgellm_sampling sampling;
+  const edgellm_sampling* sampling; /* NULL: edgellm_sampling_default() */
   int32_t max_tokens; /* < 0: until a stop or the context is full; 0: prefill only; default 256 */
   const char* const* stop; /* stop strings (never part of the output), at most 16 of 1-256 bytes */
   size_t n_stop;
@@ -319,69 +381,261 @@ typedef struct edgellm_request_params {
   int64_t deadline_ms; /* from submit, queue wait included; <= 0: none; default 15000 */
   edgellm_priority priority;
 
+  /* Endless streams (docs/context-shift.md): when the sequence fills the context, the older half
+   * of its positions after the first n_keep is dropped (cached K re-rotated to the new positions)
+   * and generation goes on instead of ending with LENGTH; set max_tokens or a deadline to bound
+   * it. n_keep: positions at the start never dropped (attention sinks, the system prompt); -1 =
+   * the whole prompt; it must leave 2 positions of the context. Defaults: false, 4. */
+  bool context_shift;
+  int32_t n_keep;
+
+  /* Sessions (docs/sessions.md): continue a conversation without prefilling it again, across
+   * restarts or devices running the same model file and KV type. The prompt is always the whole
+   * conversation; the saved positions that start it are restored instead of prefilled.
+   *   session_id         continue from the session the runtime keeps under this id (none yet: a
+   *                      new one) and keep this request's KV under it when it ends
+   *                      (result.session_stored); 1-64 characters of A-Z a-z 0-9 _ - .
+   *   session_load_path  continue from a session file (read and checked in edgellm_submit: IO,
+   *                      INVALID_FILE, INVALID_ARGUMENT for another model, KV type or shape)
+   *   session_save_path  write this request's KV to a file when it ends without ERROR
+   *                      (FILE.tmp, then renamed; result.session_save_status)
+   * NULL: none. Not session_id together with session_load_path. */
+  const char* session_id;
+  const char* session_load_path;
+  const char* session_save_path;
+
+  edgellm_route route; /* the router (edgellm_set_router); default OFF */
+
   edgellm_token_callback on_token;   /* may be NULL */
   edgellm_finish_callback on_finish; /* may be NULL */
   void* user_data;                   /* passed to both */
-
-  /* ABI 2: sessions (docs/sessions.md), to continue a conversation across restarts or devices
-   * running the same model file and KV type. session_load: a session file to continue from;
-   * the saved positions that start this request's prompt are restored instead of prefilled (the
-   * prompt is the whole conversation, as always). It is read and checked in edgellm_submit, on
-   * the calling thread: IO (cannot read), INVALID_FILE (truncated, corrupted), INVALID_ARGUMENT
-   * (another model, KV type or shape); nothing is queued then. session_save: when the request
-   * ends without ERROR, its KV (prompt + answer) is written to this file (FILE.tmp, then renamed)
-   * on the scheduler thread before on_finish; result->session_status says whether it was.
-   * NULL: none. The strings are copied by edgellm_submit. */
-  const char* session_load;
-  const char* session_save;
-
-  /* ABI 2: endless streams (docs/context-shift.md). context_shift: when the sequence fills the
-   * context, the older half of its positions after the first n_keep is dropped (cached K
-   * re-rotated to the new positions) and generation goes on instead of ending with LENGTH; set
-   * max_tokens or a deadline to bound it. n_keep: positions at the start never dropped (attention
-   * sinks, the system prompt); -1 = the whole prompt; it must leave 2 positions of the context
-   * (else on_finish reports ERROR, INVALID_ARGUMENT). Defaults: false, 4. */
-  bool context_shift;
-  int32_t n_keep;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);
 
 /* Validates and queues a request; returns at once. OK: *out_id is its id and on_finish will be
- * called exactly once. INVALID_ARGUMENT (null pointers, no input or several, invalid UTF-8,
- * unknown role, a last message from the assistant, token ids outside the vocabulary, sampling
- * values out of range, bad stop strings), BUSY (queue full) or SHUT_DOWN: nothing queued, no
+ * called exactly once. INVALID_ARGUMENT (null pointers, no input or several, text the input
+ * policy refuses, unknown role, a last message from the assistant, token ids outside the
+ * vocabulary, sampling values out of range, bad stop strings, a bad session id; the limits are in
+ * docs/c-api.md), IO / INVALID_FILE (session_load_path), BUSY (queue full), DEGRADED (the ladder
+ * refuses new requests and the router may not take it) or SHUT_DOWN: nothing queued, no
  * callback, *out_id is 0. A prompt longer than the context is reported by on_finish (ERROR,
  * status CONTEXT_FULL): it is tokenized on the scheduler thread. */
-EDGELLM_API edgellm_status edgellm_submit(edgellm_service* service, const edgellm_request_params* params,
+EDGELLM_API edgellm_status edgellm_submit(edgellm_runtime* runtime, const edgellm_request_params* params,
                                           edgellm_request_id* out_id);
 
-/* Ends a waiting or running request: its on_finish (CANCELLED, with the text so far) follows on
- * the scheduler thread, and a running request gets no token event after the step in flight.
- * NOT_FOUND when the id is unknown or the request has finished. */
-EDGELLM_API edgellm_status edgellm_cancel(edgellm_service* service, edgellm_request_id id);
+/* Ends a waiting or running request: its on_finish (CANCELLED, with the text so far) follows,
+ * and a running request gets no token event after the step in flight. NOT_FOUND when the id is
+ * unknown or the request has finished. */
+EDGELLM_API edgellm_status edgellm_cancel(edgellm_runtime* runtime, edgellm_request_id id);
 
 /* Pause: the step in flight is abandoned (and redone on resume, so outputs do not change), no
  * forward pass runs, KV memory is kept; cancellations and deadlines still end requests (deadlines
  * keep running). Resume continues. Both return at once. */
-EDGELLM_API edgellm_status edgellm_pause(edgellm_service* service);
-EDGELLM_API edgellm_status edgellm_resume(edgellm_service* service);
+EDGELLM_API edgellm_status edgellm_pause(edgellm_runtime* runtime);
+EDGELLM_API edgellm_status edgellm_resume(edgellm_runtime* runtime);
 
 typedef void (*edgellm_trim_callback)(uint64_t bytes_released, void* user_data);
 /* Releases scratch buffers (and the KV pool's pages when no request holds KV) between two steps;
  * done (may be NULL) runs on the scheduler thread with the bytes released. Returns at once. */
-EDGELLM_API edgellm_status edgellm_trim(edgellm_service* service, edgellm_trim_callback done, void* user_data);
+EDGELLM_API edgellm_status edgellm_trim(edgellm_runtime* runtime, edgellm_trim_callback done, void* user_data);
 
 typedef void (*edgellm_warmup_callback)(bool ran, const char* reason, void* user_data);
 /* Runs a short forward pass in the background. done (may be NULL) runs on the scheduler thread:
  * ran true, or false with the reason it was skipped (less available memory than
  * warmup_min_free_bytes, requests already running, shutting down). Deferred while paused.
  * Returns at once. */
-EDGELLM_API edgellm_status edgellm_warmup(edgellm_service* service, edgellm_warmup_callback done, void* user_data);
+EDGELLM_API edgellm_status edgellm_warmup(edgellm_runtime* runtime, edgellm_warmup_callback done, void* user_data);
 
-/* ------------------------------------------------------------------------------ metrics */
+/* ============================================================================== sessions */
+/* The sessions the runtime keeps by id (edgellm_request_params.session_id). Bytes are the
+ * session file format (docs/sessions.md): another device running the same model file and KV type
+ * can import them. */
+
+/* Checks bytes against the serving model (INVALID_FILE: truncated or corrupted;
+ * INVALID_ARGUMENT: another model file, KV type or shape, a bad id, sessions off, more bytes than
+ * the store holds) and keeps them under id (replacing one there). *positions (may be NULL)
+ * receives the positions the session holds. */
+EDGELLM_API edgellm_status edgellm_session_import(edgellm_runtime* runtime, const char* id, const void* bytes,
+                                                  size_t n_bytes, int32_t* positions);
+/* The bytes kept under id (the buffer convention above, in bytes); NOT_FOUND when none. */
+EDGELLM_API edgellm_status edgellm_session_export(edgellm_runtime* runtime, const char* id, void* buf,
+                                                  size_t capacity, size_t* length);
+EDGELLM_API edgellm_status edgellm_session_delete(edgellm_runtime* runtime, const char* id);
+/* {"sessions": [{"id", "bytes"}, ...] (most recently used first), "bytes", "max_sessions",
+ * "max_bytes"}. */
+EDGELLM_API edgellm_status edgellm_session_list_json(edgellm_runtime* runtime, char* buf, size_t capacity,
+                                                     size_t* length);
+/* The same through files: load imports a session file (as edgellm_session_import, IO when it
+ * cannot be read); save writes the session kept under id (NOT_FOUND when none; IO). */
+EDGELLM_API edgellm_status edgellm_session_load_file(edgellm_runtime* runtime, const char* id, const char* path,
+                                                     int32_t* positions);
+EDGELLM_API edgellm_status edgellm_session_save_file(edgellm_runtime* runtime, const char* id, const char* path);
+
+/* ============================================================================== model and text */
+
+/* JSON: architecture, parameters, vocabulary size, context, weight types, threads, memory. */
+EDGELLM_API edgellm_status edgellm_model_info_json(edgellm_runtime* runtime, char* buf, size_t capacity,
+                                                   size_t* length);
+
+/* Text -> token ids (tokens may be NULL with capacity 0 to ask for *n_tokens). */
+EDGELLM_API edgellm_status edgellm_tokenize(edgellm_runtime* runtime, const char* text, bool add_special,
+                                            bool parse_special, int32_t* tokens, size_t capacity,
+                                            size_t* n_tokens);
+/* Token ids -> text (control tokens rendered when render_special). */
+EDGELLM_API edgellm_status edgellm_detokenize(edgellm_runtime* runtime, const int32_t* tokens, size_t n_tokens,
+                                              bool render_special, char* buf, size_t capacity, size_t* length);
+/* Renders messages with the model's chat template (what a chat request is prefilled with). */
+EDGELLM_API edgellm_status edgellm_apply_template(edgellm_runtime* runtime, const edgellm_message* messages,
+                                                  size_t n_messages, bool add_generation_prompt, char* buf,
+                                                  size_t capacity, size_t* length);
+
+/* ============================================================================== hot swap, registry */
+/* docs/device-fitness.md. The registry functions need no runtime and may be called from any
+ * thread; each takes an exclusive file lock on the registry folder while it changes it, so
+ * several threads and processes may share one registry. */
+
+/* Switches the runtime to another model file (an update: verify it first with
+ * edgellm_registry_install / edgellm_registry_resolve). The new model is loaded and its context
+ * built first — this call blocks meanwhile — and on failure (IO, INVALID_FILE, UNSUPPORTED,
+ * OUT_OF_MEMORY) nothing changes: the current model keeps serving. Then, in one step, new
+ * requests go to the new model while those already admitted finish on the old one, whose file is
+ * unmapped after its last request. `version` (1-64 bytes) labels results. At a degraded rung the
+ * new model gets that rung's configuration. Not from a callback (WRONG_THREAD). */
+EDGELLM_API edgellm_status edgellm_swap_model(edgellm_runtime* runtime, const char* model_path, const char* version);
+
+/* For a runtime created from a registry: switches to the registry's current version of the
+ * model's name (verified by SHA-256) when it differs from the one serving, as edgellm_swap_model.
+ * Writes the version serving afterwards. INVALID_ARGUMENT without a registry; INVALID_FILE on a
+ * digest mismatch (nothing changed). Not from a callback (WRONG_THREAD). */
+EDGELLM_API edgellm_status edgellm_reload_registry(edgellm_runtime* runtime, char* version_buf, size_t capacity,
+                                                   size_t* length);
+
+/* Installs file_path into the registry at registry_dir as name@version: hashed while it is
+ * copied (or, with move_file, renamed in place when it is on the same file system: a file the
+ * app downloaded itself), verified against sha256 (64 hex digits; NULL or "" records the file's
+ * digest), fsynced, then made the version new loads use in one atomic step. On any failure
+ * (INVALID_FILE: digest or format mismatch; IO: read error or full disk) the registry is
+ * unchanged and the previous version stays current. Writes the installed manifest as JSON. */
+EDGELLM_API edgellm_status edgellm_registry_install(const char* registry_dir, const char* file_path, const char* name,
+                                                    const char* version, const char* sha256, bool move_file,
+                                                    char* buf, size_t capacity, size_t* length);
+/* The path of "name" (its current version) or "name@version", verified by SHA-256 before its
+ * first use (re-hashed only when the file changed since its last verification): pass it to
+ * edgellm_runtime_create or edgellm_swap_model. NOT_FOUND when not installed, INVALID_FILE when
+ * the file no longer matches its digest (do not load it). */
+EDGELLM_API edgellm_status edgellm_registry_resolve(const char* registry_dir, const char* name_or_key, char* buf,
+                                                    size_t capacity, size_t* length);
+/* {"models": [manifest + "current" + "path", ...], "unfit": [configuration keys]}. */
+EDGELLM_API edgellm_status edgellm_registry_list_json(const char* registry_dir, char* buf, size_t capacity,
+                                                      size_t* length);
+/* Makes name@version the version new loads of name use (a rollback). NOT_FOUND when not
+ * installed. A runtime picks it up with edgellm_reload_registry. */
+EDGELLM_API edgellm_status edgellm_registry_set_current(const char* registry_dir, const char* name,
+                                                        const char* version);
+/* Removes an installed version. INVALID_ARGUMENT for the current version (set another current
+ * first, so a removal never switches versions behind the app's back); NOT_FOUND. */
+EDGELLM_API edgellm_status edgellm_registry_remove(const char* registry_dir, const char* name, const char* version);
+
+/* ============================================================================== device fitness */
+
+/* Which model and configuration fit a device, with the memory arithmetic. request_json:
+ *   {"device": "this" | "phone-4gb" | "phone-8gb" | "phone-12gb" | "phone-16gb" | {profile},
+ *    "models": ["/path/a.gguf", ...]  and/or  "registry": "/path/to/registry",
+ *    "max_ctx": 4096, "min_ctx": 512, "n_parallel": 1, "headroom": 0.15,
+ *    "power_mode": "performance" | "balanced" | "efficiency",
+ *    "min_decode_tokens_per_second": 0}
+ * (every field optional but one source of models; a registry model measured slower than
+ * min_decode_tokens_per_second is not chosen). Writes the plan as JSON ("choice" is null when
+ * nothing fits). Blocks while each candidate's index is mapped (no weights are read). */
+EDGELLM_API edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t capacity, size_t* length);
+
+/* Writes the pack file of the model at model_path: its matrices in the interleaved layout this
+ * library's kernels multiply (the repacking a load with repack AUTO does, ~1 s per GB), so that
+ * later loads map them in milliseconds instead. Written to "<pack_dir>/<model file name>.x16.pack"
+ * (pack_dir NULL: beside the model; "" is INVALID_ARGUMENT), atomically: a temporary file renamed
+ * over the old one, so a full disk (IO) leaves the previous file or none, never a torn one. About
+ * the size of the model; a runtime using this model need not be stopped. n_threads 0: the default
+ * count, at most 256. Blocks (seconds for a 1-3B model): call it off the UI thread, e.g. once
+ * after installing or updating a model. INVALID_ARGUMENT: NULL model_path, n_threads out of
+ * range, or a model with no matrix to repack; UNSUPPORTED: this CPU has no SIMD kernels for the
+ * model's interleaved layouts (none is written); IO, INVALID_FILE as for a load. */
+EDGELLM_API edgellm_status edgellm_pack_model(const char* model_path, const char* pack_dir, int32_t n_threads);
+
+/* ============================================================================== pressure, degradation */
+/* docs/device-fitness.md, "The ladder". */
+
+typedef struct edgellm_pressure {
+  uint32_t struct_size;  /* sizeof(edgellm_pressure) */
+  int32_t memory_level;  /* 0 none, 1 moderate, 2 high, 3 critical, 4 free memory now */
+  int32_t thermal_level; /* 0 none, 1 warm, 2 hot, 3 critical */
+  bool power_save;       /* the device is in power-save mode */
+} edgellm_pressure;
+
+/* Feeds the device's pressure (the platform's memory-level, thermal and power-save callbacks) to
+ * the degradation ladder; returns at once. The ladder steps down one rung at a time — fewer
+ * threads, shorter context, int8 KV, the fallback model (edgellm_set_fallback_model), refusing new
+ * requests (DEGRADED), and at memory level 4 ending running requests (their result: ERROR with
+ * status DEGRADED and the text so far) — and back up once the pressure has stayed lower for
+ * recover_ms per rung. No step but the last touches a request already admitted. Levels out of
+ * range: INVALID_ARGUMENT. */
+EDGELLM_API edgellm_status edgellm_set_pressure(edgellm_runtime* runtime, const edgellm_pressure* pressure);
+
+/* The smaller model the ladder's "smaller model" rung switches to (NULL path: none). The file is
+ * opened to read its shape (IO / INVALID_FILE when it cannot be). */
+EDGELLM_API edgellm_status edgellm_set_fallback_model(edgellm_runtime* runtime, const char* model_path,
+                                                      const char* version);
+
+/* The ladder as JSON: the rung in force, per rung how often it was entered and left and the last
+ * reason, the configuration (model version, context, threads, KV type), refused and ended
+ * requests. */
+EDGELLM_API edgellm_status edgellm_degradation_json(edgellm_runtime* runtime, char* buf, size_t capacity,
+                                                    size_t* length);
+
+/* ============================================================================== the router */
+/* Local first, the cloud where the app allows it (docs/router.md). The library opens no socket:
+ * the app passes a transport that makes the HTTP call (an OpenAI chat-completions POST to the
+ * tier's endpoint, which the app knows) and reports the answer with edgellm_cloud_complete. */
+
+typedef struct edgellm_cloud_call edgellm_cloud_call; /* opaque: one call awaiting its answer */
+
+/* Called on the router thread for each cloud call: tier ("small" or "large"), the model name the
+ * body asks for, the request body (JSON). Start the call and return; then call
+ * edgellm_cloud_complete(call, ...) exactly once, from any thread, even after the runtime was
+ * destroyed (the answer is then dropped). */
+typedef void (*edgellm_cloud_transport)(edgellm_cloud_call* call, const char* tier, const char* model,
+                                        const char* body, size_t body_len, void* user_data);
+
+/* Reports a call's answer: the HTTP status and body, or http_status 0 and an error (NULL: "no
+ * answer"). Frees the call: do not use it afterwards. INVALID_ARGUMENT for a NULL call. */
+EDGELLM_API edgellm_status edgellm_cloud_complete(edgellm_cloud_call* call, int32_t http_status, const char* body,
+                                                  size_t body_len, const char* error);
+
+typedef struct edgellm_router_params {
+  uint32_t struct_size;   /* set by edgellm_router_default_params() */
+  double local_threshold; /* answer locally at a confidence >= this; default 0.85 */
+  double cloud_threshold; /* ask the cloud below this; default 0.6; 0 <= cloud <= local <= 1 */
+  bool privacy;           /* never call the cloud (the transport is never called); default false */
+  int32_t verbatim_turns; /* user turns sent verbatim, older ones as a local summary; default 3 */
+  int32_t cloud_timeout_ms; /* a call not completed by then counts as failed; default 30000 */
+  bool cloud_on_failure;  /* a local run that fails (memory, degraded, context full) goes to the
+                             cloud; default true */
+  const char* cloud_model;       /* the "small" tier's model name; NULL: "" */
+  const char* cloud_model_large; /* the "large" tier's (a full context, or when small fails); NULL: no second tier */
+  int32_t summary_max_tokens;    /* the local summary of older turns; default 128 */
+  edgellm_cloud_transport transport; /* NULL: no cloud (routed requests are answered locally) */
+  void* transport_user_data;
+} edgellm_router_params;
+
+EDGELLM_API edgellm_router_params edgellm_router_default_params(void);
+/* Sets the router (replacing the previous settings; requests in flight keep theirs).
+ * INVALID_ARGUMENT for thresholds out of order or values out of range. */
+EDGELLM_API edgellm_status edgellm_set_router(edgellm_runtime* runtime, const edgellm_router_params* params);
+
+/* ============================================================================== metrics */
 
 typedef struct edgellm_metrics {
+  uint32_t struct_size; /* set by edgellm_metrics_init(); the library writes only within it */
   uint64_t requests_submitted;
   uint64_t requests_finished;
   uint64_t busy_rejections;
@@ -393,119 +647,43 @@ typedef struct edgellm_metrics {
   double decode_tokens_per_second;  /* per request, over requests' decode time */
   double ttft_ms_mean, queue_ms_mean;
   int32_t running, waiting;
-  int32_t kv_blocks_used, kv_blocks_total;
   bool paused;
   uint64_t rss_bytes, peak_rss_bytes;
-  /* ABI 2: the KV cache manager. Blocks: used (held by requests) + cached (kept by the prefix
-   * cache, evicted when the pool needs them) + free = kv_blocks_total. */
-  int32_t kv_blocks_cached, kv_blocks_free;
+  /* The KV cache manager. Blocks: used (held by requests) + cached (kept by the prefix cache,
+   * evicted when the pool needs them) + free = kv_blocks_total. */
+  int32_t kv_blocks_used, kv_blocks_cached, kv_blocks_free, kv_blocks_total;
   uint64_t kv_pool_bytes;        /* the pool's size: the KV budget */
   uint64_t prompt_tokens_cached; /* prompt tokens taken from the prefix cache (of prompt_tokens) */
   double prefix_hit_rate;        /* prompt_tokens_cached / prompt_tokens */
   double kv_fragmentation;       /* unused slots / slots of the blocks running requests hold */
   uint64_t kv_evictions;         /* cached blocks evicted for new content */
-  /* ABI 3: the threads decode and prefill run on, and how often a worker priority the power
-   * mode asked for was refused (no CAP_SYS_NICE; the threads keep theirs). */
+  /* Threads decode and prefill run on, and how often a worker priority the power mode asked for
+   * was refused (no CAP_SYS_NICE; the threads keep theirs). */
   int32_t n_threads, n_threads_batch;
   uint64_t thread_priority_denied;
+  /* The model host and the degradation ladder. */
+  uint64_t model_swaps;        /* versions switched in (edgellm_swap_model, reloads, the ladder) */
+  int32_t degradation_rung;    /* 0 normal .. 6 ending running requests */
+  uint64_t degradation_steps;  /* rungs taken, down and up */
+  uint64_t degraded_refusals;  /* requests the ladder refused */
+  uint64_t degraded_endings;   /* running requests the ladder ended */
+  /* The router: answers by route, cloud calls that failed, cloud routes privacy mode refused,
+   * failed local runs sent to the cloud. */
+  uint64_t routed_local, routed_low_confidence, routed_cloud;
+  uint64_t cloud_failures, privacy_blocks, failure_fallbacks;
+  /* Sessions kept by id. */
+  int32_t sessions;
+  uint64_t session_bytes;
 } edgellm_metrics;
 
-EDGELLM_API edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out);
-/* The same and more (latency histograms) as JSON, or as Prometheus text exposition. */
-EDGELLM_API edgellm_status edgellm_metrics_json(edgellm_service* service, char* buf, size_t capacity, size_t* length);
-EDGELLM_API edgellm_status edgellm_metrics_prometheus(edgellm_service* service, char* buf, size_t capacity,
+EDGELLM_API edgellm_metrics edgellm_metrics_init(void);
+/* Fills *out (up to out->struct_size). INVALID_ARGUMENT for a NULL out or a struct_size of 0. */
+EDGELLM_API edgellm_status edgellm_metrics_get(edgellm_runtime* runtime, edgellm_metrics* out);
+/* The same and more (latency histograms, the ladder's rungs, the router, model versions) as JSON,
+ * or as Prometheus text exposition. */
+EDGELLM_API edgellm_status edgellm_metrics_json(edgellm_runtime* runtime, char* buf, size_t capacity, size_t* length);
+EDGELLM_API edgellm_status edgellm_metrics_prometheus(edgellm_runtime* runtime, char* buf, size_t capacity,
                                                       size_t* length);
-
-/* ------------------------------------------------------------------------------ model and text */
-
-/* JSON: architecture, parameters, vocabulary size, context, weight types, memory. */
-EDGELLM_API edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size_t capacity,
-                                                   size_t* length);
-
-/* Text -> token ids (tokens may be NULL with capacity 0 to ask for *n_tokens). */
-EDGELLM_API edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool add_special,
-                                            bool parse_special, int32_t* tokens, size_t capacity,
-                                            size_t* n_tokens);
-/* Token ids -> text (control tokens rendered when render_special). */
-EDGELLM_API edgellm_status edgellm_detokenize(edgellm_service* service, const int32_t* tokens, size_t n_tokens,
-                                              bool render_special, char* buf, size_t capacity, size_t* length);
-/* Renders messages with the model's chat template (what a chat request is prefilled with). */
-EDGELLM_API edgellm_status edgellm_apply_template(edgellm_service* service, const edgellm_message* messages,
-                                                  size_t n_messages, bool add_generation_prompt, char* buf,
-                                                  size_t capacity, size_t* length);
-
-/* ------------------------------------------------------------------------------ device fitness */
-/* docs/device-fitness.md. These functions need no service; each may be called from any thread.
- * The registry functions take an exclusive file lock on the registry folder while they change
- * it, so several threads and processes may share one registry. */
-
-/* Which model and configuration fit a device, with the memory arithmetic. request_json:
- *   {"device": "this" | "phone-4gb" | "phone-8gb" | "phone-12gb" | "phone-16gb" | {profile},
- *    "models": ["/path/a.gguf", ...]  and/or  "registry": "/path/to/registry",
- *    "max_ctx": 4096, "min_ctx": 512, "n_parallel": 1, "headroom": 0.15,
- *    "power_mode": "performance" | "balanced" | "efficiency",
- *    "min_decode_tokens_per_second": 0}
- * (every field optional but one source of models; a registry model measured slower than
- * min_decode_tokens_per_second is not chosen). Writes the plan as JSON ("choice" is null
- * when nothing fits). Blocks while each candidate's index is mapped (no weights are read). */
-EDGELLM_API edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t capacity, size_t* length);
-
-/* Installs file_path into the registry at registry_dir as name@version: hashed while it is
- * copied (or, with move_file, renamed in place when it is on the same file system: a file the
- * app downloaded itself), verified against sha256 (64 hex digits; NULL or "" records the
- * file's digest), fsynced, then made the version new loads use in one atomic step. On any
- * failure (INVALID_FILE: digest or format mismatch; IO: read error or full disk) the registry
- * is unchanged and the previous version stays current. Writes the installed manifest as JSON. */
-EDGELLM_API edgellm_status edgellm_registry_install(const char* registry_dir, const char* file_path, const char* name,
-                                                    const char* version, const char* sha256, bool move_file,
-                                                    char* buf, size_t capacity, size_t* length);
-/* The path of "name" (its current version) or "name@version", verified by SHA-256 before its
- * first use (re-hashed only when the file changed since its last verification): pass it to
- * edgellm_service_create. INVALID_ARGUMENT when not installed, INVALID_FILE when the file no
- * longer matches its digest (do not load it). */
-EDGELLM_API edgellm_status edgellm_registry_resolve(const char* registry_dir, const char* name_or_key, char* buf,
-                                                    size_t capacity, size_t* length);
-/* {"models": [manifest + "current" + "path", ...], "unfit": [configuration keys]}. */
-EDGELLM_API edgellm_status edgellm_registry_list_json(const char* registry_dir, char* buf, size_t capacity,
-                                                      size_t* length);
-
-/* ------------------------------------------------------------------------------ hot swap, degradation */
-/* docs/device-fitness.md. */
-
-/* Switches the service to another model file (an update: verify it first with
- * edgellm_registry_install / edgellm_registry_resolve). The new model is loaded and its context
- * built first — this call blocks meanwhile — and on failure (IO, INVALID_FILE, UNSUPPORTED,
- * OUT_OF_MEMORY) nothing changes: the current model keeps serving. Then, in one step, new
- * requests go to the new model while those already admitted finish on the old one, whose file
- * is unmapped after its last request. `version` (1-64 bytes) labels results
- * (edgellm_result.model_version). Any thread except the service's callbacks (WRONG_THREAD). */
-EDGELLM_API edgellm_status edgellm_swap_model(edgellm_service* service, const char* model_path, const char* version);
-
-typedef struct edgellm_pressure {
-  int32_t memory_level;  /* 0 none, 1 moderate, 2 high, 3 critical, 4 free memory now */
-  int32_t thermal_level; /* 0 none, 1 warm, 2 hot, 3 critical */
-  bool power_save;       /* the device is in power-save mode */
-} edgellm_pressure;
-
-/* Feeds the device's pressure (the platform's memory-level, thermal and power-save callbacks)
- * to the degradation ladder; returns at once. The ladder steps down one rung at a time — fewer
- * threads, shorter context, int8 KV, the fallback model (edgellm_set_fallback_model), refusing new
- * requests (DEGRADED), and at memory level 4 ending running requests (their result: ERROR with
- * status DEGRADED and the text so far) — and back up once the pressure has stayed lower for 10 s
- * per rung. No step but the last touches a request already admitted. Levels out of range:
- * INVALID_ARGUMENT. Any thread. */
-EDGELLM_API edgellm_status edgellm_set_pressure(edgellm_service* service, const edgellm_pressure* pressure);
-
-/* The smaller model the ladder's "smaller model" rung switches to (NULL path: none). The file is
- * opened to read its shape (IO / INVALID_FILE when it cannot be). Any thread. */
-EDGELLM_API edgellm_status edgellm_set_fallback_model(edgellm_service* service, const char* model_path,
-                                                      const char* version);
-
-/* The ladder as JSON: the rung in force, per rung how often it was entered and left and the last
- * reason, the configuration (model version, context, threads, KV type), refused and ended
- * requests. */
-EDGELLM_API edgellm_status edgellm_degradation_json(edgellm_service* service, char* buf, size_t capacity,
-                                                    size_t* length);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -102,6 +102,9 @@ edgellm_status edgellm_registry_resolve(const char* registry_dir, const char* na
       return fail(EDGELLM_ERR_INVALID_ARGUMENT, "registry_dir, name_or_key and length are required");
     }
     ModelRegistry reg(registry_dir);
+    if (!reg.resolve(name_or_key)) {
+      return fail(EDGELLM_ERR_NOT_FOUND, std::string("'") + name_or_key + "' is not installed in " + registry_dir);
+    }
     return capi::copy_out(reg.path_for_load(name_or_key), buf, capacity, length);
   });
 }
@@ -112,5 +115,34 @@ edgellm_status edgellm_registry_list_json(const char* registry_dir, char* buf, s
     ModelRegistry reg(registry_dir);
     const Json out = registry_listing_json(reg, CrashLoopGuard(reg.guard_dir()));
     return capi::copy_out(out.dump(), buf, capacity, length);
+  });
+}
+
+edgellm_status edgellm_registry_set_current(const char* registry_dir, const char* name, const char* version) {
+  return guard([&] {
+    if (!registry_dir || !name || !version) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "registry_dir, name and version are required");
+    ModelRegistry reg(registry_dir);
+    if (!reg.get(name, version)) {
+      return fail(EDGELLM_ERR_NOT_FOUND, std::string(name) + "@" + version + " is not installed in " + registry_dir);
+    }
+    reg.set_current(name, version);
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_registry_remove(const char* registry_dir, const char* name, const char* version) {
+  return guard([&] {
+    if (!registry_dir || !name || !version) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "registry_dir, name and version are required");
+    ModelRegistry reg(registry_dir);
+    if (!reg.get(name, version)) {
+      return fail(EDGELLM_ERR_NOT_FOUND, std::string(name) + "@" + version + " is not installed in " + registry_dir);
+    }
+    const auto current = reg.current(name);
+    if (current && current->version == version) {
+      return fail(EDGELLM_ERR_INVALID_ARGUMENT, std::string(name) + "@" + version +
+                                                    " is the current version: make another one current first");
+    }
+    reg.remove(name, version);
+    return EDGELLM_OK;
   });
 }

@@ -1,7 +1,9 @@
-// Shared by the src/api/*.cpp files: the opaque handle, the thread's last error, and guard(),
-// the one place where every exception becomes a status (nothing may cross the C boundary).
+// Shared by the src/api/*.cpp files: the opaque handle, the thread's last error, guard() (the one
+// place where every exception becomes a status: nothing may cross the C boundary), and the
+// struct_size convention of the header ("Growing without breaking").
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -11,18 +13,11 @@
 
 #include "core/error.h"
 #include "edgellm/edgellm.h"
-#include "runtime/degradation_controller.h"
-#include "service/inference_service.h"
-#include "runtime/model_host.h"
+#include "runtime/runtime.h"
 
-// One handle = a ModelHost (the hot swap: the current InferenceService, plus old ones draining)
-// and the degradation ladder over it. Calls about "the model" (tokenize, metrics, pause...) go to
-// the current service.
-struct edgellm_service {
-  std::unique_ptr<edgellm::ModelHost> host;
-  std::unique_ptr<edgellm::DegradationController> ladder;  // destroyed before host
-  // The service that serves new requests now (valid while held).
-  std::shared_ptr<edgellm::InferenceService> current() const { return host->current_service(); }
+// One handle = one Runtime (runtime/runtime.h): the C ABI is a face over it and adds no policy.
+struct edgellm_runtime {
+  std::unique_ptr<edgellm::Runtime> rt;
 };
 
 namespace edgellm::capi {
@@ -78,8 +73,39 @@ inline edgellm_status fail(edgellm_status status, std::string message) {
   return status;
 }
 
+// A caller's struct read by its struct_size: the bytes the caller has over `defaults` (which
+// carry this library's struct_size), the rest kept from `defaults`. NULL: the defaults. A
+// struct_size below the first field's end is refused (it did not come from *_default_params()).
+// New fields are appended past the previous version's sizeof (docs/c-api.md), so a prefix of
+// the caller's size is always whole fields.
+template <typename T>
+T read_struct(const T* p, T defaults, const char* what) {
+  if (p == nullptr) return defaults;
+  uint32_t size = 0;
+  std::memcpy(&size, p, sizeof size);
+  if (size < sizeof(uint32_t) + 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(what) + ".struct_size is " + std::to_string(size) + " (start from its *_default_params())");
+  }
+  std::memcpy(static_cast<void*>(&defaults), p, std::min<size_t>(size, sizeof(T)));
+  defaults.struct_size = sizeof(T);
+  return defaults;
+}
+
 // The caller-owned-buffer convention of the header for text: *length = text size; the text
 // and its NUL are written when capacity > size, else BUFFER_TOO_SMALL and nothing written.
 edgellm_status copy_out(std::string_view text, char* buf, size_t capacity, size_t* length);
+// The same for bytes (no NUL): written when capacity >= size.
+edgellm_status copy_bytes_out(std::string_view bytes, void* buf, size_t capacity, size_t* length);
+
+// A required string argument; throws kInvalidArgument "<what> is NULL".
+std::string required(const char* s, const char* what);
+
+// The runtime of a handle; throws kInvalidArgument "runtime is NULL".
+Runtime& runtime_of(edgellm_runtime* handle);
+
+// Mirrors of the C enums and structs (c_api_requests.cpp).
+ServiceRequest to_request(const edgellm_request_params& p);
+Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict_utf8);
 
 }  // namespace edgellm::capi

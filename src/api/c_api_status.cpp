@@ -34,6 +34,7 @@ edgellm_status status_of(ErrorCode code) {
     case ErrorCode::kCancelled: return EDGELLM_ERR_SHUT_DOWN;  // the only cancellation a call reports
     case ErrorCode::kBusy: return EDGELLM_ERR_BUSY;
     case ErrorCode::kDegraded: return EDGELLM_ERR_DEGRADED;
+    case ErrorCode::kNotFound: return EDGELLM_ERR_NOT_FOUND;
     case ErrorCode::kInternal: return EDGELLM_ERR_INTERNAL;
   }
   return EDGELLM_ERR_INTERNAL;
@@ -49,6 +50,27 @@ edgellm_status copy_out(std::string_view text, char* buf, size_t capacity, size_
   std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';
   return EDGELLM_OK;
+}
+
+edgellm_status copy_bytes_out(std::string_view bytes, void* buf, size_t capacity, size_t* length) {
+  if (length == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "length is NULL");
+  *length = bytes.size();
+  if ((buf == nullptr && !bytes.empty()) || capacity < bytes.size()) {
+    return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(capacity) + " bytes; " +
+                                                  std::to_string(bytes.size()) + " are needed");
+  }
+  if (!bytes.empty()) std::memcpy(buf, bytes.data(), bytes.size());
+  return EDGELLM_OK;
+}
+
+std::string required(const char* s, const char* what) {
+  if (s == nullptr) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is NULL");
+  return s;
+}
+
+Runtime& runtime_of(edgellm_runtime* handle) {
+  if (handle == nullptr || !handle->rt) throw Error(ErrorCode::kInvalidArgument, "runtime is NULL");
+  return *handle->rt;
 }
 
 }  // namespace edgellm::capi

@@ -27,10 +27,10 @@ void check_utf8(const char* text, const char* what) {
 
 extern "C" {
 
-edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size_t capacity, size_t* length) {
+edgellm_status edgellm_model_info_json(edgellm_runtime* runtime, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
-    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
-    const std::shared_ptr<InferenceService> current = service->current();
+    const std::shared_ptr<InferenceService> current = capi::runtime_of(runtime).service();
+    if (!current) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     const InferenceService& s = *current;
     const Model& m = s.model();
     const HParams& hp = m.hparams();
@@ -69,19 +69,22 @@ edgellm_status edgellm_model_info_json(edgellm_service* service, char* buf, size
     j.set("kv_block_tokens", static_cast<int>(cp.kv_block_tokens));
     j.set("n_threads", static_cast<int>(cp.n_threads));
     j.set("n_threads_batch", static_cast<int>(cp.n_threads_batch));
+    j.set("model_version", capi::runtime_of(runtime).model_version());
+    j.set("input_policy", input_policy_name(s.params().input_policy));
     // What this service's configuration adds to the process (engine/memory_plan.h).
     j.set("memory", plan_memory(m, cp, RepackMode::kAuto).to_json());
     return capi::copy_out(j.dump(), buf, capacity, length);
   });
 }
 
-edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool add_special, bool parse_special,
+edgellm_status edgellm_tokenize(edgellm_runtime* runtime, const char* text, bool add_special, bool parse_special,
                                 int32_t* tokens, size_t capacity, size_t* n_tokens) {
   return guard([&] {
-    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    const std::shared_ptr<InferenceService> svc = capi::runtime_of(runtime).service();
+    if (!svc) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     if (n_tokens == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "n_tokens is NULL");
     check_utf8(text, "text");
-    const std::vector<int32_t> ids = service->current()->tokenizer().encode(text, add_special, parse_special);
+    const std::vector<int32_t> ids = svc->tokenizer().encode(text, add_special, parse_special);
     *n_tokens = ids.size();
     if (ids.size() > capacity || (tokens == nullptr && !ids.empty())) {
       return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(capacity) + " tokens; " +
@@ -92,12 +95,13 @@ edgellm_status edgellm_tokenize(edgellm_service* service, const char* text, bool
   });
 }
 
-edgellm_status edgellm_detokenize(edgellm_service* service, const int32_t* tokens, size_t n_tokens,
+edgellm_status edgellm_detokenize(edgellm_runtime* runtime, const int32_t* tokens, size_t n_tokens,
                                   bool render_special, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
-    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    const std::shared_ptr<InferenceService> svc = capi::runtime_of(runtime).service();
+    if (!svc) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     if (tokens == nullptr && n_tokens > 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "tokens is NULL");
-    const Tokenizer& tok = service->current()->tokenizer();
+    const Tokenizer& tok = svc->tokenizer();
     std::vector<int32_t> ids(tokens, tokens + n_tokens);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0 || ids[i] >= tok.n_vocab()) {
@@ -110,22 +114,14 @@ edgellm_status edgellm_detokenize(edgellm_service* service, const int32_t* token
   });
 }
 
-edgellm_status edgellm_apply_template(edgellm_service* service, const edgellm_message* messages, size_t n_messages,
+edgellm_status edgellm_apply_template(edgellm_runtime* runtime, const edgellm_message* messages, size_t n_messages,
                                       bool add_generation_prompt, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
-    if (service == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "service is NULL");
+    const std::shared_ptr<InferenceService> svc = capi::runtime_of(runtime).service();
+    if (!svc) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     if (messages == nullptr || n_messages == 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "no messages");
-    Json conv = Json::array();
-    for (size_t i = 0; i < n_messages; ++i) {
-      const std::string where = "messages[" + std::to_string(i) + "]";
-      check_utf8(messages[i].role, (where + ".role").c_str());
-      check_utf8(messages[i].content, (where + ".content").c_str());
-      Json m = Json::object();
-      m.set("role", Json(messages[i].role));
-      m.set("content", Json(messages[i].content));
-      conv.push_back(std::move(m));
-    }
-    return capi::copy_out(service->current()->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
+    const Json conv = capi::to_messages(messages, n_messages, true);
+    return capi::copy_out(svc->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
   });
 }
 

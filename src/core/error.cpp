@@ -13,6 +13,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kCancelled: return "cancelled";
     case ErrorCode::kBusy: return "busy";
     case ErrorCode::kDegraded: return "degraded";
+    case ErrorCode::kNotFound: return "not found";
     case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kCancelled,        // the caller asked to stop
   kBusy,             // the service's waiting queue is full: try again later
   kDegraded,         // refused or ended by the degradation ladder under device pressure
+  kNotFound,         // no request, session or registry entry has that id / name
   kInternal,         // a broken invariant: a bug in EdgeLLM
 };
 

@@ -40,13 +40,43 @@ DegradationController::DegradationController(ModelHost& host, DegradationConfig 
   thread_ = std::thread([this] { run(); });
 }
 
-DegradationController::~DegradationController() {
+DegradationController::~DegradationController() { stop(); }
+
+void DegradationController::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string DegradationController::base_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return config_.base_version;
+}
+
+void DegradationController::swap_base_model(const std::string& path, const std::string& version) {
+  std::lock_guard<std::mutex> serial(apply_mutex_);
+  // The new model's shape decides whether the int8-KV rung applies to it.
+  ModelLoadParams lp;
+  lp.repack = RepackMode::kOff;
+  const int32_t head_dim = Model::load(path, lp)->hparams().head_dim;  // throws: nothing changed
+  ServiceParams p;
+  bool load_now = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    load_now = !(static_cast<int>(applied_) >= static_cast<int>(Rung::kSmallerModel) && !config_.smaller_models.empty());
+    const int32_t old_head_dim = base_head_dim_;
+    base_head_dim_ = head_dim;
+    p = params_for_locked(applied_);
+    base_head_dim_ = old_head_dim;
+  }
+  if (load_now) host_.swap_model(path, version, p);  // throws: the current model keeps serving
+  std::lock_guard<std::mutex> lock(mutex_);
+  config_.base_model_path = path;
+  config_.base_version = version;
+  base_head_dim_ = head_dim;
 }
 
 void DegradationController::set_signals(const PressureSignals& signals) {
@@ -113,7 +143,7 @@ ModelHost::Submitted DegradationController::submit(ServiceRequest request) {
   // on_finish may run before host_.submit() returns (the host's id is in the result): whichever
   // of the two comes second cleans up, through `tracking` under its lock. The wrapper holds
   // only `tracking`, so it stays valid if the host outlives this controller.
-  request.on_finish = [tracking = tracking_, user = std::move(request.on_finish)](const RequestResult& r) {
+  request.on_finish = [tracking = tracking_, user = std::move(request.on_finish)](RequestResult& r) {
     std::string reason;
     {
       std::lock_guard<std::mutex> lock(tracking->mutex);
@@ -124,15 +154,13 @@ ModelHost::Submitted DegradationController::submit(ServiceRequest request) {
       }
     }
     if (!user) return;
-    if (reason.empty() || r.finish_reason != FinishReason::kCancelled) {
-      user(r);
-      return;
+    if (!reason.empty() && r.finish_reason == FinishReason::kCancelled) {
+      // The text so far stays; the reason says why it ended.
+      r.finish_reason = FinishReason::kError;
+      r.error_code = ErrorCode::kDegraded;
+      r.error = "degraded: " + reason + "; the request was ended to free memory";
     }
-    RequestResult ended = r;  // the text so far stays; the reason says why it ended
-    ended.finish_reason = FinishReason::kError;
-    ended.error_code = ErrorCode::kDegraded;
-    ended.error = "degraded: " + reason + "; the request was ended to free memory";
-    user(ended);
+    user(r);
   };
   const ModelHost::Submitted s = host_.submit(std::move(request));
   std::lock_guard<std::mutex> lock(tracking_->mutex);
@@ -183,6 +211,7 @@ void DegradationController::run() {
 }
 
 void DegradationController::apply(const DegradationLadder::Step& step) {
+  std::lock_guard<std::mutex> serial(apply_mutex_);
   const int to = static_cast<int>(step.to);
   log_message(LogLevel::kInfo, std::string("degradation: ") + rung_name(step.from) + " -> " + rung_name(step.to) +
                                    " (" + step.reason + ")");

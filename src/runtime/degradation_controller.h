@@ -63,6 +63,15 @@ class DegradationController {
   // hyper-parameters (Error from Model::load when it does not load; nothing changed then).
   void set_smaller_models(std::vector<std::pair<std::string, std::string>> models);
 
+  // A new base model (an update, Runtime::swap_model): loaded with the configuration of the
+  // rung in force and switched in, unless the ladder serves the smaller model now (rung >= 4):
+  // then it is only remembered and loaded when the ladder steps back up. Serialised with the
+  // ladder's own steps. Throws what ModelHost::swap_model throws (nothing changed then).
+  void swap_base_model(const std::string& path, const std::string& version);
+  std::string base_version() const;
+  // Stops the ladder's thread (no step after it returns); submit() keeps working. Idempotent.
+  void stop();
+
   // ModelHost::submit, refused at rung >= 5; tracks the request for rung 6.
   ModelHost::Submitted submit(ServiceRequest request);
 
@@ -86,6 +95,7 @@ class DegradationController {
   int32_t base_head_dim_ = 0, small_head_dim_ = 0;  // read once: which models take Q8_0 KV
   ThreadPlacement efficiency_decode_;  // this device's efficiency-mode decode placement, read once
 
+  std::mutex apply_mutex_;  // one configuration change at a time (a ladder step or a new base model)
   mutable std::mutex mutex_;
   mutable std::condition_variable wake_;
   PressureSignals host_signals_;

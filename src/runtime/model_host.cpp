@@ -55,16 +55,15 @@ ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
     };
   }
   request.on_finish = [this, id, outstanding, version = g->version,
-                       user = std::move(request.on_finish)](const RequestResult& r) {
+                       user = std::move(request.on_finish)](RequestResult& r) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       routes_.erase(id);
     }
     if (user) {
-      RequestResult mine = r;
-      mine.id = id;
-      mine.model_version = version;
-      user(mine);
+      r.id = id;
+      r.model_version = version;
+      user(r);
     }
     if (outstanding->fetch_sub(1) == 1) {
       // Wake the reaper (it re-checks under the lock). No host lock is held by the service.
@@ -92,6 +91,11 @@ ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
   }
   if (cancel_now) g->service->cancel(inner);
   return {id, g->version};
+}
+
+uint64_t ModelHost::reserve_id() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return next_id_++;
 }
 
 bool ModelHost::cancel(uint64_t id) {

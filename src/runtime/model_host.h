@@ -51,6 +51,9 @@ class ModelHost {
   // False when the id is unknown or the request has finished. Works from the request's own
   // callbacks, also before submit() has returned.
   bool cancel(uint64_t id);
+  // An id no request of this host will get (the Runtime's router numbers its requests from
+  // the same sequence, so ids are unique across both).
+  uint64_t reserve_id();
 
   // Loads a new model file and switches new requests to it. Throws (and changes nothing) when
   // the file cannot be loaded. Returns once the switch is made (the old version may still be

@@ -31,7 +31,7 @@
 #include "core/json.h"
 #include "server/server_counters.h"
 #include "server/server_options.h"
-#include "server/session_store.h"
+#include "runtime/session_store.h"
 
 namespace httplib {
 class Server;

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "server/api_error.h"
-#include "server/session_store.h"
+#include "runtime/session_store.h"
 
 namespace edgellm::server {
 namespace {

@@ -8,13 +8,13 @@
 #include <utility>
 
 #include "core/log.h"
-#include "core/utf8.h"
 #include "engine/batch.h"
 #include "engine/sampler.h"
 #include "generation/chat_session.h"
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
+#include "service/request_limits.h"
 #include "platform/memory_stats.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,73 +28,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// Limits on what one request may carry: far beyond any real use, small enough that a hostile
-// caller cannot make the scheduler thread spend seconds on one request's bookkeeping.
-constexpr size_t kMaxStopStrings = 16;
-constexpr size_t kMaxStopBytes = 256;
-constexpr size_t kMaxMessages = 4096;
 constexpr int32_t kWarmupTokens = 8;
-
-void check_text(std::string_view text, const std::string& what) {
-  const size_t bad = utf8::first_invalid(text);
-  if (bad != text.size()) {
-    throw Error(ErrorCode::kInvalidArgument, what + " is not valid UTF-8 (ill-formed sequence at byte " +
-                                                 std::to_string(bad) + ")");
-  }
-}
-
-void check_range(double v, double lo, double hi, const char* name) {
-  if (!(v >= lo && v <= hi)) {  // NaN fails too
-    throw Error(ErrorCode::kInvalidArgument, std::string("sampling: ") + name + " must be in [" + std::to_string(lo) +
-                                                 ", " + std::to_string(hi) + "], got " + std::to_string(v));
-  }
-}
-
-// What the sampler itself accepts is wider (it is also the CLI's); a service request gets the
-// ranges the OpenAI API documents, so an absurd value is an error and not a silent surprise.
-void check_sampling(const SamplerParams& s) {
-  check_range(s.temperature, 0.0, 100.0, "temperature");
-  check_range(s.top_p, 0.0, 1.0, "top_p");
-  check_range(s.min_p, 0.0, 1.0, "min_p");
-  check_range(s.repeat_penalty, 1e-3, 100.0, "repeat_penalty");
-  check_range(s.frequency_penalty, -2.0, 2.0, "frequency_penalty");
-  check_range(s.presence_penalty, -2.0, 2.0, "presence_penalty");
-  if (s.top_k < 0) {
-    throw Error(ErrorCode::kInvalidArgument, "sampling: top_k must be >= 0 (0 disables it), got " + std::to_string(s.top_k));
-  }
-  if (s.penalty_last_n < -1) {
-    throw Error(ErrorCode::kInvalidArgument, "sampling: penalty_last_n must be >= -1, got " + std::to_string(s.penalty_last_n));
-  }
-}
-
-void check_messages(const Json& messages) {
-  if (!messages.is_array() || messages.size() == 0) {
-    throw Error(ErrorCode::kInvalidArgument, "messages: expected a non-empty array of {role, content}");
-  }
-  if (messages.size() > kMaxMessages) {
-    throw Error(ErrorCode::kInvalidArgument, "messages: more than " + std::to_string(kMaxMessages) + " messages");
-  }
-  const Json::Array& a = messages.as_array();
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    const Json* role = a[i].is_object() ? a[i].find("role") : nullptr;
-    const Json* content = a[i].is_object() ? a[i].find("content") : nullptr;
-    if (role == nullptr || !role->is_string()) throw Error(ErrorCode::kInvalidArgument, where + ": no string \"role\"");
-    if (content == nullptr || !content->is_string()) {
-      throw Error(ErrorCode::kInvalidArgument, where + ": no string \"content\"");
-    }
-    const std::string& r = role->as_string();
-    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
-      check_text(r, where + ".role");
-      throw Error(ErrorCode::kInvalidArgument,
-                  where + ": unknown role \"" + r + "\" (expected system, user, assistant or tool)");
-    }
-    check_text(content->as_string(), where + ".content");
-  }
-  if (a.back().at("role").as_string() == "assistant") {
-    throw Error(ErrorCode::kInvalidArgument, "messages: the last message is from the assistant; there is nothing to answer");
-  }
-}
 
 }  // namespace
 
@@ -113,6 +47,7 @@ struct InferenceService::Live {
   int32_t reserved_blocks = 0;
   int32_t cached_tokens = 0;         // prompt positions taken from the prefix cache
   int32_t events = 0;
+  size_t sanitized_chars = 0;        // characters the input policy's kStrip changed
   ErrorCode error_code = ErrorCode::kInternal;
   std::string error_message;
 };
@@ -187,32 +122,8 @@ RequestId InferenceService::submit(ServiceRequest request) {
   auto r = std::make_unique<Live>();
   r->submitted = Clock::now();
   try {
-    const int inputs = (!request.prompt.empty() ? 1 : 0) + (!request.messages.is_null() ? 1 : 0) +
-                       (!request.tokens.empty() ? 1 : 0);
-    require(inputs == 1, ErrorCode::kInvalidArgument,
-            inputs == 0 ? "request: no input (give a prompt, messages or tokens)"
-                        : "request: more than one input (give exactly one of prompt, messages, tokens)");
-    if (!request.prompt.empty()) check_text(request.prompt, "prompt");
-    if (!request.messages.is_null()) check_messages(request.messages);
     const int32_t n_vocab = model_->hparams().n_vocab;
-    for (size_t i = 0; i < request.tokens.size(); ++i) {
-      if (request.tokens[i] < 0 || request.tokens[i] >= n_vocab) {
-        throw Error(ErrorCode::kInvalidArgument, "tokens[" + std::to_string(i) + "] = " +
-                                                     std::to_string(request.tokens[i]) + " is outside the vocabulary [0, " +
-                                                     std::to_string(n_vocab) + ")");
-      }
-    }
-    require(request.stop.size() <= kMaxStopStrings, ErrorCode::kInvalidArgument,
-            "stop: at most " + std::to_string(kMaxStopStrings) + " stop strings");
-    for (size_t i = 0; i < request.stop.size(); ++i) {
-      const std::string& s = request.stop[i];
-      require(!s.empty() && s.size() <= kMaxStopBytes, ErrorCode::kInvalidArgument,
-              "stop[" + std::to_string(i) + "]: must be 1 to " + std::to_string(kMaxStopBytes) + " bytes");
-      check_text(s, "stop[" + std::to_string(i) + "]");
-    }
-    require(request.priority == Priority::kInteractive || request.priority == Priority::kBackground,
-            ErrorCode::kInvalidArgument, "request: unknown priority");
-    check_sampling(request.sampling);
+    r->sanitized_chars = check_request(request, n_vocab, params_.input_policy);
     if (!request.session_in.empty()) check_session(request.session_in);
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
@@ -833,6 +744,7 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
   res.finish_reason = reason;
   res.error_code = code;
   RequestStats& st = res.stats;
+  st.sanitized_chars = static_cast<int32_t>(r->sanitized_chars);
   st.total_ms = ms_between(r->submitted, now);
   st.queue_ms = r->admitted != Clock::time_point{} ? ms_between(r->submitted, r->admitted) : st.total_ms;
   if (r->gen) {

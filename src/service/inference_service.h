@@ -51,6 +51,7 @@
 #include "engine/context.h"
 #include "model/model.h"
 #include "service/request.h"
+#include "service/request_limits.h"
 #include "service/request_queue.h"
 #include "service/service_metrics.h"
 
@@ -72,6 +73,7 @@ struct ServiceParams {
   int32_t step_tokens = 256;     // most batch entries per step (decode tokens + prefill chunk)
   size_t warmup_min_free_bytes = size_t{256} << 20;  // warm-up skipped below this MemAvailable
   std::string chat_template;     // built-in name or file; empty: the model's own (or a guess)
+  InputPolicy input_policy = InputPolicy::kRefuse;  // invalid UTF-8 / control characters (request_limits.h)
 
   static ContextParams default_context_params() {
     ContextParams p;

@@ -43,7 +43,32 @@ struct RequestStats {
   double prefill_tokens_per_second = 0;  // (prompt_tokens - cached_tokens) / prefill time
   double decode_tokens_per_second = 0;  // (completion_tokens - 1) / decode time
   int32_t kv_blocks = 0;      // KV blocks the request held when it ended
+  int32_t sanitized_chars = 0;  // characters of the input the kStrip input policy replaced or removed
   size_t peak_rss_bytes = 0;  // process VmHWM when it ended
+};
+
+// How the Runtime's router treats a request (runtime/router.h, docs/router.md). The
+// InferenceService itself ignores it.
+enum class RouteMode {
+  kOff,    // no router: the local model answers, tokens stream as they come
+  kAuto,   // the local answer's confidence decides (local / low-confidence / cloud); the chosen
+           // answer arrives as one text event at the end
+  kLocal,  // the local model answers and streams; the cloud only when the local run fails
+           // (out of memory, degraded, context full) and the router allows it
+  kCloud,  // the cloud answers (a retry of a low-confidence answer); the local model when the
+           // cloud cannot
+};
+
+// What the router did with a request (RequestResult::route); empty route when not routed.
+struct RouteInfo {
+  std::string route;   // "", "local", "local-low-confidence" or "cloud"
+  std::string reason;  // why, in words ("low confidence; answered by the cloud")
+  double score = -1;   // the local answer's confidence (router_policy.h); -1 without one
+  double mean_p = -1;
+  double min_p = -1;
+  std::string tier;    // the cloud tier that answered ("small", "large"), "" when local
+  double latency_ms = 0;         // submit -> the routed answer
+  bool retry_in_cloud = false;   // low confidence: the same request with RouteMode::kCloud may help
 };
 
 struct RequestResult {
@@ -56,6 +81,14 @@ struct RequestResult {
   RequestStats stats;
   std::string session;      // with ServiceRequest::session_out: the session bytes ("" on error)
   std::string model_version;  // set by ModelHost: the model version that served the request
+                              // ("cloud:<model>" when the router's cloud answered)
+  RouteInfo route;            // set by the Runtime's router
+  // Set by the Runtime: ServiceRequest::session_id's KV was kept under that id;
+  // ServiceRequest::session_save_path was written (ok) or why not (code, message).
+  bool session_stored = false;
+  bool session_save_failed = false;
+  ErrorCode session_save_code = ErrorCode::kIo;
+  std::string session_save_error;
 };
 
 struct ServiceRequest {
@@ -88,12 +121,25 @@ struct ServiceRequest {
   // request's KV (prompt + answer) as session bytes when it ends without an error.
   std::string session_in;
   bool session_out = false;
+  // Runtime (runtime/runtime.h), not the service. session_id: continue from the session the
+  // runtime's session store keeps under this id (none: a new one) and keep this request's KV
+  // there when it ends; ids are 1-64 characters of [A-Za-z0-9_.-]. session_load_path: a
+  // session file to continue from, read and checked at submit. session_save_path: where this
+  // request's KV is written when it ends without an error (FILE.tmp, then renamed;
+  // RequestResult::session_save_* say whether it was).
+  std::string session_id;
+  std::string session_load_path;
+  std::string session_save_path;
+  RouteMode route = RouteMode::kOff;  // the Runtime's router (runtime/router.h)
 
   // Both run on the scheduler thread, never under a lock of the service; they must not block
   // for long (they hold up every running request). on_token returning false cancels the
   // request. on_finish runs exactly once per accepted request, after its last on_token.
+  // on_finish gets the result by non-const reference so the layers in between (model host,
+  // degradation, runtime) fill in their fields without copying it; take it as const& or move
+  // out of it.
   std::function<bool(const TokenEvent&)> on_token;
-  std::function<void(const RequestResult&)> on_finish;
+  std::function<void(RequestResult&)> on_finish;
 };
 
 }  // namespace edgellm

@@ -21,7 +21,7 @@
 #include "core/json.h"
 #include "model/model.h"
 #include "server/http_server.h"
-#include "server/session_store.h"
+#include "runtime/session_store.h"
 #include "service/inference_service.h"
 #include "support/test_env.h"
 

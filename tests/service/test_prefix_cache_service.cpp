@@ -286,7 +286,7 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
       return on_token(ev);
     };
     auto on_finish = r.on_finish;
-    r.on_finish = [on_finish, &w, &active](const RequestResult& res) {
+    r.on_finish = [on_finish, &w, &active](RequestResult& res) {
       {
         std::lock_guard<std::mutex> lock(w.mutex);
         --active;

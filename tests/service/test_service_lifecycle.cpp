@@ -286,7 +286,7 @@ TEST_F(ServiceTest, InteractiveIsAdmittedBeforeBackground) {
     ServiceRequest r = request(o[i], "Once upon a time", 4);
     r.priority = i == 2 ? Priority::kInteractive : Priority::kBackground;
     auto inner = r.on_finish;
-    r.on_finish = [&, i, inner](const RequestResult& res) {
+    r.on_finish = [&, i, inner](RequestResult& res) {
       {
         std::lock_guard<std::mutex> lock(m);
         order.push_back(i);

@@ -1,9 +1,9 @@
-#include "server/session_store.h"
+#include "runtime/session_store.h"
 
 #include <iterator>
 #include <utility>
 
-namespace edgellm::server {
+namespace edgellm {
 
 SessionStore::SessionStore(size_t max_sessions, size_t max_bytes)
     : max_sessions_(max_sessions), max_bytes_(max_bytes) {}
@@ -55,6 +55,23 @@ void SessionStore::erase_locked(std::list<Entry>::iterator it) {
   lru_.erase(it);
 }
 
+Json SessionStore::to_json() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Json list = Json::array();
+  for (const Entry& e : lru_) {
+    Json item = Json::object();
+    item.set("id", e.id);
+    item.set("bytes", static_cast<uint64_t>(e.bytes->size()));
+    list.push_back(std::move(item));
+  }
+  Json j = Json::object();
+  j.set("sessions", std::move(list));
+  j.set("bytes", static_cast<uint64_t>(bytes_));
+  j.set("max_sessions", static_cast<uint64_t>(max_sessions_));
+  j.set("max_bytes", static_cast<uint64_t>(max_bytes_));
+  return j;
+}
+
 size_t SessionStore::count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return lru_.size();
@@ -65,4 +82,4 @@ size_t SessionStore::bytes() const {
   return bytes_;
 }
 
-}  // namespace edgellm::server
+}  // namespace edgellm

@@ -18,7 +18,9 @@
 #include <string>
 #include <unordered_map>
 
-namespace edgellm::server {
+#include "core/json.h"
+
+namespace edgellm {
 
 class SessionStore {
  public:
@@ -34,6 +36,8 @@ class SessionStore {
   bool put(const std::string& id, std::string bytes);
   bool erase(const std::string& id);
 
+  // {"sessions": [{"id", "bytes"}, ...] most recently used first, "bytes", "max_sessions", "max_bytes"}.
+  Json to_json() const;
   size_t count() const;
   size_t bytes() const;
   size_t max_sessions() const { return max_sessions_; }
@@ -54,4 +58,4 @@ class SessionStore {
   size_t bytes_ = 0;
 };
 
-}  // namespace edgellm::server
+}  // namespace edgellm

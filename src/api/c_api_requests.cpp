@@ -1,0 +1,265 @@
+// The C ABI's requests: the C request -> ServiceRequest (types only: the ranges and their words
+// are the runtime's, service/request_limits.h), submit / cancel, and the result back to C.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "core/utf8.h"
+
+using namespace edgellm;
+using capi::fail;
+using capi::guard;
+
+static_assert(static_cast<int>(FinishReason::kStop) == EDGELLM_FINISH_STOP &&
+                  static_cast<int>(FinishReason::kLength) == EDGELLM_FINISH_LENGTH &&
+                  static_cast<int>(FinishReason::kCancelled) == EDGELLM_FINISH_CANCELLED &&
+                  static_cast<int>(FinishReason::kTimeout) == EDGELLM_FINISH_TIMEOUT &&
+                  static_cast<int>(FinishReason::kError) == EDGELLM_FINISH_ERROR,
+              "the C finish reasons mirror FinishReason");
+static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
+                  static_cast<int>(RouteMode::kAuto) == EDGELLM_ROUTE_AUTO &&
+                  static_cast<int>(RouteMode::kLocal) == EDGELLM_ROUTE_LOCAL &&
+                  static_cast<int>(RouteMode::kCloud) == EDGELLM_ROUTE_CLOUD,
+              "the C routes mirror RouteMode");
+// ABI 5 sizes (LP64: x86-64 and AArch64 alike). A new field goes after the last one, past the
+// old sizeof (read_struct copies a caller's prefix): when one of these fails, the struct grew —
+// keep the old size readable and update the number here and in docs/c-api.md's history.
+static_assert(sizeof(edgellm_request_params) == 176 || sizeof(void*) != 8, "edgellm_request_params changed size");
+static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
+static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
+static_assert(sizeof(edgellm_runtime_params) == 144 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
+static_assert(sizeof(edgellm_router_params) == 80 || sizeof(void*) != 8, "edgellm_router_params changed size");
+static_assert(sizeof(edgellm_metrics) == 360 || sizeof(void*) != 8, "edgellm_metrics changed size");
+static_assert(sizeof(edgellm_pressure) == 16, "edgellm_pressure changed size");
+
+namespace edgellm::capi {
+namespace {
+
+std::string optional_string(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+
+// An element of a caller's message array, read with the caller's struct size (messages[0]'s).
+edgellm_message message_at(const edgellm_message* messages, size_t i, uint32_t stride) {
+  edgellm_message m{};
+  m.struct_size = sizeof m;
+  const auto* base = reinterpret_cast<const unsigned char*>(messages) + i * stride;
+  std::memcpy(static_cast<void*>(&m), base, std::min<size_t>(stride, sizeof m));
+  return m;
+}
+
+}  // namespace
+
+Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict_utf8) {
+  if (messages == nullptr) throw Error(ErrorCode::kInvalidArgument, "messages is NULL but n_messages > 0");
+  if (n_messages == 0) throw Error(ErrorCode::kInvalidArgument, "n_messages is 0");
+  // Bounded before anything is copied: a huge count from a broken caller fails fast.
+  if (n_messages > 4096) throw Error(ErrorCode::kInvalidArgument, "messages: more than 4096 messages");
+  uint32_t stride = 0;
+  std::memcpy(&stride, messages, sizeof stride);
+  if (stride < offsetof(edgellm_message, content) + sizeof(const char*)) {
+    throw Error(ErrorCode::kInvalidArgument, "messages[0].struct_size is " + std::to_string(stride) +
+                                                 " (set it to sizeof(edgellm_message))");
+  }
+  Json conv = Json::array();
+  for (size_t i = 0; i < n_messages; ++i) {
+    const edgellm_message m = message_at(messages, i, stride);
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const std::string role = required(m.role, (where + ".role").c_str());
+    const std::string content = required(m.content, (where + ".content").c_str());
+    if (strict_utf8) {
+      if (!utf8::is_valid(role)) throw Error(ErrorCode::kInvalidArgument, where + ".role is not valid UTF-8");
+      if (!utf8::is_valid(content)) throw Error(ErrorCode::kInvalidArgument, where + ".content is not valid UTF-8");
+    }
+    Json j = Json::object();
+    j.set("role", Json(role));
+    j.set("content", Json(content));
+    conv.push_back(std::move(j));
+  }
+  return conv;
+}
+
+ServiceRequest to_request(const edgellm_request_params& p) {
+  ServiceRequest r;
+  const int inputs = (p.prompt != nullptr ? 1 : 0) + (p.messages != nullptr || p.n_messages > 0 ? 1 : 0) +
+                     (p.tokens != nullptr || p.n_tokens > 0 ? 1 : 0);
+  // The runtime words "no input" and "more than one input"; a C caller can also get the pointer
+  // and count out of step, which only this face can see.
+  if (p.prompt != nullptr) r.prompt = p.prompt;
+  if (inputs <= 1 && (p.messages != nullptr || p.n_messages > 0)) r.messages = to_messages(p.messages, p.n_messages, false);
+  if (inputs <= 1 && (p.tokens != nullptr || p.n_tokens > 0)) {
+    if (p.tokens == nullptr) throw Error(ErrorCode::kInvalidArgument, "tokens is NULL but n_tokens > 0");
+    if (p.n_tokens == 0) throw Error(ErrorCode::kInvalidArgument, "n_tokens is 0");
+    if (p.n_tokens > limits::kMaxInputTokens) {
+      throw Error(ErrorCode::kInvalidArgument, "tokens: more than " + std::to_string(limits::kMaxInputTokens));
+    }
+    r.tokens.assign(p.tokens, p.tokens + p.n_tokens);
+  }
+  if (inputs > 1) {
+    throw Error(ErrorCode::kInvalidArgument, "more than one input: give exactly one of prompt, messages, tokens");
+  }
+  r.add_special = p.add_special;
+  r.parse_special = p.parse_special;
+  const edgellm_sampling s = read_struct(p.sampling, edgellm_sampling_default(), "sampling");
+  SamplerParams& sp = r.sampling;
+  sp.temperature = s.temperature;
+  sp.top_k = s.top_k;
+  sp.top_p = s.top_p;
+  sp.min_p = s.min_p;
+  sp.repeat_penalty = s.repeat_penalty;
+  sp.frequency_penalty = s.frequency_penalty;
+  sp.presence_penalty = s.presence_penalty;
+  sp.penalty_last_n = s.penalty_last_n;
+  sp.seed = s.seed;
+  if (s.n_logit_bias > 0) {
+    if (s.logit_bias == nullptr) throw Error(ErrorCode::kInvalidArgument, "sampling.logit_bias is NULL but n_logit_bias > 0");
+    if (s.n_logit_bias > limits::kMaxLogitBias) {
+      throw Error(ErrorCode::kInvalidArgument, "logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
+    }
+    for (size_t i = 0; i < s.n_logit_bias; ++i) sp.logit_bias.emplace_back(s.logit_bias[i].token, s.logit_bias[i].bias);
+  }
+  r.max_tokens = p.max_tokens;
+  if (p.n_stop > 0 && p.stop == nullptr) throw Error(ErrorCode::kInvalidArgument, "stop is NULL but n_stop > 0");
+  if (p.n_stop > limits::kMaxStopStrings) {
+    throw Error(ErrorCode::kInvalidArgument, "stop: at most " + std::to_string(limits::kMaxStopStrings) +
+                                                 " stop strings, got " + std::to_string(p.n_stop));
+  }
+  for (size_t i = 0; i < p.n_stop; ++i) r.stop.push_back(required(p.stop[i], ("stop[" + std::to_string(i) + "]").c_str()));
+  r.ignore_eog = p.ignore_eos;
+  r.context_shift = p.context_shift;
+  r.n_keep = p.n_keep;
+  r.deadline_ms = p.deadline_ms;
+  const int priority = enum_value(p.priority);
+  if (priority != EDGELLM_PRIORITY_INTERACTIVE && priority != EDGELLM_PRIORITY_BACKGROUND) {
+    throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(priority) + " is unknown");
+  }
+  r.priority = priority == EDGELLM_PRIORITY_INTERACTIVE ? Priority::kInteractive : Priority::kBackground;
+  const int route = enum_value(p.route);
+  if (route < EDGELLM_ROUTE_OFF || route > EDGELLM_ROUTE_CLOUD) {
+    throw Error(ErrorCode::kInvalidArgument, "route " + std::to_string(route) + " is unknown");
+  }
+  r.route = static_cast<RouteMode>(route);
+  r.session_id = optional_string(p.session_id);
+  r.session_load_path = optional_string(p.session_load_path);
+  r.session_save_path = optional_string(p.session_save_path);
+
+  if (p.on_token != nullptr) {
+    r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {
+      edgellm_token_event e{};
+      e.struct_size = sizeof e;
+      e.id = ev.id;
+      e.token = ev.token;
+      // The view points into a std::string that outlives the call, so it is NUL-terminated.
+      e.text = ev.text.data() != nullptr ? ev.text.data() : "";
+      e.text_len = ev.text.size();
+      e.index = ev.index;
+      return fn(&e, user);
+    };
+  }
+  if (p.on_finish != nullptr) {
+    r.on_finish = [fn = p.on_finish, user = p.user_data](RequestResult& res) {
+      edgellm_result out{};
+      out.struct_size = sizeof out;
+      out.id = res.id;
+      out.finish_reason = static_cast<edgellm_finish_reason>(static_cast<int>(res.finish_reason));
+      out.status = res.finish_reason == FinishReason::kError ? status_of(res.error_code) : EDGELLM_OK;
+      out.error_message = res.error.c_str();
+      out.text = res.text.c_str();
+      out.text_len = res.text.size();
+      out.stop_string = res.stop_string.c_str();
+      out.model_version = res.model_version.c_str();
+      const RequestStats& st = res.stats;
+      edgellm_request_stats& os = out.stats;
+      os.struct_size = sizeof os;
+      os.queue_ms = st.queue_ms;
+      os.ttft_ms = st.ttft_ms;
+      os.prefill_ms = st.prefill_ms;
+      os.decode_ms = st.decode_ms;
+      os.total_ms = st.total_ms;
+      os.prompt_tokens = st.prompt_tokens;
+      os.cached_tokens = st.cached_tokens;
+      os.completion_tokens = st.completion_tokens;
+      os.prefill_tokens_per_second = st.prefill_tokens_per_second;
+      os.decode_tokens_per_second = st.decode_tokens_per_second;
+      os.kv_blocks = st.kv_blocks;
+      os.peak_rss_bytes = st.peak_rss_bytes;
+      os.sanitized_chars = st.sanitized_chars;
+      edgellm_route_info& ri = out.route;
+      ri.struct_size = sizeof ri;
+      ri.route = res.route.route.c_str();
+      ri.reason = res.route.reason.c_str();
+      ri.tier = res.route.tier.c_str();
+      ri.score = res.route.score;
+      ri.mean_p = res.route.mean_p;
+      ri.min_p = res.route.min_p;
+      ri.latency_ms = res.route.latency_ms;
+      ri.retry_in_cloud = res.route.retry_in_cloud;
+      out.session_stored = res.session_stored;
+      out.session_save_status = res.session_save_failed ? status_of(res.session_save_code) : EDGELLM_OK;
+      fn(&out, user);
+    };
+  }
+  return r;
+}
+
+}  // namespace edgellm::capi
+
+extern "C" {
+
+edgellm_sampling edgellm_sampling_default(void) {
+  edgellm_sampling s{};
+  const SamplerParams d;
+  s.struct_size = sizeof s;
+  s.temperature = d.temperature;
+  s.top_k = d.top_k;
+  s.top_p = d.top_p;
+  s.min_p = d.min_p;
+  s.repeat_penalty = d.repeat_penalty;
+  s.frequency_penalty = d.frequency_penalty;
+  s.presence_penalty = d.presence_penalty;
+  s.penalty_last_n = d.penalty_last_n;
+  s.seed = d.seed;
+  s.logit_bias = nullptr;
+  s.n_logit_bias = 0;
+  return s;
+}
+
+edgellm_request_params edgellm_request_default_params(void) {
+  edgellm_request_params p{};
+  const ServiceRequest d;
+  p.struct_size = sizeof p;
+  p.add_special = d.add_special;
+  p.parse_special = d.parse_special;
+  p.sampling = nullptr;
+  p.max_tokens = d.max_tokens;
+  p.ignore_eos = d.ignore_eog;
+  p.deadline_ms = d.deadline_ms;
+  p.priority = EDGELLM_PRIORITY_INTERACTIVE;
+  p.context_shift = d.context_shift;
+  p.n_keep = d.n_keep;
+  p.route = EDGELLM_ROUTE_OFF;
+  return p;
+}
+
+edgellm_status edgellm_submit(edgellm_runtime* runtime, const edgellm_request_params* params,
+                              edgellm_request_id* out_id) {
+  if (out_id != nullptr) *out_id = 0;
+  return guard([&] {
+    Runtime& rt = capi::runtime_of(runtime);
+    if (params == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "params is NULL");
+    if (out_id == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "out_id is NULL");
+    const edgellm_request_params p = capi::read_struct(params, edgellm_request_default_params(), "params");
+    *out_id = rt.submit(capi::to_request(p)).id;
+    return EDGELLM_OK;
+  });
+}
+
+edgellm_status edgellm_cancel(edgellm_runtime* runtime, edgellm_request_id id) {
+  return guard([&] {
+    if (!capi::runtime_of(runtime).cancel(id)) {
+      return fail(EDGELLM_ERR_NOT_FOUND, "no waiting or running request has id " + std::to_string(id));
+    }
+    return EDGELLM_OK;
+  });
+}
+
+}  // extern "C"

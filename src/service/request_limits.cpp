@@ -1,0 +1,161 @@
+#include "service/request_limits.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+#include "core/utf8.h"
+#include "tokenizer/sanitize.h"
+
+namespace edgellm {
+namespace {
+
+[[noreturn]] void refuse(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+
+// Shortest round-trip form of a limit or a value: "2", "0.5", "1e+308".
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+void in_range(double v, double lo, double hi, const char* name) {
+  if (!(v >= lo && v <= hi)) refuse(std::string(name) + " must be in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
+}
+
+bool is_control(char32_t cp) { return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || (cp >= 0x7F && cp <= 0x9F); }
+
+// kRefuse: invalid UTF-8 or a control character is an error naming `what` and the byte.
+// kStrip: cleans the text in place; returns the characters changed.
+size_t check_text(std::string& text, const std::string& what, InputPolicy policy) {
+  if (policy == InputPolicy::kStrip) {
+    size_t changed = 0;
+    std::string clean = sanitize_user_text(text, &changed);
+    if (changed > 0) text = std::move(clean);
+    return changed;
+  }
+  for (size_t pos = 0; pos < text.size();) {
+    const utf8::Decoded d = utf8::decode(text, pos);
+    if (!d.ok()) {
+      refuse(what + " is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(pos) + ")");
+    }
+    if (is_control(d.cp)) {
+      char cp[16];
+      std::snprintf(cp, sizeof cp, "U+%04X", static_cast<unsigned>(d.cp));
+      refuse(what + " holds the control character " + cp + " at byte " + std::to_string(pos) +
+             " (the input policy refuses control characters; set it to strip to remove them)");
+    }
+    pos += d.length;
+  }
+  return 0;
+}
+
+void check_strict_utf8(const std::string& text, const std::string& what) {
+  const size_t bad = utf8::first_invalid(text);
+  if (bad != text.size()) refuse(what + " is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
+}
+
+size_t check_messages(Json& messages, InputPolicy policy) {
+  if (!messages.is_array() || messages.size() == 0) refuse("messages: expected a non-empty array of {role, content}");
+  if (messages.size() > limits::kMaxMessages) {
+    refuse("messages: more than " + std::to_string(limits::kMaxMessages) + " messages");
+  }
+  size_t changed = 0;
+  Json::Array& a = messages.as_array();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    Json& m = a[i];
+    const Json* role = m.is_object() ? m.find("role") : nullptr;
+    const Json* content = m.is_object() ? m.find("content") : nullptr;
+    if (role == nullptr || !role->is_string()) refuse(where + ": no string \"role\"");
+    if (content == nullptr || !content->is_string()) refuse(where + ": no string \"content\"");
+    const std::string& r = role->as_string();
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+      check_strict_utf8(r, where + ".role");
+      refuse(where + ": unknown role \"" + r + "\" (expected system, user, assistant or tool)");
+    }
+    std::string text = content->as_string();
+    const size_t n = check_text(text, where + ".content", policy);
+    if (n > 0) m.set("content", std::move(text));
+    changed += n;
+  }
+  if (a.back().at("role").as_string() == "assistant") {
+    refuse("messages: the last message is from the assistant; there is nothing to answer");
+  }
+  return changed;
+}
+
+}  // namespace
+
+const char* input_policy_name(InputPolicy p) { return p == InputPolicy::kStrip ? "strip" : "refuse"; }
+
+InputPolicy input_policy_from_name(const std::string& name) {
+  if (name == "refuse") return InputPolicy::kRefuse;
+  if (name == "strip") return InputPolicy::kStrip;
+  refuse("input policy \"" + name + "\" is unknown (expected refuse or strip)");
+}
+
+void check_sampling(const SamplerParams& s, int32_t n_vocab) {
+  in_range(s.temperature, 0.0, limits::kMaxTemperature, "temperature");
+  in_range(s.top_p, 0.0, 1.0, "top_p");
+  in_range(s.min_p, 0.0, 1.0, "min_p");
+  if (!(s.repeat_penalty > 0 && s.repeat_penalty <= limits::kMaxRepeatPenalty)) {
+    refuse("repeat_penalty must be in (0, " + num(limits::kMaxRepeatPenalty) + "], got " + num(s.repeat_penalty));
+  }
+  in_range(s.frequency_penalty, -limits::kMaxAbsFrequencyPenalty, limits::kMaxAbsFrequencyPenalty, "frequency_penalty");
+  in_range(s.presence_penalty, -limits::kMaxAbsFrequencyPenalty, limits::kMaxAbsFrequencyPenalty, "presence_penalty");
+  if (s.top_k < 0) refuse("top_k must be >= 0 (0 disables it), got " + std::to_string(s.top_k));
+  if (s.penalty_last_n < -1) refuse("penalty_last_n must be >= -1 (-1: all tokens), got " + std::to_string(s.penalty_last_n));
+  if (s.logit_bias.size() > limits::kMaxLogitBias) {
+    refuse("logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
+  }
+  for (const auto& [id, bias] : s.logit_bias) {
+    if (id < 0 || id >= n_vocab) {
+      refuse("logit_bias: token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    }
+    // -inf bans the token (llama.cpp's `false`); anything else is bounded as OpenAI bounds it.
+    if (!(bias == -INFINITY || (bias >= -limits::kMaxAbsLogitBias && bias <= limits::kMaxAbsLogitBias))) {
+      refuse("logit_bias: the bias of token " + std::to_string(id) + " must be in [-" + num(limits::kMaxAbsLogitBias) +
+             ", " + num(limits::kMaxAbsLogitBias) + "] or -inf, got " + num(bias));
+    }
+  }
+}
+
+size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
+  const int inputs = (!r.prompt.empty() ? 1 : 0) + (!r.messages.is_null() ? 1 : 0) + (!r.tokens.empty() ? 1 : 0);
+  if (inputs == 0) refuse("no input: give a prompt, messages or tokens");
+  if (inputs > 1) refuse("more than one input: give exactly one of prompt, messages, tokens");
+  size_t changed = 0;
+  if (!r.prompt.empty()) changed += check_text(r.prompt, "prompt", policy);
+  if (!r.messages.is_null()) changed += check_messages(r.messages, policy);
+  if (r.tokens.size() > limits::kMaxInputTokens) refuse("tokens: more than " + std::to_string(limits::kMaxInputTokens));
+  for (size_t i = 0; i < r.tokens.size(); ++i) {
+    if (r.tokens[i] < 0 || r.tokens[i] >= n_vocab) {
+      refuse("tokens[" + std::to_string(i) + "] = " + std::to_string(r.tokens[i]) + " is outside the vocabulary [0, " +
+             std::to_string(n_vocab) + ")");
+    }
+  }
+  if (r.stop.size() > limits::kMaxStopStrings) {
+    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " + std::to_string(r.stop.size()));
+  }
+  for (size_t i = 0; i < r.stop.size(); ++i) {
+    const std::string& s = r.stop[i];
+    const std::string what = "stop[" + std::to_string(i) + "]";
+    if (s.empty() || s.size() > limits::kMaxStopBytes) {
+      refuse(what + ": must be 1 to " + std::to_string(limits::kMaxStopBytes) + " bytes, got " + std::to_string(s.size()));
+    }
+    check_strict_utf8(s, what);
+  }
+  if (r.n_keep < -1) refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.n_keep));
+  if (r.priority != Priority::kInteractive && r.priority != Priority::kBackground) refuse("priority is unknown");
+  check_sampling(r.sampling, n_vocab);
+  return changed;
+}
+
+}  // namespace edgellm

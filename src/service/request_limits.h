@@ -1,0 +1,47 @@
+// Every limit a request is held to, and the words its refusal uses, in one place. The
+// InferenceService applies check_request at submit, so a request gets the same checks and the
+// same message whichever face it came through (C ABI, NAPI, `edgellm serve`); the faces only
+// translate their wire format (types, field names) into a ServiceRequest and add no range of
+// their own. docs/c-api.md lists the limits.
+//
+// Input policy for user text (the prompt, message contents): invalid UTF-8 and control
+// characters (C0 except TAB / LF / CR, DEL, C1 U+0080..U+009F) are either refused (kRefuse, the
+// default: INVALID_ARGUMENT naming the field and byte) or stripped (kStrip: invalid sequences
+// become U+FFFD, control characters are removed; RequestStats::sanitized_chars counts them).
+// Stop strings and roles are always checked strictly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/sampler.h"
+#include "service/request.h"
+
+namespace edgellm {
+
+enum class InputPolicy { kRefuse, kStrip };
+const char* input_policy_name(InputPolicy p);                // "refuse", "strip"
+InputPolicy input_policy_from_name(const std::string& name);  // throws kInvalidArgument
+
+namespace limits {
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopBytes = 256;
+inline constexpr size_t kMaxMessages = 4096;
+inline constexpr size_t kMaxInputTokens = size_t{1} << 24;
+inline constexpr size_t kMaxLogitBias = 4096;
+inline constexpr double kMaxTemperature = 100;
+inline constexpr double kMaxRepeatPenalty = 100;
+inline constexpr double kMaxAbsFrequencyPenalty = 2;
+inline constexpr double kMaxAbsLogitBias = 100;
+}  // namespace limits
+
+// Checks (and under kStrip cleans) a request for a model of n_vocab tokens: exactly one input,
+// text, roles, token ids, stop strings, sampling values, max_tokens, n_keep, priority. Throws
+// Error(kInvalidArgument) with the one wording for each limit. Returns the characters kStrip
+// changed (0 under kRefuse).
+size_t check_request(ServiceRequest& request, int32_t n_vocab, InputPolicy policy);
+
+// The sampling part alone (the CLI's generation options use it too).
+void check_sampling(const SamplerParams& s, int32_t n_vocab);
+
+}  // namespace edgellm
