@@ -80,15 +80,24 @@ CpuTopology detect_cpu_topology(const std::string& sysfs_cpu_dir) {
     topo.max_freq_khz.push_back(freq);
     best = std::max(best, freq);
   }
+  // The slowest cluster among the cores whose frequency is known (0 = unknown).
+  int64_t slowest = 0;
+  for (const int64_t f : topo.max_freq_khz) {
+    if (f > 0 && (slowest == 0 || f < slowest)) slowest = f;
+  }
   for (size_t i = 0; i < topo.online.size(); ++i) {
+    const int64_t f = topo.max_freq_khz[i];
     // Unknown frequencies (0) everywhere: every online core counts as big.
-    if (best == 0 || topo.max_freq_khz[i] == best) topo.big_cores.push_back(topo.online[i]);
+    if (best == 0 || f == best) topo.big_cores.push_back(topo.online[i]);
+    // One cluster (or nothing known): every core. Several: all but the slowest cluster's; a
+    // core whose frequency is unknown among known ones is left out (it may be a little one).
+    if (best == 0 || slowest == best || f > slowest) topo.fast_cores.push_back(topo.online[i]);
   }
   return topo;
 }
 
 int default_thread_count() {
-  static const int n = std::max(1, detect_cpu_topology().n_big());
+  static const int n = std::max(1, detect_cpu_topology().n_fast());
   return n;
 }
 

@@ -16,7 +16,7 @@ std::shared_ptr<ThreadPool> shared_thread_pool(int n_threads, bool pinned) {
   std::shared_ptr<ThreadPool> pool = slot.lock();
   if (pool && pool->max_threads() >= n_threads) return pool;
   ThreadPoolOptions options;
-  if (pinned) options.cpus = detect_cpu_topology().big_cores;
+  if (pinned) options.cpus = detect_cpu_topology().fast_cores;
   pool = std::make_shared<ThreadPool>(n_threads, options);
   slot = pool;
   return pool;

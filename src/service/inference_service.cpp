@@ -7,10 +7,10 @@
 #include <limits>
 #include <utility>
 
+#include "chat/chat_prompt.h"
 #include "core/log.h"
 #include "engine/batch.h"
 #include "engine/sampler.h"
-#include "generation/chat_session.h"
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"

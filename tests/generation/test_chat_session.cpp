@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_prompt.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json.h"

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "chat/chat_prompt.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "engine/context.h"

@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include "chat/chat_prompt.h"
 #include "cli_args.h"
 #include "command.h"
 #include "generation_options.h"

@@ -93,6 +93,20 @@ std::string human(double bytes) {
   return buf;
 }
 
+// The default thread count and the cores it counts (platform/cpu_topology.h).
+Json threads_json() {
+  const CpuTopology t = detect_cpu_topology();
+  Json cores = Json::array();
+  for (const int c : t.fast_cores) cores.push_back(c);
+  Json j = Json::object();
+  j.set("default", default_thread_count());
+  j.set("online", static_cast<int>(t.online.size()));
+  j.set("cores", std::move(cores));
+  j.set("rule", std::to_string(t.n_fast()) + " of " + std::to_string(t.online.size()) +
+                    " online cores: every core not in the slowest cluster");
+  return j;
+}
+
 int run_info(const std::vector<std::string>& args) {
   std::vector<std::string> positionals;
   int32_t n_ctx = 0;
@@ -201,6 +215,7 @@ int run_info(const std::vector<std::string>& args) {
     }
     out.set("totals_per_type", totals);
     if (model) out.set("memory", plan);
+    out.set("threads", threads_json());
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -238,6 +253,9 @@ int run_info(const std::vector<std::string>& args) {
     std::printf("  runtime                        %12s\n", mib(mp.runtime).c_str());
     std::printf("  total                          %12s\n", mib(mp.total()).c_str());
   }
+  const Json threads = threads_json();
+  std::printf("\nthreads: %d by default, decode and prefill (%s)\n", static_cast<int>(threads.at("default").as_int()),
+              threads.at("rule").as_string().c_str());
   return 0;
 }
 

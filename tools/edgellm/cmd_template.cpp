@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_prompt.h"
 #include "cli_args.h"
 #include "command.h"
 #include "core/error.h"
