@@ -110,7 +110,7 @@ int eval_command(const std::vector<std::string>& args) {
   ContextOptions ctx;
   int64_t seed = 0;
   int32_t max_rows = 200;
-  bool json = false;
+  bool json = false, redact = false;
   ArgParser ap("eval", "-m MODEL -f TASKS.jsonl [--base BASE] [-o DIR] [--registry DIR] [options]");
   ap.add_string("-m,--model", &model, "MODEL", "model to evaluate: a GGUF file, or with --registry NAME[@VERSION]");
   ap.add_string("-f,--tasks", &tasks_path, "FILE", "task file (JSON Lines, docs/eval.md)");
@@ -127,6 +127,7 @@ int eval_command(const std::vector<std::string>& args) {
   ap.add_int("--max-rows", &max_rows, "N", "rows of the Markdown case tables (default 200)", 1);
   add_context_options(ap, &ctx);
   add_kv_type_options(ap, &ctx.kv);
+  ap.add_flag("--redact-inputs", &redact, "report prompts and references as SHA-256 prefixes, not text");
   ap.add_flag("--json", &json, "print the JSON report on stdout instead of the summary");
   if (!ap.parse(args)) return 0;
   require(!model.empty(), ErrorCode::kInvalidArgument, "-m MODEL is required");
@@ -154,6 +155,7 @@ int eval_command(const std::vector<std::string>& args) {
   report.tasks = tasks;
   report.settings = settings;
   report.smoothing = bleu_smoothing;
+  report.redact_inputs = redact;
   try {
     const SigintScope sigint;  // Ctrl-C cancels the generation in flight
     if (base_choice) report.base = evaluate("base", base_choice->path, tasks, settings, bleu_smoothing);

@@ -7,6 +7,8 @@
 #include <ctime>
 #include <map>
 
+#include "core/sha256.h"
+
 namespace edgellm::eval {
 namespace {
 
@@ -128,16 +130,22 @@ std::string md_cell(const std::string& s, size_t max_bytes = 400) {
   return out;
 }
 
-std::string references_text(const EvalCase& c) {
+std::string redacted(const std::string& text) {
+  return "sha256:" + Sha256::hex_of(text).substr(0, 16) + " (" + std::to_string(text.size()) + " bytes)";
+}
+
+std::string shown(const std::string& text, bool redact) { return redact ? redacted(text) : text; }
+
+std::string references_text(const EvalCase& c, bool redact) {
   std::string s;
-  for (size_t i = 0; i < c.references.size(); ++i) s += (i ? " / " : "") + c.references[i];
+  for (size_t i = 0; i < c.references.size(); ++i) s += (i ? " / " : "") + shown(c.references[i], redact);
   return s;
 }
 
-std::string input_text(const EvalCase& c) {
-  if (c.messages.is_null()) return c.prompt;
+std::string input_text(const EvalCase& c, bool redact) {
+  if (c.messages.is_null()) return shown(c.prompt, redact);
   const Json& last = c.messages.at(c.messages.size() - 1);
-  return "[chat] " + last.at("content").as_string();
+  return "[chat] " + shown(last.at("content").as_string(), redact);
 }
 
 }  // namespace
@@ -183,6 +191,7 @@ Json report_json(const EvalReport& r) {
   settings.set("seed", static_cast<uint64_t>(r.settings.sampling.seed));
   settings.set("parallel", static_cast<int>(r.settings.parallel));
   settings.set("bleu_smoothing", bleu_smoothing_name(r.smoothing));
+  settings.set("inputs_redacted", r.redact_inputs);
   settings.set("tokenisation", "rouge: rouge-score + CJK characters; bleu: words, punctuation, CJK characters; "
                                "qa: SQuAD v1.1 + MLQA (docs/eval.md)");
   j.set("settings", std::move(settings));
@@ -236,12 +245,12 @@ Json report_json(const EvalReport& r) {
     e.set("line", static_cast<int>(c.line));
     e.set("metric", metric_name(c.metric));
     if (c.messages.is_null()) {
-      e.set("prompt", c.prompt);
+      e.set("prompt", shown(c.prompt, r.redact_inputs));
     } else {
-      e.set("messages", c.messages);
+      e.set("messages", r.redact_inputs ? Json(redacted(c.messages.dump())) : c.messages);
     }
     Json refs = Json::array();
-    for (const std::string& ref : c.references) refs.push_back(ref);
+    for (const std::string& ref : c.references) refs.push_back(shown(ref, r.redact_inputs));
     e.set("references", std::move(refs));
     Json outs = Json::object();
     for (const ModelEvaluation* m : {r.base ? &*r.base : nullptr, &r.model}) {
@@ -277,7 +286,9 @@ std::string report_markdown(const EvalReport& r, size_t max_rows) {
         std::to_string(r.settings.parallel) + " sequences per batch\n";
   md += "- BLEU: corpus BLEU (NLTK corpus_bleu, smoothing " + std::string(bleu_smoothing_name(r.smoothing)) +
         "); ROUGE: mean F-measure (rouge-score, CJK per character); tokenisation in docs/eval.md\n";
-  md += "- date: " + r.date + "\n\n";
+  md += "- date: " + r.date + "\n";
+  if (r.redact_inputs) md += "- prompts and references are shown as SHA-256 prefixes (--redact-inputs)\n";
+  md += "\n";
 
   md += "## Scores\n\n";
   if (r.base) {
@@ -297,7 +308,7 @@ std::string report_markdown(const EvalReport& r, size_t max_rows) {
     }
   }
   md += "\n";
-  md += "| model | generated tokens | generation time | tokens/s | peak RSS | errors |\n|---|--:|--:|--:|--:|--:|\n";
+  md += "| model | generated tokens | generation time | tokens/s | process peak RSS so far | errors |\n|---|--:|--:|--:|--:|--:|\n";
   for (const ModelEvaluation* m : {r.base ? &*r.base : nullptr, &r.model}) {
     if (m == nullptr) continue;
     md += "| " + basename_of(m->run.model_path) + " | " + std::to_string(m->run.completion_tokens) + " | " +
@@ -336,8 +347,8 @@ std::string report_markdown(const EvalReport& r, size_t max_rows) {
   md += std::string("|---|---|---|---|") + (r.base ? "---|--:|" : "") + "---|--:|\n";
   for (size_t i = 0; i < r.tasks.cases.size() && i < max_rows; ++i) {
     const EvalCase& c = r.tasks.cases[i];
-    md += "| " + md_cell(c.id) + " | " + metric_name(c.metric) + " | " + md_cell(input_text(c), 200) + " | " +
-          md_cell(references_text(c)) + " | ";
+    md += "| " + md_cell(c.id) + " | " + metric_name(c.metric) + " | " + md_cell(input_text(c, r.redact_inputs), 200) + " | " +
+          md_cell(references_text(c, r.redact_inputs)) + " | ";
     if (r.base) {
       md += md_cell(r.base->run.outputs[i].text) + " | " + fmt("%.3f", r.base->scores.cases[i].primary) + " | ";
     }

@@ -30,6 +30,10 @@ struct EvalReport {
   BleuSmoothing smoothing = BleuSmoothing::kMethod1;
   std::optional<ModelEvaluation> base;
   ModelEvaluation model;
+  // Prompts, messages and references are written as "sha256:<first 16 hex> (<N> bytes)"
+  // instead of their text (outputs stay): for a report published next to code when the task
+  // text may not be (docs/eval-example/ is built from test data that stays outside the repo).
+  bool redact_inputs = false;
 };
 
 struct ChangedCase {
