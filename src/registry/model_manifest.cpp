@@ -145,7 +145,13 @@ ModelManifest ModelManifest::from_json(const Json& j) {
   if (const Json* s = j.find("task_scores"); s && !s->is_null()) {
     if (!s->is_array()) bad("task_scores", "must be an array");
     if (s->size() > kMaxTaskScores) bad("task_scores", "has more than " + std::to_string(kMaxTaskScores) + " entries");
-    for (size_t i = 0; i < s->size(); ++i) m.task_scores.push_back(TaskScore::from_json(s->at(i)));
+    for (size_t i = 0; i < s->size(); ++i) {
+      try {
+        m.task_scores.push_back(TaskScore::from_json(s->at(i)));
+      } catch (const Error& e) {
+        throw Error(ErrorCode::kInvalidFile, "model manifest: task_scores[" + std::to_string(i) + "]: " + e.what());
+      }
+    }
   }
   return m;
 }
