@@ -1,5 +1,6 @@
 #include "registry/model_manifest.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"

@@ -36,8 +36,10 @@ std::vector<EvalCase> mixed_cases() {
       "{\"id\": \"b1\", \"prompt\": \"p\", \"reference\": \"a b c d e\", \"metric\": \"bleu\"}\n"
       "{\"id\": \"b2\", \"prompt\": \"p\", \"references\": [\"x y z\", \"x y w\"], \"metric\": \"bleu\"}\n"
       "{\"id\": \"q1\", \"prompt\": \"p\", \"reference\": \"Paris\", \"metric\": \"qa\"}\n"
-      "{\"id\": \"a1\", \"prompt\": \"p\", \"reference\": \"neg\", \"labels\": [\"pos\", \"neg\"], \"metric\": \"accuracy\"}\n"
-      "{\"id\": \"a2\", \"prompt\": \"p\", \"reference\": \"pos\", \"labels\": [\"pos\", \"neg\"], \"metric\": \"accuracy\"}\n";
+      "{\"id\": \"a1\", \"prompt\": \"p\", \"reference\": \"neg\", \"labels\": [\"pos\", \"neg\"], \"metric\": "
+      "\"accuracy\"}\n"
+      "{\"id\": \"a2\", \"prompt\": \"p\", \"reference\": \"pos\", \"labels\": [\"pos\", \"neg\"], \"metric\": "
+      "\"accuracy\"}\n";
   return parse_task_lines(text);
 }
 
@@ -54,8 +56,8 @@ TEST(TaskScores, AggregatesPerMetric) {
   EXPECT_EQ(s.metrics[3].name, "bleu");
   // Corpus BLEU by hand: 1-grams 5+2 of 5+2, 2-grams 4+1 of 4+1, 3-grams 3 of 3+1, 4-grams 2 of
   // 2+1 (the 2-token hypothesis has max(1, 0) = 1 for n = 3, 4); c = 7, r = 5 + 3 -> BP e^(1-8/7).
-  const double expect_bleu =
-      std::exp(1.0 - 8.0 / 7) * std::exp(0.25 * (std::log(1.0) + std::log(1.0) + std::log(3.0 / 4) + std::log(2.0 / 3)));
+  const double expect_bleu = std::exp(1.0 - 8.0 / 7) *
+                             std::exp(0.25 * (std::log(1.0) + std::log(1.0) + std::log(3.0 / 4) + std::log(2.0 / 3)));
   EXPECT_NEAR(s.metrics[3].value, expect_bleu, 1e-15);
   EXPECT_EQ(s.metrics[4].name, "exact_match");
   EXPECT_EQ(s.metrics[4].value, 1.0);

@@ -45,7 +45,9 @@ std::vector<std::vector<std::string>> string_lists(const Json& a) {
   return out;
 }
 
-double rel_diff(double a, double b) { return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300}); }
+double rel_diff(double a, double b) {
+  return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300});
+}
 
 TEST(MetricsGolden, FileHoldsAtLeast200Pairs) {
   EXPECT_GE(golden().at("pairs").size(), 200u);
@@ -104,8 +106,8 @@ TEST(MetricsGolden, SentenceBleuEqualsNltkForEverySmoothing) {
       const double got = corpus_bleu({seg}, parse_bleu_smoothing(m)).bleu;
       worst = std::max(worst, rel_diff(got, want));
       nonzero += want > 0 ? 1 : 0;
-      EXPECT_LE(rel_diff(got, want), kBleuRelTolerance) << m << " of '" << p.at("hypothesis").as_string() << "': " << got
-                                                        << " vs NLTK " << want;
+      EXPECT_LE(rel_diff(got, want), kBleuRelTolerance)
+          << m << " of '" << p.at("hypothesis").as_string() << "': " << got << " vs NLTK " << want;
     }
   }
   EXPECT_GT(nonzero, 500);  // the set exercises real scores, not mostly zeros
@@ -125,8 +127,8 @@ TEST(MetricsGolden, CorpusBleuEqualsNltkForEverySmoothing) {
       const double want = c.at("bleu").at(m).as_number();
       const double got = corpus_bleu(segs, parse_bleu_smoothing(m)).bleu;
       worst = std::max(worst, rel_diff(got, want));
-      EXPECT_LE(rel_diff(got, want), kBleuRelTolerance)
-          << m << " pairs [" << c.at("start").as_int() << ", " << c.at("end").as_int() << "): " << got << " vs " << want;
+      EXPECT_LE(rel_diff(got, want), kBleuRelTolerance) << m << " pairs [" << c.at("start").as_int() << ", "
+                                                        << c.at("end").as_int() << "): " << got << " vs " << want;
     }
   }
   std::printf("corpus BLEU: worst relative difference from NLTK %.3g\n", worst);

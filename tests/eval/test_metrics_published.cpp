@@ -84,16 +84,16 @@ bool starts_with_digits(double v, double printed, int places) {
   return std::floor(v * scale + 1e-9) == std::round(printed * scale);
 }
 
-const Tokens kHyp1 = {"It", "is", "a", "guide", "to", "action", "which", "ensures", "that", "the", "military", "always",
-                      "obeys", "the", "commands", "of", "the", "party"};
-const Tokens kHyp2 = {"It", "is", "to", "insure", "the", "troops", "forever", "hearing", "the", "activity", "guidebook",
-                      "that", "party", "direct"};
-const Tokens kRef1 = {"It", "is", "a", "guide", "to", "action", "that", "ensures", "that", "the", "military", "will",
-                      "forever", "heed", "Party", "commands"};
-const Tokens kRef2 = {"It", "is", "the", "guiding", "principle", "which", "guarantees", "the", "military", "forces",
-                      "always", "being", "under", "the", "command", "of", "the", "Party"};
-const Tokens kRef3 = {"It", "is", "the", "practical", "guide", "for", "the", "army", "always", "to", "heed", "the",
-                      "directions", "of", "the", "party"};
+const Tokens kHyp1 = {"It",  "is",       "a",      "guide", "to",  "action",   "which", "ensures", "that",
+                      "the", "military", "always", "obeys", "the", "commands", "of",    "the",     "party"};
+const Tokens kHyp2 = {"It",      "is",  "to",       "insure",    "the",  "troops", "forever",
+                      "hearing", "the", "activity", "guidebook", "that", "party",  "direct"};
+const Tokens kRef1 = {"It",   "is",  "a",        "guide", "to",      "action", "that",  "ensures",
+                      "that", "the", "military", "will",  "forever", "heed",   "Party", "commands"};
+const Tokens kRef2 = {"It",     "is",     "the",   "guiding", "principle", "which",   "guarantees", "the", "military",
+                      "forces", "always", "being", "under",   "the",       "command", "of",         "the", "Party"};
+const Tokens kRef3 = {"It",     "is", "the",  "practical", "guide",      "for", "the", "army",
+                      "always", "to", "heed", "the",       "directions", "of",  "the", "party"};
 
 TEST(MetricsPublished, NltkBleuDoctests) {
   const double b1 = corpus_bleu({{{kRef1, kRef2, kRef3}, kHyp1}}, BleuSmoothing::kMethod0).bleu;
@@ -105,8 +105,7 @@ TEST(MetricsPublished, NltkBleuDoctests) {
 
   const Tokens hyp2 = {"he", "read", "the", "book", "because", "he", "was", "interested", "in", "world", "history"};
   const Tokens ref2a = {"he", "was", "interested", "in", "world", "history", "because", "he", "read", "the", "book"};
-  const double corpus =
-      corpus_bleu({{{kRef1, kRef2, kRef3}, kHyp1}, {{ref2a}, hyp2}}, BleuSmoothing::kMethod0).bleu;
+  const double corpus = corpus_bleu({{{kRef1, kRef2, kRef3}, kHyp1}, {{ref2a}, hyp2}}, BleuSmoothing::kMethod0).bleu;
   EXPECT_TRUE(starts_with_digits(corpus, 0.5920, 4)) << corpus;
   const double mean = (b1 + corpus_bleu({{{ref2a}, hyp2}}, BleuSmoothing::kMethod0).bleu) / 2;
   EXPECT_TRUE(starts_with_digits(mean, 0.6223, 4)) << mean;
@@ -152,7 +151,9 @@ TEST(MetricsEdges, EmptyTextAndNoOverlap) {
 }
 
 TEST(MetricsEdges, InvalidUtf8IsReplacementCharacters) {
-  const std::string bad = "ab\xff" "cd \xe4\xb8 \xed\xa0\x80x";  // stray byte, truncated 3-byte, surrogate
+  const std::string bad =
+      "ab\xff"
+      "cd \xe4\xb8 \xed\xa0\x80x";  // stray byte, truncated 3-byte, surrogate
   EXPECT_EQ(rouge_tokens(bad), (Tokens{"ab", "cd", "x"}));
   const Tokens b = bleu_tokens(bad);
   EXPECT_EQ(b.front(), "ab");

@@ -25,10 +25,12 @@ std::string refusal(const std::string& text) {
 
 TEST(TaskFile, ParsesEveryField) {
   const std::string text =
-      "\xEF\xBB\xBF{\"id\": \"a\", \"prompt\": \"p1\", \"reference\": \"r1\", \"metric\": \"rouge\", \"max_tokens\": 7, "
+      "\xEF\xBB\xBF{\"id\": \"a\", \"prompt\": \"p1\", \"reference\": \"r1\", \"metric\": \"rouge\", \"max_tokens\": "
+      "7, "
       "\"stop\": [\"\\n\"]}\r\n"
       "\n   \n"
-      "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"references\": [\"x\", \"y\"], \"metric\": \"qa\"}\n"
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"references\": [\"x\", \"y\"], \"metric\": "
+      "\"qa\"}\n"
       "{\"prompt\": \"p3\", \"reference\": \"pos\", \"labels\": [\"pos\", \"neg\"], \"metric\": \"accuracy\"}\n"
       "{\"prompt\": \"p4\", \"reference\": \"r\", \"metric\": \"bleu\"}";
   const auto cases = parse_task_lines(text);
@@ -53,45 +55,50 @@ TEST(TaskFile, RefusesWithLineAndField) {
   EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\"").find("line 1: malformed JSON"), std::string::npos);
   EXPECT_NE(refusal("[1]").find("not a JSON object"), std::string::npos);
   const std::string ok = "{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\"}\n";
-  EXPECT_NE(refusal(ok + "{\"prompt\": \"p\", \"refrence\": \"r\", \"metric\": \"rouge\"}").find(
-                "line 2: unknown field \"refrence\""),
+  EXPECT_NE(refusal(ok + "{\"prompt\": \"p\", \"refrence\": \"r\", \"metric\": \"rouge\"}")
+                .find("line 2: unknown field \"refrence\""),
             std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"meteor\"}").find("unknown metric 'meteor'"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"meteor\"}").find("unknown metric 'meteor'"),
+      std::string::npos);
   EXPECT_NE(refusal("{\"prompt\": \"p\", \"metric\": \"rouge\"}").find("no \"reference\""), std::string::npos);
   EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\"}").find("no \"metric\""), std::string::npos);
   EXPECT_NE(refusal("{\"reference\": \"r\", \"metric\": \"rouge\"}").find("exactly one of"), std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"p\", \"messages\": [{\"role\": \"user\", \"content\": \"c\"}], \"reference\": \"r\", "
-                    "\"metric\": \"rouge\"}")
-                .find("exactly one of"),
+  EXPECT_NE(
+      refusal("{\"prompt\": \"p\", \"messages\": [{\"role\": \"user\", \"content\": \"c\"}], \"reference\": \"r\", "
+              "\"metric\": \"rouge\"}")
+          .find("exactly one of"),
+      std::string::npos);
+  EXPECT_NE(refusal("{\"prompt\": \"\", \"reference\": \"r\", \"metric\": \"rouge\"}").find("empty"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"\", \"reference\": \"r\", \"metric\": \"rouge\"}").find("empty"), std::string::npos);
   EXPECT_NE(refusal("{\"prompt\": \"p\", \"references\": [], \"metric\": \"rouge\"}").find("must not be empty"),
             std::string::npos);
   EXPECT_NE(refusal("{\"prompt\": \"p\", \"references\": [1], \"metric\": \"rouge\"}").find("must be a string"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"references\": [\"s\"], \"metric\": \"rouge\"}").find(
-                "not both"),
+  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"references\": [\"s\"], \"metric\": \"rouge\"}")
+                .find("not both"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\", \"max_tokens\": 0}").find(
-                "max_tokens"),
+  EXPECT_NE(
+      refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\", \"max_tokens\": 0}").find("max_tokens"),
+      std::string::npos);
+  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\", \"max_tokens\": 1.5}")
+                .find("max_tokens"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\", \"max_tokens\": 1.5}").find(
-                "max_tokens"),
+  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\", \"labels\": [\"a\"]}")
+                .find("accuracy only"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\", \"labels\": [\"a\"]}").find(
-                "accuracy only"),
-            std::string::npos);
-  EXPECT_NE(refusal("{\"messages\": [{\"role\": \"user\"}], \"reference\": \"r\", \"metric\": \"rouge\"}").find(
-                "\"role\" and \"content\""),
+  EXPECT_NE(refusal("{\"messages\": [{\"role\": \"user\"}], \"reference\": \"r\", \"metric\": \"rouge\"}")
+                .find("\"role\" and \"content\""),
             std::string::npos);
   EXPECT_NE(refusal("{\"messages\": [], \"reference\": \"r\", \"metric\": \"rouge\"}").find("non-empty array"),
             std::string::npos);
-  EXPECT_NE(refusal("{\"id\": \"x\", " + ok.substr(1) + "{\"id\": \"x\", " + ok.substr(1)).find("line 2: duplicate id 'x'"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal("{\"id\": \"x\", " + ok.substr(1) + "{\"id\": \"x\", " + ok.substr(1)).find("line 2: duplicate id 'x'"),
+      std::string::npos);
   // Invalid UTF-8 inside a string (raw bytes are legal JSON to the parser; the task file refuses them).
-  EXPECT_NE(refusal("{\"prompt\": \"p\xff\", \"reference\": \"r\", \"metric\": \"rouge\"}").find("not valid UTF-8 (byte 1)"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal("{\"prompt\": \"p\xff\", \"reference\": \"r\", \"metric\": \"rouge\"}").find("not valid UTF-8 (byte 1)"),
+      std::string::npos);
   // Deeply nested JSON is refused by the parser's depth limit, not a stack overflow.
   EXPECT_NE(refusal(std::string(100000, '[')).find("malformed JSON"), std::string::npos);
 }

@@ -22,7 +22,8 @@ const std::string kShaA(64, 'a'), kShaB(64, 'b');
 const char* kOldManifest =
     "{\"name\": \"qwen\", \"version\": \"3\", \"file\": \"qwen@3.gguf\", \"size_bytes\": 409600000, "
     "\"sha256\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\", \"weight_type\": \"q4_0\", "
-    "\"tier\": \"4GB\", \"prefill_tokens_per_second\": 640.5, \"decode_tokens_per_second\": 80.1, \"task_score\": 0.71, "
+    "\"tier\": \"4GB\", \"prefill_tokens_per_second\": 640.5, \"decode_tokens_per_second\": 80.1, \"task_score\": "
+    "0.71, "
     "\"source\": \"https://example.com/q.gguf\"}";
 
 TaskScore score(const std::string& sha, const std::string& metric, double value, const std::string& date) {
@@ -60,8 +61,10 @@ TEST(TaskScores, HostileEntriesAreRefused) {
       ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA + "\", \"metric\": \"../x\", \"value\": 1}]}",
       ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA + "\", \"metric\": \"bleu\"}]}",
       ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA + "\", \"metric\": \"bleu\", \"value\": \"1\"}]}",
-      ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA + "\", \"metric\": \"bleu\", \"value\": 1, \"cases\": 1.5}]}",
-      ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA + "\", \"metric\": \"bleu\", \"value\": 1, \"cases\": -1}]}",
+      ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA +
+          "\", \"metric\": \"bleu\", \"value\": 1, \"cases\": 1.5}]}",
+      ", \"task_scores\": [{\"task_file_sha256\": \"" + kShaA +
+          "\", \"metric\": \"bleu\", \"value\": 1, \"cases\": -1}]}",
   };
   for (const auto& tail : bad) {
     try {
@@ -90,7 +93,8 @@ TEST(TaskScores, RecordingReplacesTheSameTaskAndMetric) {
   EXPECT_EQ(m.task_score_for(kShaA, "rougeL"), 0.45);
   EXPECT_EQ(m.task_score_for(kShaA, "rouge1"), 0.5);
   EXPECT_EQ(m.task_score_for(kShaB, "rougeL"), 0.3);
-  for (size_t i = 0; i < kMaxTaskScores + 10; ++i) m.record_task_scores({score(kShaB, "m" + std::to_string(i), 1, "d3")});
+  for (size_t i = 0; i < kMaxTaskScores + 10; ++i)
+    m.record_task_scores({score(kShaB, "m" + std::to_string(i), 1, "d3")});
   EXPECT_EQ(m.task_scores.size(), kMaxTaskScores);
   EXPECT_EQ(m.task_scores.back().metric, "m" + std::to_string(kMaxTaskScores + 9));  // the newest kept
 }

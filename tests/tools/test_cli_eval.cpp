@@ -108,7 +108,8 @@ TEST(CliEval, QuantizedVsBaseReport) {
   write_tasks(tasks);
   const std::string f32 = test::shared_model("tiny-zh-poems.gguf");
   const std::string dir = test::temp_dir() + "/eval-report";
-  auto r = run_cli({"eval", "-m", quantized_model(), "--base", f32, "-f", tasks, "-o", dir, "-n", "24", "--parallel", "3"});
+  auto r =
+      run_cli({"eval", "-m", quantized_model(), "--base", f32, "-f", tasks, "-o", dir, "-n", "24", "--parallel", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("rougeL"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("changed outputs:"), std::string::npos) << r.out;
@@ -141,7 +142,8 @@ TEST(CliEval, QuantizedVsBaseReport) {
 
   // The same text as `edgellm run` greedy (generate(), no service) for a case with its stop.
   const Json& c0 = cases.at(0);
-  r = run_cli({"run", "-m", f32, "-p", c0.at("prompt").as_string(), "-n", "24", "--temp", "0", "--stop", "\n", "--json"});
+  r = run_cli(
+      {"run", "-m", f32, "-p", c0.at("prompt").as_string(), "-n", "24", "--temp", "0", "--stop", "\n", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out).at("text").as_string(), c0.at("outputs").at("base").at("text").as_string());
 

@@ -10,21 +10,21 @@
 //               metric, value, cases, date), which `registry list` shows and `plan` ranks by
 // Exit status: 0, 1 on an error or when a case's generation failed (the report is written and
 // names it), 130 after Ctrl-C.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "cli_args.h"
 #include "command.h"
-#include "generation_options.h"
-#include "interrupt.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "generation_options.h"
+#include "interrupt.h"
 #include "registry/model_registry.h"
 #include "tools/eval/eval_report.h"
 #include "tools/eval/task_runner.h"
@@ -118,7 +118,8 @@ int eval_command(const std::vector<std::string>& args) {
   ap.add_string("-o,--output", &out_dir, "DIR", "write DIR/report.json and DIR/report.md");
   ap.add_string("--registry", &registry_dir, "DIR",
                 "resolve models in this registry and record the scores of -m in its manifest");
-  ap.add_int("-n,--max-tokens", &settings.max_tokens, "N", "tokens per case unless the case says (default 128)", 1, 32768);
+  ap.add_int("-n,--max-tokens", &settings.max_tokens, "N", "tokens per case unless the case says (default 128)", 1,
+             32768);
   ap.add_strings("--stop", &settings.stop, "STR", "stop string unless the case gives its own (repeatable)");
   ap.add_int("--parallel", &settings.parallel, "N", "cases decoded at once (default 4)", 1, 256);
   ap.add_float("--temp", &settings.sampling.temperature, "T", "temperature; 0 = greedy (default 0)", 0.0);
@@ -173,7 +174,8 @@ int eval_command(const std::vector<std::string>& args) {
   if (!out_dir.empty()) {
     write_file_atomic(out_dir + "/report.json", j.dump(2) + "\n");
     write_file_atomic(out_dir + "/report.md", eval::report_markdown(report, static_cast<size_t>(max_rows)));
-    std::fprintf(stderr, "eval: wrote %s/report.json and %s/report.md (chart: python3 scripts/eval-chart.py %s/report.json)\n",
+    std::fprintf(stderr,
+                 "eval: wrote %s/report.json and %s/report.md (chart: python3 scripts/eval-chart.py %s/report.json)\n",
                  out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
   }
   if (target.manifest) {

@@ -101,7 +101,8 @@ BleuResult corpus_bleu(const std::vector<BleuSegment>& segments, BleuSmoothing s
     int64_t best = -1;
     for (const auto& ref_tokens : seg.references) {
       const int64_t len = static_cast<int64_t>(ref_tokens.size());
-      if (best < 0 || std::llabs(len - c) < std::llabs(best - c) || (std::llabs(len - c) == std::llabs(best - c) && len < best)) {
+      if (best < 0 || std::llabs(len - c) < std::llabs(best - c) ||
+          (std::llabs(len - c) == std::llabs(best - c) && len < best)) {
         best = len;
       }
     }

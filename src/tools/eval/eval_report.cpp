@@ -134,7 +134,9 @@ std::string redacted(const std::string& text) {
   return "sha256:" + Sha256::hex_of(text).substr(0, 16) + " (" + std::to_string(text.size()) + " bytes)";
 }
 
-std::string shown(const std::string& text, bool redact) { return redact ? redacted(text) : text; }
+std::string shown(const std::string& text, bool redact) {
+  return redact ? redacted(text) : text;
+}
 
 std::string references_text(const EvalCase& c, bool redact) {
   std::string s;
@@ -166,7 +168,8 @@ std::vector<ChangedCase> changed_cases(const EvalReport& report) {
     if (report.base->run.outputs[i].text == report.model.run.outputs[i].text) continue;
     out.push_back({i, report.base->scores.cases[i].primary, report.model.scores.cases[i].primary});
   }
-  std::stable_sort(out.begin(), out.end(), [](const ChangedCase& a, const ChangedCase& b) { return a.delta() < b.delta(); });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ChangedCase& a, const ChangedCase& b) { return a.delta() < b.delta(); });
   return out;
 }
 
@@ -192,8 +195,9 @@ Json report_json(const EvalReport& r) {
   settings.set("parallel", static_cast<int>(r.settings.parallel));
   settings.set("bleu_smoothing", bleu_smoothing_name(r.smoothing));
   settings.set("inputs_redacted", r.redact_inputs);
-  settings.set("tokenisation", "rouge: rouge-score + CJK characters; bleu: words, punctuation, CJK characters; "
-                               "qa: SQuAD v1.1 + MLQA (docs/eval.md)");
+  settings.set("tokenisation",
+               "rouge: rouge-score + CJK characters; bleu: words, punctuation, CJK characters; "
+               "qa: SQuAD v1.1 + MLQA (docs/eval.md)");
   j.set("settings", std::move(settings));
 
   Json models = Json::array();
@@ -308,7 +312,9 @@ std::string report_markdown(const EvalReport& r, size_t max_rows) {
     }
   }
   md += "\n";
-  md += "| model | generated tokens | generation time | tokens/s | process peak RSS so far | errors |\n|---|--:|--:|--:|--:|--:|\n";
+  md +=
+      "| model | generated tokens | generation time | tokens/s | process peak RSS so far | errors "
+      "|\n|---|--:|--:|--:|--:|--:|\n";
   for (const ModelEvaluation* m : {r.base ? &*r.base : nullptr, &r.model}) {
     if (m == nullptr) continue;
     md += "| " + basename_of(m->run.model_path) + " | " + std::to_string(m->run.completion_tokens) + " | " +
@@ -336,7 +342,8 @@ std::string report_markdown(const EvalReport& r, size_t max_rows) {
               " | " + md_cell(r.base->run.outputs[c.index].text) + " | " + md_cell(r.model.run.outputs[c.index].text) +
               " |\n";
       }
-      if (changed.size() > max_rows) md += "\n(" + std::to_string(changed.size() - max_rows) + " more in the JSON report)\n";
+      if (changed.size() > max_rows)
+        md += "\n(" + std::to_string(changed.size() - max_rows) + " more in the JSON report)\n";
     }
     md += "\n";
   }
@@ -347,8 +354,8 @@ std::string report_markdown(const EvalReport& r, size_t max_rows) {
   md += std::string("|---|---|---|---|") + (r.base ? "---|--:|" : "") + "---|--:|\n";
   for (size_t i = 0; i < r.tasks.cases.size() && i < max_rows; ++i) {
     const EvalCase& c = r.tasks.cases[i];
-    md += "| " + md_cell(c.id) + " | " + metric_name(c.metric) + " | " + md_cell(input_text(c, r.redact_inputs), 200) + " | " +
-          md_cell(references_text(c, r.redact_inputs)) + " | ";
+    md += "| " + md_cell(c.id) + " | " + metric_name(c.metric) + " | " + md_cell(input_text(c, r.redact_inputs), 200) +
+          " | " + md_cell(references_text(c, r.redact_inputs)) + " | ";
     if (r.base) {
       md += md_cell(r.base->run.outputs[i].text) + " | " + fmt("%.3f", r.base->scores.cases[i].primary) + " | ";
     }

@@ -29,7 +29,8 @@ std::string checked_string(const Json& v, int32_t line, const std::string& what)
 std::vector<std::string> string_array(const Json& v, int32_t line, const std::string& what, bool non_empty) {
   if (!v.is_array()) bad(line, what + " must be an array of strings");
   std::vector<std::string> out;
-  for (size_t i = 0; i < v.size(); ++i) out.push_back(checked_string(v.at(i), line, what + "[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < v.size(); ++i)
+    out.push_back(checked_string(v.at(i), line, what + "[" + std::to_string(i) + "]"));
   if (non_empty && out.empty()) bad(line, what + " must not be empty");
   return out;
 }

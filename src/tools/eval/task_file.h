@@ -41,7 +41,7 @@ struct EvalCase {
   Json messages;                        // chat input (an array); null for completion cases
   std::vector<std::string> references;  // at least one
   Metric metric = Metric::kRouge;
-  std::vector<std::string> labels;      // accuracy: allowed labels (may be empty)
+  std::vector<std::string> labels;  // accuracy: allowed labels (may be empty)
   std::optional<int32_t> max_tokens;
   std::optional<std::vector<std::string>> stop;
 };

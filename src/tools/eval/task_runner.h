@@ -20,12 +20,12 @@
 namespace edgellm::eval {
 
 struct GenerationSettings {
-  int32_t max_tokens = 128;          // a case's max_tokens overrides it
-  std::vector<std::string> stop;     // a case's stop overrides it
+  int32_t max_tokens = 128;       // a case's max_tokens overrides it
+  std::vector<std::string> stop;  // a case's stop overrides it
   SamplerParams sampling = greedy_sampling();
-  int32_t parallel = 4;              // sequences decoded at once
-  int32_t step_tokens = 256;         // batch entries per scheduler step
-  ContextParams context;             // n_ctx 0: the model's (capped at 4096)
+  int32_t parallel = 4;       // sequences decoded at once
+  int32_t step_tokens = 256;  // batch entries per scheduler step
+  ContextParams context;      // n_ctx 0: the model's (capped at 4096)
   ModelLoadParams load;
   const std::atomic<bool>* cancel = nullptr;  // set: every request is cancelled, run_cases throws kCancelled
 
@@ -49,7 +49,7 @@ struct ModelRun {
   std::string model_path;
   std::vector<CaseOutput> outputs;  // one per case, in task-file order
   double load_seconds = 0;
-  double generate_seconds = 0;      // first submit to last result
+  double generate_seconds = 0;  // first submit to last result
   int64_t prompt_tokens = 0, completion_tokens = 0;
   size_t peak_rss_bytes = 0;
   int32_t errors = 0;

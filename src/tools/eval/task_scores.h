@@ -23,12 +23,12 @@ namespace edgellm::eval {
 
 struct CaseScore {
   Metric metric = Metric::kRouge;
-  RougeScores rouge;          // rouge
-  double sentence_bleu = 0;   // bleu
-  double exact_match = 0;     // qa
-  double f1 = 0;              // qa
+  RougeScores rouge;            // rouge
+  double sentence_bleu = 0;     // bleu
+  double exact_match = 0;       // qa
+  double f1 = 0;                // qa
   std::string predicted_label;  // accuracy
-  bool correct = false;       // accuracy
+  bool correct = false;         // accuracy
   double primary = 0;
 };
 

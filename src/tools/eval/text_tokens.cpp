@@ -6,7 +6,9 @@
 namespace edgellm::eval {
 namespace {
 
-bool is_ascii_alnum_lower(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool is_ascii_alnum_lower(char32_t c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 // Calls fn(cp) for every character of `text`; an ill-formed sequence is one U+FFFD.
 template <typename Fn>
@@ -105,8 +107,8 @@ std::string qa_normalize(std::string_view text) {
     const bool boundary_before = i == 0 || !is_word_char(s[i - 1]);
     size_t len = 0;
     if (boundary_before) {
-      for (const std::u32string_view art : {std::u32string_view(U"the"), std::u32string_view(U"an"),
-                                            std::u32string_view(U"a")}) {
+      for (const std::u32string_view art :
+           {std::u32string_view(U"the"), std::u32string_view(U"an"), std::u32string_view(U"a")}) {
         if (s.compare(i, art.size(), art) == 0 && (i + art.size() == s.size() || !is_word_char(s[i + art.size()]))) {
           len = art.size();
           break;
