@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "tools/eval/answer_match.h"
 #include "tools/eval/bleu.h"
 #include "tools/eval/rouge.h"
+#include "tools/eval/task_file.h"
 #include "tools/eval/text_tokens.h"
 
 namespace edgellm::eval {
@@ -162,6 +164,33 @@ TEST(MetricsEdges, InvalidUtf8IsReplacementCharacters) {
   EXPECT_NO_THROW(answer_match({bad}, bad));
   EXPECT_EQ(answer_match({bad}, bad).exact_match, 1.0);
   EXPECT_NO_THROW(rouge({bad}, "ab"));
+}
+
+// Random bytes (biased towards UTF-8 lead and continuation bytes, spaces and ASCII letters) through
+// every metric and the task-file parser: tokens are always valid UTF-8, scores stay in [0, 1],
+// the parser throws Error or accepts, nothing else happens (ASan / UBSan in test-asan).
+TEST(MetricsEdges, RandomBytesNeverBreakAnything) {
+  std::mt19937 rng(41);
+  const char alphabet[] = {' ',    'a',    'B',    '\n',   '\xe4', '\xb8', '\xad', '\xf0',
+                           '\x9f', '\x80', '\xff', '\xc3', '.',    '"',    '{'};
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string a, b;
+    for (int k = static_cast<int>(rng() % 40); k > 0; --k) a.push_back(alphabet[rng() % sizeof(alphabet)]);
+    for (int k = static_cast<int>(rng() % 40); k > 0; --k) b.push_back(static_cast<char>(rng() % 256));
+    for (const auto& toks : {rouge_tokens(a), bleu_tokens(a), qa_tokens(a), rouge_tokens(b), bleu_tokens(b)}) {
+      for (const auto& t : toks) ASSERT_TRUE(utf8::is_valid(t) && !t.empty());
+    }
+    const RougeScores r = rouge({a}, b);
+    ASSERT_TRUE(r.rougeL.fmeasure >= 0 && r.rougeL.fmeasure <= 1);
+    const double bl = corpus_bleu({bleu_segment({a}, b)}, BleuSmoothing::kMethod1).bleu;
+    ASSERT_TRUE(bl >= 0 && bl <= 1) << bl;
+    const AnswerScore q = answer_match({a}, b);
+    ASSERT_TRUE(q.f1 >= 0 && q.f1 <= 1);
+    try {
+      parse_task_lines(a + "\n" + b);
+    } catch (const Error&) {
+    }
+  }
 }
 
 TEST(MetricsEdges, CjkIsScoredPerCharacter) {
