@@ -8,7 +8,8 @@
 //    "metric": "accuracy"}
 //
 //   id          optional string (default "line-N"); unique in the file
-//   prompt      completion input (raw text; BOS added as the vocabulary asks), or
+//   prompt      completion input (raw text; BOS added as the vocabulary asks; control-token
+//               text such as <|im_start|> is that token, as in `edgellm run`), or
 //   messages    chat input: [{role, content}], rendered with the model's chat template
 //   reference / references   one string, or a non-empty array of strings
 //   metric      rouge (ROUGE-1 / 2 / L), bleu (corpus BLEU), qa (exact match + F1),

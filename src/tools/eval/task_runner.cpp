@@ -43,7 +43,7 @@ ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& c
     if (c.messages.is_null()) {
       r.prompt = c.prompt;
       r.add_special = true;
-      r.parse_special = false;
+      r.parse_special = true;  // as `edgellm run`: "<|im_start|>" in a prompt is that control token
     } else {
       r.messages = c.messages;
     }
