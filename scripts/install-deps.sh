@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages EdgeLLM needs to build and test. Safe to re-run: apt-get runs
-# only when something is missing. Usage: scripts/install-deps.sh [--arm64] [--server-tests]
+# only when something is missing. Usage: scripts/install-deps.sh [--arm64] [--server-tests] [--eval-tools]
 set -euo pipefail
 
 # musl-dev, libc++-14-dev, libc++abi-14-dev: scripts/check-musl.sh (HarmonyOS / musl check).
@@ -13,6 +13,12 @@ packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev
 if [[ " $* " == *" --server-tests "* ]]; then
   packages+=(chromium)
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+fi
+# --eval-tools (not needed by `make test`): python3-nltk for scripts/eval-metric-reference.py
+# (the BLEU reference of tests/eval/data/metric-golden.json), python3-matplotlib for
+# scripts/eval-chart.py (the PNG of an `edgellm eval` report). Debian's /usr/bin/python3 runs them.
+if [[ " $* " == *" --eval-tools "* ]]; then
+  packages+=(python3 python3-nltk python3-matplotlib)
 fi
 if [[ " $* " == *" --arm64 "* || "${EDGELLM_ARM64:-0}" == "1" ]]; then
   # musl-dev:arm64 gives check-musl.sh the aarch64 musl headers (needs the arm64 dpkg architecture).

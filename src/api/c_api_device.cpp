@@ -58,8 +58,11 @@ edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t cap
       registry.emplace(r->as_string());
       crash_guard.emplace(registry->guard_dir());
       o.guard = &*crash_guard;
-      for (const auto& m : registry->list()) {
-        candidates.push_back({m.key(), registry->model_path(m), m.task_score, m.prefill_tokens_per_second,
+      const std::vector<ModelManifest> manifests = registry->list();
+      const std::vector<std::optional<double>> scores = ranking_task_scores(manifests);
+      for (size_t i = 0; i < manifests.size(); ++i) {
+        const ModelManifest& m = manifests[i];
+        candidates.push_back({m.key(), registry->model_path(m), scores[i], m.prefill_tokens_per_second,
                               m.decode_tokens_per_second});
       }
     }

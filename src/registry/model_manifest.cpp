@@ -1,5 +1,6 @@
 #include "registry/model_manifest.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -61,7 +62,58 @@ Json ModelManifest::to_json() const {
   j.set("decode_tokens_per_second", decode_tokens_per_second);
   j.set("task_score", task_score ? Json(*task_score) : Json(nullptr));
   j.set("source", source);
+  Json scores = Json::array();
+  for (const TaskScore& t : task_scores) scores.push_back(t.to_json());
+  j.set("task_scores", std::move(scores));
   return j;
+}
+
+Json TaskScore::to_json() const {
+  Json j = Json::object();
+  j.set("task_file", task_file);
+  j.set("task_file_sha256", task_file_sha256);
+  j.set("metric", metric);
+  j.set("value", value);
+  j.set("cases", cases);
+  j.set("date", date);
+  return j;
+}
+
+TaskScore TaskScore::from_json(const Json& j) {
+  if (!j.is_object()) bad("task_scores", "entries must be objects");
+  TaskScore t;
+  t.task_file = optional_string(j, "task_file", 256);
+  t.task_file_sha256 = field(j, "task_file_sha256", Json::Type::kString, "string").as_string();
+  if (!is_sha256_hex(t.task_file_sha256)) bad("task_scores.task_file_sha256", "must be 64 hex digits");
+  for (auto& c : t.task_file_sha256) c = static_cast<char>((c >= 'A' && c <= 'F') ? c - 'A' + 'a' : c);
+  t.metric = field(j, "metric", Json::Type::kString, "string").as_string();
+  if (!is_registry_identifier(t.metric)) bad("task_scores.metric", "must be 1-64 characters of [A-Za-z0-9._-]");
+  t.value = field(j, "value", Json::Type::kNumber, "number").as_number();
+  if (!std::isfinite(t.value)) bad("task_scores.value", "must be finite");
+  const double cases = non_negative(j, "cases");
+  if (cases > 1e12 || cases != std::floor(cases)) bad("task_scores.cases", "must be a whole number");
+  t.cases = static_cast<int64_t>(cases);
+  t.date = optional_string(j, "date", 40);
+  return t;
+}
+
+void ModelManifest::record_task_scores(const std::vector<TaskScore>& scores) {
+  for (const TaskScore& s : scores) {
+    std::erase_if(task_scores, [&](const TaskScore& t) {
+      return t.task_file_sha256 == s.task_file_sha256 && t.metric == s.metric;
+    });
+    task_scores.push_back(s);
+  }
+  if (task_scores.size() > kMaxTaskScores) {
+    task_scores.erase(task_scores.begin(), task_scores.begin() + static_cast<std::ptrdiff_t>(task_scores.size() - kMaxTaskScores));
+  }
+}
+
+std::optional<double> ModelManifest::task_score_for(const std::string& task_file_sha256, const std::string& metric) const {
+  for (const TaskScore& t : task_scores) {
+    if (t.task_file_sha256 == task_file_sha256 && t.metric == metric) return t.value;
+  }
+  return std::nullopt;
 }
 
 ModelManifest ModelManifest::from_json(const Json& j) {
@@ -91,7 +143,48 @@ ModelManifest ModelManifest::from_json(const Json& j) {
     if (!s->is_number() || !std::isfinite(s->as_number())) bad("task_score", "must be a number or null");
     m.task_score = s->as_number();
   }
+  if (const Json* s = j.find("task_scores"); s && !s->is_null()) {
+    if (!s->is_array()) bad("task_scores", "must be an array");
+    if (s->size() > kMaxTaskScores) bad("task_scores", "has more than " + std::to_string(kMaxTaskScores) + " entries");
+    for (size_t i = 0; i < s->size(); ++i) {
+      try {
+        m.task_scores.push_back(TaskScore::from_json(s->at(i)));
+      } catch (const Error& e) {
+        throw Error(ErrorCode::kInvalidFile, "model manifest: task_scores[" + std::to_string(i) + "]: " + e.what());
+      }
+    }
+  }
   return m;
+}
+
+std::vector<std::optional<double>> ranking_task_scores(const std::vector<ModelManifest>& manifests) {
+  std::vector<std::optional<double>> out;
+  const TaskScore* shared = nullptr;  // the chosen pair, as the first manifest records it
+  std::string shared_date;
+  if (!manifests.empty()) {
+    for (const TaskScore& t : manifests.front().task_scores) {
+      std::string newest = t.date;
+      bool everywhere = true;
+      for (size_t i = 1; i < manifests.size() && everywhere; ++i) {
+        everywhere = false;
+        for (const TaskScore& u : manifests[i].task_scores) {
+          if (u.task_file_sha256 == t.task_file_sha256 && u.metric == t.metric) {
+            everywhere = true;
+            newest = std::max(newest, u.date);
+          }
+        }
+      }
+      if (!everywhere) continue;
+      if (shared == nullptr || newest > shared_date || (newest == shared_date && t.metric < shared->metric)) {
+        shared = &t;
+        shared_date = newest;
+      }
+    }
+  }
+  for (const ModelManifest& m : manifests) {
+    out.push_back(shared != nullptr ? m.task_score_for(shared->task_file_sha256, shared->metric) : m.task_score);
+  }
+  return out;
 }
 
 }  // namespace edgellm

@@ -420,4 +420,15 @@ void ModelRegistry::update_measurements(const std::string& name, const std::stri
   write_file_atomic(root_ + "/manifests/" + m->key() + ".json", m->to_json().dump(2) + "\n");
 }
 
+ModelManifest ModelRegistry::record_task_scores(const std::string& name, const std::string& version,
+                                               const std::vector<TaskScore>& scores) {
+  Lock lock(root_);
+  auto m = get(name, version);
+  require(m.has_value(), ErrorCode::kInvalidArgument,
+          [&] { return "model '" + name + "@" + version + "' is not installed"; });
+  m->record_task_scores(scores);
+  write_file_atomic(root_ + "/manifests/" + m->key() + ".json", m->to_json().dump(2) + "\n");
+  return *m;
+}
+
 }  // namespace edgellm

@@ -88,6 +88,11 @@ class ModelRegistry {
   // Rewrites a manifest's measurements (prefill / decode tok/s, task score) atomically.
   void update_measurements(const std::string& name, const std::string& version, double prefill_tps,
                            double decode_tps, std::optional<double> task_score);
+  // Adds measured task scores to a manifest (ModelManifest::record_task_scores: the same task
+  // file and metric replaced) atomically, under the registry lock. Returns the new manifest.
+  // Throws kInvalidArgument when the version is not installed.
+  ModelManifest record_task_scores(const std::string& name, const std::string& version,
+                                   const std::vector<TaskScore>& scores);
 
  private:
   class Lock;

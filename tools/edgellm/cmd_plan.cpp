@@ -57,8 +57,14 @@ int run_plan(const std::vector<std::string>& args) {
     o.guard = &*guard;
   }
   std::vector<PlanCandidate> candidates;
+  // Registry models are collected first so that their task scores are chosen together
+  // (ranking_task_scores: a task score measured on every one of them, else the hand-typed ones).
+  std::vector<ModelManifest> manifests;
+  std::vector<size_t> manifest_slot;  // candidates index of each manifest
   auto add_manifest = [&](const ModelManifest& m) {
-    candidates.push_back({m.key(), registry->model_path(m), m.task_score, m.prefill_tokens_per_second,
+    manifest_slot.push_back(candidates.size());
+    manifests.push_back(m);
+    candidates.push_back({m.key(), registry->model_path(m), std::nullopt, m.prefill_tokens_per_second,
                           m.decode_tokens_per_second});
   };
   if (positionals.empty()) {
@@ -75,6 +81,8 @@ int run_plan(const std::vector<std::string>& args) {
       candidates.push_back({p, p, std::nullopt});
     }
   }
+  const std::vector<std::optional<double>> scores = ranking_task_scores(manifests);
+  for (size_t i = 0; i < manifests.size(); ++i) candidates[manifest_slot[i]].task_score = scores[i];
 
   std::vector<std::string> devices = {device};
   if (all_tiers) devices = builtin_device_names();

@@ -87,6 +87,11 @@ void print_manifest(const ModelManifest& m, bool current) {
               current ? "*" : " ", m.key().c_str(), m.weight_type.c_str(), m.size_bytes / 1048576.0, m.sha256.c_str(),
               m.tier.empty() ? "-" : m.tier.c_str(), m.prefill_tokens_per_second, m.decode_tokens_per_second,
               m.task_score ? (" score " + std::to_string(*m.task_score)).c_str() : "");
+  // Measured task scores (`edgellm eval --registry`), one line each.
+  for (const TaskScore& t : m.task_scores) {
+    std::printf("      task %-24s %-12s %.4f  (%lld cases, sha256 %.12s..., %s)\n", t.task_file.c_str(), t.metric.c_str(),
+                t.value, static_cast<long long>(t.cases), t.task_file_sha256.c_str(), t.date.c_str());
+  }
 }
 
 struct BenchShape {
