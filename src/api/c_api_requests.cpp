@@ -85,7 +85,10 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   // The runtime words "no input" and "more than one input"; a C caller can also get the pointer
   // and count out of step, which only this face can see.
   if (p.prompt != nullptr) r.prompt = p.prompt;
-  if (inputs <= 1 && (p.messages != nullptr || p.n_messages > 0)) r.messages = to_messages(p.messages, p.n_messages, false);
+  if (inputs <= 1 && (p.messages != nullptr || p.n_messages > 0)) {
+    // An empty array is the runtime's to refuse (with the words every face gets).
+    r.messages = p.n_messages == 0 && p.messages != nullptr ? Json::array() : to_messages(p.messages, p.n_messages, false);
+  }
   if (inputs <= 1 && (p.tokens != nullptr || p.n_tokens > 0)) {
     if (p.tokens == nullptr) throw Error(ErrorCode::kInvalidArgument, "tokens is NULL but n_tokens > 0");
     if (p.n_tokens == 0) throw Error(ErrorCode::kInvalidArgument, "n_tokens is 0");

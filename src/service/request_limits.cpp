@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -18,9 +19,16 @@ std::string num(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);  // whole numbers as integers: 100, not 1e+02
+    return buf;
+  }
+  // Sampling values arrive as floats: a float shows as the shortest text that reads back as
+  // the same float (0.1f is "0.1", not "0.100000001").
+  const bool is_float = static_cast<double>(static_cast<float>(v)) == v;
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
+    if (is_float ? std::strtof(buf, nullptr) == static_cast<float>(v) : std::strtod(buf, nullptr) == v) break;
   }
   return buf;
 }
