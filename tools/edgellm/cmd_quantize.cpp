@@ -15,6 +15,7 @@
 #include "interrupt.h"
 #include "core/error.h"
 #include "kernels/tensor_type.h"
+#include "tools/quant/imatrix.h"
 #include "tools/quant/quant_rules.h"
 #include "tools/quant/quantize_model.h"
 
@@ -48,6 +49,7 @@ int quantize_command(const std::vector<std::string>& args) {
   int32_t threads = 0;
   bool allow_requantize = false;
   bool pure = false;
+  std::string imatrix_path;
   ArgParser ap("quantize", "IN.gguf OUT.gguf TYPE [options]\n\nTYPE: " + quant::file_type_names());
   ap.allow_positionals(&positionals, "IN OUT TYPE");
   ap.add_strings("--rule", &rule_texts, "REGEX=type",
@@ -56,6 +58,8 @@ int quantize_command(const std::vector<std::string>& args) {
   ap.add_int("-t,--threads", &threads, "N", "quantization threads (0 = all cores)", 0, 1024);
   ap.add_flag("--allow-requantize", &allow_requantize, "accept already-quantized inputs other than q8_0");
   ap.add_flag("--pure", &pure, "no mix adjustments: output/attn_v/ffn_down get TYPE too");
+  ap.add_string("--imatrix", &imatrix_path, "FILE",
+                "importance matrix (edgellm imatrix / llama-imatrix, GGUF or .dat): weighted block searches");
   if (!ap.parse(args)) return 0;
   require(positionals.size() == 3, ErrorCode::kInvalidArgument,
           "expected IN.gguf OUT.gguf TYPE, got " + std::to_string(positionals.size()) + " positional argument(s)");
@@ -70,12 +74,21 @@ int quantize_command(const std::vector<std::string>& args) {
   params.n_threads = threads;
   params.allow_requantize = allow_requantize;
   params.pure = pure;
+  quant::Imatrix imatrix;
+  if (!imatrix_path.empty()) {
+    imatrix = quant::read_imatrix(imatrix_path);
+    params.imatrix = &imatrix;
+    params.imatrix_path = imatrix_path;
+    std::printf("imatrix: %zu entries from '%s' (%d chunks)\n", imatrix.entries.size(), imatrix_path.c_str(),
+                imatrix.chunk_count);
+  }
   params.cancel = interrupt_flag();
   params.on_warning = [](const std::string& w) { std::fprintf(stderr, "edgellm quantize: warning: %s\n", w.c_str()); };
   params.on_tensor = [](const quant::TensorReport& r) {
     std::printf("[%4zu/%4zu] %-32s %-16s %6s -> %-6s %10s -> %10s", r.index + 1, r.n_tensors, r.name.c_str(),
                 r.shape.c_str(), tensor_type_name(r.from), tensor_type_name(r.to),
                 human_bytes(static_cast<double>(r.bytes_in)).c_str(), human_bytes(static_cast<double>(r.bytes_out)).c_str());
+    if (r.weighted) std::printf("   imatrix");
     if (r.fallback) {
       std::printf("   note: %s", r.reason.c_str());
     } else if (!r.reason.empty() && r.from != r.to) {
