@@ -134,6 +134,38 @@ std::vector<float> tensor_importance(const QuantizeParams& params, const gguf::T
 
 }  // namespace
 
+void describe_output(const gguf::GgufFile& in, const std::vector<TypeDecision>& types, const QuantizeParams& params,
+                     gguf::GgufWriter& writer) {
+  // Every KV is copied in file order (general.alignment included, so the data layout rules stay).
+  writer.copy_metadata_from(in);
+  writer.set_u32("general.quantization_version", kQuantizationVersion);
+  writer.set_u32("general.file_type", static_cast<uint32_t>(params.ftype));
+  if (params.imatrix != nullptr) {  // the keys llama-quantize records
+    writer.set_string("quantize.imatrix.file", params.imatrix_path);
+    if (!params.imatrix->datasets.empty()) writer.set_string("quantize.imatrix.dataset", params.imatrix->datasets[0]);
+    writer.set_u32("quantize.imatrix.entries_count", static_cast<uint32_t>(params.imatrix->entries.size()));
+    if (params.imatrix->chunk_count > 0) {
+      writer.set_u32("quantize.imatrix.chunks_count", static_cast<uint32_t>(params.imatrix->chunk_count));
+    }
+  }
+  const auto& tensors = in.tensors();
+  require(types.size() == tensors.size(), ErrorCode::kInternal, "describe_output: one type per tensor expected");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const gguf::TensorInfo& t = tensors[i];
+    writer.add_tensor_info(t.name, types[i].type, std::vector<int64_t>(t.ne, t.ne + t.n_dims));
+  }
+}
+
+PlannerOptions planner_options(const QuantizeParams& params) {
+  PlannerOptions popts;
+  popts.ftype = params.ftype;
+  popts.rules = params.rules;
+  popts.pure = params.pure;
+  popts.has_imatrix = params.imatrix != nullptr;
+  popts.tensor_types = params.tensor_types;
+  return popts;
+}
+
 std::vector<TypeDecision> plan_tensor_types(const gguf::GgufFile& file, const PlannerOptions& options) {
   const std::vector<TensorDesc> descs = describe_tensors(file);
   TypePlanner planner(options, descs);
@@ -160,15 +192,8 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
   std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(in_path);
 
   const std::vector<TensorDesc> descs = describe_tensors(*in);
-  PlannerOptions popts;
-  popts.ftype = params.ftype;
-  popts.rules = params.rules;
-  popts.pure = params.pure;
-  popts.has_imatrix = params.imatrix != nullptr;
-  popts.tensor_types = params.tensor_types;
-
   // Decide every type first: refusals (requantizing) happen before any byte is written.
-  std::vector<TypeDecision> decisions = plan_tensor_types(*in, popts);
+  const std::vector<TypeDecision> decisions = plan_tensor_types(*in, planner_options(params));
   bool warned_q8 = false;
   for (size_t i = 0; i < descs.size(); ++i) {
     const TensorDesc& d = descs[i];
@@ -199,25 +224,9 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
   }
 
   gguf::GgufWriter writer;
-  // Every KV is copied in file order (general.alignment included, so the data layout rules stay).
-  writer.copy_metadata_from(*in);
-  writer.set_u32("general.quantization_version", kQuantizationVersion);
-  writer.set_u32("general.file_type", static_cast<uint32_t>(params.ftype));
-  if (params.imatrix != nullptr) {  // the keys llama-quantize records
-    writer.set_string("quantize.imatrix.file", params.imatrix_path);
-    if (!params.imatrix->datasets.empty()) writer.set_string("quantize.imatrix.dataset", params.imatrix->datasets[0]);
-    writer.set_u32("quantize.imatrix.entries_count", static_cast<uint32_t>(params.imatrix->entries.size()));
-    if (params.imatrix->chunk_count > 0) {
-      writer.set_u32("quantize.imatrix.chunks_count", static_cast<uint32_t>(params.imatrix->chunk_count));
-    }
-  }
-
+  describe_output(*in, decisions, params, writer);
   QuantizeSummary summary;
   summary.n_tensors = descs.size();
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const TensorDesc& d = descs[i];
-    writer.add_tensor_info(d.name, decisions[i].type, std::vector<int64_t>(d.ne, d.ne + d.n_dims));
-  }
 
   ThreadPool pool(resolve_threads(params.n_threads));
   const auto& tensors = in->tensors();

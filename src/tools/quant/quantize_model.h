@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_writer.h"
 #include "kernels/tensor_type.h"
 #include "tools/quant/imatrix.h"
 #include "tools/quant/quant_rules.h"
@@ -85,6 +86,12 @@ struct QuantizeSummary {
 std::vector<TypeDecision> plan_tensor_types(const gguf::GgufFile& file, const PlannerOptions& options);
 // Bytes of tensor data a file with these types would hold (what QuantizeSummary::bytes_out reports).
 size_t planned_tensor_bytes(const gguf::GgufFile& file, const std::vector<TypeDecision>& types);
+// The planner options quantize_model() derives from `params`.
+PlannerOptions planner_options(const QuantizeParams& params);
+// The output's metadata and tensor list as quantize_model() writes them, in `writer` (no data):
+// writer.file_size() is then the size of the file it would write.
+void describe_output(const gguf::GgufFile& in, const std::vector<TypeDecision>& types, const QuantizeParams& params,
+                     gguf::GgufWriter& writer);
 
 // Quantizes `in_path` into `out_path`. Errors: kIo (cannot read/write; the message names the
 // path and the system error, e.g. "No space left on device"), kInvalidFile (malformed input),
