@@ -9,6 +9,7 @@
 // choices and the abnormal layers, then writes the file with those types (TYPE names it).
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -78,7 +79,7 @@ std::vector<TensorType> parse_type_list(const std::string& text, const std::stri
 // What the mixed recipe needs from the command line.
 struct RecipeOptions {
   std::string target_size, target_bpw;
-  std::string eval_text, candidates, measure, save_sensitivity, load_sensitivity, report;
+  std::string eval_text, candidates, measure, save_sensitivity, load_sensitivity, report, objective = "kld";
   int32_t eval_ctx = 512, eval_chunks = -1;
   bool active() const { return !target_size.empty() || !target_bpw.empty(); }
 };
@@ -146,8 +147,8 @@ void print_recipe(const quant::SensitivityTable& t, const quant::MixedRecipePlan
     }
     std::printf("  %s\n", tensor_type_name(plan.recipe.choices[i].type));
   }
-  std::printf("predicted KLD (sum over matrices) %.6f; file %llu bytes", plan.recipe.predicted_kld,
-              static_cast<unsigned long long>(plan.file_bytes));
+  std::printf("predicted (sums over matrices): KLD %.6f, PPL %.4f; file %llu bytes", plan.recipe.predicted_kld,
+              t.base_ppl * std::exp(plan.recipe.predicted_nll_delta), static_cast<unsigned long long>(plan.file_bytes));
   if (plan.target_file_bytes > 0) std::printf(" (target %llu)", static_cast<unsigned long long>(plan.target_file_bytes));
   std::printf(", %.3f bits per weight\n", plan.bits_per_weight());
   const quant::AbnormalReport& a = plan.abnormal;
@@ -168,6 +169,7 @@ void print_recipe(const quant::SensitivityTable& t, const quant::MixedRecipePlan
   if (report.empty()) return;
   Json j = Json::object();
   j.set("predicted_kld", plan.recipe.predicted_kld);
+  j.set("predicted_ppl", t.base_ppl * std::exp(plan.recipe.predicted_nll_delta));
   j.set("file_bytes", static_cast<uint64_t>(plan.file_bytes));
   j.set("target_file_bytes", static_cast<uint64_t>(plan.target_file_bytes));
   j.set("bits_per_weight", plan.bits_per_weight());
@@ -239,6 +241,8 @@ int quantize_command(const std::vector<std::string>& args) {
                 "mixed recipe: measure only these types' KLD; the others are estimated from the weight error");
   ap.add_string("--save-sensitivity", &ro.save_sensitivity, "FILE", "mixed recipe: save the measured table (JSON)");
   ap.add_string("--load-sensitivity", &ro.load_sensitivity, "FILE", "mixed recipe: use a saved table instead of measuring");
+  ap.add_string("--objective", &ro.objective, "kld|kld+nll",
+                "mixed recipe: minimise the summed KLD (default), or KLD + the change of the text's log-likelihood");
   ap.add_string("--report", &ro.report, "FILE", "mixed recipe: write choices, abnormal layers and the table (JSON)");
   if (!ap.parse(args)) return 0;
   require(ro.target_size.empty() || ro.target_bpw.empty(), ErrorCode::kInvalidArgument,
@@ -281,7 +285,8 @@ int quantize_command(const std::vector<std::string>& args) {
       return 130;
     }
     const auto in = gguf::GgufFile::open(positionals[0]);
-    const quant::MixedRecipePlan plan = quant::plan_mixed_recipe(*in, table, params, target);
+    const quant::MixedRecipePlan plan =
+        quant::plan_mixed_recipe(*in, table, params, target, quant::parse_recipe_objective(ro.objective));
     print_recipe(table, plan, ro.report);
     params.tensor_types = plan.tensor_types;
   }

@@ -63,7 +63,7 @@ SizeTarget parse_target_bpw(std::string_view text) {
 }
 
 MixedRecipePlan plan_mixed_recipe(const gguf::GgufFile& in, const SensitivityTable& table, const QuantizeParams& params,
-                                  const SizeTarget& target) {
+                                  const SizeTarget& target, RecipeObjective objective) {
   // The table must describe this model: every searched tensor present with its shape.
   std::set<std::string> searched;
   for (const TensorSensitivity& t : table.tensors) {
@@ -120,7 +120,7 @@ MixedRecipePlan plan_mixed_recipe(const gguf::GgufFile& in, const SensitivityTab
       break;
     }
   }
-  plan.recipe = choose_recipe(table, budget, count_alignment);
+  plan.recipe = choose_recipe(table, budget, count_alignment, objective);
   plan.abnormal = find_abnormal(table);
   for (const RecipeChoice& c : plan.recipe.choices) plan.tensor_types[c.name] = c.type;
 

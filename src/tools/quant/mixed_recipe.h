@@ -51,6 +51,6 @@ struct MixedRecipePlan {
 // table does not match the model's tensors (another model, other shapes) or the budget is below
 // the smallest choice.
 MixedRecipePlan plan_mixed_recipe(const gguf::GgufFile& in, const SensitivityTable& table, const QuantizeParams& params,
-                                  const SizeTarget& target);
+                                  const SizeTarget& target, RecipeObjective objective = RecipeObjective::kKld);
 
 }  // namespace edgellm::quant

@@ -74,20 +74,30 @@ std::vector<int> choose_min_cost(const std::vector<std::vector<SizedOption>>& it
   return choice;
 }
 
-MixedRecipe choose_recipe(const SensitivityTable& table, uint64_t budget, uint32_t alignment) {
+RecipeObjective parse_recipe_objective(const std::string& text) {
+  if (text == "kld") return RecipeObjective::kKld;
+  if (text == "kld+nll") return RecipeObjective::kKldAndNll;
+  throw Error(ErrorCode::kInvalidArgument, "unknown recipe objective '" + text + "' (kld, kld+nll)");
+}
+
+MixedRecipe choose_recipe(const SensitivityTable& table, uint64_t budget, uint32_t alignment,
+                          RecipeObjective objective) {
   std::vector<std::vector<SizedOption>> items;
   for (const TensorSensitivity& t : table.tensors) {
     std::vector<SizedOption> opts;
-    for (const TypeCost& c : t.costs) opts.push_back({padded(c.bytes, alignment), c.kld});
+    for (const TypeCost& c : t.costs) {
+      opts.push_back({padded(c.bytes, alignment), c.kld + (objective == RecipeObjective::kKldAndNll ? c.nll_delta : 0.0)});
+    }
     items.push_back(std::move(opts));
   }
   const std::vector<int> pick = choose_min_cost(items, budget);
   MixedRecipe r;
   for (size_t i = 0; i < table.tensors.size(); ++i) {
     const TypeCost& c = table.tensors[i].costs[static_cast<size_t>(pick[i])];
-    r.choices.push_back({table.tensors[i].name, c.type, padded(c.bytes, alignment), c.kld});
+    r.choices.push_back({table.tensors[i].name, c.type, padded(c.bytes, alignment), c.kld, c.nll_delta});
     r.bytes += padded(c.bytes, alignment);
     r.predicted_kld += c.kld;
+    r.predicted_nll_delta += c.nll_delta;
   }
   return r;
 }

@@ -36,17 +36,29 @@ struct RecipeChoice {
   TensorType type = TensorType::F32;
   uint64_t bytes = 0;  // as the budget counts them (padded to the alignment when one is given)
   double kld = 0;
+  double nll_delta = 0;
 };
 
 struct MixedRecipe {
   std::vector<RecipeChoice> choices;  // one per searched tensor, in table order
   uint64_t bytes = 0;                 // their total
   double predicted_kld = 0;           // sum of their KLDs
+  double predicted_nll_delta = 0;     // sum of their nll_delta: predicted ln(PPL / base PPL)
 };
+
+// What the choice minimises, summed over the matrices:
+//   kKld        KLD(t, q): closeness to the unquantized model (the default);
+//   kKldAndNll  KLD(t, q) + nll_delta(t, q): also the change of the text's log-likelihood, i.e.
+//               closeness to the model and to the text. Both are measured on the same text, so a
+//               file chosen this way is tuned to it: check it on other text (docs/quantization.md).
+enum class RecipeObjective { kKld, kKldAndNll };
+// "kld" or "kld+nll"; Error(kInvalidArgument) otherwise.
+RecipeObjective parse_recipe_objective(const std::string& text);
 
 // `budget`: bytes the searched tensors may take together; `alignment` > 0 counts each tensor
 // padded to it (as it lies in the file), 0 its data alone.
-MixedRecipe choose_recipe(const SensitivityTable& table, uint64_t budget, uint32_t alignment);
+MixedRecipe choose_recipe(const SensitivityTable& table, uint64_t budget, uint32_t alignment,
+                          RecipeObjective objective = RecipeObjective::kKld);
 
 // A tensor is abnormal when its KLD at the reference type is more than `ratio` times the median
 // of the tensors of its kind (attn_q, ffn_down, ... over the layers; kinds with at least 3

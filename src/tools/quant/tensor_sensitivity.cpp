@@ -229,6 +229,7 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
         cost.kld = s.kld_mean;
         cost.kld_error = s.kld_error;
         cost.ppl = s.ppl;
+        cost.nll_delta = s.ln_ratio_mean;
         cost.measured = true;
         ++table.n_passes;
         ++done;
@@ -250,6 +251,7 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
         if (d < best) best = d, ref = &m;
       }
       c.kld = ref != nullptr ? ref->kld * c.rel_error / ref->rel_error : 0.0;
+      c.nll_delta = ref != nullptr ? ref->nll_delta * c.rel_error / ref->rel_error : 0.0;
     }
     table.tensors.push_back(std::move(ts));
   }
@@ -281,6 +283,7 @@ Json sensitivity_to_json(const SensitivityTable& t) {
       o.set("kld", c.kld);
       o.set("kld_error", c.kld_error);
       o.set("ppl", c.ppl);
+      o.set("nll_delta", c.nll_delta);
       o.set("measured", c.measured);
       costs.push_back(o);
     }
@@ -338,6 +341,7 @@ SensitivityTable sensitivity_from_json(const Json& j) {
       c.kld = number(o, "kld");
       c.kld_error = number(o, "kld_error");
       c.ppl = number(o, "ppl");
+      c.nll_delta = number(o, "nll_delta");
       c.measured = field(o, "measured").is_bool() && field(o, "measured").as_bool();
       require(c.bytes > 0 && c.kld >= 0 && c.rel_error >= 0, ErrorCode::kInvalidFile,
               "sensitivity file: '" + ts.name + "' " + tensor_type_name(c.type) + " has a negative or empty cost");

@@ -55,6 +55,9 @@ struct TypeCost {
   double kld = 0;           // mean KLD with only this matrix in this type (measured or estimated)
   double kld_error = 0;     // standard error of the measured mean (0 when estimated)
   double ppl = 0;           // perplexity of that model (measured only)
+  // Its mean change of the text's negative log-likelihood, ln(ppl / base ppl) (measured, or
+  // estimated like the KLD); negative when the quantized matrix happens to fit the text better.
+  double nll_delta = 0;
   bool measured = false;
 };
 
