@@ -103,7 +103,8 @@ double sym_brute_force(const Block& b, int nmax) {
 // on the min of the best so far, so one such step can change the rest. Measured: the search
 // ends on the reference's best (within 2e-4) in 150 / 150 blocks for Q4_0 and Q5_0, 149 / 150
 // for Q6_K's 16-element groups, 149 / 150 (nmax 15) and 150 / 150 (nmax 31) for the asymmetric
-// search. With the weights ignored (w = 1 in the search) it is 12 / 150 for Q4_0.
+// search. With the weights ignored (w = 1 in the search) it is 6 / 150 (Q4_0), 3 / 150 (Q5_0) and
+// 6 / 150 (Q6_K); ignored in make_qkx3_quants' sums, 0 / 150 for both.
 constexpr double kCandidateSlack = 2e-4;
 constexpr double kSameFraction = 0.95;
 // make_qp_quants vs the grid, mean ratio: measured 2.78 (see SubBlockScalesNearTheOptimum).
