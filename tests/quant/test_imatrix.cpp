@@ -55,7 +55,8 @@ struct NaiveImatrix {
     const std::vector<double> W = dense(w);
     std::vector<double> y(static_cast<size_t>(w.n_out), 0.0);
     for (int64_t r = 0; r < w.n_out; ++r) {
-      for (int64_t c = 0; c < w.n_in; ++c) y[static_cast<size_t>(r)] += W[static_cast<size_t>(r * w.n_in + c)] * x[static_cast<size_t>(c)];
+      for (int64_t c = 0; c < w.n_in; ++c)
+        y[static_cast<size_t>(r)] += W[static_cast<size_t>(r * w.n_in + c)] * x[static_cast<size_t>(c)];
     }
     return y;
   }
@@ -102,13 +103,15 @@ struct NaiveImatrix {
           double mx = -1e300, sum = 0;
           for (size_t p = 0; p <= t; ++p) {
             double d = 0;
-            for (int64_t i = 0; i < hd; ++i) d += q[t][static_cast<size_t>(h * hd + i)] * k[p][static_cast<size_t>(hk * hd + i)];
+            for (int64_t i = 0; i < hd; ++i)
+              d += q[t][static_cast<size_t>(h * hd + i)] * k[p][static_cast<size_t>(hk * hd + i)];
             s[p] = d / std::sqrt(static_cast<double>(hd));
             mx = std::max(mx, s[p]);
           }
           for (double& e : s) sum += (e = std::exp(e - mx));
           for (size_t p = 0; p <= t; ++p) {
-            for (int64_t i = 0; i < hd; ++i) att[static_cast<size_t>(h * hd + i)] += s[p] / sum * v[p][static_cast<size_t>(hk * hd + i)];
+            for (int64_t i = 0; i < hd; ++i)
+              att[static_cast<size_t>(h * hd + i)] += s[p] / sum * v[p][static_cast<size_t>(hk * hd + i)];
           }
         }
         const std::vector<double> o = matvec(L.wo, att);
@@ -201,7 +204,9 @@ test::SyntheticModelSpec small_llama(bool tied) {
   return s;
 }
 
-TEST(Imatrix, ColumnSumsEqualANaiveForward) { check_model(small_llama(false), false); }
+TEST(Imatrix, ColumnSumsEqualANaiveForward) {
+  check_model(small_llama(false), false);
+}
 TEST(Imatrix, OutputHeadWhenAskedTiedOrNot) {
   check_model(small_llama(false), true);
   check_model(small_llama(true), true);

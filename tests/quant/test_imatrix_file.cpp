@@ -21,7 +21,9 @@
 namespace edgellm::quant {
 namespace {
 
-std::string path(const std::string& name) { return test::temp_dir() + "/" + name; }
+std::string path(const std::string& name) {
+  return test::temp_dir() + "/" + name;
+}
 
 void write_bytes(const std::string& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary);
@@ -87,8 +89,8 @@ TEST(ImatrixFile, GgufLayoutIsLlamaCpps) {
   const struct {
     const char* name;
     std::vector<int64_t> ne;
-  } want[] = {{"blk.0.attn_q.weight.in_sum2", {4}},       {"blk.0.attn_q.weight.counts", {1}},
-              {"blk.0.ffn_down.weight.in_sum2", {8}},     {"blk.0.ffn_down.weight.counts", {1}},
+  } want[] = {{"blk.0.attn_q.weight.in_sum2", {4}},           {"blk.0.attn_q.weight.counts", {1}},
+              {"blk.0.ffn_down.weight.in_sum2", {8}},         {"blk.0.ffn_down.weight.counts", {1}},
               {"blk.1.ffn_gate_exps.weight.in_sum2", {3, 2}}, {"blk.1.ffn_gate_exps.weight.counts", {1, 2}}};
   for (size_t i = 0; i < 6; ++i) {
     const gguf::TensorInfo& t = f->tensors()[i];

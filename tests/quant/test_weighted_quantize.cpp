@@ -35,7 +35,9 @@ Block random_block(std::mt19937& rng, int n, bool positive = false, float decade
   return b;
 }
 
-double round_half_even(double v) { return std::nearbyint(v); }
+double round_half_even(double v) {
+  return std::nearbyint(v);
+}
 
 // Weighted error of x ~ s * (L - nmax) (symmetric codes in [0, 2 nmax)).
 double sym_error(const Block& b, int nmax, double s, const int8_t* L) {
@@ -162,7 +164,8 @@ double qkx3_candidates_best(const Block& b, int nmax) {
     double sw = 0, sx = 0, sl = 0, sl2 = 0, sxl = 0;
     for (size_t i = 0; i < b.x.size(); ++i) {
       L[i] = std::clamp(round_half_even(is * (b.x[i] - lo)), 0.0, double(nmax));
-      sw += b.w[i], sx += b.w[i] * b.x[i], sl += b.w[i] * L[i], sl2 += b.w[i] * L[i] * L[i], sxl += b.w[i] * L[i] * b.x[i];
+      sw += b.w[i], sx += b.w[i] * b.x[i], sl += b.w[i] * L[i], sl2 += b.w[i] * L[i] * L[i],
+          sxl += b.w[i] * L[i] * b.x[i];
     }
     const double D = sw * sl2 - sl * sl;
     if (D <= 0) continue;

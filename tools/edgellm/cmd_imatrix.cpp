@@ -12,11 +12,11 @@
 
 #include "cli_args.h"
 #include "command.h"
-#include "interrupt.h"
-#include "progress_line.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "interrupt.h"
 #include "model/model.h"
+#include "progress_line.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/eval/perplexity.h"
 #include "tools/quant/imatrix.h"
@@ -46,7 +46,8 @@ int info(const std::string& path, const std::string& other_path, bool json) {
   if (!json) {
     std::printf("%s: %s, %zu entries, %d chunks of %d tokens\n", path.c_str(), m.legacy ? "legacy .dat" : "GGUF",
                 m.entries.size(), m.chunk_count, m.chunk_size);
-    std::printf("%-34s %6s %10s %12s%s\n", "entry", "n_in", "count", "mean imp.", other_path.empty() ? "" : "  max rel. diff");
+    std::printf("%-34s %6s %10s %12s%s\n", "entry", "n_in", "count", "mean imp.",
+                other_path.empty() ? "" : "  max rel. diff");
   }
   for (const auto& [name, e] : m.entries) {
     const std::vector<float> imp = *m.importance(name);
@@ -113,7 +114,8 @@ int imatrix_command(const std::vector<std::string>& args) {
   ap.add_flag("--process-output", &process_output, "collect the output head too (off by default, as llama-imatrix)");
   ap.add_flag("--no-ppl", &no_ppl, "do not compute the perplexity of the chunks");
   ap.add_string("--info", &info_path, "FILE", "print what an imatrix file (GGUF or legacy .dat) holds");
-  ap.add_string("--compare", &compare_path, "FILE", "with --info: largest relative difference to this file's importances");
+  ap.add_string("--compare", &compare_path, "FILE",
+                "with --info: largest relative difference to this file's importances");
   ap.add_flag("--json", &json, "with --info: print one JSON object");
   if (!ap.parse(args)) return 0;
   if (!info_path.empty()) return info(info_path, compare_path, json);
@@ -123,8 +125,7 @@ int imatrix_command(const std::vector<std::string>& args) {
 
   auto model = Model::load(model_path);
   const auto tokenizer = Tokenizer::from_gguf(model->gguf());
-  const std::vector<int32_t> tokens =
-      eval::tokenize_for_perplexity(*tokenizer, read_text_file(text_path, "text file"));
+  const std::vector<int32_t> tokens = eval::tokenize_for_perplexity(*tokenizer, read_text_file(text_path, "text file"));
   quant::ImatrixParams params;
   params.n_ctx = n_ctx;
   params.n_batch = n_batch > 0 ? n_batch : n_ctx;

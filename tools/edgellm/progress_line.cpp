@@ -1,9 +1,9 @@
 #include "progress_line.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <unistd.h>
 
 namespace edgellm::cli {
 
@@ -12,7 +12,7 @@ void print_progress_line(double fraction, const std::string& what) {
   static const bool tty = ::isatty(STDERR_FILENO) == 1;
   if (tty) {  // one line, overwritten: \r and ESC[K clear the previous (possibly longer) text
     std::fprintf(stderr, "\r%4d%% %s\033[K%s", percent, what.c_str(), fraction >= 1.0 ? "\n" : "");
-  } else {    // a log: one line per report
+  } else {  // a log: one line per report
     std::fprintf(stderr, "%4d%% %s\n", percent, what.c_str());
   }
   std::fflush(stderr);

@@ -56,7 +56,8 @@ Imatrix read_gguf(const std::string& path) {
   const auto u32 = [&](const char* key) -> int32_t {
     const auto v = f->get_int(key);
     if (!v) return 0;
-    if (*v < 0 || *v > std::numeric_limits<int32_t>::max()) bad(path, std::string(key) + " = " + std::to_string(*v) + " is out of range");
+    if (*v < 0 || *v > std::numeric_limits<int32_t>::max())
+      bad(path, std::string(key) + " = " + std::to_string(*v) + " is out of range");
     return static_cast<int32_t>(*v);
   };
   m.chunk_count = u32("imatrix.chunk_count");
@@ -107,7 +108,8 @@ class ByteReader {
     return v;
   }
   void take(void* out, size_t n, const std::string& what) {
-    if (n > left()) bad(path_, "truncated: " + what + " needs " + std::to_string(n) + " bytes, " + std::to_string(left()) + " left");
+    if (n > left())
+      bad(path_, "truncated: " + what + " needs " + std::to_string(n) + " bytes, " + std::to_string(left()) + " left");
     std::memcpy(out, bytes_.data() + pos_, n);
     pos_ += n;
   }
@@ -145,7 +147,8 @@ Imatrix read_legacy(const std::string& path, std::string bytes) {
     const int32_t nval = r.i32(at + " value count");
     if (ncall < 0) bad(path, "entry '" + name + "' has ncall " + std::to_string(ncall));
     if (nval < 1 || static_cast<size_t>(nval) > r.left() / sizeof(float)) {
-      bad(path, "entry '" + name + "' has " + std::to_string(nval) + " values, " + std::to_string(r.left()) + " bytes left");
+      bad(path,
+          "entry '" + name + "' has " + std::to_string(nval) + " values, " + std::to_string(r.left()) + " bytes left");
     }
     ImatrixEntry e;
     e.sums.resize(static_cast<size_t>(nval));

@@ -71,8 +71,8 @@ ImatrixRun compute_imatrix(const Model& model, const std::vector<int32_t>& token
   Batch batch;
   for (int32_t c = 0; c < plan.n_chunk; ++c) {
     if (params.cancel != nullptr && params.cancel->load(std::memory_order_relaxed)) {
-      throw Error(ErrorCode::kCancelled, "imatrix interrupted at chunk " + std::to_string(c + 1) + " of " +
-                                             std::to_string(plan.n_chunk));
+      throw Error(ErrorCode::kCancelled,
+                  "imatrix interrupted at chunk " + std::to_string(c + 1) + " of " + std::to_string(plan.n_chunk));
     }
     ctx.clear();
     batch.clear();

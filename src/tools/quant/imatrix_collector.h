@@ -57,22 +57,22 @@ class ImatrixCollector : public MatmulObserver {
 };
 
 struct ImatrixParams {
-  int32_t n_ctx = 512;        // tokens per chunk (llama-imatrix -c; 512 by default there too)
-  int32_t n_batch = 512;      // tokens per forward call
-  int32_t n_threads = 0;      // 0 = engine default
-  int32_t max_chunks = -1;    // -1 = every chunk the text fills (--chunks)
+  int32_t n_ctx = 512;      // tokens per chunk (llama-imatrix -c; 512 by default there too)
+  int32_t n_batch = 512;    // tokens per forward call
+  int32_t n_threads = 0;    // 0 = engine default
+  int32_t max_chunks = -1;  // -1 = every chunk the text fills (--chunks)
   bool process_output = false;
   bool compute_ppl = true;
-  std::string dataset;        // recorded in imatrix.datasets (the text file's name)
+  std::string dataset;                        // recorded in imatrix.datasets (the text file's name)
   const std::atomic<bool>* cancel = nullptr;  // polled between chunks -> Error(kCancelled)
-  ProgressFn progress;        // after each chunk
+  ProgressFn progress;                        // after each chunk
 };
 
 struct ImatrixRun {
   Imatrix imatrix;
-  int64_t n_tokens = 0;       // of the text, with BOS
+  int64_t n_tokens = 0;  // of the text, with BOS
   int32_t n_chunk = 0;
-  double ppl = 0;             // second half of each chunk (0 without compute_ppl)
+  double ppl = 0;  // second half of each chunk (0 without compute_ppl)
   double ppl_error = 0;
   double seconds = 0;
 };

@@ -11,7 +11,9 @@
 namespace edgellm::quant {
 namespace {
 
-uint64_t padded(uint64_t bytes, uint32_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+uint64_t padded(uint64_t bytes, uint32_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
 
 uint64_t tensor_bytes(const gguf::TensorInfo& t, TensorType type) {
   return tensor_row_bytes(type, t.ne[0]) * static_cast<uint64_t>(t.n_rows());
@@ -35,10 +37,14 @@ SizeTarget parse_target_size(std::string_view text) {
     const double v = std::strtod(s.c_str(), &end);
     double mult = 1;
     const std::string suffix(end);
-    if (suffix == "K" || suffix == "k") mult = 1024.0;
-    else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
-    else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
-    else require(suffix.empty(), ErrorCode::kInvalidArgument, "--target-size '" + s + "': unknown suffix (K, M or G)");
+    if (suffix == "K" || suffix == "k")
+      mult = 1024.0;
+    else if (suffix == "M" || suffix == "m")
+      mult = 1024.0 * 1024;
+    else if (suffix == "G" || suffix == "g")
+      mult = 1024.0 * 1024 * 1024;
+    else
+      require(suffix.empty(), ErrorCode::kInvalidArgument, "--target-size '" + s + "': unknown suffix (K, M or G)");
     require(std::isfinite(v) && v > 0 && v * mult < 1e18, ErrorCode::kInvalidArgument,
             "--target-size '" + s + "' is not a positive size");
     t.kind = SizeTarget::Kind::kFileBytes;
@@ -106,8 +112,10 @@ MixedRecipePlan plan_mixed_recipe(const gguf::GgufFile& in, const SensitivityTab
         plan.target_file_bytes = file_size_for(in, plan_tensor_types(in, planner_options(yardstick)), yardstick);
       }
       require(plan.target_file_bytes > header + fixed_padded, ErrorCode::kInvalidArgument,
-              "the target size of " + std::to_string(plan.target_file_bytes) + " bytes does not even hold the header and the "
-              "tensors kept as they are (" + std::to_string(header + fixed_padded) + " bytes)");
+              "the target size of " + std::to_string(plan.target_file_bytes) +
+                  " bytes does not even hold the header and the "
+                  "tensors kept as they are (" +
+                  std::to_string(header + fixed_padded) + " bytes)");
       budget = plan.target_file_bytes - header - fixed_padded;
       break;
     }

@@ -39,10 +39,10 @@ struct MixedRecipePlan {
   std::map<std::string, TensorType> tensor_types;  // for QuantizeParams::tensor_types
   MixedRecipe recipe;
   AbnormalReport abnormal;
-  uint64_t target_file_bytes = 0;   // size targets: the limit; 0 for --target-bpw
-  uint64_t file_bytes = 0;          // of the file these types give
-  uint64_t tensor_bytes = 0;        // its tensor data
-  int64_t n_elements = 0;           // every tensor's
+  uint64_t target_file_bytes = 0;  // size targets: the limit; 0 for --target-bpw
+  uint64_t file_bytes = 0;         // of the file these types give
+  uint64_t tensor_bytes = 0;       // its tensor data
+  int64_t n_elements = 0;          // every tensor's
   double bits_per_weight() const { return n_elements > 0 ? 8.0 * static_cast<double>(tensor_bytes) / n_elements : 0; }
 };
 

@@ -30,7 +30,8 @@ std::vector<int> choose_min_cost(const std::vector<std::vector<SizedOption>>& it
   const size_t n_units = static_cast<size_t>(budget / unit);
   uint64_t smallest = 0;
   for (size_t i = 0; i < items.size(); ++i) {
-    require(!items[i].empty(), ErrorCode::kInvalidArgument, "choose_min_cost: item " + std::to_string(i) + " has no option");
+    require(!items[i].empty(), ErrorCode::kInvalidArgument,
+            "choose_min_cost: item " + std::to_string(i) + " has no option");
     uint64_t m = std::numeric_limits<uint64_t>::max();
     for (const SizedOption& o : items[i]) m = std::min(m, o.bytes);
     smallest += m;
@@ -86,7 +87,8 @@ MixedRecipe choose_recipe(const SensitivityTable& table, uint64_t budget, uint32
   for (const TensorSensitivity& t : table.tensors) {
     std::vector<SizedOption> opts;
     for (const TypeCost& c : t.costs) {
-      opts.push_back({padded(c.bytes, alignment), c.kld + (objective == RecipeObjective::kKldAndNll ? c.nll_delta : 0.0)});
+      opts.push_back(
+          {padded(c.bytes, alignment), c.kld + (objective == RecipeObjective::kKldAndNll ? c.nll_delta : 0.0)});
     }
     items.push_back(std::move(opts));
   }
@@ -140,7 +142,8 @@ AbnormalReport find_abnormal(const SensitivityTable& table, double ratio) {
   if (n_layer >= 3) {
     const double m = median(rep.layer_kld);
     for (int32_t l = 0; l < n_layer; ++l) {
-      if (rep.layer_kld[static_cast<size_t>(l)] > ratio * m) rep.layers.push_back({l, rep.layer_kld[static_cast<size_t>(l)], m});
+      if (rep.layer_kld[static_cast<size_t>(l)] > ratio * m)
+        rep.layers.push_back({l, rep.layer_kld[static_cast<size_t>(l)], m});
     }
   }
   std::sort(rep.tensors.begin(), rep.tensors.end(),

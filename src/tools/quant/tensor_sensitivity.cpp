@@ -128,15 +128,18 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
   require(!types.empty(), ErrorCode::kInvalidArgument, "sensitivity: no candidate types");
   for (TensorType t : types) {
     require(uses_importance(t) || t == TensorType::Q8_0 || t == TensorType::F16 || t == TensorType::BF16,
-            ErrorCode::kInvalidArgument, std::string("sensitivity: ") + tensor_type_name(t) + " is not a weight type to choose");
+            ErrorCode::kInvalidArgument,
+            std::string("sensitivity: ") + tensor_type_name(t) + " is not a weight type to choose");
   }
   const std::vector<TensorType> measure = params.measure.empty() ? types : params.measure;
   const std::vector<WeightView> matrices = searched_matrices(model);
   for (const WeightView& w : matrices) {
-    require(w.type == TensorType::F32 || w.type == TensorType::F16 || w.type == TensorType::BF16, ErrorCode::kUnsupported,
-            "the mixed recipe measures from a float model: '" + std::string(w.name) + "' is " + tensor_type_name(w.type));
+    require(
+        w.type == TensorType::F32 || w.type == TensorType::F16 || w.type == TensorType::BF16, ErrorCode::kUnsupported,
+        "the mixed recipe measures from a float model: '" + std::string(w.name) + "' is " + tensor_type_name(w.type));
   }
-  const eval::ChunkPlan plan = eval::plan_chunks(tokens.size(), params.eval.n_ctx, params.eval.max_chunks, add_bos, bos);
+  const eval::ChunkPlan plan =
+      eval::plan_chunks(tokens.size(), params.eval.n_ctx, params.eval.max_chunks, add_bos, bos);
   const int32_t n_vocab = model.hparams().n_vocab;
   const size_t base_bytes = static_cast<size_t>(plan.n_scored()) * static_cast<size_t>(n_vocab) * sizeof(float);
   require(base_bytes <= params.max_base_bytes, ErrorCode::kInvalidArgument,
@@ -157,14 +160,13 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
     return (static_cast<size_t>(c) * static_cast<size_t>(plan.scored_per_chunk()) + static_cast<size_t>(k)) *
            static_cast<size_t>(n_vocab);
   };
-  eval::evaluate_chunks(
-      model, tokens, plan, params.eval,
-      [&](int32_t c, int32_t k, const float* logits, int32_t next) {
-        float* lp = base.lp.data() + pos_index(c, k);
-        eval::log_softmax(logits, n_vocab, lp);
-        base_nll.add(-static_cast<double>(lp[next]));
-      },
-      {});
+  eval::evaluate_chunks(model, tokens, plan, params.eval,
+                        [&](int32_t c, int32_t k, const float* logits, int32_t next) {
+                          float* lp = base.lp.data() + pos_index(c, k);
+                          eval::log_softmax(logits, n_vocab, lp);
+                          base_nll.add(-static_cast<double>(lp[next]));
+                        },
+                        {});
   table.base_ppl = base_nll.ppl();
   table.n_passes = 1;
 
@@ -173,7 +175,8 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
   for (const WeightView& w : matrices) {
     bool any = false;
     for (TensorType q : measure) {
-      if (std::find(types.begin(), types.end(), q) != types.end() && w.n_in % tensor_block_size(q) == 0) ++n_evals, any = true;
+      if (std::find(types.begin(), types.end(), q) != types.end() && w.n_in % tensor_block_size(q) == 0)
+        ++n_evals, any = true;
     }
     if (!any) ++n_evals;  // the first fitting candidate is measured instead
   }
@@ -191,7 +194,8 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
     std::optional<std::vector<float>> imp;
     if (params.imatrix != nullptr) {
       imp = params.imatrix->importance(ts.name);
-      if (imp && static_cast<int64_t>(imp->size()) != w.n_in) imp.reset();  // quantize_model ignores it too (token_embd)
+      if (imp && static_cast<int64_t>(imp->size()) != w.n_in)
+        imp.reset();  // quantize_model ignores it too (token_embd)
     }
     std::vector<TensorType> fitting;
     for (TensorType q : types) {
@@ -202,8 +206,8 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
       measured_any = measured_any || std::find(measure.begin(), measure.end(), q) != measure.end();
     }
     for (TensorType q : fitting) {
-      const bool measure_this = measured_any ? std::find(measure.begin(), measure.end(), q) != measure.end()
-                                             : q == fitting.front();
+      const bool measure_this =
+          measured_any ? std::find(measure.begin(), measure.end(), q) != measure.end() : q == fitting.front();
       Candidate cand = quantize_candidate(w, q, imp && uses_importance(q) ? imp->data() : nullptr, pool);
       TypeCost cost;
       cost.type = q;
@@ -217,13 +221,12 @@ SensitivityTable measure_sensitivity(Model& model, const std::vector<int32_t>& t
         eval::KlAccumulator acc;
         {
           const ScopedSwap swap(model, v);
-          eval::evaluate_chunks(
-              model, tokens, plan, params.eval,
-              [&](int32_t c, int32_t k, const float* logits, int32_t next) {
-                eval::log_softmax(logits, n_vocab, model_lp.data());
-                acc.add(base.lp.data() + pos_index(c, k), model_lp.data(), n_vocab, next);
-              },
-              {});
+          eval::evaluate_chunks(model, tokens, plan, params.eval,
+                                [&](int32_t c, int32_t k, const float* logits, int32_t next) {
+                                  eval::log_softmax(logits, n_vocab, model_lp.data());
+                                  acc.add(base.lp.data() + pos_index(c, k), model_lp.data(), n_vocab, next);
+                                },
+                                {});
         }
         const eval::KlStats s = acc.finish();
         cost.kld = s.kld_mean;
@@ -319,7 +322,8 @@ SensitivityTable sensitivity_from_json(const Json& j) {
   const Json& tensors = field(j, "tensors");
   require(tensors.is_array(), ErrorCode::kInvalidFile, "sensitivity file: 'tensors' is not an array");
   for (const Json& e : tensors.as_array()) {
-    require(e.is_object() && field(e, "name").is_string(), ErrorCode::kInvalidFile, "sensitivity file: a tensor without a name");
+    require(e.is_object() && field(e, "name").is_string(), ErrorCode::kInvalidFile,
+            "sensitivity file: a tensor without a name");
     TensorSensitivity ts;
     ts.name = field(e, "name").as_string();
     tensor_kind(ts.name, &ts.kind, &ts.layer);

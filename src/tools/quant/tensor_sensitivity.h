@@ -43,18 +43,18 @@ struct SensitivityParams {
   std::vector<TensorType> measure;  // types measured by a pass over the text; empty = all candidates
   eval::EvalParams eval;            // n_ctx, n_batch, threads, max_chunks, KV type, cancel
   const Imatrix* imatrix = nullptr;
-  ProgressFn progress;              // after each pass
+  ProgressFn progress;  // after each pass
   // Refuse to keep more base log-probs than this (n_scored x n_vocab x 4 bytes): use fewer chunks.
   size_t max_base_bytes = size_t{2} << 30;
 };
 
 struct TypeCost {
   TensorType type = TensorType::F32;
-  size_t bytes = 0;         // the matrix's data in this type
-  double rel_error = 0;     // e(t, q) above
-  double kld = 0;           // mean KLD with only this matrix in this type (measured or estimated)
-  double kld_error = 0;     // standard error of the measured mean (0 when estimated)
-  double ppl = 0;           // perplexity of that model (measured only)
+  size_t bytes = 0;      // the matrix's data in this type
+  double rel_error = 0;  // e(t, q) above
+  double kld = 0;        // mean KLD with only this matrix in this type (measured or estimated)
+  double kld_error = 0;  // standard error of the measured mean (0 when estimated)
+  double ppl = 0;        // perplexity of that model (measured only)
   // Its mean change of the text's negative log-likelihood, ln(ppl / base ppl) (measured, or
   // estimated like the KLD); negative when the quantized matrix happens to fit the text better.
   double nll_delta = 0;
@@ -62,9 +62,9 @@ struct TypeCost {
 };
 
 struct TensorSensitivity {
-  std::string name;         // "blk.3.ffn_down.weight"
-  std::string kind;         // "ffn_down"; "token_embd", "output"
-  int32_t layer = -1;       // -1 outside the blocks
+  std::string name;    // "blk.3.ffn_down.weight"
+  std::string kind;    // "ffn_down"; "token_embd", "output"
+  int32_t layer = -1;  // -1 outside the blocks
   int64_t n_in = 0, n_out = 0;
   std::vector<TypeCost> costs;  // one per candidate type that fits n_in, in candidate order
   const TypeCost* find(TensorType type) const;

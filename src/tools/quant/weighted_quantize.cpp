@@ -250,7 +250,8 @@ float make_qx_quants_weighted(int n, int nmax, const float* x, int8_t* L, const 
     *suml2 = b;
   };
   auto assign = [&](float iscale) {
-    for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(nmax + std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+    for (int i = 0; i < n; ++i)
+      L[i] = static_cast<int8_t>(nmax + std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
   };
   float iscale = -static_cast<float>(nmax) / max;
   float sumlx, suml2;
