@@ -8,10 +8,16 @@
  * "weight", not "*_norm.weight"; with --pure every such tensor gets TYPE. Metadata is copied and
  * general.file_type set, as llama-quantize does. Not part of EdgeLLM and never built by CI.
  *
+ * With IMATRIX.gguf (llama-imatrix's GGUF layout, e.g. written by `edgellm imatrix`), each tensor
+ * with an entry gets its importance, in_sum2 / counts per column, as llama-quantize normalises
+ * it: ggml's weighted quantizers (quantize_row_*_impl) then run, so scripts/imatrix-vs-llamacpp.sh
+ * can compare our weighted bytes with ggml's.
+ *
  *   cc -O2 -I SRC/ggml/include ggml-quantize-file.c -L SRC/build/bin -lggml-base -o ggml-quantize-file
- *   ggml-quantize-file IN-F32.gguf OUT.gguf TYPE        (TYPE: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_S Q5_K_S Q6_K)
+ *   ggml-quantize-file IN-F32.gguf OUT.gguf TYPE [IMATRIX.gguf]  (TYPE: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_S Q5_K_S Q6_K)
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ggml.h"
@@ -40,10 +46,34 @@ static int allows_quantization(const struct ggml_tensor* t, enum ggml_type type)
   return strstr(name, "_norm.weight") == NULL;
 }
 
+/* The importance of `name`'s columns from an imatrix (NULL when it has no entry): in_sum2 / counts,
+ * 1 where the count is 0 (llama-quantize's load_imatrix). Caller frees. */
+static float* importance(struct ggml_context* imat, const char* name, int64_t n) {
+  if (imat == NULL) return NULL;
+  char key[512];
+  snprintf(key, sizeof key, "%s.in_sum2", name);
+  const struct ggml_tensor* sums = ggml_get_tensor(imat, key);
+  snprintf(key, sizeof key, "%s.counts", name);
+  const struct ggml_tensor* counts = ggml_get_tensor(imat, key);
+  if (sums == NULL || counts == NULL || ggml_nelements(sums) != n || ggml_nelements(counts) != 1) return NULL;
+  const float count = ((const float*)counts->data)[0];
+  float* w = malloc((size_t)n * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) w[i] = count > 0 ? ((const float*)sums->data)[i] / count : 1.0f;
+  return w;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s IN-F32.gguf OUT.gguf TYPE\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: %s IN-F32.gguf OUT.gguf TYPE [IMATRIX.gguf]\n", argv[0]);
     return 2;
+  }
+  struct ggml_context* imat = NULL;
+  if (argc == 5) {
+    struct gguf_init_params mp = {/*no_alloc=*/false, /*ctx=*/&imat};
+    if (gguf_init_from_file(argv[4], mp) == NULL) {
+      fprintf(stderr, "cannot read imatrix %s\n", argv[4]);
+      return 1;
+    }
   }
   const struct type_entry* te = NULL;
   for (size_t i = 0; i < sizeof(kTypes) / sizeof(kTypes[0]); ++i) {
@@ -79,7 +109,9 @@ int main(int argc, char** argv) {
     }
     struct ggml_tensor* q = ggml_new_tensor(qctx, te->type, ggml_n_dims(t), t->ne);
     ggml_set_name(q, ggml_get_name(t));
-    ggml_quantize_chunk(te->type, (const float*)t->data, q->data, 0, ggml_nrows(t), t->ne[0], NULL);
+    float* imp = importance(imat, ggml_get_name(t), t->ne[0]);
+    ggml_quantize_chunk(te->type, (const float*)t->data, q->data, 0, ggml_nrows(t), t->ne[0], imp);
+    free(imp);
     gguf_add_tensor(out, q);
   }
   if (!gguf_write_to_file(out, argv[2], false)) {

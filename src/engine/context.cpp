@@ -226,7 +226,7 @@ void Context::decode(const Batch& batch) {
         impl_->forward = std::make_unique<ForwardPass>(model_, params_.n_batch, params_.n_ctx, params_.kv_v(),
                                                        max_threads);
       }
-      impl_->forward->run(chunk, cn, kv, pool, threads, abort_check_,
+      impl_->forward->run(chunk, cn, kv, pool, threads, abort_check_, matmul_observer_,
                           impl_->logits.data() + static_cast<size_t>(out_done) * static_cast<size_t>(hp.n_vocab));
     } catch (...) {
       for (const auto& g : grown) kv.seq_truncate(g.first, g.second);

@@ -19,6 +19,7 @@ namespace edgellm {
 
 class Model;
 class KvCache;
+class MatmulObserver;
 
 // Polled by the forward pass between layers (and before the first): returning true abandons the
 // forward, which then throws Error(kCancelled) with the chunk rolled back as for any error. A
@@ -84,6 +85,9 @@ class Context {
   // Installs the check polled between layers (AbortCheck{} removes it). Set it from the thread
   // that calls decode(), not during a decode.
   void set_abort_check(AbortCheck check) { abort_check_ = check; }
+  // Installs a tool's window on every matmul input of later decodes (engine/matmul_observer.h;
+  // nullptr removes it). The observer must outlive its installation. Same thread rule.
+  void set_matmul_observer(MatmulObserver* observer) { matmul_observer_ = observer; }
 
   // Capacity, for admission before a batch is built (so a step never fails half way for want
   // of KV blocks): blocks that extending `seq_id` by `n_more` positions takes from the pool
@@ -156,6 +160,7 @@ class Context {
   ContextParams params_;
   ContextStats stats_;
   AbortCheck abort_check_;
+  MatmulObserver* matmul_observer_ = nullptr;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "engine/context.h"
+#include "engine/matmul_observer.h"
 #include "engine/rope.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
@@ -205,6 +206,9 @@ void ForwardPass::for_entries(int32_t n, Fn&& fn) {
 }
 
 void ForwardPass::matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens) {
+  if (observer_ != nullptr) {
+    for (int j = 0; j < n_jobs; ++j) observer_->on_matmul_input(jobs[j].w->name, jobs[j].x, n_tokens, jobs[j].w->n_in);
+  }
   // 1. Quantize each distinct (input, activation type) once.
   const float* slot_x[kInputSlots] = {};
   TensorType slot_type[kInputSlots] = {};
@@ -340,10 +344,11 @@ void ForwardPass::apply_rope(float* h, int32_t entry) const {
 }
 
 void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-                      const AbortCheck& abort, float* logits) {
+                      const AbortCheck& abort, MatmulObserver* observer, float* logits) {
   if (n <= 0) return;
   if (n > n_batch_) throw Error(ErrorCode::kInternal, "forward: chunk larger than n_batch");
   pool_ = &pool;
+  observer_ = observer;
   n_threads_ = std::clamp(n_threads, 1, std::min(max_threads_, pool.max_threads()));
 
   const int64_t E = hp_.n_embd, Q = hp_.n_embd_q(), KV = hp_.n_embd_kv(), F = hp_.n_ff, hd = hp_.head_dim;
@@ -437,6 +442,7 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
     matmuls(head, 1, n_out);
   }
   pool_ = nullptr;
+  observer_ = nullptr;
 }
 
 }  // namespace edgellm

@@ -26,6 +26,7 @@
 namespace edgellm {
 
 class KvCache;
+class MatmulObserver;
 class ThreadPool;
 struct AbortCheck;
 
@@ -44,8 +45,9 @@ class ForwardPass {
   // (rows of n_vocab floats).
   // `abort` is polled before every layer; when it returns true run() throws Error(kCancelled)
   // (the K/V rows written so far belong to the chunk the caller rolls back).
+  // `observer` (may be null) sees every matmul's input (engine/matmul_observer.h).
   void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-           const AbortCheck& abort, float* logits);
+           const AbortCheck& abort, MatmulObserver* observer, float* logits);
 
   size_t allocated_bytes() const;
   // What the constructor allocates, without allocating (memory planning, `edgellm info`).
@@ -117,6 +119,7 @@ class ForwardPass {
 
   ThreadPool* pool_ = nullptr;  // set for the duration of run()
   int n_threads_ = 1;
+  MatmulObserver* observer_ = nullptr;  // set for the duration of run(); usually null
 
   AlignedBuffer x_;       // [n_batch, n_embd] residual stream
   AlignedBuffer xn_;      // [n_batch, max(n_embd, n_embd_q)] normed input / matmul output scratch

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "kernels/repack.h"
 
 namespace edgellm {
 
@@ -187,6 +188,32 @@ std::vector<W*> list_matrices(W& output, Layers& layers) {
 
 std::vector<const WeightView*> Model::matrices() const { return list_matrices(output_, layers_); }
 std::vector<WeightView*> Model::mutable_matrices() { return list_matrices(output_, layers_); }
+
+WeightView Model::swap_matrix(const WeightView& view) {
+  std::vector<WeightView*> targets;
+  if (token_embd_.name == view.name) targets.push_back(&token_embd_);
+  for (WeightView* w : mutable_matrices()) {
+    if (w->name == view.name && std::find(targets.begin(), targets.end(), w) == targets.end()) targets.push_back(w);
+  }
+  require(!targets.empty(), ErrorCode::kInvalidArgument,
+          "swap_matrix: the model has no matrix '" + std::string(view.name) + "'");
+  const WeightView old = *targets.front();
+  // A file-layout type with its row size, or a repacked view handed back (what the load made).
+  const bool file_layout = is_supported_matmul_type(view.type) && view.n_in % tensor_block_size(view.type) == 0 &&
+                           view.row_bytes == tensor_row_bytes(view.type, view.n_in);
+  require(view.n_in == old.n_in && view.n_out == old.n_out && view.data != nullptr &&
+              (file_layout || kernels::is_packed_type(view.type)),
+          ErrorCode::kInvalidArgument,
+          "swap_matrix: '" + std::string(view.name) + "' needs " + std::to_string(old.n_out) + " rows of " +
+              std::to_string(old.n_in) + " in a matmul type (got " + std::to_string(view.n_out) + " x " +
+              std::to_string(view.n_in) + " " + tensor_type_name(view.type) + ")");
+  for (WeightView* w : targets) {
+    w->type = view.type;
+    w->data = view.data;
+    w->row_bytes = view.row_bytes;
+  }
+  return old;
+}
 
 // Norm weights, biases and rope factors (a few KB per layer, read every token) are copied into
 // one owned buffer with MappedFile::copy_out, never read through the mapping. Why: the page cache

@@ -110,6 +110,15 @@ class Model {
   // layer's seven (wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down), in that order.
   std::vector<const WeightView*> matrices() const;
 
+  // Points the matrix named view.name at other bytes and returns the view it replaced (swap that
+  // back the same way). For the quantization-sensitivity search (tools/quant/tensor_sensitivity.h),
+  // which evaluates the model with one matrix quantized at a time without reloading it. `view`
+  // needs the matrix's n_in and n_out and a type is_supported_matmul_type() accepts in the file
+  // layout; the caller keeps its bytes alive while it is in place. A tied output head and
+  // token_embd swap together. Not thread-safe: no Context may decode with this model meanwhile
+  // (the views are read without a lock). kInvalidArgument: no such matrix, wrong shape or type.
+  WeightView swap_matrix(const WeightView& view);
+
   // Bytes of every tensor the model uses (the mapped weights).
   size_t weight_bytes() const { return weight_bytes_; }
   // Anonymous memory holding repacked matrices (0 when nothing was repacked), and their count.

@@ -234,6 +234,12 @@ TensorType TypePlanner::recipe_type(const TensorDesc& t, std::string* reason) {
     } else if (ft == FileType::kMostlyQ4_K_S && i_down < n_ffn_down_ / 8) {
       type = TensorType::Q5_K;
       if (reason) *reason = "Q4_K_S: ffn_down of the first 1/8 layers";
+    } else if ((ft == FileType::kMostlyQ4_0 || ft == FileType::kMostlyQ5_0) && options_.has_imatrix &&
+               i_down < n_ffn_down_ / 8) {
+      // llama.cpp guards the first ffn_down layers of Q4_0 / Q5_0 with the _1 type, but only with
+      // an imatrix, so that a run without one keeps its old result.
+      type = ft == FileType::kMostlyQ4_0 ? TensorType::Q4_1 : TensorType::Q5_1;
+      if (reason) *reason = std::string(file_type_name(ft)) + " with an imatrix: ffn_down of the first 1/8 layers";
     }
     return type;
   }
@@ -252,11 +258,16 @@ TypeDecision TypePlanner::decide(const TensorDesc& t) {
   // The recipe runs first even when a rule matches, so its layer counters stay in step.
   std::string reason;
   TensorType wanted = recipe_type(t, &reason);
-  for (const auto& rule : options_.rules) {
-    if (std::regex_search(t.name, rule.re)) {
-      wanted = rule.type;
-      reason = "rule '" + rule.pattern + "'";
-      break;
+  if (const auto it = options_.tensor_types.find(t.name); it != options_.tensor_types.end()) {
+    wanted = it->second;
+    reason = "recipe";
+  } else {
+    for (const auto& rule : options_.rules) {
+      if (std::regex_search(t.name, rule.re)) {
+        wanted = rule.type;
+        reason = "rule '" + rule.pattern + "'";
+        break;
+      }
     }
   }
   std::string note;

@@ -9,12 +9,14 @@
 //   - Q4_K_M / Q5_K_M: attn_v.weight and ffn_down.weight of the "use_more_bits" layers (first
 //     1/8, last 1/8, every third layer in between) get Q6_K;
 //   - Q4_K_S: attn_v.weight of the first 4 layers and ffn_down of the first 1/8 get Q5_K;
+//   - with an importance matrix, Q4_0 / Q5_0: ffn_down of the first 1/8 layers get Q4_1 / Q5_1;
 //   - only weights are quantized: names ending in "weight", 2 or more dimensions, not a norm.
 // Widths that are not a multiple of the chosen type's block size fall back as llama.cpp does:
 // q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0, and to f16 when even 32 does not divide the width.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -85,6 +87,10 @@ struct PlannerOptions {
   FileType ftype = FileType::kMostlyQ8_0;
   std::vector<TypeRule> rules;  // first match wins; overrides the recipe
   bool pure = false;            // no mix adjustments (output / attn_v / ffn_down keep the base type)
+  bool has_imatrix = false;     // Q4_0 / Q5_0: ffn_down of the first 1/8 layers get Q4_1 / Q5_1
+  // Exact tensor name -> type (the mixed recipe's choices, tools/quant/recipe_search.h); they
+  // override rules and the recipe. The width fallback still applies.
+  std::map<std::string, TensorType> tensor_types;
 };
 
 // Decides tensor types in file order. The per-category counters (the i-th attn_v tensor out of

@@ -13,6 +13,7 @@
 #include "gguf/gguf_writer.h"
 #include "kernels/kernels.h"
 #include "platform/thread_pool.h"
+#include "tools/quant/weighted_quantize.h"
 
 namespace edgellm::quant {
 namespace {
@@ -47,7 +48,8 @@ void release_source_pages(const gguf::GgufFile& file, const uint8_t* data, size_
 
 // Converts one tensor [n_rows, width] from src.type to `to`, streaming chunks of rows to the
 // sink. Rows are independent, so threads split each chunk's rows.
-void convert_tensor(const gguf::GgufFile& file, const gguf::TensorInfo& src, TensorType to,
+// `imp`: the tensor's column importance (width floats) or null.
+void convert_tensor(const gguf::GgufFile& file, const gguf::TensorInfo& src, TensorType to, const float* imp,
                     const QuantizeParams& params, ThreadPool& pool, gguf::TensorSink& sink) {
   const int64_t width = src.ne[0];
   const int64_t n_rows = src.n_rows();
@@ -82,7 +84,7 @@ void convert_tensor(const gguf::GgufFile& file, const gguf::TensorInfo& src, Ten
           kernels::dequantize_row(src.type, in, buf.data(), width);
           x = buf.data();
         }
-        kernels::quantize_row(to, x, out.data() + static_cast<size_t>(r) * out_row, width);
+        quantize_row_weighted(to, x, out.data() + static_cast<size_t>(r) * out_row, width, imp);
       }
     });
     sink.write(out.data(), static_cast<size_t>(rows) * out_row);
@@ -103,7 +105,84 @@ void copy_tensor(const gguf::GgufFile& file, const gguf::TensorInfo& src, const 
   }
 }
 
+// Whether `src`'s imatrix entry fits its rows. A mismatch is refused (the imatrix belongs to
+// another model), except for token_embd, whose entry llama.cpp ignores too.
+bool importance_fits(const Imatrix& m, const gguf::TensorInfo& src) {
+  const auto it = m.entries.find(std::string(src.name));
+  if (it == m.entries.end()) return false;
+  const size_t n = it->second.sums.size();
+  if (static_cast<int64_t>(n) == src.ne[0] && src.ne[2] * src.ne[3] == 1) return true;
+  require(src.name == "token_embd.weight", ErrorCode::kInvalidArgument,
+          "imatrix has " + std::to_string(n) + " values for '" + std::string(src.name) + "', whose rows have " +
+              std::to_string(src.ne[0]) + " columns: the imatrix is for another model");
+  return false;
+}
+
+// The importance of `src`'s columns for a `to` quantization, or empty when none applies.
+std::vector<float> tensor_importance(const QuantizeParams& params, const gguf::TensorInfo& src, TensorType to) {
+  if (params.imatrix == nullptr || !uses_importance(to)) return {};
+  const std::string name(src.name);
+  if (!importance_fits(*params.imatrix, src)) {
+    if (params.on_warning) {
+      params.on_warning(params.imatrix->entries.count(name) ? "imatrix entry of '" + name + "' has another size: ignored"
+                                                            : "no importance data for '" + name + "': quantized without it");
+    }
+    return {};
+  }
+  return *params.imatrix->importance(name);
+}
+
 }  // namespace
+
+void describe_output(const gguf::GgufFile& in, const std::vector<TypeDecision>& types, const QuantizeParams& params,
+                     gguf::GgufWriter& writer) {
+  // Every KV is copied in file order (general.alignment included, so the data layout rules stay).
+  writer.copy_metadata_from(in);
+  writer.set_u32("general.quantization_version", kQuantizationVersion);
+  writer.set_u32("general.file_type", static_cast<uint32_t>(params.ftype));
+  if (params.imatrix != nullptr) {  // the keys llama-quantize records
+    writer.set_string("quantize.imatrix.file", params.imatrix_path);
+    if (!params.imatrix->datasets.empty()) writer.set_string("quantize.imatrix.dataset", params.imatrix->datasets[0]);
+    writer.set_u32("quantize.imatrix.entries_count", static_cast<uint32_t>(params.imatrix->entries.size()));
+    if (params.imatrix->chunk_count > 0) {
+      writer.set_u32("quantize.imatrix.chunks_count", static_cast<uint32_t>(params.imatrix->chunk_count));
+    }
+  }
+  const auto& tensors = in.tensors();
+  require(types.size() == tensors.size(), ErrorCode::kInternal, "describe_output: one type per tensor expected");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const gguf::TensorInfo& t = tensors[i];
+    writer.add_tensor_info(t.name, types[i].type, std::vector<int64_t>(t.ne, t.ne + t.n_dims));
+  }
+}
+
+PlannerOptions planner_options(const QuantizeParams& params) {
+  PlannerOptions popts;
+  popts.ftype = params.ftype;
+  popts.rules = params.rules;
+  popts.pure = params.pure;
+  popts.has_imatrix = params.imatrix != nullptr;
+  popts.tensor_types = params.tensor_types;
+  return popts;
+}
+
+std::vector<TypeDecision> plan_tensor_types(const gguf::GgufFile& file, const PlannerOptions& options) {
+  const std::vector<TensorDesc> descs = describe_tensors(file);
+  TypePlanner planner(options, descs);
+  std::vector<TypeDecision> out;
+  out.reserve(descs.size());
+  for (const TensorDesc& d : descs) out.push_back(planner.decide(d));
+  return out;
+}
+
+size_t planned_tensor_bytes(const gguf::GgufFile& file, const std::vector<TypeDecision>& types) {
+  size_t bytes = 0;
+  const auto& tensors = file.tensors();
+  for (size_t i = 0; i < tensors.size() && i < types.size(); ++i) {
+    bytes += tensor_row_bytes(types[i].type, tensors[i].ne[0]) * static_cast<size_t>(tensors[i].n_rows());
+  }
+  return bytes;
+}
 
 QuantizeSummary quantize_model(const std::string& in_path, const std::string& out_path, const QuantizeParams& params) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -113,19 +192,16 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
   std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(in_path);
 
   const std::vector<TensorDesc> descs = describe_tensors(*in);
-  PlannerOptions popts;
-  popts.ftype = params.ftype;
-  popts.rules = params.rules;
-  popts.pure = params.pure;
-  TypePlanner planner(popts, descs);
-
   // Decide every type first: refusals (requantizing) happen before any byte is written.
-  std::vector<TypeDecision> decisions;
-  decisions.reserve(descs.size());
+  const std::vector<TypeDecision> decisions = plan_tensor_types(*in, planner_options(params));
   bool warned_q8 = false;
   for (size_t i = 0; i < descs.size(); ++i) {
     const TensorDesc& d = descs[i];
-    TypeDecision dec = planner.decide(d);
+    const TypeDecision& dec = decisions[i];
+    // An imatrix for another model is refused before anything is written.
+    if (params.imatrix != nullptr && dec.type != d.type && uses_importance(dec.type)) {
+      (void)importance_fits(*params.imatrix, in->tensors()[i]);
+    }
     if (dec.type != d.type) {
       const auto& from = tensor_type_traits(d.type);
       require(from.is_weight_type, ErrorCode::kUnsupported,
@@ -145,21 +221,12 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
         }
       }
     }
-    decisions.push_back(std::move(dec));
   }
 
   gguf::GgufWriter writer;
-  // Every KV is copied in file order (general.alignment included, so the data layout rules stay).
-  writer.copy_metadata_from(*in);
-  writer.set_u32("general.quantization_version", kQuantizationVersion);
-  writer.set_u32("general.file_type", static_cast<uint32_t>(params.ftype));
-
+  describe_output(*in, decisions, params, writer);
   QuantizeSummary summary;
   summary.n_tensors = descs.size();
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const TensorDesc& d = descs[i];
-    writer.add_tensor_info(d.name, decisions[i].type, std::vector<int64_t>(d.ne, d.ne + d.n_dims));
-  }
 
   ThreadPool pool(resolve_threads(params.n_threads));
   const auto& tensors = in->tensors();
@@ -167,10 +234,12 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
     const gguf::TensorInfo& src = tensors.at(index);
     const TypeDecision& dec = decisions.at(index);
     check_cancel(params, wt.name);
+    std::vector<float> imp;
     if (dec.type == src.type) {
       copy_tensor(*in, src, params, sink);
     } else {
-      convert_tensor(*in, src, dec.type, params, pool, sink);
+      imp = tensor_importance(params, src, dec.type);
+      convert_tensor(*in, src, dec.type, imp.empty() ? nullptr : imp.data(), params, pool, sink);
     }
     TensorReport rep;
     rep.index = index;
@@ -183,12 +252,14 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
     rep.bytes_in = src.n_bytes;
     rep.bytes_out = wt.n_bytes;
     rep.fallback = dec.fallback;
+    rep.weighted = !imp.empty();
     rep.reason = dec.reason;
     summary.n_weight_elements += rep.n_elements;
     summary.bytes_in += rep.bytes_in;
     summary.bytes_out += rep.bytes_out;
     if (dec.type != src.type) ++summary.n_quantized;
     if (dec.fallback) ++summary.n_fallback;
+    if (rep.weighted) ++summary.n_weighted;
     if (params.on_tensor) params.on_tensor(rep);
   });
   summary.file_bytes = writer.file_size();

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_writer.h"
 #include "kernels/tensor_type.h"
+#include "tools/quant/imatrix.h"
 #include "tools/quant/quant_rules.h"
 
 namespace edgellm::quant {
@@ -34,6 +36,7 @@ struct TensorReport {
   size_t bytes_in = 0;
   size_t bytes_out = 0;
   bool fallback = false;
+  bool weighted = false;  // quantized with its importance-matrix entry
   std::string reason;     // why this type (rule, mix, fallback note); may be empty
 };
 
@@ -41,6 +44,15 @@ struct QuantizeParams {
   FileType ftype = FileType::kMostlyQ8_0;
   std::vector<TypeRule> rules;     // first match wins
   bool pure = false;               // no llama.cpp mix adjustments
+  // Exact tensor name -> type (the mixed recipe's choices); before rules (PlannerOptions).
+  std::map<std::string, TensorType> tensor_types;
+  // Importance matrix (tools/quant/imatrix.h), or null: every type that has a weighted search
+  // (tools/quant/weighted_quantize.h) uses its tensor's entry; a tensor without one is quantized
+  // unweighted with a warning; an entry of another width is an Error(kInvalidArgument) (except
+  // token_embd, whose entry llama.cpp ignores too). Recorded as llama-quantize does:
+  // quantize.imatrix.file (imatrix_path), .dataset, .entries_count, .chunks_count.
+  const Imatrix* imatrix = nullptr;
+  std::string imatrix_path;
   bool allow_requantize = false;   // accept quantized sources other than Q8_0
   int n_threads = 0;               // 0 = hardware concurrency
   // Rows per conversion chunk are chosen so a chunk's F32 input stays below this many bytes.
@@ -58,6 +70,7 @@ struct QuantizeSummary {
   size_t n_tensors = 0;
   size_t n_quantized = 0;        // tensors whose type changed
   size_t n_fallback = 0;
+  size_t n_weighted = 0;         // tensors quantized with their imatrix entry
   int64_t n_weight_elements = 0; // elements of every tensor
   size_t bytes_in = 0;           // tensor data, input
   size_t bytes_out = 0;          // tensor data, output
@@ -68,6 +81,17 @@ struct QuantizeSummary {
     return n_weight_elements > 0 ? 8.0 * static_cast<double>(bytes_out) / static_cast<double>(n_weight_elements) : 0;
   }
 };
+
+// The type of every tensor of `file`, in file order, as quantize_model() would choose them.
+std::vector<TypeDecision> plan_tensor_types(const gguf::GgufFile& file, const PlannerOptions& options);
+// Bytes of tensor data a file with these types would hold (what QuantizeSummary::bytes_out reports).
+size_t planned_tensor_bytes(const gguf::GgufFile& file, const std::vector<TypeDecision>& types);
+// The planner options quantize_model() derives from `params`.
+PlannerOptions planner_options(const QuantizeParams& params);
+// The output's metadata and tensor list as quantize_model() writes them, in `writer` (no data):
+// writer.file_size() is then the size of the file it would write.
+void describe_output(const gguf::GgufFile& in, const std::vector<TypeDecision>& types, const QuantizeParams& params,
+                     gguf::GgufWriter& writer);
 
 // Quantizes `in_path` into `out_path`. Errors: kIo (cannot read/write; the message names the
 // path and the system error, e.g. "No space left on device"), kInvalidFile (malformed input),
