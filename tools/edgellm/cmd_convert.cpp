@@ -34,10 +34,9 @@ std::string human_bytes(double b) {
 // The progress display: one stderr line per 5 % step. Kept to this one function so the shared
 // progress bar (tools/edgellm/progress.h, in progress) can replace it.
 void show_progress(double fraction, const std::string& what) {
-  static int last = -1;
+  static int last = -100;
   const int pct = static_cast<int>(fraction * 100.0 + 1e-9);
-  if (pct / 5 == last / 5 && pct != 100) return;
-  if (pct == last) return;
+  if (pct == last || (pct / 5 == last / 5 && pct != 100)) return;
   last = pct;
   std::fprintf(stderr, "edgellm convert: %3d%%  %s\n", pct, what.c_str());
 }
