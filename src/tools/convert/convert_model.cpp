@@ -230,8 +230,11 @@ class TensorConverter {
     const size_t in_row = static_cast<size_t>(t.width) * tensor_row_bytes(t.source_type, 1);
     const size_t out_row = tensor_row_bytes(t.type, t.width);
     const size_t f32_row = static_cast<size_t>(t.width) * sizeof(float);
-    const int64_t chunk_rows = std::max<int64_t>(
+    int64_t chunk_rows = std::max<int64_t>(
         1, std::min<int64_t>(t.rows, static_cast<int64_t>(params_.chunk_bytes / std::max<size_t>(f32_row, 1))));
+    // A chunk of reordered Q/K rows is whole heads, so it reads exactly the source rows of those
+    // heads and they can be released with it.
+    if (t.order != RowOrder::kAsIs) chunk_rows = std::max<int64_t>(1, chunk_rows / head_dim_) * head_dim_;
     const int n_threads = pool_.max_threads();
     if (raw_.size() < static_cast<size_t>(n_threads)) {
       raw_.resize(static_cast<size_t>(n_threads));
@@ -259,13 +262,17 @@ class TensorConverter {
         }
       });
       sink.write(out_.data(), static_cast<size_t>(rows) * out_row);
+      // The chunk's source pages are no longer needed: dropping them keeps the resident set at
+      // one chunk instead of growing to the whole tensor (or, without it, the whole checkpoint).
+      const SafetensorsFile& shard = *t.source->shard;
+      shard.mapping().release_pages(src.offset + static_cast<size_t>(r0) * in_row, static_cast<size_t>(rows) * in_row);
       done_bytes_ += static_cast<uint64_t>(rows) * in_row;
       if (params_.on_progress) {
         params_.on_progress(total_bytes_ > 0 ? static_cast<double>(done_bytes_) / static_cast<double>(total_bytes_) : 1.0,
                             t.name);
       }
     }
-    t.source->shard->release(src);
+    t.source->shard->release(src);  // the pages straddling chunk boundaries
   }
 
  private:
@@ -307,13 +314,19 @@ ConvertSummary convert_hf_model(const std::string& dir, const std::string& out_p
 
   std::vector<OutTensor> tensors = plan_tensors(ckpt, mapping, config, params);
 
-  TokenizerSources ts;
-  ts.tokenizer_json = ckpt.tokenizer_json();
-  ts.tokenizer_config = ckpt.tokenizer_config();
-  ts.config_json = &ckpt.config_json();
-  ts.chat_template_file = ckpt.chat_template_file();
-  ts.vocab_size = config.vocab_size;
-  const TokenizerExport tok = export_hf_tokenizer(ts);
+  // The tokenizer files are parsed, exported and dropped before any tensor is converted.
+  TokenizerExport tok;
+  {
+    const std::unique_ptr<Json> tokenizer_json = ckpt.read_json("tokenizer.json");
+    const std::unique_ptr<Json> tokenizer_config = ckpt.read_json("tokenizer_config.json");
+    TokenizerSources ts;
+    ts.tokenizer_json = tokenizer_json.get();
+    ts.tokenizer_config = tokenizer_config.get();
+    ts.config_json = &ckpt.config_json();
+    ts.chat_template_file = ckpt.chat_template_file();
+    ts.vocab_size = config.vocab_size;
+    tok = export_hf_tokenizer(ts);
+  }
   require(static_cast<int64_t>(tok.tokens.size()) == config.vocab_size, ErrorCode::kInvalidFile,
           "the tokenizer has " + std::to_string(tok.tokens.size()) + " tokens but config.json vocab_size is " +
               std::to_string(config.vocab_size));
@@ -351,6 +364,7 @@ ConvertSummary convert_hf_model(const std::string& dir, const std::string& out_p
   summary.tokenizer_model = tok.model;
   summary.tokenizer_pre = tok.pre;
   summary.n_vocab = static_cast<int64_t>(tok.tokens.size());
+  tok = TokenizerExport{};  // the writer holds the encoded keys from here on
   summary.n_tensors = tensors.size();
   uint64_t total_in = 0;
   for (const OutTensor& t : tensors) {

@@ -141,10 +141,16 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
     });
   }
 
-  c.tokenizer_ = read_optional_json(root / "tokenizer.json");
-  c.tokenizer_config_ = read_optional_json(root / "tokenizer_config.json");
-  if (is_file(root / "chat_template.jinja")) c.chat_template_ = read_whole_file((root / "chat_template.jinja").string());
   return c;
+}
+
+std::unique_ptr<Json> HfCheckpoint::read_json(const std::string& name) const {
+  return read_optional_json(fs::path(dir_) / name);
+}
+
+std::string HfCheckpoint::chat_template_file() const {
+  const fs::path p = fs::path(dir_) / "chat_template.jinja";
+  return is_file(p) ? read_whole_file(p.string()) : std::string();
 }
 
 const HfCheckpoint::Entry* HfCheckpoint::find(std::string_view name) const {

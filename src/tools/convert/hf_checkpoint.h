@@ -42,12 +42,12 @@ class HfCheckpoint {
   const Entry* find(std::string_view name) const;
   uint64_t tensor_bytes() const;  // sum of every tensor's bytes
 
-  // Optional JSON files next to config.json (nullptr when absent). Error(kInvalidFile) when present
-  // but malformed.
-  const Json* tokenizer_json() const { return tokenizer_.get(); }
-  const Json* tokenizer_config() const { return tokenizer_config_.get(); }
+  // A JSON file of the directory (tokenizer.json, tokenizer_config.json), or nullptr when absent;
+  // Error(kInvalidFile) naming it when present but malformed. Read on demand: the tokenizer's
+  // document (100+ MB parsed for a 150k vocabulary) is not kept while tensors are converted.
+  std::unique_ptr<Json> read_json(const std::string& name) const;
   // chat_template.jinja (newer transformers save the template there); empty when absent.
-  const std::string& chat_template_file() const { return chat_template_; }
+  std::string chat_template_file() const;
 
  private:
   std::string dir_;
@@ -55,9 +55,6 @@ class HfCheckpoint {
   std::vector<SafetensorsFile> shards_;
   std::vector<Entry> tensors_;
   std::unordered_map<std::string, size_t> index_;
-  std::unique_ptr<Json> tokenizer_;
-  std::unique_ptr<Json> tokenizer_config_;
-  std::string chat_template_;
 };
 
 // The whole file; Error(kIo) naming it when it cannot be read.
