@@ -2,7 +2,7 @@
 """Writes a synthetic Hugging Face checkpoint of a real model's shape (random weights), for
 measuring `edgellm convert` on real sizes (docs/convert.md, peak RSS) without downloading a model.
 
-    scripts/make-hf-checkpoint.py OUT_DIR [--shape qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b]
+    scripts/make-hf-checkpoint.py OUT_DIR [--shape qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b|tiny-qwen2|tiny-qwen3|tiny-llama3]
                                   [--dtype bf16|f16|f32] [--shards N] [--tokenizer DIR]
 
 OUT_DIR gets config.json (the real model's hyper-parameters), model.safetensors (or N shards and
@@ -36,6 +36,13 @@ SHAPES = {
                                                  "original_max_position_embeddings": 8192, "rope_type": "llama3"},
                                 "bos_token_id": 128000, "eos_token_id": 128001}, tokenizer="llama3"),
 }
+# Tiny models with the real tokenizers' vocabularies (scripts/convert-vs-llamacpp.sh).
+SHAPES["tiny-qwen2"] = dict(SHAPES["qwen2.5-0.5b"], hidden=64, layers=2, ffn=128, heads=4, kv=2)
+SHAPES["tiny-qwen3"] = dict(SHAPES["qwen3-0.6b"], hidden=64, layers=2, ffn=128, heads=4, kv=2, head_dim=32)
+SHAPES["tiny-llama3"] = dict(SHAPES["llama-3.2-1b"], hidden=64, layers=2, ffn=128, heads=4, kv=2, head_dim=None,
+                             tied=False, extra=dict(SHAPES["llama-3.2-1b"]["extra"], rope_scaling={
+                                 "factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                 "original_max_position_embeddings": 64, "rope_type": "llama3"}))
 DTYPES = {"bf16": ("BF16", 2), "f16": ("F16", 2), "f32": ("F32", 4)}
 
 
@@ -82,7 +89,9 @@ def write_safetensors(path, tensors, dtype, size, rng):
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
         for name, shape in tensors:
-            scale = 0.02 if len(shape) == 2 else 0.1
+            # Matrices ~ 1 / sqrt(fan in) (0.033 for a 896-wide model), so activations and logits stay
+            # O(1): a comparison of two engines' logits then measures something.
+            scale = 1.0 / np.sqrt(shape[1]) if len(shape) == 2 else 0.1
             values = rng.standard_normal(shape, dtype=np.float32) * scale + (1.0 if name.endswith("norm.weight") else 0.0)
             f.write(encode(values, dtype))
 
