@@ -237,6 +237,49 @@ TEST(ConvertModel, TypeQuantizesLikeTheQuantizer) {
   EXPECT_LT(c.rel_rms, kQ8Tolerance);
 }
 
+// ---------------------------------------------------------------- real trained models, round trip
+
+// stories260K (SentencePiece, space prefix) and tiny-zh-poems (character-level with byte
+// fallback, no space prefix, tied head): written back in HF layout by the test
+// (write_hf_from_gguf: HF names, HF Q/K order, a SentencePiece-style tokenizer.json built as
+// transformers builds one from tokenizer.model) and converted again. Every tensor must come back
+// bit for bit (the Q/K reorder is the inverse of the test's), the vocabulary with the same tokens
+// and types, and the converted tokenizer must encode the reference prompts (made by an
+// established engine from the original file) to their ids.
+TEST(ConvertModel, RealModelsRoundTripThroughHuggingFaceLayout) {
+  for (const std::string name : {"stories260K", "tiny-zh-poems"}) {
+    const std::string original = test::shared_model(name + ".gguf");
+    const std::string hf = dir_for("rt-" + name);
+    test::write_hf_from_gguf(original, hf);
+    const std::string out = dir_for("rt-" + name + ".gguf");
+    convert_quietly(hf, out, "f32");
+    const auto a = gguf::GgufFile::open(original);
+    const auto b = gguf::GgufFile::open(out);
+    ASSERT_EQ(a->tensors().size(), b->tensors().size()) << name;
+    for (const auto& ta : a->tensors()) {
+      const auto* tb = b->find_tensor(ta.name);
+      ASSERT_NE(tb, nullptr) << name << " " << ta.name;
+      ASSERT_EQ(ta.n_bytes, tb->n_bytes) << ta.name;
+      EXPECT_EQ(std::memcmp(ta.data, tb->data, ta.n_bytes), 0) << name << " " << ta.name;
+    }
+    EXPECT_EQ(*a->get_string_array("tokenizer.ggml.tokens"), *b->get_string_array("tokenizer.ggml.tokens")) << name;
+    EXPECT_EQ(*a->get_int_array("tokenizer.ggml.token_type"), *b->get_int_array("tokenizer.ggml.token_type")) << name;
+    const auto tok = Tokenizer::from_gguf(*b);
+    std::istringstream ref(test::read_file(test::shared_testdata("reference/" + name + "-greedy.jsonl")));
+    std::string line;
+    int n = 0;
+    while (std::getline(ref, line)) {
+      if (line.empty()) continue;
+      const Json c = Json::parse(line);
+      std::vector<int32_t> want;
+      for (const Json& id : c.at("prompt_ids").as_array()) want.push_back(static_cast<int32_t>(id.as_int()));
+      EXPECT_EQ(tok->encode(c.at("prompt").as_string(), true, false), want) << name << ": " << line;
+      ++n;
+    }
+    EXPECT_GT(n, 0) << name;
+  }
+}
+
 // ---------------------------------------------------------------- tokenizer and template
 
 TEST(ConvertModel, ConvertedTokenizersPassTheEncodeAndChatCases) {

@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "support/hf_checkpoint.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -130,38 +131,6 @@ TEST(TokenizerExport, AVocabularyLargerThanTheEmbeddingIsRefused) {
 
 // ---------------------------------------------------------------- SentencePiece-style BPE
 
-// transformers' SentencePieceExtractor: every split of a piece into two vocabulary pieces is a
-// merge, ranked by the piece's score (higher first), ties by the parts' ids.
-std::vector<std::pair<std::string, std::string>> spm_merges(const std::vector<std::string>& tokens,
-                                                            const std::vector<float>& scores,
-                                                            const std::vector<int64_t>& types) {
-  std::unordered_map<std::string, int64_t> id;
-  for (size_t i = 0; i < tokens.size(); ++i) id.emplace(tokens[i], static_cast<int64_t>(i));
-  struct M {
-    std::string l, r;
-    float score;
-    int64_t il, ir;
-  };
-  std::vector<M> all;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (types[i] != static_cast<int64_t>(TokenAttr::kNormal)) continue;
-    const std::string& t = tokens[i];
-    std::vector<M> local;
-    for (size_t at = 1; at < t.size(); ++at) {
-      if ((static_cast<unsigned char>(t[at]) & 0xC0) == 0x80) continue;  // split at code points only
-      const std::string l = t.substr(0, at), r = t.substr(at);
-      const auto a = id.find(l), b = id.find(r);
-      if (a != id.end() && b != id.end()) local.push_back({l, r, scores[i], a->second, b->second});
-    }
-    std::sort(local.begin(), local.end(), [](const M& x, const M& y) { return std::tie(x.il, x.ir) < std::tie(y.il, y.ir); });
-    all.insert(all.end(), local.begin(), local.end());
-  }
-  std::stable_sort(all.begin(), all.end(), [](const M& x, const M& y) { return x.score > y.score; });
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const M& m : all) out.emplace_back(m.l, m.r);
-  return out;
-}
-
 TEST(TokenizerExport, SentencePieceStyleBpeReproducesTheReferenceIds) {
   const std::string path = test::shared_testdata("vocab/ggml-vocab-llama-spm.gguf");
   const auto ref = gguf::GgufFile::open(path);
@@ -185,7 +154,7 @@ TEST(TokenizerExport, SentencePieceStyleBpeReproducesTheReferenceIds) {
     }
   }
   Json merges = Json::array();
-  for (const auto& [l, r] : spm_merges(tokens, scores, types)) merges.push_back(Json(Json::Array{Json(l), Json(r)}));
+  for (const auto& [l, r] : test::spm_merges(tokens, scores, types)) merges.push_back(Json(Json::Array{Json(l), Json(r)}));
   const std::string sp = "\xE2\x96\x81";
   Json tj = Json::parse(R"({"version": "1.0", "truncation": null, "padding": null,
       "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": ")" + sp + R"("},

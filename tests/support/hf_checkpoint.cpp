@@ -9,7 +9,11 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <tuple>
+#include <unordered_map>
 
+#include "core/json.h"
+#include "gguf/gguf_reader.h"
 #include "support/test_env.h"
 
 namespace edgellm::test {
@@ -330,6 +334,146 @@ TinyCheckpoint write_tiny_checkpoint(const TinySpec& s, const std::string& dir) 
     }
   }
   return ck;
+}
+
+std::vector<std::pair<std::string, std::string>> spm_merges(const std::vector<std::string>& tokens,
+                                                            const std::vector<float>& scores,
+                                                            const std::vector<int64_t>& types) {
+  std::unordered_map<std::string, int64_t> id;
+  for (size_t i = 0; i < tokens.size(); ++i) id.emplace(tokens[i], static_cast<int64_t>(i));
+  struct M {
+    std::string l, r;
+    float score;
+    int64_t il, ir;
+  };
+  std::vector<M> all;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (types[i] != 1) continue;
+    const std::string& t = tokens[i];
+    std::vector<M> local;
+    for (size_t at = 1; at < t.size(); ++at) {
+      if ((static_cast<unsigned char>(t[at]) & 0xC0) == 0x80) continue;  // split at code points only
+      const std::string l = t.substr(0, at), r = t.substr(at);
+      const auto a = id.find(l), b = id.find(r);
+      if (a != id.end() && b != id.end()) local.push_back({l, r, scores[i], a->second, b->second});
+    }
+    std::sort(local.begin(), local.end(), [](const M& x, const M& y) { return std::tie(x.il, x.ir) < std::tie(y.il, y.ir); });
+    all.insert(all.end(), local.begin(), local.end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const M& x, const M& y) { return x.score > y.score; });
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const M& m : all) out.emplace_back(m.l, m.r);
+  return out;
+}
+
+void write_hf_from_gguf(const std::string& gguf_path, const std::string& dir) {
+  const auto f = gguf::GgufFile::open(gguf_path);
+  if (f->get_string("general.architecture") != std::optional<std::string>("llama")) {
+    throw std::runtime_error(gguf_path + ": not a llama GGUF");
+  }
+  const int64_t n_embd = *f->get_int("llama.embedding_length");
+  const int64_t n_head = *f->get_int("llama.attention.head_count");
+  const int64_t n_head_kv = f->get_int("llama.attention.head_count_kv").value_or(n_head);
+  const int64_t hd = n_embd / n_head;
+  const std::map<std::string, std::string> global = {{"token_embd.weight", "model.embed_tokens.weight"},
+                                                     {"output_norm.weight", "model.norm.weight"},
+                                                     {"output.weight", "lm_head.weight"}};
+  const std::map<std::string, std::string> block = {
+      {"attn_norm", "input_layernorm"},  {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},    {"attn_output", "self_attn.o_proj"},
+      {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"}, {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"}};
+  std::vector<HfTensor> tensors;
+  bool tied = true;
+  for (const auto& t : f->tensors()) {
+    if (t.type != TensorType::F32) throw std::runtime_error(std::string(t.name) + ": not F32");
+    HfTensor h;
+    h.dtype = "F32";
+    for (int d = t.n_dims - 1; d >= 0; --d) h.shape.push_back(t.ne[d]);
+    h.values.resize(static_cast<size_t>(t.n_elements()));
+    std::memcpy(h.values.data(), t.data, t.n_bytes);
+    const std::string name(t.name);
+    if (name == "output.weight") tied = false;
+    if (global.count(name)) {
+      h.name = global.at(name);
+    } else {
+      // blk.N.kind.suffix
+      const size_t a = name.find('.'), b = name.find('.', a + 1), c = name.find('.', b + 1);
+      const std::string n = name.substr(a + 1, b - a - 1), kind = name.substr(b + 1, c - b - 1);
+      h.name = "model.layers." + n + "." + block.at(kind) + name.substr(c);
+      if (kind == "attn_q" || kind == "attn_k") {
+        // GGUF row h*hd + 2j + s holds HF row h*hd + s*hd/2 + j.
+        const int64_t cols = h.shape[1];
+        std::vector<float> hf(h.values.size());
+        for (int64_t r = 0; r < h.shape[0]; ++r) {
+          const int64_t head = r / hd, j = (r % hd) / 2, s = r % 2;
+          std::memcpy(hf.data() + (head * hd + s * (hd / 2) + j) * cols, h.values.data() + r * cols,
+                      static_cast<size_t>(cols) * sizeof(float));
+        }
+        h.values.swap(hf);
+      }
+    }
+    tensors.push_back(std::move(h));
+  }
+  fs::create_directories(dir);
+  write_file(dir + "/model.safetensors", safetensors_bytes(tensors, R"({"format": "pt"})"));
+
+  const auto tv = *f->get_string_array("tokenizer.ggml.tokens");
+  const std::vector<std::string> tokens(tv.begin(), tv.end());
+  const std::vector<float> scores = f->get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>(tokens.size()));
+  const std::vector<int64_t> types = f->get_int_array("tokenizer.ggml.token_type").value_or(std::vector<int64_t>(tokens.size(), 1));
+  const int64_t bos = f->get_int("tokenizer.ggml.bos_token_id").value_or(1);
+  const int64_t eos = f->get_int("tokenizer.ggml.eos_token_id").value_or(2);
+  const bool prefix = f->get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+  char eps[64], theta[64];
+  std::snprintf(eps, sizeof eps, "%.9g", f->get_float("llama.attention.layer_norm_rms_epsilon").value_or(1e-5));
+  std::snprintf(theta, sizeof theta, "%.9g", f->get_float("llama.rope.freq_base").value_or(10000.0));
+  write_file(dir + "/config.json",
+             "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"vocab_size\": " +
+                 std::to_string(tokens.size()) + ", \"hidden_size\": " + std::to_string(n_embd) +
+                 ", \"num_hidden_layers\": " + std::to_string(*f->get_int("llama.block_count")) +
+                 ", \"intermediate_size\": " + std::to_string(*f->get_int("llama.feed_forward_length")) +
+                 ", \"num_attention_heads\": " + std::to_string(n_head) + ", \"num_key_value_heads\": " +
+                 std::to_string(n_head_kv) + ", \"max_position_embeddings\": " +
+                 std::to_string(f->get_int("llama.context_length").value_or(2048)) + ", \"rms_norm_eps\": " + eps +
+                 ", \"rope_theta\": " + theta + ", \"tie_word_embeddings\": " + (tied ? "true" : "false") +
+                 ", \"bos_token_id\": " + std::to_string(bos) + ", \"eos_token_id\": " + std::to_string(eos) + "}\n");
+
+  const std::string sp = "\xE2\x96\x81";
+  Json tj = Json::parse(std::string(R"({"version": "1.0", "normalizer": {"type": "Sequence", "normalizers": [)") +
+                        (prefix ? R"({"type": "Prepend", "prepend": ")" + sp + R"("}, )" : "") +
+                        R"({"type": "Replace", "pattern": {"String": " "}, "content": ")" + sp + R"("}]},
+      "pre_tokenizer": null,
+      "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": ")" + sp +
+                        R"("}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]},
+      "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true}})");
+  Json vocab = Json::object();
+  Json added = Json::array();
+  Json merges = Json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    vocab.as_object().emplace_back(tokens[i], Json(static_cast<int64_t>(i)));
+    if (types[i] == 2 || types[i] == 3) {  // unknown, control
+      Json a = Json::object();
+      a.set("id", Json(static_cast<int64_t>(i)));
+      a.set("content", Json(tokens[i]));
+      a.set("special", Json(true));
+      added.push_back(std::move(a));
+    }
+  }
+  for (const auto& [l, r] : spm_merges(tokens, scores, types)) merges.push_back(Json(Json::Array{Json(l), Json(r)}));
+  Json& model = const_cast<Json&>(tj.at("model"));
+  model.set("vocab", std::move(vocab));
+  model.set("merges", std::move(merges));
+  tj.set("added_tokens", std::move(added));
+  write_file(dir + "/tokenizer.json", tj.dump());
+  Json tc = Json::object();
+  tc.set("bos_token", Json(tokens[static_cast<size_t>(bos)]));
+  tc.set("eos_token", Json(tokens[static_cast<size_t>(eos)]));
+  tc.set("unk_token", Json("<unk>"));
+  tc.set("add_bos_token", Json(f->get_bool("tokenizer.ggml.add_bos_token").value_or(true)));
+  tc.set("add_eos_token", Json(false));
+  tc.set("add_prefix_space", Json(prefix));
+  write_file(dir + "/tokenizer_config.json", tc.dump());
 }
 
 std::vector<std::vector<double>> naive_hf_logits(const TinyCheckpoint& ck, const std::vector<int32_t>& tokens) {

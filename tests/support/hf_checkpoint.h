@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,20 @@ std::string tiny_config_json(const TinySpec& spec);
 // A byte-level BPE tokenizer.json (GPT-2 byte alphabet, a few merges, two special tokens) whose ids
 // fit below `vocab` (>= 262).
 std::string small_tokenizer_json();
+
+// transformers' SentencePieceExtractor, as its LlamaConverter builds a tokenizer.json from a
+// tokenizer.model: every split (at code points) of a normal piece into two vocabulary pieces is a
+// merge, ranked by the piece's score (higher first), ties by the parts' ids. `types` are GGUF
+// token types (1 = normal).
+std::vector<std::pair<std::string, std::string>> spm_merges(const std::vector<std::string>& tokens,
+                                                            const std::vector<float>& scores,
+                                                            const std::vector<int64_t>& types);
+
+// An F32 llama GGUF with a SentencePiece vocabulary (shared/models/stories260K.gguf,
+// tiny-zh-poems.gguf) written back in Hugging Face layout into `dir`: transformers names, the Q/K
+// rows in HF order (the GGUF interleaving undone per head), config.json from the GGUF keys, and a
+// SentencePiece-style tokenizer.json + tokenizer_config.json (merges from spm_merges).
+void write_hf_from_gguf(const std::string& gguf_path, const std::string& dir);
 
 // Logits (n_vocab per position, positions in order) of `tokens` at positions 0.. under the
 // transformers forward pass, in double precision.
