@@ -158,7 +158,6 @@ HfConfig read_hf_config(const Json& c, const std::string& origin) {
   cfg.max_position_embeddings = r.integer("max_position_embeddings", 1, kMaxContext, 0);
   cfg.rms_norm_eps = r.number("rms_norm_eps", 1e-12, 1.0, 1e-6);
   cfg.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
-  cfg.attention_bias = r.boolean("attention_bias", false);
   read_rope(c, r, origin, cfg);
 
   cfg.bos_token_id = r.token_id("bos_token_id");

@@ -44,7 +44,6 @@ struct HfConfig {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;        // llama / qwen3: q/k/v (and o) projections carry biases
   HfRopeScaling rope;
   // Special-token ids config.json may carry (lists, as Llama 3.1 writes for eos, are ignored as
   // llama.cpp's converter ignores them).
