@@ -97,9 +97,41 @@ convert::ConvertSummary convert_quietly(const std::string& dir, const std::strin
 
 std::string dir_for(const std::string& name) { return test::temp_dir() + "/" + name; }
 
+// The converted tokenizer passes shared/testdata/tokenizers/<family>/encode-cases.jsonl (ids of
+// the Hugging Face tokenizers library) and its chat template renders chat-cases.jsonl exactly as
+// transformers renders it.
+void check_tokenizer_cases(const std::string& gguf_path, const std::string& family) {
+  const auto file = gguf::GgufFile::open(gguf_path);
+  const auto tok = Tokenizer::from_gguf(*file);
+  std::istringstream enc(test::read_file(test::shared_testdata("tokenizers/" + family + "/encode-cases.jsonl")));
+  std::string line;
+  int n = 0;
+  while (std::getline(enc, line)) {
+    if (line.empty()) continue;
+    const Json c = Json::parse(line);
+    std::vector<int32_t> want;
+    for (const Json& id : c.at("ids").as_array()) want.push_back(static_cast<int32_t>(id.as_int()));
+    EXPECT_EQ(tok->encode(c.at("text").as_string(), false, true), want) << family << ": " << line;
+    ++n;
+  }
+  EXPECT_GE(n, 19) << family;
+  const ChatTemplate tmpl = select_chat_template(*file, *tok, "", nullptr, nullptr);
+  std::istringstream chat(test::read_file(test::shared_testdata("tokenizers/" + family + "/chat-cases.jsonl")));
+  int m = 0;
+  while (std::getline(chat, line)) {
+    if (line.empty()) continue;
+    const Json c = Json::parse(line);
+    EXPECT_EQ(tmpl.render(c.at("messages"), c.at("add_generation_prompt").as_bool()), c.at("rendered").as_string())
+        << family << " chat case " << m;
+    ++m;
+  }
+  EXPECT_GT(m, 0) << family;
+}
+
+
 // ---------------------------------------------------------------- logits against the reference
 
-TEST(ConvertModel, Qwen3Bf16WithTheRealTokenizer) {
+TEST(ConvertModel, Qwen3Bf16WithTheRealTokenizerAndItsCases) {
   TinySpec s;
   s.arch = "qwen3";
   s.dtype = "BF16";
@@ -126,9 +158,10 @@ TEST(ConvertModel, Qwen3Bf16WithTheRealTokenizer) {
   const Comparison c = compare_with_engine(out, ck);
   std::printf("qwen3 bf16: worst |diff| / rms = %.3g\n", c.worst);
   EXPECT_LT(c.worst, kHalfTolerance);
+  check_tokenizer_cases(out, "qwen3");
 }
 
-TEST(ConvertModel, Llama3ShardedF16WithRopeScalingAndTheRealTokenizer) {
+TEST(ConvertModel, Llama3ShardedF16WithRopeScalingAndTheRealTokenizerAndItsCases) {
   TinySpec s;
   s.arch = "llama";
   s.dtype = "F16";
@@ -157,6 +190,7 @@ TEST(ConvertModel, Llama3ShardedF16WithRopeScalingAndTheRealTokenizer) {
   const Comparison c = compare_with_engine(out, ck);
   std::printf("llama3 f16 sharded -> f32: worst |diff| / rms = %.3g\n", c.worst);
   EXPECT_LT(c.worst, kF32Tolerance);
+  check_tokenizer_cases(out, "llama3");
 }
 
 TEST(ConvertModel, Qwen2F32WithBiasesAndLinearScaling) {
@@ -277,54 +311,6 @@ TEST(ConvertModel, RealModelsRoundTripThroughHuggingFaceLayout) {
       ++n;
     }
     EXPECT_GT(n, 0) << name;
-  }
-}
-
-// ---------------------------------------------------------------- tokenizer and template
-
-TEST(ConvertModel, ConvertedTokenizersPassTheEncodeAndChatCases) {
-  for (const std::string family : {"qwen3", "llama3"}) {
-    TinySpec s;
-    s.arch = family == "qwen3" ? "qwen3" : "llama";
-    s.vocab = family == "qwen3" ? 151936 : 128256;
-    s.embd = 16;
-    s.heads = 2;
-    s.kv_heads = 1;
-    s.ffn = 16;
-    s.layers = 1;
-    s.tied = true;
-    s.dtype = "BF16";
-    s.tokenizer = family;
-    const auto ck = test::write_tiny_checkpoint(s, dir_for("tok-" + family));
-    const std::string out = dir_for("tok-" + family + ".gguf");
-    convert_quietly(ck.dir, out);
-    const auto file = gguf::GgufFile::open(out);
-    const auto tok = Tokenizer::from_gguf(*file);
-
-    std::istringstream enc(test::read_file(test::shared_testdata("tokenizers/" + family + "/encode-cases.jsonl")));
-    std::string line;
-    int n = 0;
-    while (std::getline(enc, line)) {
-      if (line.empty()) continue;
-      const Json c = Json::parse(line);
-      std::vector<int32_t> want;
-      for (const Json& id : c.at("ids").as_array()) want.push_back(static_cast<int32_t>(id.as_int()));
-      EXPECT_EQ(tok->encode(c.at("text").as_string(), false, true), want) << family << ": " << line;
-      ++n;
-    }
-    EXPECT_GE(n, 19) << family;
-
-    const ChatTemplate tmpl = select_chat_template(*file, *tok, "", nullptr, nullptr);
-    std::istringstream chat(test::read_file(test::shared_testdata("tokenizers/" + family + "/chat-cases.jsonl")));
-    int m = 0;
-    while (std::getline(chat, line)) {
-      if (line.empty()) continue;
-      const Json c = Json::parse(line);
-      EXPECT_EQ(tmpl.render(c.at("messages"), c.at("add_generation_prompt").as_bool()), c.at("rendered").as_string())
-          << family << " chat case " << m;
-      ++m;
-    }
-    EXPECT_GT(m, 0) << family;
   }
 }
 
