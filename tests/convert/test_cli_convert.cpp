@@ -22,7 +22,8 @@ TEST(CliConvert, ConvertsQuantizesAndRuns) {
   s.shards = 2;
   const auto ck = test::write_tiny_checkpoint(s, test::temp_dir() + "/cli-qwen2");
   const std::string out = test::temp_dir() + "/cli-qwen2-q8.gguf";
-  const test::CliResult r = run_cli({"convert", ck.dir, out, "--type", "q8_0", "-v", "--threads", "2", "--name", "tiny"});
+  const test::CliResult r =
+      run_cli({"convert", ck.dir, out, "--type", "q8_0", "-v", "--threads", "2", "--name", "tiny"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("edgellm convert:   0%"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("edgellm convert: 100%"), std::string::npos) << r.err;

@@ -29,7 +29,8 @@ void expect_error(F&& f, ErrorCode code, const std::string& needle, const std::s
     ADD_FAILURE() << what << ": accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << what << ": " << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << what << ": '" << e.what() << "' lacks '" << needle << "'";
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << what << ": '" << e.what() << "' lacks '" << needle << "'";
   }
 }
 
@@ -73,16 +74,20 @@ TEST(ConvertHostile, SafetensorsHeaders) {
                                      std::string(4, '\0')),
                          "9 dimensions", "rank 9");
   // 2^40 x 2^40 elements: the product overflows int64.
-  expect_bad_safetensors(header_file(R"({"w": {"dtype": "F32", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 8]}})", f8),
-                         "tensor 'w': element count overflows", "element overflow");
+  expect_bad_safetensors(
+      header_file(R"({"w": {"dtype": "F32", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 8]}})", f8),
+      "tensor 'w': element count overflows", "element overflow");
   // 2^40 x 2^21 F64: the elements fit int64, their bytes (2^64) do not fit uint64.
-  expect_bad_safetensors(header_file(R"({"w": {"dtype": "F64", "shape": [1099511627776, 2097152], "data_offsets": [0, 8]}})", f8),
-                         "tensor 'w': byte size overflows", "byte overflow");
+  expect_bad_safetensors(
+      header_file(R"({"w": {"dtype": "F64", "shape": [1099511627776, 2097152], "data_offsets": [0, 8]}})", f8),
+      "tensor 'w': byte size overflows", "byte overflow");
   // 2^40 x 2^20 F64: 2^63 bytes, not what the offsets say.
-  expect_bad_safetensors(header_file(R"({"w": {"dtype": "F64", "shape": [1099511627776, 1048576], "data_offsets": [0, 8]}})", f8),
-                         "tensor 'w': F64 [1099511627776, 1048576] needs 9223372036854775808 bytes", "size mismatch on a huge shape");
+  expect_bad_safetensors(
+      header_file(R"({"w": {"dtype": "F64", "shape": [1099511627776, 1048576], "data_offsets": [0, 8]}})", f8),
+      "tensor 'w': F64 [1099511627776, 1048576] needs 9223372036854775808 bytes", "size mismatch on a huge shape");
   expect_bad_safetensors(header_file(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}})", f8),
-                         "tensor 'w': data_offsets [0, 16) lie outside the 8-byte data section", "offsets past the end");
+                         "tensor 'w': data_offsets [0, 16) lie outside the 8-byte data section",
+                         "offsets past the end");
   expect_bad_safetensors(header_file(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", f8),
                          "tensor 'w': data_offsets [8, 0)", "begin after end");
   expect_bad_safetensors(header_file(R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", f8),
@@ -91,7 +96,8 @@ TEST(ConvertHostile, SafetensorsHeaders) {
                          "tensor 'w': data_offsets is not a [begin, end] pair", "one offset");
   // Two tensors over the same bytes (a lying header), a hole, trailing bytes.
   expect_bad_safetensors(header_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                                         "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f8),
+                                         "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+                                     f8),
                          "inside the previous tensor's bytes", "overlap");
   expect_bad_safetensors(header_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", f8),
                          "tensor 'a' starts at data offset 4 after a gap", "hole");
@@ -100,7 +106,8 @@ TEST(ConvertHostile, SafetensorsHeaders) {
   // A key given twice: the JSON reader keeps the last value, so the first entry's bytes are an
   // unindexed hole.
   expect_bad_safetensors(header_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                                         "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", f8),
+                                         "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                                     f8),
                          "tensor 'a' starts at data offset 4 after a gap", "duplicate name");
   expect_bad_safetensors(header_file(R"({"__metadata__": {"format": 1}})", ""), "__metadata__ value 'format'",
                          "non-string metadata");
@@ -128,7 +135,8 @@ TEST(ConvertHostile, EveryTruncationAndByteFlipOfAValidFileIsRefusedOrValid) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
     }
   }
-  std::printf("%d of 2000 header byte flips still parse (names, spaces, digits that keep sizes consistent)\n", accepted);
+  std::printf("%d of 2000 header byte flips still parse (names, spaces, digits that keep sizes consistent)\n",
+              accepted);
 }
 
 // ---------------------------------------------------------------- config.json
@@ -148,24 +156,36 @@ TEST(ConvertHostile, ConfigKeys) {
   expect_bad_config(R"({"architectures": [], )" + base + "}", "'architectures' is not a non-empty list");
   expect_bad_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})", "'vocab_size' is missing");
   expect_bad_config("{" + arch + base + R"(, "hidden_size": "64"})", "'hidden_size' is not a number");
-  expect_bad_config("{" + arch + R"("vocab_size": 100, "hidden_size": 64.5, "num_hidden_layers": 2, "intermediate_size": 96, "num_attention_heads": 4})",
-                    "'hidden_size' = 64.5 is not an integer");
-  expect_bad_config("{" + arch + R"("vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 0, "intermediate_size": 96, "num_attention_heads": 4})",
-                    "'num_hidden_layers' = 0 is out of range [1, 4096]");
-  expect_bad_config("{" + arch + R"("vocab_size": 1e300, "hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 96, "num_attention_heads": 4})",
-                    "'vocab_size'");
+  expect_bad_config(
+      "{" + arch +
+          R"("vocab_size": 100, "hidden_size": 64.5, "num_hidden_layers": 2, "intermediate_size": 96, "num_attention_heads": 4})",
+      "'hidden_size' = 64.5 is not an integer");
+  expect_bad_config(
+      "{" + arch +
+          R"("vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 0, "intermediate_size": 96, "num_attention_heads": 4})",
+      "'num_hidden_layers' = 0 is out of range [1, 4096]");
+  expect_bad_config(
+      "{" + arch +
+          R"("vocab_size": 1e300, "hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 96, "num_attention_heads": 4})",
+      "'vocab_size'");
   expect_bad_config("{" + arch + base + R"(, "num_key_value_heads": 3})", "'num_key_value_heads' = 3 does not divide");
-  expect_bad_config("{" + arch + base + R"(, "num_key_value_heads": 8})", "'num_key_value_heads' = 8 is out of range [1, 4]");
-  expect_bad_config("{" + arch + R"("vocab_size": 100, "hidden_size": 66, "num_hidden_layers": 2, "intermediate_size": 96, "num_attention_heads": 4})",
-                    "'hidden_size' = 66 is not a multiple of num_attention_heads = 4");
+  expect_bad_config("{" + arch + base + R"(, "num_key_value_heads": 8})",
+                    "'num_key_value_heads' = 8 is out of range [1, 4]");
+  expect_bad_config(
+      "{" + arch +
+          R"("vocab_size": 100, "hidden_size": 66, "num_hidden_layers": 2, "intermediate_size": 96, "num_attention_heads": 4})",
+      "'hidden_size' = 66 is not a multiple of num_attention_heads = 4");
   expect_bad_config("{" + arch + base + R"(, "head_dim": 15})", "'head_dim' gives an odd head dimension 15");
   expect_bad_config("{" + arch + base + R"(, "rms_norm_eps": -1})", "'rms_norm_eps' = -1 is out of range");
-  expect_bad_config("{" + arch + base + R"(, "tie_word_embeddings": "yes"})", "'tie_word_embeddings' is not true or false");
+  expect_bad_config("{" + arch + base + R"(, "tie_word_embeddings": "yes"})",
+                    "'tie_word_embeddings' is not true or false");
   expect_bad_config("{" + arch + base + R"(, "rope_scaling": [1]})", "'rope_scaling' is not an object");
   expect_bad_config("{" + arch + base + R"(, "rope_scaling": {"rope_type": "linear", "factor": "2"}})",
                     "'rope_scaling.factor' is not a number");
-  expect_bad_config("{" + arch + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 2, "high_freq_factor": 2}})",
-                    "'rope_scaling.high_freq_factor' equals low_freq_factor");
+  expect_bad_config(
+      "{" + arch + base +
+          R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 2, "high_freq_factor": 2}})",
+      "'rope_scaling.high_freq_factor' equals low_freq_factor");
 }
 
 // ---------------------------------------------------------------- checkpoint directories and convert
@@ -183,7 +203,9 @@ class ConvertDirTest : public ::testing::Test {
     EXPECT_FALSE(fs::exists(out_)) << what;
     EXPECT_FALSE(test::temp_file_left(out_)) << what;
   }
-  void write(const std::string& name, const std::string& bytes) { std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes; }
+  void write(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes;
+  }
   // The checkpoint's tensors as written, with `edit` applied, as the single model.safetensors.
   template <class Edit>
   void rewrite_weights(Edit&& edit) {
@@ -229,19 +251,25 @@ TEST_F(ConvertDirTest, UnsupportedClass) {
 }
 
 TEST_F(ConvertDirTest, AnUnknownTensorIsNotDroppedSilently) {
-  rewrite_weights([](auto& ts) { ts.push_back({"model.layers.0.self_attn.q_proj.bias", "F32", {64}, std::vector<float>(64), ""}); });
-  expect_convert_error(ErrorCode::kUnsupported, "tensor 'model.layers.0.self_attn.q_proj.bias' is not part of the llama mapping",
+  rewrite_weights([](auto& ts) {
+    ts.push_back({"model.layers.0.self_attn.q_proj.bias", "F32", {64}, std::vector<float>(64), ""});
+  });
+  expect_convert_error(ErrorCode::kUnsupported,
+                       "tensor 'model.layers.0.self_attn.q_proj.bias' is not part of the llama mapping",
                        "llama with biases");
 }
 
 TEST_F(ConvertDirTest, ABlockBeyondTheLayerCount) {
-  rewrite_weights([](auto& ts) { ts.push_back({"model.layers.7.input_layernorm.weight", "F32", {64}, std::vector<float>(64), ""}); });
+  rewrite_weights([](auto& ts) {
+    ts.push_back({"model.layers.7.input_layernorm.weight", "F32", {64}, std::vector<float>(64), ""});
+  });
   expect_convert_error(ErrorCode::kInvalidFile, "belongs to block 7 but config.json num_hidden_layers is 2", "block 7");
 }
 
 TEST_F(ConvertDirTest, AMissingTensor) {
   rewrite_weights([](auto& ts) {
-    ts.erase(std::remove_if(ts.begin(), ts.end(), [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; }),
+    ts.erase(std::remove_if(ts.begin(), ts.end(),
+                            [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; }),
              ts.end());
   });
   expect_convert_error(ErrorCode::kInvalidFile, "no tensor 'model.layers.1.mlp.up_proj.weight'", "missing up_proj");
@@ -256,9 +284,9 @@ TEST_F(ConvertDirTest, AShapeConfigJsonContradicts) {
       }
     }
   });
-  expect_convert_error(ErrorCode::kInvalidFile,
-                       "tensor 'model.layers.0.self_attn.k_proj.weight' has shape [64, 64] but config.json gives [32, 64]",
-                       "K shape");
+  expect_convert_error(
+      ErrorCode::kInvalidFile,
+      "tensor 'model.layers.0.self_attn.k_proj.weight' has shape [64, 64] but config.json gives [32, 64]", "K shape");
 }
 
 TEST_F(ConvertDirTest, AnUnreadableDtype) {
@@ -276,13 +304,14 @@ TEST_F(ConvertDirTest, AnUnreadableDtype) {
 TEST_F(ConvertDirTest, ATruncatedShard) {
   const std::string st = test::read_file(dir_ + "/model.safetensors");
   write("model.safetensors", st.substr(0, st.size() - 100));
-  expect_convert_error(ErrorCode::kInvalidFile, "model.safetensors': tensor 'lm_head.weight': data_offsets [323840, 400640) lie outside",
+  expect_convert_error(ErrorCode::kInvalidFile,
+                       "model.safetensors': tensor 'lm_head.weight': data_offsets [323840, 400640) lie outside",
                        "truncated data");
 }
 
 TEST_F(ConvertDirTest, OutputEqualToAnInput) {
-  expect_error([&] { (void)convert::convert_hf_model(dir_, dir_ + "/model.safetensors", {}); }, ErrorCode::kInvalidArgument,
-               "is an input file", "output over the input");
+  expect_error([&] { (void)convert::convert_hf_model(dir_, dir_ + "/model.safetensors", {}); },
+               ErrorCode::kInvalidArgument, "is an input file", "output over the input");
 }
 
 TEST_F(ConvertDirTest, ABadTypeName) {
@@ -309,7 +338,8 @@ class ShardedDirTest : public ConvertDirTest {
 
 TEST_F(ShardedDirTest, AMissingShard) {
   fs::remove(dir_ + "/model-00002-of-00002.safetensors");
-  expect_convert_error(ErrorCode::kIo, "shard 'model-00002-of-00002.safetensors' named by model.safetensors.index.json is missing",
+  expect_convert_error(ErrorCode::kIo,
+                       "shard 'model-00002-of-00002.safetensors' named by model.safetensors.index.json is missing",
                        "missing shard");
 }
 
@@ -317,7 +347,8 @@ TEST_F(ShardedDirTest, AShardNameOutsideTheDirectory) {
   std::string index = test::read_file(dir_ + "/model.safetensors.index.json");
   index.replace(index.find("model-00002-of-00002.safetensors"), 32, "../../etc/passwd.safetensors");
   write("model.safetensors.index.json", index);
-  expect_convert_error(ErrorCode::kInvalidFile, "shard name '../../etc/passwd.safetensors' is not a file name", "traversal");
+  expect_convert_error(ErrorCode::kInvalidFile, "shard name '../../etc/passwd.safetensors' is not a file name",
+                       "traversal");
 }
 
 TEST_F(ShardedDirTest, AnIndexThatDisagreesWithItsShards) {
@@ -331,7 +362,8 @@ TEST_F(ShardedDirTest, AnIndexThatDisagreesWithItsShards) {
   index = test::read_file(dir_ + "/model.safetensors.index.json");
   index.insert(index.find("\"weight_map\": {") + 15, "\"model.extra.weight\": \"model-00001-of-00002.safetensors\", ");
   write("model.safetensors.index.json", index);
-  expect_convert_error(ErrorCode::kInvalidFile, "tensor 'model.extra.weight' is listed in model.safetensors.index.json", "ghost");
+  expect_convert_error(ErrorCode::kInvalidFile, "tensor 'model.extra.weight' is listed in model.safetensors.index.json",
+                       "ghost");
 }
 
 TEST_F(ShardedDirTest, ATensorInTwoShards) {

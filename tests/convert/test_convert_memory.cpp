@@ -5,7 +5,6 @@
 // tensor (its mapped source pages are dropped chunk by chunk) and never the checkpoint.
 // docs/convert.md has the same measurement on a Qwen2.5-0.5B-shaped checkpoint.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -46,8 +46,8 @@ constexpr double kHalfTolerance = 2e-2;
 constexpr double kQ8Tolerance = 0.1;
 
 struct Comparison {
-  double worst = 0;     // max |diff| / rms(reference), over positions
-  double rel_rms = 0;   // rms(diff) / rms(reference), the worst position
+  double worst = 0;    // max |diff| / rms(reference), over positions
+  double rel_rms = 0;  // rms(diff) / rms(reference), the worst position
 };
 
 std::vector<int32_t> test_tokens(int64_t n_vocab) {
@@ -84,7 +84,8 @@ Comparison compare_with_engine(const std::string& gguf_path, const test::TinyChe
   return c;
 }
 
-convert::ConvertSummary convert_quietly(const std::string& dir, const std::string& out, const std::string& type = "auto",
+convert::ConvertSummary convert_quietly(const std::string& dir, const std::string& out,
+                                        const std::string& type = "auto",
                                         std::vector<std::string>* warnings = nullptr) {
   convert::ConvertParams p;
   p.type = type;
@@ -95,7 +96,9 @@ convert::ConvertSummary convert_quietly(const std::string& dir, const std::strin
   return convert::convert_hf_model(dir, out, p);
 }
 
-std::string dir_for(const std::string& name) { return test::temp_dir() + "/" + name; }
+std::string dir_for(const std::string& name) {
+  return test::temp_dir() + "/" + name;
+}
 
 // The converted tokenizer passes shared/testdata/tokenizers/<family>/encode-cases.jsonl (ids of
 // the Hugging Face tokenizers library) and its chat template renders chat-cases.jsonl exactly as
@@ -128,7 +131,6 @@ void check_tokenizer_cases(const std::string& gguf_path, const std::string& fami
   EXPECT_GT(m, 0) << family;
 }
 
-
 // ---------------------------------------------------------------- logits against the reference
 
 TEST(ConvertModel, Qwen3Bf16WithTheRealTokenizerAndItsCases) {
@@ -139,7 +141,7 @@ TEST(ConvertModel, Qwen3Bf16WithTheRealTokenizerAndItsCases) {
   s.embd = 32;
   s.heads = 4;
   s.kv_heads = 2;
-  s.head_dim = 16;   // != embd / heads, as in Qwen3-0.6B (1024 / 16 = 64, head_dim 128)
+  s.head_dim = 16;  // != embd / heads, as in Qwen3-0.6B (1024 / 16 = 64, head_dim 128)
   s.tied = true;
   s.rope_theta = 1e6;
   s.tokenizer = "qwen3";

@@ -34,7 +34,9 @@ namespace {
 using convert::TokenizerExport;
 using convert::TokenizerSources;
 
-Json load_json(const std::string& path) { return Json::parse(test::read_file(path)); }
+Json load_json(const std::string& path) {
+  return Json::parse(test::read_file(path));
+}
 
 std::unique_ptr<Tokenizer> tokenizer_of(const TokenizerExport& e) {
   gguf::GgufWriter w;
@@ -154,17 +156,21 @@ TEST(TokenizerExport, SentencePieceStyleBpeReproducesTheReferenceIds) {
     }
   }
   Json merges = Json::array();
-  for (const auto& [l, r] : test::spm_merges(tokens, scores, types)) merges.push_back(Json(Json::Array{Json(l), Json(r)}));
+  for (const auto& [l, r] : test::spm_merges(tokens, scores, types))
+    merges.push_back(Json(Json::Array{Json(l), Json(r)}));
   const std::string sp = "\xE2\x96\x81";
   Json tj = Json::parse(R"({"version": "1.0", "truncation": null, "padding": null,
-      "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": ")" + sp + R"("},
-                     {"type": "Replace", "pattern": {"String": " "}, "content": ")" + sp + R"("}]},
+      "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": ")" +
+                        sp + R"("},
+                     {"type": "Replace", "pattern": {"String": " "}, "content": ")" +
+                        sp + R"("}]},
       "pre_tokenizer": null,
       "post_processor": {"type": "TemplateProcessing",
                          "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
                          "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
                                   {"SpecialToken": {"id": "<s>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}]},
-      "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": ")" + sp + R"("}, "content": " "},
+      "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": ")" +
+                        sp + R"("}, "content": " "},
                   {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
       "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": null,
                 "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true, "ignore_merges": false}})");
@@ -240,7 +246,8 @@ TEST(TokenizerExport, WordPieceMatchesLlamaCppsBgeVocabulary) {
       "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100}})");
   const_cast<Json&>(tj.at("model")).set("vocab", std::move(vocab));
   tj.set("added_tokens", std::move(added));
-  const Json tc = Json::parse(R"({"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
+  const Json tc =
+      Json::parse(R"({"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
                                   "mask_token": "[MASK]", "do_lower_case": true})");
   const Json cfg = Json::parse(R"({"type_vocab_size": 2, "pad_token_id": 0})");
   TokenizerSources src{&tj, &tc, &cfg, "", static_cast<int64_t>(tokens.size())};

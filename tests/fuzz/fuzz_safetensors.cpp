@@ -59,29 +59,40 @@ void write_seed(const std::string& dir, const std::string& name, char mode, cons
 
 void write_seeds(const std::string& dir) {
   const std::string f32(24, '\x3f'), f16(12, '\x3c'), bf16(16, '\x3f');
-  write_seed(dir, "st-f32.safetensors", 0,
-             safetensors(R"("__metadata__": {"format": "pt"}, "model.norm.weight": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]})", f32));
-  write_seed(dir, "st-mixed.safetensors", 0,
-             safetensors(R"("a": {"dtype": "F16", "shape": [2, 3], "data_offsets": [0, 12]}, "b": {"dtype": "BF16", "shape": [8], "data_offsets": [12, 28]}, "c": {"dtype": "I64", "shape": [0], "data_offsets": [28, 28]})",
-                         f16 + bf16));
+  write_seed(
+      dir, "st-f32.safetensors", 0,
+      safetensors(
+          R"("__metadata__": {"format": "pt"}, "model.norm.weight": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]})",
+          f32));
+  write_seed(
+      dir, "st-mixed.safetensors", 0,
+      safetensors(
+          R"("a": {"dtype": "F16", "shape": [2, 3], "data_offsets": [0, 12]}, "b": {"dtype": "BF16", "shape": [8], "data_offsets": [12, 28]}, "c": {"dtype": "I64", "shape": [0], "data_offsets": [28, 28]})",
+          f16 + bf16));
   write_seed(dir, "st-empty.safetensors", 0, safetensors("", ""));
-  write_seed(dir, "config-qwen25.json", 1,
-             R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896, "num_hidden_layers": 24, "intermediate_size": 4864, "num_attention_heads": 14, "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "rope_scaling": null, "tie_word_embeddings": true, "bos_token_id": 151643, "eos_token_id": 151643})");
-  write_seed(dir, "config-qwen3.json", 1,
-             R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "hidden_size": 1024, "num_hidden_layers": 28, "intermediate_size": 3072, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, "tie_word_embeddings": true, "eos_token_id": 151645})");
-  write_seed(dir, "config-llama32.json", 1,
-             R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "hidden_size": 2048, "num_hidden_layers": 16, "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8, "rope_theta": 500000.0, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "eos_token_id": [128001, 128008, 128009], "pad_token_id": -1})");
-  write_seed(dir, "tok-bytelevel.json", 2,
-             R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}, {"id": 5, "content": "<think>", "special": false}],
+  write_seed(
+      dir, "config-qwen25.json", 1,
+      R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896, "num_hidden_layers": 24, "intermediate_size": 4864, "num_attention_heads": 14, "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "rope_scaling": null, "tie_word_embeddings": true, "bos_token_id": 151643, "eos_token_id": 151643})");
+  write_seed(
+      dir, "config-qwen3.json", 1,
+      R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "hidden_size": 1024, "num_hidden_layers": 28, "intermediate_size": 3072, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, "tie_word_embeddings": true, "eos_token_id": 151645})");
+  write_seed(
+      dir, "config-llama32.json", 1,
+      R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "hidden_size": 2048, "num_hidden_layers": 16, "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8, "rope_theta": 500000.0, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "eos_token_id": [128001, 128008, 128009], "pad_token_id": -1})");
+  write_seed(
+      dir, "tok-bytelevel.json", 2,
+      R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}, {"id": 5, "content": "<think>", "special": false}],
                  "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}, "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]},
                  "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>"}}, {"Sequence": {"id": "A"}}], "pair": [{"SpecialToken": {"id": "<|endoftext|>"}}, {"Sequence": {"id": "A"}}, {"SpecialToken": {"id": "<|endoftext|>"}}, {"Sequence": {"id": "B"}}]},
                  "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120": 3}, "merges": [["a", "b"]]}})");
-  write_seed(dir, "tok-spm.json", 2,
-             R"({"added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true}],
+  write_seed(
+      dir, "tok-spm.json", 2,
+      R"({"added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true}],
                  "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
                  "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>", "vocab": {"<unk>": 0, "<s>": 1, "<0x41>": 2, "\u2581": 3, "a": 4, "\u2581a": 5}, "merges": ["\u2581 a"]}})");
-  write_seed(dir, "tok-wordpiece.json", 2,
-             R"({"added_tokens": [{"id": 0, "content": "[PAD]", "special": true}, {"id": 1, "content": "[CLS]", "special": true}, {"id": 2, "content": "[SEP]", "special": true}],
+  write_seed(
+      dir, "tok-wordpiece.json", 2,
+      R"({"added_tokens": [{"id": 0, "content": "[PAD]", "special": true}, {"id": 1, "content": "[CLS]", "special": true}, {"id": 2, "content": "[SEP]", "special": true}],
                  "normalizer": {"type": "BertNormalizer", "lowercase": true, "strip_accents": null},
                  "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "[CLS]"}}, {"Sequence": {"id": "A"}}, {"SpecialToken": {"id": "[SEP]"}}], "pair": [{"SpecialToken": {"id": "[CLS]"}}, {"Sequence": {"id": "A"}}, {"SpecialToken": {"id": "[SEP]"}}, {"Sequence": {"id": "B"}}, {"SpecialToken": {"id": "[SEP]"}}]},
                  "model": {"type": "WordPiece", "vocab": {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "hello": 3, "##lo": 4}}})");
@@ -89,8 +100,10 @@ void write_seeds(const std::string& dir) {
 
 const edgellm::Json* tokenizer_config(size_t variant) {
   static const edgellm::Json configs[] = {
-      edgellm::Json::parse(R"({"bos_token": null, "eos_token": "<|endoftext|>", "add_bos_token": false, "chat_template": "{{ x }}"})"),
-      edgellm::Json::parse(R"({"cls_token": "[CLS]", "sep_token": {"content": "[SEP]"}, "unk_token": "<unk>", "add_prefix_space": true,
+      edgellm::Json::parse(
+          R"({"bos_token": null, "eos_token": "<|endoftext|>", "add_bos_token": false, "chat_template": "{{ x }}"})"),
+      edgellm::Json::parse(
+          R"({"cls_token": "[CLS]", "sep_token": {"content": "[SEP]"}, "unk_token": "<unk>", "add_prefix_space": true,
                                "chat_template": [{"name": "default", "template": "a"}, {"name": "tool use!", "template": "b"}]})"),
   };
   return variant < 2 ? &configs[variant] : nullptr;
@@ -104,7 +117,8 @@ void fuzz_safetensors_file(const uint8_t* data, size_t size) {
     size_t covered = 0;
     std::vector<float> row;
     for (const auto& t : f.tensors()) {
-      check(t.offset >= 8 + f.header_bytes() && t.offset <= size && t.n_bytes <= size - t.offset, "tensor outside the file");
+      check(t.offset >= 8 + f.header_bytes() && t.offset <= size && t.n_bytes <= size - t.offset,
+            "tensor outside the file");
       check(t.data == base + t.offset, "tensor data pointer");
       check(static_cast<uint64_t>(t.n_elements) * edgellm::convert::dtype_size(t.dtype) == t.n_bytes, "byte size");
       covered += t.n_bytes;
@@ -155,7 +169,8 @@ void fuzz_tokenizer(std::string_view text, size_t size) {
     check(e.types.size() == e.tokens.size(), "one type per token");
     check(e.scores.empty() || e.scores.size() == e.tokens.size(), "one score per token");
     check(static_cast<int64_t>(e.tokens.size()) >= src.vocab_size, "padded to vocab_size");
-    for (const auto& [type, id] : e.special_ids) check(id >= 0 && static_cast<size_t>(id) < e.tokens.size(), "special id in range");
+    for (const auto& [type, id] : e.special_ids)
+      check(id >= 0 && static_cast<size_t>(id) < e.tokens.size(), "special id in range");
   } catch (const edgellm::Error&) {
   }
 }

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numbers>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numbers>
 #include <random>
 #include <stdexcept>
 #include <tuple>
@@ -127,7 +127,9 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double silu(double x) {
+  return x / (1.0 + std::exp(-x));
+}
 
 // y = W x for an HF Linear weight [out, in].
 std::vector<double> linear(const HfTensor& w, const std::vector<double>& x, const HfTensor* bias = nullptr) {
@@ -199,8 +201,8 @@ std::string safetensors_bytes(const std::vector<HfTensor>& tensors, const std::s
     const std::string bytes = encode_values(t);
     if (header.size() > 1) header += ", ";
     header += json_string(t.name) + ": {\"dtype\": " + json_string(t.dtype) + ", \"shape\": " + shape_json(t.shape) +
-              ", \"data_offsets\": [" + std::to_string(data.size()) + ", " + std::to_string(data.size() + bytes.size()) +
-              "]}";
+              ", \"data_offsets\": [" + std::to_string(data.size()) + ", " +
+              std::to_string(data.size() + bytes.size()) + "]}";
     data += bytes;
   }
   header += "}";
@@ -230,28 +232,34 @@ std::string small_tokenizer_json() {
     "post_processor": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
     "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
     "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "byte_fallback": false,
-              "vocab": {)" + vocab + R"(}, "merges": [)" +
-         json_string(sp + " t") + ", \"h e\", " + json_string(sp + "t he") + ", \"i n\"]}}";
+              "vocab": {)" +
+         vocab + R"(}, "merges": [)" + json_string(sp + " t") + ", \"h e\", " + json_string(sp + "t he") +
+         ", \"i n\"]}}";
 }
 
 std::string tiny_config_json(const TinySpec& s) {
-  const std::string cls = s.arch == "qwen2" ? "Qwen2ForCausalLM" : s.arch == "qwen3" ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
+  const std::string cls = s.arch == "qwen2"   ? "Qwen2ForCausalLM"
+                          : s.arch == "qwen3" ? "Qwen3ForCausalLM"
+                                              : "LlamaForCausalLM";
   int64_t bos = 260, eos = 260;
   if (s.tokenizer == "qwen3") bos = 151643, eos = 151645;
   if (s.tokenizer == "llama3") bos = 128000, eos = 128001;
   std::string c = "{\n  \"architectures\": [\"" + cls + "\"],\n  \"model_type\": \"" + s.arch + "\",\n";
   c += "  \"vocab_size\": " + std::to_string(s.vocab) + ",\n  \"hidden_size\": " + std::to_string(s.embd) +
-       ",\n  \"num_hidden_layers\": " + std::to_string(s.layers) + ",\n  \"intermediate_size\": " + std::to_string(s.ffn) +
-       ",\n  \"num_attention_heads\": " + std::to_string(s.heads) + ",\n  \"num_key_value_heads\": " +
-       std::to_string(s.kv_heads) + ",\n";
+       ",\n  \"num_hidden_layers\": " + std::to_string(s.layers) +
+       ",\n  \"intermediate_size\": " + std::to_string(s.ffn) +
+       ",\n  \"num_attention_heads\": " + std::to_string(s.heads) +
+       ",\n  \"num_key_value_heads\": " + std::to_string(s.kv_heads) + ",\n";
   if (s.head_dim > 0) c += "  \"head_dim\": " + std::to_string(s.head_dim) + ",\n";
   char eps[64], theta[64];
   std::snprintf(eps, sizeof eps, "%.17g", s.rms_eps);
   std::snprintf(theta, sizeof theta, "%.17g", s.rope_theta);
-  c += "  \"max_position_embeddings\": 4096,\n  \"rms_norm_eps\": " + std::string(eps) + ",\n  \"rope_theta\": " + theta +
+  c += "  \"max_position_embeddings\": 4096,\n  \"rms_norm_eps\": " + std::string(eps) +
+       ",\n  \"rope_theta\": " + theta +
        ",\n  \"rope_scaling\": " + (s.rope_scaling_json.empty() ? "null" : s.rope_scaling_json) +
-       ",\n  \"tie_word_embeddings\": " + (s.tied ? "true" : "false") + ",\n  \"bos_token_id\": " + std::to_string(bos) +
-       ",\n  \"eos_token_id\": " + std::to_string(eos) + ",\n  \"torch_dtype\": \"float32\"\n}\n";
+       ",\n  \"tie_word_embeddings\": " + (s.tied ? "true" : "false") +
+       ",\n  \"bos_token_id\": " + std::to_string(bos) + ",\n  \"eos_token_id\": " + std::to_string(eos) +
+       ",\n  \"torch_dtype\": \"float32\"\n}\n";
   return c;
 }
 
@@ -357,7 +365,8 @@ std::vector<std::pair<std::string, std::string>> spm_merges(const std::vector<st
       const auto a = id.find(l), b = id.find(r);
       if (a != id.end() && b != id.end()) local.push_back({l, r, scores[i], a->second, b->second});
     }
-    std::sort(local.begin(), local.end(), [](const M& x, const M& y) { return std::tie(x.il, x.ir) < std::tie(y.il, y.ir); });
+    std::sort(local.begin(), local.end(),
+              [](const M& x, const M& y) { return std::tie(x.il, x.ir) < std::tie(y.il, y.ir); });
     all.insert(all.end(), local.begin(), local.end());
   }
   std::stable_sort(all.begin(), all.end(), [](const M& x, const M& y) { return x.score > y.score; });
@@ -379,10 +388,9 @@ void write_hf_from_gguf(const std::string& gguf_path, const std::string& dir) {
                                                      {"output_norm.weight", "model.norm.weight"},
                                                      {"output.weight", "lm_head.weight"}};
   const std::map<std::string, std::string> block = {
-      {"attn_norm", "input_layernorm"},  {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},    {"attn_output", "self_attn.o_proj"},
-      {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"}, {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"}};
+      {"attn_norm", "input_layernorm"}, {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
+      {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"}};
   std::vector<HfTensor> tensors;
   bool tied = true;
   for (const auto& t : f->tensors()) {
@@ -420,8 +428,10 @@ void write_hf_from_gguf(const std::string& gguf_path, const std::string& dir) {
 
   const auto tv = *f->get_string_array("tokenizer.ggml.tokens");
   const std::vector<std::string> tokens(tv.begin(), tv.end());
-  const std::vector<float> scores = f->get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>(tokens.size()));
-  const std::vector<int64_t> types = f->get_int_array("tokenizer.ggml.token_type").value_or(std::vector<int64_t>(tokens.size(), 1));
+  const std::vector<float> scores =
+      f->get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>(tokens.size()));
+  const std::vector<int64_t> types =
+      f->get_int_array("tokenizer.ggml.token_type").value_or(std::vector<int64_t>(tokens.size(), 1));
   const int64_t bos = f->get_int("tokenizer.ggml.bos_token_id").value_or(1);
   const int64_t eos = f->get_int("tokenizer.ggml.eos_token_id").value_or(2);
   const bool prefix = f->get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
@@ -433,8 +443,8 @@ void write_hf_from_gguf(const std::string& gguf_path, const std::string& dir) {
                  std::to_string(tokens.size()) + ", \"hidden_size\": " + std::to_string(n_embd) +
                  ", \"num_hidden_layers\": " + std::to_string(*f->get_int("llama.block_count")) +
                  ", \"intermediate_size\": " + std::to_string(*f->get_int("llama.feed_forward_length")) +
-                 ", \"num_attention_heads\": " + std::to_string(n_head) + ", \"num_key_value_heads\": " +
-                 std::to_string(n_head_kv) + ", \"max_position_embeddings\": " +
+                 ", \"num_attention_heads\": " + std::to_string(n_head) +
+                 ", \"num_key_value_heads\": " + std::to_string(n_head_kv) + ", \"max_position_embeddings\": " +
                  std::to_string(f->get_int("llama.context_length").value_or(2048)) + ", \"rms_norm_eps\": " + eps +
                  ", \"rope_theta\": " + theta + ", \"tie_word_embeddings\": " + (tied ? "true" : "false") +
                  ", \"bos_token_id\": " + std::to_string(bos) + ", \"eos_token_id\": " + std::to_string(eos) + "}\n");
@@ -444,7 +454,8 @@ void write_hf_from_gguf(const std::string& gguf_path, const std::string& dir) {
                         (prefix ? R"({"type": "Prepend", "prepend": ")" + sp + R"("}, )" : "") +
                         R"({"type": "Replace", "pattern": {"String": " "}, "content": ")" + sp + R"("}]},
       "pre_tokenizer": null,
-      "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": ")" + sp +
+      "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": ")" +
+                        sp +
                         R"("}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]},
       "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true}})");
   Json vocab = Json::object();
@@ -502,18 +513,21 @@ std::vector<std::vector<double>> naive_hf_logits(const TinyCheckpoint& ck, const
     const std::string p = "model.layers." + std::to_string(l) + ".";
     std::vector<std::vector<double>> qs(T), ks(T), vs(T);
     for (size_t t = 0; t < T; ++t) {
-      const std::vector<double> h = rms_norm(x[t], 0, static_cast<size_t>(E), ck.at(p + "input_layernorm.weight"), s.rms_eps);
+      const std::vector<double> h =
+          rms_norm(x[t], 0, static_cast<size_t>(E), ck.at(p + "input_layernorm.weight"), s.rms_eps);
       const bool bias = s.arch == "qwen2";
       qs[t] = linear(ck.at(p + "self_attn.q_proj.weight"), h, bias ? &ck.at(p + "self_attn.q_proj.bias") : nullptr);
       ks[t] = linear(ck.at(p + "self_attn.k_proj.weight"), h, bias ? &ck.at(p + "self_attn.k_proj.bias") : nullptr);
       vs[t] = linear(ck.at(p + "self_attn.v_proj.weight"), h, bias ? &ck.at(p + "self_attn.v_proj.bias") : nullptr);
       if (s.arch == "qwen3") {
         for (int64_t hh = 0; hh < H; ++hh) {
-          const auto n = rms_norm(qs[t], static_cast<size_t>(hh * hd), static_cast<size_t>(hd), ck.at(p + "self_attn.q_norm.weight"), s.rms_eps);
+          const auto n = rms_norm(qs[t], static_cast<size_t>(hh * hd), static_cast<size_t>(hd),
+                                  ck.at(p + "self_attn.q_norm.weight"), s.rms_eps);
           std::copy(n.begin(), n.end(), qs[t].begin() + hh * hd);
         }
         for (int64_t hh = 0; hh < KV; ++hh) {
-          const auto n = rms_norm(ks[t], static_cast<size_t>(hh * hd), static_cast<size_t>(hd), ck.at(p + "self_attn.k_norm.weight"), s.rms_eps);
+          const auto n = rms_norm(ks[t], static_cast<size_t>(hh * hd), static_cast<size_t>(hd),
+                                  ck.at(p + "self_attn.k_norm.weight"), s.rms_eps);
           std::copy(n.begin(), n.end(), ks[t].begin() + hh * hd);
         }
       }
@@ -528,7 +542,8 @@ std::vector<std::vector<double>> naive_hf_logits(const TinyCheckpoint& ck, const
         double mx = -1e300;
         for (size_t u = 0; u <= t; ++u) {
           double d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += qs[t][static_cast<size_t>(hh * hd + i)] * ks[u][static_cast<size_t>(g * hd + i)];
+          for (int64_t i = 0; i < hd; ++i)
+            d += qs[t][static_cast<size_t>(hh * hd + i)] * ks[u][static_cast<size_t>(g * hd + i)];
           score[u] = d / std::sqrt(static_cast<double>(hd));
           mx = std::max(mx, score[u]);
         }
@@ -542,7 +557,8 @@ std::vector<std::vector<double>> naive_hf_logits(const TinyCheckpoint& ck, const
       }
       const std::vector<double> o = linear(ck.at(p + "self_attn.o_proj.weight"), attn);
       for (int64_t i = 0; i < E; ++i) x[t][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-      const std::vector<double> h2 = rms_norm(x[t], 0, static_cast<size_t>(E), ck.at(p + "post_attention_layernorm.weight"), s.rms_eps);
+      const std::vector<double> h2 =
+          rms_norm(x[t], 0, static_cast<size_t>(E), ck.at(p + "post_attention_layernorm.weight"), s.rms_eps);
       std::vector<double> g = linear(ck.at(p + "mlp.gate_proj.weight"), h2);
       const std::vector<double> u = linear(ck.at(p + "mlp.up_proj.weight"), h2);
       for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];

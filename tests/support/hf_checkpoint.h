@@ -12,18 +12,18 @@
 
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace edgellm::test {
 
 struct HfTensor {
   std::string name;
-  std::string dtype;            // "F32", "F16", "BF16" (or anything else for hostile files)
+  std::string dtype;  // "F32", "F16", "BF16" (or anything else for hostile files)
   std::vector<int64_t> shape;
-  std::vector<float> values;    // row-major, already rounded to dtype
-  std::string raw;              // when non-empty: the stored bytes as they are (hostile files)
+  std::vector<float> values;  // row-major, already rounded to dtype
+  std::string raw;            // when non-empty: the stored bytes as they are (hostile files)
 };
 
 // A safetensors file image: [u64 header length][JSON header][data], tensors in the given order.
@@ -32,22 +32,22 @@ std::string safetensors_bytes(const std::vector<HfTensor>& tensors, const std::s
 float round_to_dtype(float x, const std::string& dtype);
 
 struct TinySpec {
-  std::string arch = "llama";       // llama, qwen2, qwen3 (the transformers model family)
+  std::string arch = "llama";  // llama, qwen2, qwen3 (the transformers model family)
   std::string dtype = "F32";
-  int64_t vocab = 300;              // config.json vocab_size (embedding rows)
+  int64_t vocab = 300;  // config.json vocab_size (embedding rows)
   int64_t embd = 64;
   int64_t layers = 2;
   int64_t ffn = 96;
   int64_t heads = 4;
   int64_t kv_heads = 2;
-  int64_t head_dim = 0;             // > 0: written as config.json head_dim (qwen3: may differ from embd / heads)
-  bool tied = false;                // tie_word_embeddings (no lm_head.weight written)
+  int64_t head_dim = 0;  // > 0: written as config.json head_dim (qwen3: may differ from embd / heads)
+  bool tied = false;     // tie_word_embeddings (no lm_head.weight written)
   double rope_theta = 10000.0;
-  std::string rope_scaling_json;    // "" or a JSON object for config.json rope_scaling
+  std::string rope_scaling_json;  // "" or a JSON object for config.json rope_scaling
   double rms_eps = 1e-6;
-  int shards = 1;                   // > 1: model-0000i-of-0000n.safetensors + index
-  std::string tokenizer = "";       // "qwen3" / "llama3": the real files from shared/testdata/tokenizers;
-                                    // "" : a small byte-level BPE tokenizer.json written here
+  int shards = 1;              // > 1: model-0000i-of-0000n.safetensors + index
+  std::string tokenizer = "";  // "qwen3" / "llama3": the real files from shared/testdata/tokenizers;
+                               // "" : a small byte-level BPE tokenizer.json written here
   uint64_t seed = 1;
 };
 

@@ -10,8 +10,8 @@
 
 #include "cli_args.h"
 #include "command.h"
-#include "interrupt.h"
 #include "core/error.h"
+#include "interrupt.h"
 #include "kernels/tensor_type.h"
 #include "tools/convert/convert_model.h"
 #include "tools/quant/quant_rules.h"
@@ -48,10 +48,11 @@ int convert_command(const std::vector<std::string>& args) {
   int32_t threads = 0;
   bool verbose = false;
   bool quiet = false;
-  ArgParser ap("convert", "HF_DIR OUT.gguf [options]\n\nHF_DIR: a Hugging Face model directory (config.json, "
-                          "model.safetensors or model.safetensors.index.json + shards, tokenizer.json, "
-                          "tokenizer_config.json)\nTYPE: auto, " +
-                              quant::file_type_names());
+  ArgParser ap("convert",
+               "HF_DIR OUT.gguf [options]\n\nHF_DIR: a Hugging Face model directory (config.json, "
+               "model.safetensors or model.safetensors.index.json + shards, tokenizer.json, "
+               "tokenizer_config.json)\nTYPE: auto, " +
+                   quant::file_type_names());
   ap.allow_positionals(&positionals, "HF_DIR OUT.gguf");
   ap.add_string("--type,--outtype", &params.type, "TYPE",
                 "tensor type of the weight matrices (default auto: bf16 for a bf16 checkpoint, else f16; a quantized "
@@ -59,7 +60,8 @@ int convert_command(const std::vector<std::string>& args) {
   ap.add_strings("--rule", &rule_texts, "REGEX=type",
                  "give GGUF tensors whose name matches REGEX this type (first match wins; repeatable)");
   ap.add_flag("--pure", &params.pure, "quantized types: no mix adjustments (output/attn_v/ffn_down get TYPE too)");
-  ap.add_string("--name", &params.name, "NAME", "general.name (default: config.json _name_or_path, else the directory)");
+  ap.add_string("--name", &params.name, "NAME",
+                "general.name (default: config.json _name_or_path, else the directory)");
   ap.add_int("-t,--threads", &threads, "N", "conversion threads (0 = all cores)", 0, 1024);
   ap.add_flag("-v,--verbose", &verbose, "print one line per tensor");
   ap.add_flag("-q,--quiet", &quiet, "no progress lines");
@@ -74,7 +76,8 @@ int convert_command(const std::vector<std::string>& args) {
   if (verbose) {
     params.on_tensor = [](const convert::ConvertedTensor& t) {
       std::printf("[%4zu/%4zu] %-32s %-18s %9s -> %-6s %10s <- %s\n", t.index + 1, t.n_tensors, t.name.c_str(),
-                  t.shape.c_str(), t.from.c_str(), tensor_type_name(t.to), human_bytes(static_cast<double>(t.bytes_out)).c_str(),
+                  t.shape.c_str(), t.from.c_str(), tensor_type_name(t.to),
+                  human_bytes(static_cast<double>(t.bytes_out)).c_str(),
                   t.source.empty() ? "(generated)" : t.source.c_str());
       std::fflush(stdout);
     };
@@ -102,14 +105,13 @@ int convert_command(const std::vector<std::string>& args) {
               s.tokenizer_pre.c_str());
   std::printf("type %s (general.file_type %u): tensor data %s -> %s, file %s, %.2f s\n", quant::file_type_name(s.ftype),
               static_cast<unsigned>(s.ftype), human_bytes(static_cast<double>(s.bytes_in)).c_str(),
-              human_bytes(static_cast<double>(s.bytes_out)).c_str(), human_bytes(static_cast<double>(s.file_bytes)).c_str(),
-              s.seconds);
+              human_bytes(static_cast<double>(s.bytes_out)).c_str(),
+              human_bytes(static_cast<double>(s.file_bytes)).c_str(), s.seconds);
   return 0;
 }
 
-const CommandRegistration kRegistration("convert",
-                                        "Hugging Face checkpoint (safetensors + tokenizer.json) -> GGUF (--type to quantize)",
-                                        convert_command);
+const CommandRegistration kRegistration(
+    "convert", "Hugging Face checkpoint (safetensors + tokenizer.json) -> GGUF (--type to quantize)", convert_command);
 
 }  // namespace
 }  // namespace edgellm::cli

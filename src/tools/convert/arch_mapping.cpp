@@ -6,13 +6,27 @@ namespace edgellm::convert {
 namespace {
 
 // The decoder block every family here shares (llama.cpp's tensor_mapping.py names).
-TensorMapping attn_norm() { return {"input_layernorm.weight", "attn_norm.weight", {Dim::kEmbd}}; }
-TensorMapping ffn_norm() { return {"post_attention_layernorm.weight", "ffn_norm.weight", {Dim::kEmbd}}; }
-TensorMapping wv() { return {"self_attn.v_proj.weight", "attn_v.weight", {Dim::kKv, Dim::kEmbd}}; }
-TensorMapping wo() { return {"self_attn.o_proj.weight", "attn_output.weight", {Dim::kEmbd, Dim::kQ}}; }
-TensorMapping gate() { return {"mlp.gate_proj.weight", "ffn_gate.weight", {Dim::kFfn, Dim::kEmbd}}; }
-TensorMapping up() { return {"mlp.up_proj.weight", "ffn_up.weight", {Dim::kFfn, Dim::kEmbd}}; }
-TensorMapping down() { return {"mlp.down_proj.weight", "ffn_down.weight", {Dim::kEmbd, Dim::kFfn}}; }
+TensorMapping attn_norm() {
+  return {"input_layernorm.weight", "attn_norm.weight", {Dim::kEmbd}};
+}
+TensorMapping ffn_norm() {
+  return {"post_attention_layernorm.weight", "ffn_norm.weight", {Dim::kEmbd}};
+}
+TensorMapping wv() {
+  return {"self_attn.v_proj.weight", "attn_v.weight", {Dim::kKv, Dim::kEmbd}};
+}
+TensorMapping wo() {
+  return {"self_attn.o_proj.weight", "attn_output.weight", {Dim::kEmbd, Dim::kQ}};
+}
+TensorMapping gate() {
+  return {"mlp.gate_proj.weight", "ffn_gate.weight", {Dim::kFfn, Dim::kEmbd}};
+}
+TensorMapping up() {
+  return {"mlp.up_proj.weight", "ffn_up.weight", {Dim::kFfn, Dim::kEmbd}};
+}
+TensorMapping down() {
+  return {"mlp.down_proj.weight", "ffn_down.weight", {Dim::kEmbd, Dim::kFfn}};
+}
 
 std::vector<TensorMapping> embeddings() {
   return {{"model.embed_tokens.weight", "token_embd.weight", {Dim::kVocab, Dim::kEmbd}}};
@@ -36,7 +50,12 @@ const std::vector<ArchitectureMapping>& mappings() {
        {attn_norm(),
         {"self_attn.q_proj.weight", "attn_q.weight", {Dim::kQ, Dim::kEmbd}, RowOrder::kRopePairsQ},
         {"self_attn.k_proj.weight", "attn_k.weight", {Dim::kKv, Dim::kEmbd}, RowOrder::kRopePairsK},
-        wv(), wo(), ffn_norm(), gate(), up(), down()},
+        wv(),
+        wo(),
+        ffn_norm(),
+        gate(),
+        up(),
+        down()},
        head(),
        kIgnored,
        /*write_vocab_size=*/true,
@@ -53,7 +72,11 @@ const std::vector<ArchitectureMapping>& mappings() {
         {"self_attn.k_proj.bias", "attn_k.bias", {Dim::kKv}},
         wv(),
         {"self_attn.v_proj.bias", "attn_v.bias", {Dim::kKv}},
-        wo(), ffn_norm(), gate(), up(), down()},
+        wo(),
+        ffn_norm(),
+        gate(),
+        up(),
+        down()},
        head(),
        kIgnored},
       // Qwen3 (dense): neox RoPE, per-head RMSNorm of Q and K, head_dim independent of hidden_size.
@@ -66,7 +89,12 @@ const std::vector<ArchitectureMapping>& mappings() {
         {"self_attn.q_norm.weight", "attn_q_norm.weight", {Dim::kHeadDim}},
         {"self_attn.k_proj.weight", "attn_k.weight", {Dim::kKv, Dim::kEmbd}},
         {"self_attn.k_norm.weight", "attn_k_norm.weight", {Dim::kHeadDim}},
-        wv(), wo(), ffn_norm(), gate(), up(), down()},
+        wv(),
+        wo(),
+        ffn_norm(),
+        gate(),
+        up(),
+        down()},
        head(),
        kIgnored},
   };
@@ -117,9 +145,9 @@ const ArchitectureMapping& find_architecture_mapping(std::string_view hf_class) 
       if (hf_class == c) return m;
     }
   }
-  throw Error(ErrorCode::kUnsupported, "model class '" + std::string(hf_class) +
-                                           "' (config.json architectures) cannot be converted (supported: " +
-                                           supported_hf_classes() + ")");
+  throw Error(ErrorCode::kUnsupported,
+              "model class '" + std::string(hf_class) +
+                  "' (config.json architectures) cannot be converted (supported: " + supported_hf_classes() + ")");
 }
 
 MappedName map_tensor_name(const ArchitectureMapping& m, std::string_view name, int64_t n_layer) {

@@ -42,24 +42,24 @@ enum class Need {
 };
 
 struct TensorMapping {
-  const char* hf;              // per-layer: the part after "model.layers.N."; else the whole name
-  const char* gguf;            // per-layer: the part after "blk.N."; else the whole name
-  std::vector<Dim> shape;      // HF shape
+  const char* hf;          // per-layer: the part after "model.layers.N."; else the whole name
+  const char* gguf;        // per-layer: the part after "blk.N."; else the whole name
+  std::vector<Dim> shape;  // HF shape
   RowOrder order = RowOrder::kAsIs;
   Need need = Need::kRequired;
 };
 
 struct ArchitectureMapping {
-  const char* gguf_arch;                    // general.architecture
-  std::vector<const char*> hf_classes;      // config.json "architectures"[0] values
-  const char* layer_prefix;                 // "model.layers."
+  const char* gguf_arch;                // general.architecture
+  std::vector<const char*> hf_classes;  // config.json "architectures"[0] values
+  const char* layer_prefix;             // "model.layers."
   // Output order: before_blocks, then every block's per_layer tensors, then after_blocks.
-  std::vector<TensorMapping> before_blocks; // outside the blocks (token embeddings)
-  std::vector<TensorMapping> per_layer;     // inside each block
-  std::vector<TensorMapping> after_blocks;  // outside the blocks (final norm, output head)
+  std::vector<TensorMapping> before_blocks;   // outside the blocks (token embeddings)
+  std::vector<TensorMapping> per_layer;       // inside each block
+  std::vector<TensorMapping> after_blocks;    // outside the blocks (final norm, output head)
   std::vector<const char*> ignored_suffixes;  // checkpoint buffers that are not weights
-  bool write_vocab_size = false;            // "<arch>.vocab_size" (llama.cpp's llama converter writes it)
-  bool write_rope_dimension_count = false;  // "<arch>.rope.dimension_count"
+  bool write_vocab_size = false;              // "<arch>.vocab_size" (llama.cpp's llama converter writes it)
+  bool write_rope_dimension_count = false;    // "<arch>.rope.dimension_count"
 };
 
 // The mapping for a config.json "architectures"[0] class. Throws Error(kUnsupported) naming the
@@ -70,10 +70,10 @@ std::string supported_hf_classes();  // "LlamaForCausalLM, MistralForCausalLM, .
 // A checkpoint tensor name resolved against a mapping.
 struct MappedName {
   enum class Kind { kTensor, kIgnored } kind = Kind::kTensor;
-  std::string gguf;                  // "blk.3.attn_q.weight"
+  std::string gguf;  // "blk.3.attn_q.weight"
   const TensorMapping* rule = nullptr;
-  int32_t block = -1;                // -1 outside the blocks
-  int64_t order = 0;                 // sort key: the output order of the tensor in the file
+  int32_t block = -1;  // -1 outside the blocks
+  int64_t order = 0;   // sort key: the output order of the tensor in the file
 };
 
 // Throws Error(kUnsupported) for a name the mapping does not know (a tensor that would be

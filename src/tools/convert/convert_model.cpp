@@ -29,15 +29,15 @@ constexpr uint32_t kQuantizationVersion = 2;
 // One tensor of the output file.
 struct OutTensor {
   std::string name;
-  std::string source_name;                         // HF name, "" for generated tensors
-  const HfCheckpoint::Entry* source = nullptr;     // nullptr: `generated` holds the values
+  std::string source_name;                      // HF name, "" for generated tensors
+  const HfCheckpoint::Entry* source = nullptr;  // nullptr: `generated` holds the values
   std::vector<float> generated;
   TensorType source_type = TensorType::F32;
   RowOrder order = RowOrder::kAsIs;
-  int64_t rows = 1;                                // HF rows (shape[0]; 1 for a vector)
-  int64_t width = 0;                               // elements per row
-  std::vector<int64_t> ne;                         // GGUF order
-  TensorType type = TensorType::F32;               // output type
+  int64_t rows = 1;                   // HF rows (shape[0]; 1 for a vector)
+  int64_t width = 0;                  // elements per row
+  std::vector<int64_t> ne;            // GGUF order
+  TensorType type = TensorType::F32;  // output type
   int64_t sort_key = 0;
 };
 
@@ -79,12 +79,14 @@ std::vector<float> llama3_rope_factors(const HfConfig& c) {
   const int64_t dim = c.effective_head_dim();
   const HfRopeScaling& r = c.rope;
   const double factor = r.factor;
-  const double old_ctx = r.original_max_position_embeddings > 0 ? static_cast<double>(r.original_max_position_embeddings) : 8192.0;
+  const double old_ctx =
+      r.original_max_position_embeddings > 0 ? static_cast<double>(r.original_max_position_embeddings) : 8192.0;
   const double low_wavelen = old_ctx / r.low_freq_factor;
   const double high_wavelen = old_ctx / r.high_freq_factor;
   std::vector<float> out;
   for (int64_t i = 0; i < dim; i += 2) {
-    const float freq = 1.0f / std::pow(static_cast<float>(c.rope_theta), static_cast<float>(i) / static_cast<float>(dim));
+    const float freq =
+        1.0f / std::pow(static_cast<float>(c.rope_theta), static_cast<float>(i) / static_cast<float>(dim));
     const double wavelen = 2.0 * std::numbers::pi / static_cast<double>(freq);
     double f;
     if (wavelen < high_wavelen) {
@@ -129,17 +131,19 @@ void write_hparams(gguf::GgufWriter& w, const ArchitectureMapping& m, const HfCo
     w.set_string(p + "rope.scaling.type", "yarn");
     w.set_f32(p + "rope.scaling.factor", static_cast<float>(r.factor));
     w.set_u32(p + "rope.scaling.original_context_length", static_cast<uint32_t>(r.original_max_position_embeddings));
-    if (r.extrapolation_factor) w.set_f32(p + "rope.scaling.yarn_ext_factor", static_cast<float>(*r.extrapolation_factor));
+    if (r.extrapolation_factor)
+      w.set_f32(p + "rope.scaling.yarn_ext_factor", static_cast<float>(*r.extrapolation_factor));
     if (r.attention_factor) w.set_f32(p + "rope.scaling.yarn_attn_factor", static_cast<float>(*r.attention_factor));
     if (r.beta_fast) w.set_f32(p + "rope.scaling.yarn_beta_fast", static_cast<float>(*r.beta_fast));
     if (r.beta_slow) w.set_f32(p + "rope.scaling.yarn_beta_slow", static_cast<float>(*r.beta_slow));
     warn(params, "rope_scaling 'yarn' is written for llama.cpp; EdgeLLM's loader refuses YaRN models");
   } else if (r.type == "dynamic") {
-    warn(params, "rope_scaling 'dynamic' (NTK, applied by transformers past max_position_embeddings) is not "
-                 "represented in GGUF and is dropped, as llama.cpp's converter drops it");
+    warn(params,
+         "rope_scaling 'dynamic' (NTK, applied by transformers past max_position_embeddings) is not "
+         "represented in GGUF and is dropped, as llama.cpp's converter drops it");
   } else if (!r.type.empty() && r.type != "llama3") {
-    throw Error(ErrorCode::kUnsupported, "config.json: rope_scaling type '" + r.type +
-                                             "' is not supported (supported: linear, llama3, yarn)");
+    throw Error(ErrorCode::kUnsupported,
+                "config.json: rope_scaling type '" + r.type + "' is not supported (supported: linear, llama3, yarn)");
   }
   w.set_f32(p + "rope.freq_base", static_cast<float>(c.rope_theta));
   w.set_f32(p + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
@@ -149,7 +153,8 @@ void write_hparams(gguf::GgufWriter& w, const ArchitectureMapping& m, const HfCo
   }
   w.set_u32("general.file_type", static_cast<uint32_t>(ftype));
   if (m.write_vocab_size) w.set_u32(p + "vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (m.write_rope_dimension_count) w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(c.effective_head_dim()));
+  if (m.write_rope_dimension_count)
+    w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(c.effective_head_dim()));
 }
 
 // The output tensors in file order, every check done: names, shapes, dtypes, completeness.
@@ -162,8 +167,9 @@ std::vector<OutTensor> plan_tensors(const HfCheckpoint& ckpt, const Architecture
     if (mapped.kind == MappedName::Kind::kIgnored) continue;
     const TensorMapping& rule = *mapped.rule;
     if (rule.need == Need::kOutputHead && c.tie_word_embeddings) {
-      warn(params, "'" + t.name + "' skipped: config.json ties the output head to the embeddings "
-                                  "(tie_word_embeddings), so the embeddings are what the model uses");
+      warn(params, "'" + t.name +
+                       "' skipped: config.json ties the output head to the embeddings "
+                       "(tie_word_embeddings), so the embeddings are what the model uses");
       continue;
     }
     TensorType st;
@@ -198,7 +204,8 @@ std::vector<OutTensor> plan_tensors(const HfCheckpoint& ckpt, const Architecture
     require(have, ErrorCode::kInvalidFile,
             "the checkpoint has no tensor '" + name + "' (required for " + c.architecture + ")");
   }
-  std::stable_sort(out.begin(), out.end(), [](const OutTensor& a, const OutTensor& b) { return a.sort_key < b.sort_key; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const OutTensor& a, const OutTensor& b) { return a.sort_key < b.sort_key; });
 
   // Generated tensors first, as llama.cpp writes them.
   if (c.rope.type == "llama3") {
@@ -268,8 +275,8 @@ class TensorConverter {
       shard.mapping().release_pages(src.offset + static_cast<size_t>(r0) * in_row, static_cast<size_t>(rows) * in_row);
       done_bytes_ += static_cast<uint64_t>(rows) * in_row;
       if (params_.on_progress) {
-        params_.on_progress(total_bytes_ > 0 ? static_cast<double>(done_bytes_) / static_cast<double>(total_bytes_) : 1.0,
-                            t.name);
+        params_.on_progress(
+            total_bytes_ > 0 ? static_cast<double>(done_bytes_) / static_cast<double>(total_bytes_) : 1.0, t.name);
       }
     }
     t.source->shard->release(src);  // the pages straddling chunk boundaries

@@ -24,12 +24,12 @@
 namespace edgellm::convert {
 
 struct ConvertedTensor {
-  size_t index = 0;        // position in the output file
+  size_t index = 0;  // position in the output file
   size_t n_tensors = 0;
-  std::string name;        // GGUF name
-  std::string source;      // HF name ("" for generated tensors such as rope_freqs.weight)
-  std::string shape;       // GGUF order: "[896, 151936]"
-  std::string from;        // source dtype: "BF16", "F16", "F32", "generated"
+  std::string name;    // GGUF name
+  std::string source;  // HF name ("" for generated tensors such as rope_freqs.weight)
+  std::string shape;   // GGUF order: "[896, 151936]"
+  std::string from;    // source dtype: "BF16", "F16", "F32", "generated"
   TensorType to = TensorType::F32;
   size_t bytes_in = 0;
   size_t bytes_out = 0;
@@ -40,30 +40,30 @@ struct ConvertParams {
   // --outtype auto), or any quantize type name (f32, f16, bf16, q8_0, q4_0, Q4_K_M, ...): the
   // weight matrices are quantized on the way with the quantizer's recipe (tools/quant).
   std::string type = "auto";
-  std::vector<quant::TypeRule> rules;  // per-tensor overrides, as `edgellm quantize --rule`
-  bool pure = false;                   // quantized types: no Q4_K_M-style mix adjustments
-  std::string name;                    // general.name; "" = config.json _name_or_path, else the directory name
-  int n_threads = 0;                   // 0 = all cores
-  size_t chunk_bytes = size_t{16} << 20;  // F32 bytes per conversion chunk
+  std::vector<quant::TypeRule> rules;         // per-tensor overrides, as `edgellm quantize --rule`
+  bool pure = false;                          // quantized types: no Q4_K_M-style mix adjustments
+  std::string name;                           // general.name; "" = config.json _name_or_path, else the directory name
+  int n_threads = 0;                          // 0 = all cores
+  size_t chunk_bytes = size_t{16} << 20;      // F32 bytes per conversion chunk
   const std::atomic<bool>* cancel = nullptr;  // polled per chunk: Error(kCancelled)
   // Progress: the fraction of the checkpoint's bytes converted so far and what is being written
   // ("blk.3.attn_q.weight"). Called on the calling thread, after each chunk.
   std::function<void(double fraction, const std::string& what)> on_progress;
-  std::function<void(const ConvertedTensor&)> on_tensor;   // after each tensor is written
-  std::function<void(const std::string&)> on_warning;      // e.g. a tied lm_head that is skipped
+  std::function<void(const ConvertedTensor&)> on_tensor;  // after each tensor is written
+  std::function<void(const std::string&)> on_warning;     // e.g. a tied lm_head that is skipped
 };
 
 struct ConvertSummary {
-  std::string hf_class;        // "Qwen2ForCausalLM"
-  std::string arch;            // "qwen2"
+  std::string hf_class;  // "Qwen2ForCausalLM"
+  std::string arch;      // "qwen2"
   quant::FileType ftype = quant::FileType::kMostlyF16;
-  std::string tokenizer_model; // "gpt2"
-  std::string tokenizer_pre;   // "qwen2"
+  std::string tokenizer_model;  // "gpt2"
+  std::string tokenizer_pre;    // "qwen2"
   int64_t n_vocab = 0;
   size_t n_tensors = 0;
-  int64_t n_params = 0;        // elements of every tensor written
-  uint64_t bytes_in = 0;       // checkpoint tensor bytes read
-  uint64_t bytes_out = 0;      // tensor data written
+  int64_t n_params = 0;    // elements of every tensor written
+  uint64_t bytes_in = 0;   // checkpoint tensor bytes read
+  uint64_t bytes_out = 0;  // tensor data written
   uint64_t file_bytes = 0;
   double seconds = 0;
 };

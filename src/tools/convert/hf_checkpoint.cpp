@@ -35,8 +35,9 @@ std::unique_ptr<Json> read_optional_json(const fs::path& p) {
 void check_shard_name(const std::string& name, const std::string& index_path) {
   const bool plain = !name.empty() && name.find('/') == std::string::npos && name.find('\\') == std::string::npos &&
                      name != "." && name != ".." && name.find('\0') == std::string::npos;
-  require(plain, ErrorCode::kInvalidFile,
-          "'" + index_path + "': shard name '" + name.substr(0, 64) + "' is not a file name in the checkpoint directory");
+  require(
+      plain, ErrorCode::kInvalidFile,
+      "'" + index_path + "': shard name '" + name.substr(0, 64) + "' is not a file name in the checkpoint directory");
 }
 
 }  // namespace
@@ -56,8 +57,9 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
   const fs::path root(dir);
   std::error_code ec;
   require(fs::is_directory(root, ec), ErrorCode::kIo,
-          "'" + dir + "' is not a directory (convert reads a Hugging Face model directory: config.json, "
-          "*.safetensors, tokenizer.json)");
+          "'" + dir +
+              "' is not a directory (convert reads a Hugging Face model directory: config.json, "
+              "*.safetensors, tokenizer.json)");
   const fs::path config_path = root / "config.json";
   require(is_file(config_path), ErrorCode::kIo, "'" + dir + "' has no config.json");
   c.config_ = *read_optional_json(config_path);
@@ -103,8 +105,9 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
   }
   for (const auto& n : shard_names) {
     const fs::path p = root / n;
-    require(is_file(p), ErrorCode::kIo,
-            "shard '" + n + "' " + (index ? "named by model.safetensors.index.json " : "") + "is missing in '" + dir + "'");
+    require(
+        is_file(p), ErrorCode::kIo,
+        "shard '" + n + "' " + (index ? "named by model.safetensors.index.json " : "") + "is missing in '" + dir + "'");
     c.shards_.push_back(SafetensorsFile::open(p.string()));
   }
 

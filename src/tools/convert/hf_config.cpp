@@ -28,7 +28,8 @@ class Reader {
     return v == nullptr || v->is_null() ? nullptr : v;
   }
 
-  int64_t integer(const std::string& key, int64_t lo, int64_t hi, std::optional<int64_t> fallback = std::nullopt) const {
+  int64_t integer(const std::string& key, int64_t lo, int64_t hi,
+                  std::optional<int64_t> fallback = std::nullopt) const {
     const Json* v = get(key);
     if (v == nullptr) {
       if (fallback) return *fallback;
@@ -142,9 +143,9 @@ HfConfig read_hf_config(const Json& c, const std::string& origin) {
   cfg.num_attention_heads = r.integer("num_attention_heads", 1, kMaxCount);
   cfg.num_key_value_heads = r.integer("num_key_value_heads", 1, cfg.num_attention_heads, cfg.num_attention_heads);
   if (cfg.num_attention_heads % cfg.num_key_value_heads != 0) {
-    r.fail("num_key_value_heads", "= " + std::to_string(cfg.num_key_value_heads) +
-                                      " does not divide num_attention_heads = " +
-                                      std::to_string(cfg.num_attention_heads));
+    r.fail("num_key_value_heads",
+           "= " + std::to_string(cfg.num_key_value_heads) +
+               " does not divide num_attention_heads = " + std::to_string(cfg.num_attention_heads));
   }
   cfg.head_dim = r.integer("head_dim", 1, kMaxWidth, 0);
   if (cfg.head_dim == 0 && cfg.hidden_size % cfg.num_attention_heads != 0) {

@@ -18,7 +18,7 @@ namespace edgellm::convert {
 
 // rope_scaling (or rope_parameters, the newer name): how positions are stretched.
 struct HfRopeScaling {
-  std::string type;                      // "" (none), "linear", "llama3", "yarn", "dynamic", "longrope", ...
+  std::string type;  // "" (none), "linear", "llama3", "yarn", "dynamic", "longrope", ...
   double factor = 1.0;
   // llama3: frequencies below low_freq_factor / original context are divided by factor,
   // above high_freq_factor kept, smoothly interpolated between.
@@ -30,16 +30,16 @@ struct HfRopeScaling {
 };
 
 struct HfConfig {
-  std::string architecture;   // architectures[0], e.g. "Qwen2ForCausalLM"
-  std::string model_type;     // "qwen2"
-  std::string name_or_path;   // "_name_or_path", may be empty
+  std::string architecture;  // architectures[0], e.g. "Qwen2ForCausalLM"
+  std::string model_type;    // "qwen2"
+  std::string name_or_path;  // "_name_or_path", may be empty
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t intermediate_size = 0;
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;
-  int64_t head_dim = 0;               // explicit "head_dim", 0 when absent
+  int64_t head_dim = 0;                 // explicit "head_dim", 0 when absent
   int64_t max_position_embeddings = 0;  // 0 when absent
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;

@@ -24,13 +24,13 @@ struct DtypeInfo {
 };
 
 constexpr DtypeInfo kDtypes[] = {
-    {SafetensorsDtype::kBool, "BOOL", 1},     {SafetensorsDtype::kU8, "U8", 1},
-    {SafetensorsDtype::kI8, "I8", 1},         {SafetensorsDtype::kF8E4M3, "F8_E4M3", 1},
+    {SafetensorsDtype::kBool, "BOOL", 1},      {SafetensorsDtype::kU8, "U8", 1},
+    {SafetensorsDtype::kI8, "I8", 1},          {SafetensorsDtype::kF8E4M3, "F8_E4M3", 1},
     {SafetensorsDtype::kF8E5M2, "F8_E5M2", 1}, {SafetensorsDtype::kI16, "I16", 2},
-    {SafetensorsDtype::kU16, "U16", 2},       {SafetensorsDtype::kF16, "F16", 2},
-    {SafetensorsDtype::kBF16, "BF16", 2},     {SafetensorsDtype::kI32, "I32", 4},
-    {SafetensorsDtype::kU32, "U32", 4},       {SafetensorsDtype::kF32, "F32", 4},
-    {SafetensorsDtype::kI64, "I64", 8},       {SafetensorsDtype::kU64, "U64", 8},
+    {SafetensorsDtype::kU16, "U16", 2},        {SafetensorsDtype::kF16, "F16", 2},
+    {SafetensorsDtype::kBF16, "BF16", 2},      {SafetensorsDtype::kI32, "I32", 4},
+    {SafetensorsDtype::kU32, "U32", 4},        {SafetensorsDtype::kF32, "F32", 4},
+    {SafetensorsDtype::kI64, "I64", 8},        {SafetensorsDtype::kU64, "U64", 8},
     {SafetensorsDtype::kF64, "F64", 8},
 };
 
@@ -57,8 +57,12 @@ uint64_t header_uint(const Json& v, const std::string& origin, const std::string
 
 }  // namespace
 
-const char* dtype_name(SafetensorsDtype dtype) { return info(dtype).name; }
-size_t dtype_size(SafetensorsDtype dtype) { return info(dtype).size; }
+const char* dtype_name(SafetensorsDtype dtype) {
+  return info(dtype).name;
+}
+size_t dtype_size(SafetensorsDtype dtype) {
+  return info(dtype).size;
+}
 
 bool dtype_tensor_type(SafetensorsDtype dtype, TensorType* out) {
   switch (dtype) {
@@ -150,12 +154,14 @@ void SafetensorsFile::parse() {
     const Json* shape = value.find("shape");
     if (!shape || !shape->is_array()) fail(origin_, what + ": no shape array");
     if (shape->size() > kMaxRank) {
-      fail(origin_, what + ": " + std::to_string(shape->size()) + " dimensions (at most " + std::to_string(kMaxRank) + ")");
+      fail(origin_,
+           what + ": " + std::to_string(shape->size()) + " dimensions (at most " + std::to_string(kMaxRank) + ")");
     }
     int64_t elements = 1;
     for (const Json& d : shape->as_array()) {
       const uint64_t dim = header_uint(d, origin_, what + " shape entry");
-      if (dim > static_cast<uint64_t>(kMaxDim)) fail(origin_, what + ": dimension " + std::to_string(dim) + " is too large");
+      if (dim > static_cast<uint64_t>(kMaxDim))
+        fail(origin_, what + ": dimension " + std::to_string(dim) + " is too large");
       if (dim != 0 && elements > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dim)) {
         fail(origin_, what + ": element count overflows");
       }

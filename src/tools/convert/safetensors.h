@@ -31,7 +31,21 @@ namespace edgellm::convert {
 // reads); the others are parsed (so their sizes are validated) and refused when a tensor of that
 // dtype is actually needed.
 enum class SafetensorsDtype {
-  kBool, kU8, kI8, kF8E4M3, kF8E5M2, kI16, kU16, kF16, kBF16, kI32, kU32, kF32, kI64, kU64, kF64
+  kBool,
+  kU8,
+  kI8,
+  kF8E4M3,
+  kF8E5M2,
+  kI16,
+  kU16,
+  kF16,
+  kBF16,
+  kI32,
+  kU32,
+  kF32,
+  kI64,
+  kU64,
+  kF64
 };
 const char* dtype_name(SafetensorsDtype dtype);
 size_t dtype_size(SafetensorsDtype dtype);
@@ -44,7 +58,7 @@ struct SafetensorsTensor {
   std::vector<int64_t> shape;  // as stored: row-major, shape[0] outermost (HF [out, in] for a Linear)
   int64_t n_elements = 0;
   size_t n_bytes = 0;
-  size_t offset = 0;           // of the first byte, from the start of the file
+  size_t offset = 0;  // of the first byte, from the start of the file
   const uint8_t* data = nullptr;
   std::string shape_string() const;  // "[151936, 896]"
 };

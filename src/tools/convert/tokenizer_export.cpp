@@ -15,9 +15,13 @@ constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581 "▁", SentencePi
 // mostly unused is refused rather than allocated (a 1 KB file must not cost gigabytes).
 constexpr int64_t kMaxId = int64_t{1} << 24;
 
-[[noreturn]] void invalid(const std::string& what) { throw Error(ErrorCode::kInvalidFile, "tokenizer.json: " + what); }
+[[noreturn]] void invalid(const std::string& what) {
+  throw Error(ErrorCode::kInvalidFile, "tokenizer.json: " + what);
+}
 
-int32_t attr(TokenAttr a) { return static_cast<int32_t>(a); }
+int32_t attr(TokenAttr a) {
+  return static_cast<int32_t>(a);
+}
 
 // llama.cpp's does_token_look_special: some models mark control tokens as not special.
 bool looks_special(std::string_view t) {
@@ -60,7 +64,8 @@ std::vector<Added> added_tokens(const Json& tj) {
   for (const Json& a : list->as_array()) {
     const Json* id = a.find("id");
     const Json* content = a.find("content");
-    if (!id || !id->is_number() || !content || !content->is_string()) invalid("an added_tokens entry has no id / content");
+    if (!id || !id->is_number() || !content || !content->is_string())
+      invalid("an added_tokens entry has no id / content");
     const double v = id->as_number();
     if (!(v >= 0 && v < static_cast<double>(kMaxId)) || v != static_cast<double>(static_cast<int64_t>(v))) {
       invalid("added token '" + content->as_string().substr(0, 64) + "' has id " + id->dump() + " outside [0, 2^24)");
@@ -311,8 +316,8 @@ void export_wordpiece(const Json& tj, const Json& model, const Json* config_json
   if (find_in_tree(tj.find("normalizer"), "StripAccents", "normalizers")) out.normalizer_strip_accents = true;
   out.token_type_count = 1;
   if (config_json) {
-    if (const Json* t = config_json->find("type_vocab_size"); t && t->is_number() && t->as_number() >= 1 &&
-                                                             t->as_number() <= 1024) {
+    if (const Json* t = config_json->find("type_vocab_size");
+        t && t->is_number() && t->as_number() >= 1 && t->as_number() <= 1024) {
       out.token_type_count = static_cast<int32_t>(t->as_number());
     }
   }
@@ -434,9 +439,9 @@ class SpecialVocab {
         eos = last;
       } else if (last != eos) {
         // The old EOS becomes the end-of-turn (or end-of-message) token.
-        const char* moved = std::find(types_.begin(), types_.end(), "eot") == types_.end() ? "eot"
+        const char* moved = std::find(types_.begin(), types_.end(), "eot") == types_.end()   ? "eot"
                             : std::find(types_.begin(), types_.end(), "eom") == types_.end() ? "eom"
-                                                                                              : nullptr;
+                                                                                             : nullptr;
         if (moved) {
           types_.emplace_back(moved);
           text_[moved] = eos;
@@ -492,7 +497,8 @@ void read_chat_template(const TokenizerSources& src, TokenizerExport& out) {
     const Json* body = c.find("template");
     if (name.empty() || !body || !body->is_string()) continue;
     std::string clean;  // llama.cpp keeps [A-Za-z0-9] in template names, '_' for the rest
-    for (char ch : name) clean += ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')) ? ch : '_';
+    for (char ch : name)
+      clean += ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')) ? ch : '_';
     if (clean == "default") {
       out.chat_template = body->as_string();
     } else {
@@ -551,10 +557,10 @@ void write_tokenizer(gguf::GgufWriter& w, const TokenizerExport& t) {
   if (t.token_type_count > 0) w.set_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(t.token_type_count));
   if (!t.merges.empty()) w.set_array_string("tokenizer.ggml.merges", t.merges);
   static const std::pair<const char*, const char*> kIdKeys[] = {
-      {"bos", "tokenizer.ggml.bos_token_id"},        {"eos", "tokenizer.ggml.eos_token_id"},
-      {"unk", "tokenizer.ggml.unknown_token_id"},    {"sep", "tokenizer.ggml.seperator_token_id"},
-      {"pad", "tokenizer.ggml.padding_token_id"},    {"mask", "tokenizer.ggml.mask_token_id"},
-      {"eot", "tokenizer.ggml.eot_token_id"},        {"eom", "tokenizer.ggml.eom_token_id"},
+      {"bos", "tokenizer.ggml.bos_token_id"},     {"eos", "tokenizer.ggml.eos_token_id"},
+      {"unk", "tokenizer.ggml.unknown_token_id"}, {"sep", "tokenizer.ggml.seperator_token_id"},
+      {"pad", "tokenizer.ggml.padding_token_id"}, {"mask", "tokenizer.ggml.mask_token_id"},
+      {"eot", "tokenizer.ggml.eot_token_id"},     {"eom", "tokenizer.ggml.eom_token_id"},
   };
   // In the order they were found; "cls" has no GGUF key (llama.cpp's writer has no handler for it).
   for (const auto& [type, id] : t.special_ids) {

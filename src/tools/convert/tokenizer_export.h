@@ -43,21 +43,21 @@ class GgufWriter;
 namespace edgellm::convert {
 
 struct TokenizerExport {
-  std::string model;                 // tokenizer.ggml.model: "gpt2", "llama", "bert"
-  std::string pre;                   // tokenizer.ggml.pre
-  std::vector<std::string> tokens;   // padded to the model's vocab_size
-  std::vector<int32_t> types;        // TokenAttr values (tokenizer/vocab_data.h)
-  std::vector<float> scores;         // "llama" only
-  std::vector<std::string> merges;   // "gpt2" only: "left right", rank order
+  std::string model;                // tokenizer.ggml.model: "gpt2", "llama", "bert"
+  std::string pre;                  // tokenizer.ggml.pre
+  std::vector<std::string> tokens;  // padded to the model's vocab_size
+  std::vector<int32_t> types;       // TokenAttr values (tokenizer/vocab_data.h)
+  std::vector<float> scores;        // "llama" only
+  std::vector<std::string> merges;  // "gpt2" only: "left right", rank order
   // ("bos", id), ("eos", id), ... in llama.cpp's order: bos eos unk sep pad cls mask (+ eot / eom
   // when a post-processor moved EOS there).
   std::vector<std::pair<std::string, int32_t>> special_ids;
   std::vector<std::pair<std::string, bool>> add_special;  // ("bos", true), ("eos", false), ("sep", ...)
   std::optional<bool> add_space_prefix;
-  std::optional<bool> normalizer_lowercase;       // WordPiece: BertNormalizer lowercase
+  std::optional<bool> normalizer_lowercase;  // WordPiece: BertNormalizer lowercase
   std::optional<bool> normalizer_strip_accents;
-  int32_t token_type_count = 0;                   // WordPiece: config.json type_vocab_size (0 = not written)
-  std::string chat_template;                      // the default template ("" = none)
+  int32_t token_type_count = 0;  // WordPiece: config.json type_vocab_size (0 = not written)
+  std::string chat_template;     // the default template ("" = none)
   std::vector<std::pair<std::string, std::string>> named_chat_templates;  // tokenizer.chat_template.<name>
 
   std::optional<int32_t> special_id(const std::string& type) const;
