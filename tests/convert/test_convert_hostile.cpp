@@ -3,6 +3,8 @@
 // UBSan) — and the output file is never written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
