@@ -146,7 +146,11 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   SynthProgress prog;
   prog.n_tensors = plan.size();
   prog.bytes_total = report.tensor_bytes;
+  if (options.before_write) options.before_write(w.file_size());
   w.write(path, [&](size_t index, const gguf::WriterTensor& wt, gguf::TensorSink& sink) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      throw Error(ErrorCode::kCancelled, "synth: interrupted; '" + path + "' was not written");
+    }
     data.fill(index, sink);
     prog.tensor_index = index;
     prog.bytes_done += wt.n_bytes;
