@@ -86,8 +86,8 @@ const std::vector<SharedOption>& shared_options() {
       {"threads-batch", "-tb,--threads-batch", "N", "threads for prompt processing; 0 = the power mode's, else --threads"},
       {"parallel", "-np,--parallel", "N", "sequences decoded at once"},
       {"kv-type", "--kv-type", "TYPE", "KV cache element type of K and V: f16, f32, q8_0 or q4_0"},
-      {"kv-type-k", "--kv-type-k,-ctk,--cache-type-k", "TYPE", "K cache type (overrides --kv-type for K)"},
-      {"kv-type-v", "--kv-type-v,-ctv,--cache-type-v", "TYPE", "V cache type (overrides --kv-type for V)"},
+      {"kv-type-k", "--kv-type-k,-ctk,--cache-type-k", "TYPE", "K cache type; overrides --kv-type for K"},
+      {"kv-type-v", "--kv-type-v,-ctv,--cache-type-v", "TYPE", "V cache type; overrides --kv-type for V"},
       {"repack", "--repack", "MODE",
        "repack Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K weights into 16-row interleaved groups at load: auto (when the CPU has a "
        "kernel for them), on, off"},
@@ -255,7 +255,7 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       std::fputs(usage().c_str(), stdout);
       return false;
     }
-    if (a == "--version") {
+    if (a == "--version" && find(a) == nullptr) {  // `registry --version V` is the model's version
       std::printf("%s\n", version_string().c_str());
       return false;
     }

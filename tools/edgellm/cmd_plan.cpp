@@ -43,7 +43,7 @@ int run_plan(const std::vector<std::string>& args) {
   ap.add_int("--min-ctx", &o.min_ctx, "N", "smallest context worth offering (default 512)", 16, 1 << 20);
   ap.add_int(shared_option("parallel"), &o.n_parallel, 1, 256, "default 1");
   ap.add_float("--headroom", &headroom, "F", "fraction of the budget kept free (default 0.15)", 0.0f, 0.9f);
-  ap.add_string("--power", &power, "MODE", "performance, balanced (default) or efficiency");
+  ap.add_string(shared_option("power"), &power, "of the plan's threads; default balanced");
   float min_tg = 0;
   ap.add_float("--min-decode-tps", &min_tg, "X", "skip candidates measured to decode slower than X tok/s here", 0.0f);
   ap.add_int("--estimate-prompt", &o.estimate_prompt_tokens, "N", "prompt tokens of the time estimate (default 512)", 0);
