@@ -58,7 +58,8 @@ llamacpp() {  # file round
   rss_json+="\"$(name_of "$1").gguf\": $rss, "
 }
 edgellm() {  # file round
-  "$BUILD/edgellm" bench -m "$(path_of "$1")" -p "$PP" -n "$TG" -t "$THREADS" -r 3 -o json 2>/dev/null \
+  # --reprobe: each run compares with the bandwidth and int8 peak measured in its own minutes.
+  "$BUILD/edgellm" bench -m "$(path_of "$1")" -p "$PP" -n "$TG" -t "$THREADS" -r 3 -o json --reprobe 2>/dev/null \
     >"$OUT/edgellm-$(name_of "$1")-$2.json"
 }
 for round in $(seq "$ROUNDS"); do
