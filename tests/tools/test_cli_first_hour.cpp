@@ -203,5 +203,28 @@ TEST(CliFirstHour, BenchProbesCachedPrintedOnceAndF32Labelled) {
   EXPECT_FALSE(contains(out2, "unknown type")) << out2;
 }
 
+// Long work reports progress on stderr: without a terminal (here: a file) one plain line per
+// 10 %, never a carriage return, ending at 100 % and a summary line.
+TEST(CliFirstHour, ProgressLinesWithoutATerminal) {
+  const std::string out = test::temp_dir() + "/q8.gguf";
+  CliResult r = run_cli({"quantize", stories(), out, "q8_0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  EXPECT_TRUE(contains(r.err, "quantize:  10%")) << r.err;
+  EXPECT_TRUE(contains(r.err, "quantize:  50%")) << r.err;
+  EXPECT_TRUE(contains(r.err, "quantize: 100%")) << r.err;
+  const std::string text = test::temp_dir() + "/ppl.txt";
+  std::ofstream(text) << std::string(4000, 'a') + " Once upon a time there was a cat.";
+  r = run_cli({"perplexity", "-m", stories(), "-f", text, "-c", "64", "--chunks", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  EXPECT_TRUE(contains(r.err, "perplexity: 100%  chunk 4/4, PPL so far")) << r.err;
+  r = run_cli({"pack", out, "-o", test::temp_dir() + "/q8.pack"});
+  EXPECT_TRUE(r.exit_code == 0 || contains(r.err, "no repackable")) << r.err;
+  if (r.exit_code == 0) {
+    EXPECT_TRUE(contains(r.err, "pack: 100%")) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace edgellm
