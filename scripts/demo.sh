@@ -13,9 +13,9 @@ model=$("$root/scripts/fetch-model.sh")
 echo "== EdgeLLM demo: $model"
 "$cli" info "$model" | sed -n '/^model:/p'
 echo
-echo "== edgellm run -m $model -p \"Once upon a time\" -n 120 --stats   (streamed as it is generated)"
+echo "== edgellm run -m $model -p \"Once upon a time,\" -n 120 --stats   (streamed as it is generated)"
 echo
-"$cli" run -m "$model" -p "Once upon a time" -n 120 --seed 42 --stats
+"$cli" run -m "$model" -p "Once upon a time," -n 120 --seed 42 --stats
 cat <<TXT
 
 == Next

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spm_bpe  # noqa: E402
 import train  # noqa: E402
 
-PROMPTS = ["Once upon a time", "Lily and her dog", "One day, Tom saw a big", "The sun was shining.",
+PROMPTS = ["Once upon a time,", "One day, Lily", "Tom and his dog", "The sun was shining.",
            "\"Where is my ball?\" asked"]
 
 
@@ -95,7 +95,7 @@ def main():
                 if nxt == spm_bpe.EOS:
                     break
                 out.append(nxt)
-            print(json.dumps({"prompt": p, "prompt_ids": ids, "output_ids": out, "output_text": vocab.decode(out)}))
+            print(json.dumps({"prompt": p, "prompt_ids": ids, "output_ids": out, "output_text": vocab.decode(out, sequence_start=False)}))
 
 
 if __name__ == "__main__":

@@ -122,7 +122,9 @@ class Vocab:
             ids.extend(self._encode_word(w))
         return ids
 
-    def decode(self, ids):
+    def decode(self, ids, sequence_start=True):
+        """sequence_start: the ids begin the text, so the space the leading "▁" stands for is
+        dropped (add_space_prefix added it); a continuation keeps it."""
         out = bytearray()
         for i in ids:
             if self.types[i] == TYPE_BYTE:
@@ -130,4 +132,4 @@ class Vocab:
             elif self.types[i] == TYPE_NORMAL:
                 out += self.tokens[i].encode("utf-8")
         text = out.decode("utf-8", errors="replace").replace(SPACE, " ")
-        return text[1:] if text.startswith(" ") else text
+        return text[1:] if sequence_start and text.startswith(" ") else text
