@@ -15,6 +15,7 @@ echo "== EdgeLLM demo: $model"
 echo
 echo "== edgellm run -m $model -p \"Once upon a time,\" -n 120 --stats   (streamed as it is generated)"
 echo
+printf "Once upon a time,"
 "$cli" run -m "$model" -p "Once upon a time," -n 120 --seed 42 --stats
 cat <<TXT
 
