@@ -105,11 +105,13 @@ test("a second turn carries the history and finishes with usage stats", async ()
   const bodies = [];
   page.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) bodies.push(JSON.parse(r.postData())); });
   await page.goto(server.url + "/");
-  for (const prompt of ["Lily had a cat", "What did the cat do?"]) {
+  // Waits for the turn's stats, not for its request: before the second request the page first
+  // counts the conversation's tokens (/apply-template, /tokenize) to fit the context.
+  for (const [i, prompt] of ["Lily had a cat", "What did the cat do?"].entries()) {
     await page.fill("#prompt", prompt);
     await page.press("#prompt", "Enter");
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stats"]').length === n,
-                                bodies.length, { timeout: 10000 });
+                                i + 1, { timeout: 10000 });
   }
   assert.equal(bodies.length, 2);
   assert.deepEqual(bodies[1].messages.map((m) => m.role), ["user", "assistant", "user"]);
