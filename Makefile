@@ -27,10 +27,13 @@ build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	@model=$$(scripts/fetch-model.sh) && \
-	  $(BUILD)/edgellm info "$$model" | head -n 30 && \
-	  $(BUILD)/edgellm run -m "$$model" -p "Once upon a time" -n 120 --stats
+# The demo builds only the CLI (a minute or two, not the whole test suite) and runs
+# scripts/demo.sh: a streamed story from the model kept in the repository (or $EDGELLM_MODEL)
+# with its TTFT, tok/s and peak memory. No network needed once the Debian packages are there.
+demo: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target edgellm_cli
+	@scripts/demo.sh $(BUILD)
 
 # Every test once on the best ISA, then the kernel and end-to-end tests (label e2e) again with
 # lower ISAs pinned so each SIMD path is compared with the scalar reference on this one machine
@@ -92,7 +95,9 @@ fuzz: deps
 	scripts/run-fuzzers.sh $(BUILD)-fuzz
 
 # NAPI addon (bindings/napi, docs/harmonyos.md): the node --test suite against edgellm.node of
-# $(BUILD) (the CLI of the same build is its reference), then the HarmonyOS checks: the addon's
+# $(BUILD) (the CLI of the same build is its reference), the npm package (scripts/test-npm-pack.sh:
+# `npm pack` of that build, installed offline into an empty project, a stream through
+# require('edgellm')), then the HarmonyOS checks: the addon's
 # imports and an OHOS-only-header compile (scripts/check-napi-ohos.sh, aarch64 musl headers from
 # install-deps.sh --arm64) and the HAR's ArkTS (bindings/ohos/tools/check-arkts.js). npm installs
 # the pinned npm packages: node-api-headers (npm ci, package-lock.json), ohos-typescript and
@@ -105,6 +110,7 @@ test-napi: build
 	cmake -S . -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS) --target edgellm_napi edgellm_cli
 	cd bindings/napi && $(call NAPI_ENV,$(BUILD)) npm test
+	scripts/test-npm-pack.sh $(BUILD)
 	scripts/check-napi-ohos.sh $(BUILD)
 	cd bindings/ohos/tools && npm install --no-package-lock --no-audit --no-fund && node check-arkts.js
 

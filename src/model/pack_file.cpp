@@ -61,7 +61,7 @@ std::string pack_file_path(const std::string& model_path, const std::string& dir
   return (dir.back() == '/' ? dir : dir + "/") + default_pack_file_path(name);
 }
 
-PackFileStats write_pack_file(const Model& model, const std::string& path, int n_threads) {
+PackFileStats write_pack_file(const Model& model, const std::string& path, int n_threads, const ProgressFn& progress) {
   std::vector<PackedMatrix> matrices;
   for (const WeightView* w : model.matrices()) {
     if (!w->present()) continue;
@@ -101,11 +101,18 @@ PackFileStats write_pack_file(const Model& model, const std::string& path, int n
   const int threads = n_threads > 0 ? n_threads : default_thread_count();
   std::shared_ptr<ThreadPool> pool = shared_thread_pool(threads);
   std::vector<uint8_t> slab;
-  out.write(path, [&](size_t index, const gguf::WriterTensor&, gguf::TensorSink& sink) {
+  uint64_t total_bytes = 0, done_bytes = 0;
+  for (const PackedMatrix& m : matrices) total_bytes += m.w->row_bytes * static_cast<uint64_t>(m.w->n_out);
+  out.write(path, [&](size_t index, const gguf::WriterTensor& wt, gguf::TensorSink& sink) {
     const PackedMatrix& m = matrices[index];
     const WeightView& w = *m.w;
+    done_bytes += w.row_bytes * static_cast<uint64_t>(w.n_out);
+    const auto report = [&] {
+      if (progress) progress(total_bytes > 0 ? static_cast<double>(done_bytes) / static_cast<double>(total_bytes) : 1.0, wt.name);
+    };
     if (kernels::is_packed_type(w.type)) {
       sink.write(w.data, w.row_bytes * static_cast<size_t>(w.n_out));
+      report();
       return;
     }
     const int64_t slab_rows =
@@ -130,6 +137,7 @@ PackFileStats write_pack_file(const Model& model, const std::string& path, int n
       src.mapping().release_pages(static_cast<size_t>(slab_src - src.mapping().data()),
                                   static_cast<size_t>(rows) * w.row_bytes);
     }
+    report();
   });
   // Drop the file's pages from the page cache (the writer fsynced it): written a slab at a time,
   // they sit in small folios, which a mapping must map 4 KiB at a time. Read back by the first

@@ -37,6 +37,8 @@
 // every byte would cost the load time this file exists to save).
 #pragma once
 
+#include "core/progress.h"
+
 #include <cstdint>
 #include <string>
 
@@ -75,7 +77,9 @@ struct PackFileStats {
 // the shared pool, so the writer holds one slab, not a tensor. The model must have been loaded
 // from a file (its fingerprint is recorded). Throws Error(kInvalidArgument) when the model has
 // no repackable matrix, Error(kIo) when the file cannot be written.
-PackFileStats write_pack_file(const Model& model, const std::string& path, int n_threads = 0);
+// `progress` (optional) gets the fraction of matrix bytes written and the tensor's name.
+PackFileStats write_pack_file(const Model& model, const std::string& path, int n_threads = 0,
+                              const ProgressFn& progress = {});
 
 // Whether a load on this CPU would map `model`'s pack file: every interleaved type in it needs a
 // SIMD kernel here (else Model::load refuses the file, model_pack.cpp). True for a model with

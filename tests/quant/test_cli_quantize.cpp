@@ -39,11 +39,12 @@ TEST(CliQuantize, MixedRulesOneCommand) {
 TEST(CliQuantize, ErrorsNameTheProblem) {
   if (!test::file_exists(cli_path())) GTEST_SKIP() << "edgellm binary not built: " << cli_path();
   const std::string out = test::temp_dir() + "/never.gguf";
+  // A bad type or rule is a bad command line (2); a missing input, a failed run (1): docs/cli.md.
   RunResult r = run_cli({"quantize", test::shared_model("stories260K.gguf"), out, "q3_K_XL"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("q3_K_XL"), std::string::npos) << r.err;
   r = run_cli({"quantize", test::shared_model("stories260K.gguf"), out, "q8_0", "--rule", "attn(=q8_0"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("attn(=q8_0"), std::string::npos) << r.err;
   r = run_cli({"quantize", test::temp_dir() + "/missing.gguf", out, "q8_0"});
   EXPECT_EQ(r.exit_code, 1);
@@ -76,7 +77,7 @@ TEST(CliPerplexity, JsonAndKlRoundTrip) {
   EXPECT_NE(r.out.find("Final estimate: PPL = "), std::string::npos) << r.out;
   // Too little text for the context: a clear error.
   r = run_cli({"perplexity", "-m", model, "-f", test::shared_testdata("text/stories-eval.txt"), "-c", "65536"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("131072"), std::string::npos) << r.err;
 }
 

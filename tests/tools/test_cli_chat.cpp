@@ -164,18 +164,19 @@ TEST_F(CliChat, SanitizedInputIsReportedOnStderr) {
 }
 
 TEST_F(CliChat, BadUsageFailsWithAMessage) {
+  // A bad command line exits 2, a missing file 1 (docs/cli.md "Exit status").
   const RunResult no_model = run_cli({"chat"});
-  EXPECT_EQ(no_model.exit_code, 1);
+  EXPECT_EQ(no_model.exit_code, 2);
   EXPECT_NE(no_model.err.find("-m MODEL"), std::string::npos) << no_model.err;
 
   const RunResult json_only = run_cli(args({"--json"}));
-  EXPECT_EQ(json_only.exit_code, 1);
+  EXPECT_EQ(json_only.exit_code, 2);
   EXPECT_NE(json_only.err.find("--messages"), std::string::npos) << json_only.err;
 
   const std::string last_assistant =
       write_temp("bad.json", R"([{"role":"user","content":"a"},{"role":"assistant","content":"b"}])");
   const RunResult bad = run_cli(args({"--messages", last_assistant}));
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("assistant"), std::string::npos) << bad.err;
 
   const RunResult missing = run_cli(args({"--messages", test::temp_dir() + "/does-not-exist.json"}));
@@ -183,7 +184,7 @@ TEST_F(CliChat, BadUsageFailsWithAMessage) {
   EXPECT_NE(missing.err.find("does-not-exist.json"), std::string::npos) << missing.err;
 
   const RunResult bad_template = run_cli(args({"--chat-template", "no-such-template"}), "hi\n");
-  EXPECT_EQ(bad_template.exit_code, 1);
+  EXPECT_EQ(bad_template.exit_code, 2);
   EXPECT_NE(bad_template.err.find("no-such-template"), std::string::npos) << bad_template.err;
 }
 
@@ -239,9 +240,11 @@ TEST_F(CliChat, SessionResumesInANewProcessExactlyAndRefusesBadFiles) {
 
   const std::string good = file_bytes(session);
   ASSERT_GT(good.size(), 100u);
-  auto expect_refused = [&](const std::vector<std::string>& a, const std::string& needle) {
+  // A session that does not go with the other options (model, KV types) is a bad command line
+  // (2); a damaged file is a failure (1).
+  auto expect_refused = [&](const std::vector<std::string>& a, const std::string& needle, int exit_code = 2) {
     const RunResult r = run_cli(a, "one more\n");
-    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.exit_code, exit_code) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   };
@@ -258,12 +261,12 @@ TEST_F(CliChat, SessionResumesInANewProcessExactlyAndRefusesBadFiles) {
   EXPECT_EQ(file_bytes(session), good);
   // Truncated.
   put_bytes(session, good.substr(0, good.size() - 1000));
-  expect_refused(args({"--session", session}), "truncated");
+  expect_refused(args({"--session", session}), "truncated", 1);
   // One bit flipped in the middle of the KV rows.
   std::string flipped = good;
   flipped[good.size() / 2] = static_cast<char>(flipped[good.size() / 2] ^ 0x10);
   put_bytes(session, flipped);
-  expect_refused(args({"--session", session}), "checksum");
+  expect_refused(args({"--session", session}), "checksum", 1);
   EXPECT_EQ(file_bytes(session), flipped);
   std::remove(session.c_str());
 }

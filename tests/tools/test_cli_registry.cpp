@@ -52,7 +52,7 @@ TEST(CliRegistry, BenchWritesMeasuredSpeedsThatPlanUses) {
   EXPECT_GT(m2.at("decode_tokens_per_second").as_number(), 0);
   EXPECT_EQ(m2.at("sha256").as_string(), m.at("sha256").as_string());
   r = run_cli({"registry", "bench", "nope", "--registry", reg});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a name that is not installed: the command line is wrong
 }
 
 TEST(CliRegistry, AddInstallListVerifyUseRemove) {
@@ -71,7 +71,7 @@ TEST(CliRegistry, AddInstallListVerifyUseRemove) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("SHA-256 mismatch"), std::string::npos) << r.err;
   r = run_cli({"registry", "install", stories, "--name", "tiny", "--version", "3", "--registry", reg});
-  EXPECT_EQ(r.exit_code, 1) << "install without --sha256 must be refused";
+  EXPECT_EQ(r.exit_code, 2) << "install without --sha256 must be refused";
 
   r = run_cli({"registry", "list", "--json", "--registry", reg});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -97,10 +97,11 @@ TEST(CliRegistry, AddInstallListVerifyUseRemove) {
   r = run_cli({"registry", "use", "tiny@1", "--registry", reg});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   r = run_cli({"registry", "use", "tiny@9", "--registry", reg});
-  EXPECT_EQ(r.exit_code, 1);
-  r = run_cli({"registry", "remove", "tiny@1", "--registry", reg});
+  EXPECT_EQ(r.exit_code, 2);
+  // tiny@1 is current: removing it needs --force, which says what is current now.
+  r = run_cli({"registry", "remove", "tiny@1", "--registry", reg, "--force"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("current: tiny@2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tiny@2 is now the current version of tiny"), std::string::npos) << r.out;
 }
 
 // `edgellm serve --registry DIR -m NAME` serves the registry's verified file or refuses to start.
@@ -109,7 +110,7 @@ TEST(CliRegistry, ServeRefusesWhatTheRegistryDoesNotVouchFor) {
   ASSERT_EQ(run_cli({"registry", "add", test::shared_model("stories260K.gguf"), "--name", "s", "--version", "1",
                      "--registry", reg}).exit_code, 0);
   auto r = run_cli({"serve", "--registry", reg, "-m", "nothing", "--port", "1"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("is not installed"), std::string::npos) << r.err;
   {
     std::fstream f(reg + "/models/s@1.gguf", std::ios::in | std::ios::out | std::ios::binary);
@@ -150,7 +151,7 @@ TEST(CliPlan, TiersAndJson) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.out.find("no candidate fits"), std::string::npos) << r.out;
   r = run_cli({"plan", "--device", "phone-3gb", test::shared_model("stories260K.gguf")});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // no such device: the command line is wrong
 }
 
 }  // namespace

@@ -1,14 +1,24 @@
 #include "cli_args.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <utility>
 
+#include <edgellm/edgellm.h>
+
 #include "core/error.h"
+
+#ifndef EDGELLM_VERSION_STRING
+#error "EDGELLM_VERSION_STRING must be defined by the build (CMakeLists.txt: the project version)"
+#endif
 
 namespace edgellm::cli {
 
@@ -36,7 +46,65 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+std::string with_note(const char* help, const std::string& note) {
+  return note.empty() ? std::string(help) : std::string(help) + " (" + note + ")";
+}
+
 }  // namespace
+
+int exit_status_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return kExitUsage;
+    case ErrorCode::kCancelled:
+      return kExitInterrupted;
+    default:
+      return kExitFailure;
+  }
+}
+
+std::string version_string() {
+  return std::string("edgellm ") + EDGELLM_VERSION_STRING + " (C ABI " + std::to_string(EDGELLM_ABI_VERSION) + ")";
+}
+
+const std::vector<SharedOption>& shared_options() {
+  // Names follow llama.cpp's where it has the option (-c, -b, -t, -tb, -np, -ctk, -ctv).
+  static const std::vector<SharedOption> kOptions = {
+      {"model", "-m,--model", "FILE",
+       "GGUF model file; with --registry the NAME or NAME@VERSION of an installed model"},
+      {"registry", "--registry", "DIR",
+       "model registry folder (edgellm registry): -m names an installed model, verified by SHA-256 before it loads"},
+      {"ctx-size", "-c,--ctx-size,--ctx", "N", "context size in tokens; 0 = the model's training context"},
+      {"batch-size", "-b,--batch-size,--batch", "N", "prompt tokens per forward pass"},
+      {"threads", "-t,--threads", "N", "threads; 0 = the default (the big cores)"},
+      {"threads-batch", "-tb,--threads-batch", "N", "threads for prompt processing; 0 = the power mode's, else --threads"},
+      {"parallel", "-np,--parallel", "N", "sequences decoded at once"},
+      {"kv-type", "--kv-type", "TYPE", "KV cache element type of K and V: f16, f32, q8_0 or q4_0"},
+      {"kv-type-k", "--kv-type-k,-ctk,--cache-type-k", "TYPE", "K cache type; overrides --kv-type for K"},
+      {"kv-type-v", "--kv-type-v,-ctv,--cache-type-v", "TYPE", "V cache type; overrides --kv-type for V"},
+      {"repack", "--repack", "MODE",
+       "repack Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K weights into 16-row interleaved groups at load: auto (when the CPU has a "
+       "kernel for them), on, off"},
+      {"power", "--power", "MODE",
+       "performance, balanced or efficiency: threads, cores and worker priority per phase for this device"},
+      {"seed", "--seed", "N", "random seed"},
+      {"json", "--json", "", "print JSON instead of text"},
+  };
+  return kOptions;
+}
+
+const SharedOption& shared_option(std::string_view key) {
+  for (const auto& o : shared_options()) {
+    if (key == o.key) return o;
+  }
+  throw Error(ErrorCode::kInternal, "no shared option '" + std::string(key) + "'");
+}
 
 int64_t parse_int(const std::string& text, const std::string& what, int64_t min, int64_t max) {
   const std::string t = trim(text);
@@ -124,6 +192,10 @@ void ArgParser::add_float(const std::string& names, float* out, const std::strin
     std::ostringstream range;
     range << "[" << min << ", " << max << "]";
     require(d >= min && d <= max, ErrorCode::kInvalidArgument, what + ": " + v + " is outside " + range.str());
+    // A double beyond float's range would become infinity here and be refused later with a
+    // message that no longer shows what was typed.
+    require(std::fabs(d) <= std::numeric_limits<float>::max(), ErrorCode::kInvalidArgument,
+            what + ": " + v + " is too large (the largest value is 3.4e38)");
     *out = static_cast<float>(d);
   });
 }
@@ -131,6 +203,26 @@ void ArgParser::add_float(const std::string& names, float* out, const std::strin
 void ArgParser::add_custom(const std::string& names, const std::string& metavar, const std::string& help,
                            std::function<void(const std::string& value)> parse) {
   add(names, metavar, help, std::move(parse));
+}
+
+void ArgParser::add_flag(const SharedOption& o, bool* out, const std::string& note) {
+  add(o.names, "", with_note(o.help, note), [out](const std::string&) { *out = true; }).shared = true;
+}
+
+void ArgParser::add_string(const SharedOption& o, std::string* out, const std::string& note) {
+  add(o.names, o.metavar, with_note(o.help, note), [out](const std::string& v) { *out = v; }).shared = true;
+}
+
+void ArgParser::add_int(const SharedOption& o, int32_t* out, int64_t min, int64_t max, const std::string& note) {
+  const std::string what = split_names(o.names).front();
+  add(o.names, o.metavar, with_note(o.help, note),
+      [out, what, min, max](const std::string& v) { *out = static_cast<int32_t>(parse_int(v, what, min, max)); })
+      .shared = true;
+}
+
+void ArgParser::add_custom(const SharedOption& o, std::function<void(const std::string& value)> parse,
+                           const std::string& note) {
+  add(o.names, o.metavar, with_note(o.help, note), std::move(parse)).shared = true;
 }
 
 void ArgParser::allow_positionals(std::vector<std::string>* out, const std::string& metavar) {
@@ -163,6 +255,10 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       std::fputs(usage().c_str(), stdout);
       return false;
     }
+    if (a == "--version" && find(a) == nullptr) {  // `registry --version V` is the model's version
+      std::printf("%s\n", version_string().c_str());
+      return false;
+    }
     if (a.size() < 2 || a[0] != '-' || a == "--") {
       if (a == "--") {  // everything after "--" is positional
         for (size_t j = i + 1; j < args.size(); ++j) {
@@ -187,8 +283,18 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       has_value = true;
     }
     Option* o = find(name);
-    require(o != nullptr, ErrorCode::kInvalidArgument,
-            "unknown option '" + name + "' (see edgellm " + command_ + " --help)");
+    if (o == nullptr) {
+      for (const auto& so : shared_options()) {
+        const auto names = split_names(so.names);
+        for (const auto& n : names) {
+          if (n == name) {
+            throw Error(ErrorCode::kInvalidArgument, "option " + name + " (" + so.help + ") does not apply to `edgellm " +
+                                                         command_ + "` (see edgellm " + command_ + " --help)");
+          }
+        }
+      }
+      throw Error(ErrorCode::kInvalidArgument, "unknown option '" + name + "' (see edgellm " + command_ + " --help)");
+    }
     if (o->metavar.empty()) {
       require(!has_value, ErrorCode::kInvalidArgument, "option " + name + " takes no value");
     } else if (!has_value) {
@@ -204,10 +310,9 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
 
 std::string ArgParser::usage() const {
   std::ostringstream out;
-  out << "usage: edgellm " << command_ << " " << synopsis_ << "\n\noptions:\n";
-  for (const auto& o : options_) {
-    std::string left = "  ";
-    for (size_t i = 0; i < o.names.size(); ++i) left += (i ? ", " : "") + o.names[i];
+  out << "usage: edgellm " << command_ << " " << synopsis_ << "\n";
+  const auto print = [&](const Option& o) {
+    std::string left = "  " + join_names(o.names);
     if (!o.metavar.empty()) left += " " + o.metavar;
     out << left;
     if (left.size() < 30) {
@@ -216,13 +321,28 @@ std::string ArgParser::usage() const {
       out << "\n" << std::string(30, ' ');
     }
     out << o.help << "\n";
+  };
+  if (std::any_of(options_.begin(), options_.end(), [](const Option& o) { return !o.shared; })) {
+    out << "\noptions:\n";
+    for (const auto& o : options_) {
+      if (!o.shared) print(o);
+    }
+  }
+  out << "\nshared options (the same in every command that takes them; docs/cli.md):\n";
+  for (const auto& o : options_) {
+    if (o.shared) print(o);
   }
   out << "  -h, --help                  show this help\n";
+  out << "  --version                   print the version\n";
   if (positionals_ != nullptr) out << "\narguments: " << positional_metavar_ << "\n";
   return out.str();
 }
 
 std::string read_text_file(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw Error(ErrorCode::kIo, what + " '" + path + "' is a directory, not a file");
+  }
   std::ifstream in(path, std::ios::binary);
   require(static_cast<bool>(in), ErrorCode::kIo, "cannot open " + what + " '" + path + "'");
   std::ostringstream ss;

@@ -5,6 +5,7 @@
 // median TTFT (submit -> first token, RequestStats::ttft_ms) of the cold and the cached request
 // and their ratio. Requests go through the InferenceService, as an app's do.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,7 +28,7 @@ using bench::run_greedy_request;
 using Run = bench::ServiceRun;
 
 int bench_prefix_command(const std::vector<std::string>& args) {
-  std::string model_path;
+  ModelOptions model_opt;
   int32_t n_prefix = 1000;
   int32_t n_suffix = 16;
   int32_t n_gen = 16;
@@ -35,16 +36,18 @@ int bench_prefix_command(const std::vector<std::string>& args) {
   int64_t seed = 1234;
   ContextOptions co;
   ArgParser ap("bench-prefix", "-m MODEL [--prefix N] [--suffix N] [-n N] [-r N] [options]");
-  ap.add_string("-m,--model", &model_path, "FILE", "GGUF model (required)");
+  add_model_options(ap, &model_opt);
   ap.add_int("--prefix", &n_prefix, "N", "shared prefix tokens (default 1000)", 1, 1 << 20);
   ap.add_int("--suffix", &n_suffix, "N", "tokens after the prefix, different per request (default 16)", 1, 4096);
   ap.add_int("-n,--n-gen", &n_gen, "N", "tokens generated per request (default 16)", 1, 4096);
   ap.add_int("-r,--repetitions", &reps, "N", "repetitions, each with a new prefix (default 3)", 1, 100);
-  ap.add_int64("--seed", &seed, "N", "seed of the random token ids (default 1234)", 0);
-  add_context_options(ap, &co);
+  ap.add_custom(shared_option("seed"), [&](const std::string& v) { seed = parse_int(v, "--seed", 0, INT64_MAX); },
+                "of the random token ids; default 1234");
+  // No -c: the context is sized from --prefix, --suffix and -n.
+  add_context_options(ap, &co, /*with_ctx_size=*/false);
   add_kv_type_options(ap, &co.kv);
   if (!ap.parse(args)) return 0;
-  require(!model_path.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+  const std::string model_path = resolve_model_path(model_opt);
 
   ServiceParams sp;
   sp.context = context_params(co);
@@ -96,7 +99,8 @@ int bench_prefix_command(const std::vector<std::string>& args) {
   std::printf("| %s | %d | %d | %.1f | %.1f | %.1f %% | %d | %s |\n", model_path.substr(model_path.rfind('/') + 1).c_str(),
               n_prefix, n_suffix, c, h, c > 0 ? 100.0 * h / c : 0.0, cached_tokens,
               identical ? "identical" : "DIFFERENT");
-  return identical ? 0 : 1;
+  if (!identical) std::fprintf(stderr, "bench-prefix: the cached request's output differs from the cold one\n");
+  return identical ? 0 : kExitVerifyFailed;
 }
 
 const CommandRegistration kRegistration("bench-prefix",

@@ -40,7 +40,7 @@ namespace edgellm::cli {
 namespace {
 
 struct ChatOptions {
-  std::string model;
+  ModelOptions model;
   std::string system;
   std::string chat_template;
   std::string messages_file;
@@ -140,13 +140,14 @@ void save_session(const ChatSession& session, const ChatOptions& o) {
   }
 }
 
-int run_interactive(ChatSession& session, const ChatOptions& o, const std::string& template_desc) {
+int run_interactive(ChatSession& session, const ChatOptions& o, const std::string& model_path,
+                    const std::string& template_desc) {
   const bool tty = isatty(STDIN_FILENO) != 0;
   if (tty) {
     std::fprintf(stderr, "chatting with %s using the %s chat template\n"
                          "commands: /reset (new conversation), /stats (last turn), /exit; "
                          "end a line with \\ to continue it; Ctrl-C stops an answer\n",
-                 o.model.c_str(), template_desc.c_str());
+                 model_path.c_str(), template_desc.c_str());
   }
   std::string input;
   while (read_message(tty, &input)) {
@@ -189,7 +190,7 @@ int chat_command(const std::vector<std::string>& args) {
   ChatOptions o;
   SamplerParams& s = o.sampling;
   ArgParser ap("chat", "-m MODEL [-s SYSTEM] [--messages FILE.json [--json]] [options]");
-  ap.add_string("-m,--model", &o.model, "FILE", "GGUF model to load (required)");
+  add_model_options(ap, &o.model);
   ap.add_string("-s,--system", &o.system, "TEXT", "system prompt (kept when old turns are dropped)");
   ap.add_string("--chat-template", &o.chat_template, "NAME|FILE",
                 "built-in template name or a Jinja / tokenizer_config.json file (default: the model's)");
@@ -197,7 +198,7 @@ int chat_command(const std::vector<std::string>& args) {
                 "answer the conversation in FILE (JSON array of {role, content}) and exit");
   ap.add_string("--session", &o.session_file, "FILE",
                 "resume the conversation and KV cache saved in FILE (if it exists); save them there after every turn");
-  ap.add_flag("--json", &o.json, "with --messages: print one JSON record {answer, stats} instead of the text");
+  ap.add_flag(shared_option("json"), &o.json, "with --messages: one record {answer, stats} instead of the text");
   ap.add_flag("--stats", &o.stats, "print each turn's token counts and timings to stderr");
   ap.add_int("-n,--max-tokens", &o.max_tokens, "N", "tokens per answer; -1 = until end of turn or full context (default 256)", -1);
   add_context_options(ap, &o.context);
@@ -206,7 +207,7 @@ int chat_command(const std::vector<std::string>& args) {
   ap.add_strings("--stop", &o.stop, "STR", "also end an answer when STR is generated (repeatable)");
   if (!ap.parse(args)) return 0;
 
-  require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+  require(!o.model.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   require(!o.json || !o.messages_file.empty(), ErrorCode::kInvalidArgument,
           "--json needs --messages FILE (the interactive chat streams text)");
   require(o.session_file.empty() || o.messages_file.empty(), ErrorCode::kInvalidArgument,
@@ -214,7 +215,8 @@ int chat_command(const std::vector<std::string>& args) {
   const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
   resolve_seed(&o.seed, &s);
 
-  std::unique_ptr<Model> model = Model::load(o.model, model_load_params(o.context));
+  const std::string model_path = resolve_model_path(o.model);
+  std::unique_ptr<Model> model = Model::load(model_path, model_load_params(o.context));
   std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->gguf());
   std::string template_desc;
   std::string warning;
@@ -223,6 +225,7 @@ int chat_command(const std::vector<std::string>& args) {
   if (!warning.empty()) std::fprintf(stderr, "edgellm chat: warning: %s\n", warning.c_str());
 
   Context ctx(*model, cp);
+  warn_past_training_context("chat", *model, ctx.params().n_ctx);
 
   ChatSessionParams sp;
   sp.max_tokens = o.max_tokens;
@@ -235,7 +238,7 @@ int chat_command(const std::vector<std::string>& args) {
                  o.session_file.c_str(), session.kv_tokens().size());
   }
   if (!o.messages_file.empty()) return run_messages(session, o);
-  return run_interactive(session, o, template_desc);
+  return run_interactive(session, o, model_path, template_desc);
 }
 
 const CommandRegistration kRegistration("chat", "multi-turn chat through the model's chat template (reuses the KV cache)",

@@ -115,25 +115,32 @@ int run_info(const std::vector<std::string>& args) {
   KvTypeOptions kv_types;
   std::string repack_name = "auto";
   bool json = false;
-  ArgParser ap("info", "MODEL [--ctx N] [--batch N] [--parallel N] [--kv-type f16|f32|q8_0|q4_0] [-ctk T] [-ctv T] [--repack MODE] [--json]");
+  ModelOptions model_opt;
+  ArgParser ap("info", "(MODEL | -m MODEL) [-c N] [-b N] [-np N] [--kv-type f16|f32|q8_0|q4_0] [-ctk T] [-ctv T] "
+                       "[--repack MODE] [--json]");
   ap.allow_positionals(&positionals, "MODEL");
-  ap.add_int("-c,--ctx", &n_ctx, "N", "context for the memory plan (0 = the model's, capped at 4096)", 0, 1 << 24);
-  ap.add_int("-b,--batch", &n_batch, "N", "batch size for the scratch estimate", 1, 1 << 16);
-  ap.add_int("-np,--parallel", &n_parallel, "N", "sequences decoded at once (KV for each)", 1, 1024);
-  ap.add_string("--repack", &repack_name, "MODE", "auto|on|off: whether the plan assumes repacked weights");
+  add_model_options(ap, &model_opt, "or as the argument");
+  ap.add_int(shared_option("ctx-size"), &n_ctx, 0, 1 << 24, "of the memory plan; default 0, capped at 4096");
+  ap.add_int(shared_option("batch-size"), &n_batch, 1, 1 << 16, "of the scratch estimate; default 512");
+  ap.add_int(shared_option("parallel"), &n_parallel, 1, 1024, "KV for each; default 1");
+  ap.add_string(shared_option("repack"), &repack_name, "whether the plan assumes repacked weights; default auto");
   add_kv_type_options(ap, &kv_types);
-  ap.add_flag("--json", &json, "print one JSON object");
+  ap.add_flag(shared_option("json"), &json, "one object");
   if (!ap.parse(args)) return 0;
-  require(positionals.size() == 1, ErrorCode::kInvalidArgument, "info needs exactly one MODEL argument\n" + ap.usage());
+  require(positionals.size() + (model_opt.model.empty() ? 0 : 1) == 1, ErrorCode::kInvalidArgument,
+          "info needs exactly one MODEL (as the argument or -m MODEL)\n" + ap.usage());
+  if (model_opt.model.empty()) model_opt.model = positionals[0];
   ContextParams kv_cp;
   apply_kv_types(kv_types, &kv_cp);  // validated before the model is read
+  (void)parse_repack_mode(repack_name);
+  const std::string model_path = resolve_model_path(model_opt);
 
-  auto file = gguf::GgufFile::open(positionals[0]);
+  auto file = gguf::GgufFile::open(model_path);
   // Everything read from `f` is extracted before `file` moves into Model::from_gguf below (on
   // failure the file is gone), so `f` is not used after that call.
   const gguf::GgufFile& f = *file;
   Json out = Json::object();
-  out.set("path", positionals[0]);
+  out.set("path", model_path);
   out.set("file_bytes", static_cast<uint64_t>(f.file_size()));
   out.set("gguf_version", static_cast<int64_t>(f.version()));
   out.set("alignment", static_cast<int64_t>(f.alignment()));
@@ -220,7 +227,7 @@ int run_info(const std::vector<std::string>& args) {
     return 0;
   }
 
-  std::printf("file: %s (%s, GGUF v%u, alignment %u)\n\nmetadata (%zu keys):\n", positionals[0].c_str(),
+  std::printf("file: %s (%s, GGUF v%u, alignment %u)\n\nmetadata (%zu keys):\n", model_path.c_str(),
               human(static_cast<double>(out.at("file_bytes").as_number())).c_str(),
               static_cast<unsigned>(out.at("gguf_version").as_int()), static_cast<unsigned>(out.at("alignment").as_int()),
               meta.size());

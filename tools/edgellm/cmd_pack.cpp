@@ -9,6 +9,8 @@
 
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
+#include "progress.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "model/pack_file.h"
@@ -27,18 +29,24 @@ int pack_command(const std::vector<std::string>& args) {
   ArgParser ap("pack", "MODEL.gguf [-o OUT] [options]\n\nStores MODEL's repacked (interleaved) matrices once, so loads "
                        "map them instead of repacking. The model file is not changed.");
   ap.allow_positionals(&positionals, "MODEL");
+  ModelOptions model_opt;
+  add_model_options(ap, &model_opt, "or as the argument");
   ap.add_string("-o,--output", &out, "FILE", "where to write it (default MODEL.x16.pack, where loads look for it)");
-  ap.add_int("-t,--threads", &threads, "N", "repacking threads (0 = the default count)", 0, 1024);
+  ap.add_int(shared_option("threads"), &threads, 0, 1024, "repacking threads; default 0");
   if (!ap.parse(args)) return 0;
-  require(positionals.size() == 1, ErrorCode::kInvalidArgument,
-          "expected one MODEL.gguf, got " + std::to_string(positionals.size()) + " positional argument(s)");
-  const std::string& model_path = positionals[0];
+  require(positionals.size() + (model_opt.model.empty() ? 0 : 1) == 1, ErrorCode::kInvalidArgument,
+          "expected one MODEL.gguf (as the argument or -m), got " +
+              std::to_string(positionals.size() + (model_opt.model.empty() ? 0 : 1)));
+  if (model_opt.model.empty()) model_opt.model = positionals[0];
+  const std::string model_path = resolve_model_path(model_opt);
   if (out.empty()) out = default_pack_file_path(model_path);
 
   const auto t0 = std::chrono::steady_clock::now();
   ModelLoadParams portable;
   portable.repack = RepackMode::kOff;  // the file layout: the writer repacks a slab at a time
-  const PackFileStats s = write_pack_file(*Model::load(model_path, portable), out, threads);
+  ProgressDisplay bar("pack");
+  const PackFileStats s = write_pack_file(*Model::load(model_path, portable), out, threads, bar.callback());
+  bar.finish();
   std::printf("edgellm pack: %s -> %s: %d matrices, %.1f MiB packed, file %.1f MiB, %.0f ms\n", model_path.c_str(),
               out.c_str(), s.tensors, static_cast<double>(s.packed_bytes) / (1 << 20),
               static_cast<double>(s.file_bytes) / (1 << 20), ms_since(t0));

@@ -6,6 +6,7 @@
 //   - with --kl-divergence-base FILE: the same, and the scored log-probs are saved to FILE;
 //   - with --kl-divergence --kl-divergence-base FILE: MODEL (e.g. a quantized one) is evaluated on
 //     the tokens stored in FILE (no -f needed) and compared with the stored log-probs.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "command.h"
 #include "generation_options.h"
 #include "interrupt.h"
+#include "progress.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "tools/eval/kl_divergence.h"
@@ -51,25 +53,26 @@ void print_percentiles(const char* what, const eval::Percentiles& p, double scal
 }
 
 int perplexity_command(const std::vector<std::string>& args) {
-  std::string model_path, text_path, base_path, repack = "auto";
+  ModelOptions model_opt;
+  std::string text_path, base_path, repack = "auto";
   KvTypeOptions kv;
   int32_t n_ctx = 512, n_batch = 0, threads = 0, chunks = -1;
   bool kl = false, json = false;
   ArgParser ap("perplexity", "-m MODEL (-f TEXT | --kl-divergence --kl-divergence-base FILE) [options]");
-  ap.add_string("-m,--model", &model_path, "FILE", "GGUF model to evaluate");
+  add_model_options(ap, &model_opt);
   ap.add_string("-f,--file", &text_path, "FILE", "text to evaluate");
-  ap.add_int("-c,--ctx-size", &n_ctx, "N", "tokens per chunk (scored: the second half)", 4, 1 << 20);
-  ap.add_int("-b,--batch-size", &n_batch, "N", "max tokens per forward call (0 = the context size)", 0, 1 << 20);
-  ap.add_int("-t,--threads", &threads, "N", "threads (0 = default)", 0, 1024);
+  ap.add_int(shared_option("ctx-size"), &n_ctx, 4, 1 << 20, "tokens per chunk, the second half scored; default 512");
+  ap.add_int(shared_option("batch-size"), &n_batch, 0, 1 << 20, "0 = the context size (default)");
+  ap.add_int(shared_option("threads"), &threads, 0, 1024, "default 0");
   add_kv_type_options(ap, &kv);
-  ap.add_string("--repack", &repack, "MODE", "repack Q4_0/Q8_0/Q4_K weights at load: auto (default), on, off");
+  ap.add_string(shared_option("repack"), &repack, "default auto");
   ap.add_int("--chunks", &chunks, "N", "evaluate at most N chunks (-1 = all)", -1, 1 << 30);
   ap.add_string("--kl-divergence-base", &base_path, "FILE",
                 "save the scored log-probs here (or, with --kl-divergence, read them)");
   ap.add_flag("--kl-divergence", &kl, "compare MODEL with the log-probs in --kl-divergence-base");
-  ap.add_flag("--json", &json, "print one JSON object instead of text");
+  ap.add_flag(shared_option("json"), &json, "one object");
   if (!ap.parse(args)) return 0;
-  require(!model_path.empty(), ErrorCode::kInvalidArgument, "-m MODEL is required");
+  require(!model_opt.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   require(!kl || !base_path.empty(), ErrorCode::kInvalidArgument, "--kl-divergence needs --kl-divergence-base FILE");
   require(kl || !text_path.empty(), ErrorCode::kInvalidArgument, "-f TEXT is required");
 
@@ -86,6 +89,7 @@ int perplexity_command(const std::vector<std::string>& args) {
 
   ModelLoadParams load_params;
   load_params.repack = parse_repack_mode(repack);
+  const std::string model_path = resolve_model_path(model_opt);
   auto model = Model::load(model_path, load_params);
   const SigintScope sigint;  // restores the previous SIGINT disposition however this returns
 
@@ -151,10 +155,15 @@ int perplexity_command(const std::vector<std::string>& args) {
   const auto tokenizer = Tokenizer::from_gguf(model->gguf());
   const std::string text = read_text_file(text_path, "text file");
   const std::vector<int32_t> tokens = eval::tokenize_for_perplexity(*tokenizer, text);
+  // Chunks evaluated: whole chunks of the text, at most --chunks.
+  int64_t n_chunks = static_cast<int64_t>(tokens.size()) / std::max(1, params.n_ctx);
+  if (params.max_chunks >= 0) n_chunks = std::min<int64_t>(n_chunks, params.max_chunks);
+  ProgressDisplay bar("perplexity");
   const auto on_chunk = [&](int32_t c, double ppl) {
     if (!json) {
-      std::fprintf(stderr, "[%d]%.4f,", c + 1, ppl);
-      std::fflush(stderr);
+      char what[64];
+      std::snprintf(what, sizeof what, "chunk %d/%lld, PPL so far %.4f", c + 1, static_cast<long long>(n_chunks), ppl);
+      bar.update(n_chunks > 0 ? static_cast<double>(c + 1) / static_cast<double>(n_chunks) : 1.0, what);
     }
   };
   if (!json) {
@@ -166,6 +175,7 @@ int perplexity_command(const std::vector<std::string>& args) {
           ? eval::compute_perplexity(*model, tokens, params, tokenizer->add_bos(), tokenizer->bos(), {}, on_chunk)
           : eval::compute_perplexity_and_save_base(*model, tokens, params, tokenizer->add_bos(), tokenizer->bos(),
                                                    base_path, on_chunk);
+  if (!json) bar.finish();
   if (json) {
     out.set("text", text_path);
     out.set("n_tokens", r.n_tokens);
@@ -180,7 +190,6 @@ int perplexity_command(const std::vector<std::string>& args) {
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
-  std::fprintf(stderr, "\n");
   std::printf("chunks %d x %d tokens, %lld scored, %.2f s (%.1f tokens/s)\n", r.n_chunk, r.n_ctx,
               static_cast<long long>(r.n_scored), r.seconds,
               r.seconds > 0 ? static_cast<double>(r.n_chunk) * r.n_ctx / r.seconds : 0.0);

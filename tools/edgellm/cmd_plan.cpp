@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "device/device_profile.h"
@@ -31,20 +34,24 @@ int run_plan(const std::vector<std::string>& args) {
   bool json = false;
   ArgParser ap("plan", "[MODEL.gguf | NAME[@VERSION] ...] [--device this|phone-8gb|FILE] [--registry DIR] [--json]");
   ap.allow_positionals(&positionals, "MODEL");
+  ap.add_custom(shared_option("model"), [&](const std::string& v) { positionals.push_back(v); },
+                "a candidate; repeatable, or as arguments");
   ap.add_string("--device", &device, "NAME", "this (default), phone-4gb, phone-8gb, phone-12gb, phone-16gb or a JSON file");
-  ap.add_flag("--all-tiers", &all_tiers, "plan for the four built-in phone tiers");
-  ap.add_string("--registry", &registry_dir, "DIR", "model registry: candidates by name, crash-loop guard marks");
-  ap.add_int("-c,--ctx", &o.max_ctx, "N", "context wanted (default 4096)", 16, 1 << 20);
+  ap.add_flag("--all-tiers", &all_tiers, "plan for the four built-in phone tiers (instead of --device)");
+  ap.add_string(shared_option("registry"), &registry_dir, "candidates by name, crash-loop guard marks");
+  ap.add_int(shared_option("ctx-size"), &o.max_ctx, 16, 1 << 20, "wanted; default 4096");
   ap.add_int("--min-ctx", &o.min_ctx, "N", "smallest context worth offering (default 512)", 16, 1 << 20);
-  ap.add_int("-np,--parallel", &o.n_parallel, "N", "sequences decoded at once (default 1)", 1, 256);
+  ap.add_int(shared_option("parallel"), &o.n_parallel, 1, 256, "default 1");
   ap.add_float("--headroom", &headroom, "F", "fraction of the budget kept free (default 0.15)", 0.0f, 0.9f);
-  ap.add_string("--power", &power, "MODE", "performance, balanced (default) or efficiency");
+  ap.add_string(shared_option("power"), &power, "of the plan's threads; default balanced");
   float min_tg = 0;
   ap.add_float("--min-decode-tps", &min_tg, "X", "skip candidates measured to decode slower than X tok/s here", 0.0f);
   ap.add_int("--estimate-prompt", &o.estimate_prompt_tokens, "N", "prompt tokens of the time estimate (default 512)", 0);
   ap.add_int("--estimate-answer", &o.estimate_answer_tokens, "N", "answer tokens of the time estimate (default 128)", 0);
-  ap.add_flag("--json", &json, "print JSON");
+  ap.add_flag(shared_option("json"), &json);
   if (!ap.parse(args)) return 0;
+  require(!(all_tiers && ap.seen("--device")), ErrorCode::kInvalidArgument,
+          "--device and --all-tiers do not combine: --all-tiers plans for the four phone tiers");
   o.headroom = headroom;
   o.power = parse_power_mode(power);
   o.min_decode_tokens_per_second = min_tg;
@@ -52,6 +59,7 @@ int run_plan(const std::vector<std::string>& args) {
   std::optional<ModelRegistry> registry;
   std::optional<CrashLoopGuard> guard;
   if (!registry_dir.empty()) {
+    require_registry(registry_dir);
     registry.emplace(registry_dir);
     guard.emplace(registry->guard_dir());
     o.guard = &*guard;
@@ -78,6 +86,10 @@ int run_plan(const std::vector<std::string>& args) {
     if (m) {
       add_manifest(*m);
     } else {
+      // A candidate that is no file is a mistake on the command line, not a plan's answer.
+      struct stat st {};
+      require(::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode), ErrorCode::kIo,
+              "cannot open model '" + p + "'" + (registry ? " (and it is not installed in " + registry_dir + ")" : ""));
       candidates.push_back({p, p, std::nullopt});
     }
   }
@@ -90,7 +102,7 @@ int run_plan(const std::vector<std::string>& args) {
   int exit_code = 0;
   for (size_t i = 0; i < devices.size(); ++i) {
     const Plan plan = make_plan(load_device_profile(devices[i]), candidates, o);
-    if (!plan.choice) exit_code = 3;
+    if (!plan.choice) exit_code = kExitNoFit;
     if (json) {
       all.push_back(plan.to_json());
     } else {

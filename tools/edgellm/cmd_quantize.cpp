@@ -20,8 +20,8 @@
 #include "cli_args.h"
 #include "command.h"
 #include "interrupt.h"
-#include "progress_line.h"
 #include "core/atomic_file.h"
+#include "progress.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "gguf/gguf_reader.h"
@@ -224,7 +224,7 @@ int quantize_command(const std::vector<std::string>& args) {
   ap.add_strings("--rule", &rule_texts, "REGEX=type",
                  "give tensors whose name matches REGEX this type (first matching rule wins; repeatable)");
   ap.add_string("--rules-file", &rules_file, "FILE", "rules, one REGEX=type per line, # comments (after --rule ones)");
-  ap.add_int("-t,--threads", &threads, "N", "quantization threads (0 = all cores)", 0, 1024);
+  ap.add_int(shared_option("threads"), &threads, 0, 1024, "quantization threads; 0 = all cores (default)");
   ap.add_flag("--allow-requantize", &allow_requantize, "accept already-quantized inputs other than q8_0");
   ap.add_flag("--pure", &pure, "no mix adjustments: output/attn_v/ffn_down get TYPE too");
   ap.add_string("--imatrix", &imatrix_path, "FILE",
@@ -291,7 +291,9 @@ int quantize_command(const std::vector<std::string>& args) {
     params.tensor_types = plan.tensor_types;
   }
   params.on_warning = [](const std::string& w) { std::fprintf(stderr, "edgellm quantize: warning: %s\n", w.c_str()); };
-  params.on_tensor = [](const quant::TensorReport& r) {
+  ProgressDisplay bar("quantize");
+  params.on_tensor = [&bar](const quant::TensorReport& r) {
+    bar.clear();  // the tensor's line on stdout, then the bar again on stderr
     std::printf("[%4zu/%4zu] %-32s %-16s %6s -> %-6s %10s -> %10s", r.index + 1, r.n_tensors, r.name.c_str(),
                 r.shape.c_str(), tensor_type_name(r.from), tensor_type_name(r.to),
                 human_bytes(static_cast<double>(r.bytes_in)).c_str(), human_bytes(static_cast<double>(r.bytes_out)).c_str());
@@ -303,6 +305,7 @@ int quantize_command(const std::vector<std::string>& args) {
     }
     std::printf("\n");
     std::fflush(stdout);
+    bar.update(static_cast<double>(r.index + 1) / static_cast<double>(r.n_tensors), r.name);
   };
 
   std::printf("edgellm quantize: %s -> %s as %s (general.file_type %u)\n", positionals[0].c_str(),
@@ -310,7 +313,9 @@ int quantize_command(const std::vector<std::string>& args) {
   quant::QuantizeSummary s;
   try {
     s = quant::quantize_model(positionals[0], positionals[1], params);
+    bar.finish();
   } catch (const Error& e) {
+    bar.clear();
     if (e.code() == ErrorCode::kCancelled) {
       std::fprintf(stderr, "edgellm quantize: interrupted; '%s' was not written\n", positionals[1].c_str());
       return 130;  // 128 + SIGINT

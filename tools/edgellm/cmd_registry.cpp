@@ -14,18 +14,25 @@
 //   use NAME@VERSION       make an installed version current (roll back)
 //   remove NAME@VERSION
 //   reset KEY              forget the crash-loop guard's marks for a configuration
-// Hashing and downloading show a progress bar on stderr when it is a terminal (and a final line
-// otherwise). Exit status: 0 ok, 1 error, 4 verification failed.
+// Hashing and downloading show a progress bar on stderr when it is a terminal (and a line per
+// 10 % otherwise). A registry is created only by add / install; the other subcommands read an
+// existing one and create nothing. Exit status (docs/cli.md): 0 ok, 1 error, 2 bad command line,
+// 4 verification failed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
+#include "progress.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "tools/bench/bench_runner.h"
@@ -39,41 +46,14 @@
 namespace edgellm::cli {
 namespace {
 
-// A progress bar for hashing / copying / downloading: redrawn at most 10 times a second.
-class ProgressBar {
- public:
-  explicit ProgressBar(std::string what) : what_(std::move(what)), tty_(::isatty(2) != 0) {}
-  bool operator()(uint64_t done, uint64_t total) {
-    const auto now = std::chrono::steady_clock::now();
-    if (tty_ && (now - last_ > std::chrono::milliseconds(100) || (total && done == total))) {
-      last_ = now;
-      const double secs = std::chrono::duration<double>(now - start_).count();
-      const double mibs = secs > 0 ? static_cast<double>(done) / 1048576.0 / secs : 0;
-      if (total) {
-        const int width = 30;
-        const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
-        std::fprintf(stderr, "\r%s [%-*s] %5.1f%% %8.1f MiB  %6.1f MiB/s", what_.c_str(), width,
-                     std::string(static_cast<size_t>(std::min(filled, width)), '#').c_str(),
-                     100.0 * static_cast<double>(done) / static_cast<double>(total), done / 1048576.0, mibs);
-      } else {
-        std::fprintf(stderr, "\r%s %8.1f MiB  %6.1f MiB/s", what_.c_str(), done / 1048576.0, mibs);
-      }
-    }
-    done_ = done;
+// Hashing, copying and downloading show tools/edgellm/progress.h's display; the library calls
+// (done, total) bytes.
+std::function<bool(uint64_t, uint64_t)> bytes_progress(ProgressDisplay& bar) {
+  return [&bar](uint64_t done, uint64_t total) {
+    bar.update_bytes(done, total);
     return true;
-  }
-  void finish() {
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::fprintf(stderr, "%s%s: %.1f MiB in %.2f s\n", tty_ ? "\r\033[K" : "", what_.c_str(), done_ / 1048576.0, secs);
-  }
-
- private:
-  std::string what_;
-  bool tty_;
-  uint64_t done_ = 0;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_{};
-};
+  };
+}
 
 std::pair<std::string, std::string> split_key(const std::string& key) {
   const size_t at = key.find('@');
@@ -82,10 +62,19 @@ std::pair<std::string, std::string> split_key(const std::string& key) {
   return {key.substr(0, at), key.substr(at + 1)};
 }
 
+std::string speed(double tokens_per_second) {
+  if (!(tokens_per_second > 0)) return "not measured";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f t/s", tokens_per_second);
+  return buf;
+}
+
 void print_manifest(const ModelManifest& m, bool current) {
-  std::printf("%s %-40s %-6s %10.1f MiB  sha256 %.16s...  tier %-5s  pp %.1f t/s  tg %.1f t/s%s\n",
-              current ? "*" : " ", m.key().c_str(), m.weight_type.c_str(), m.size_bytes / 1048576.0, m.sha256.c_str(),
-              m.tier.empty() ? "-" : m.tier.c_str(), m.prefill_tokens_per_second, m.decode_tokens_per_second,
+  // A speed of 0 is "never measured" (registry bench / add --bench measure it), not 0 t/s.
+  std::printf("%s %-40s %-6s %10.1f MiB  sha256 %.16s...  tier %-5s  pp %s  tg %s%s\n", current ? "*" : " ",
+              m.key().c_str(), m.weight_type.c_str(), m.size_bytes / 1048576.0, m.sha256.c_str(),
+              m.tier.empty() ? "-" : m.tier.c_str(), speed(m.prefill_tokens_per_second).c_str(),
+              speed(m.decode_tokens_per_second).c_str(),
               m.task_score ? (" score " + std::to_string(*m.task_score)).c_str() : "");
   // Measured task scores (`edgellm eval --registry`), one line each.
   for (const TaskScore& t : m.task_scores) {
@@ -134,21 +123,40 @@ int run_registry(const std::vector<std::string>& args) {
   BenchShape shape;
   ArgParser ap("registry", "add|install|bench|list|verify|use|remove|reset ... [--registry DIR]");
   ap.allow_positionals(&pos, "ARGS");
-  ap.add_string("--registry", &dir, "DIR", "registry folder (default models/registry)");
+  ap.add_string(shared_option("registry"), &dir, "default models/registry");
   ap.add_string("--name", &name, "NAME", "model name ([A-Za-z0-9._-])");
   ap.add_string("--version", &version, "V", "model version");
   ap.add_string("--sha256", &sha, "HEX", "expected SHA-256 of the file");
   ap.add_int64("--size", &size, "BYTES", "expected size of the file", 0);
   ap.add_string("--tier", &tier, "T", "device tier the model is meant for (4GB, 8GB, ...)");
   ap.add_float("--task-score", &task_score, "S", "task score in [0, 1] (ranks candidates in `edgellm plan`)", 0, 1);
-  ap.add_flag("--json", &json, "list as JSON");
+  ap.add_flag(shared_option("json"), &json, "list");
+  bool force = false;
+  ap.add_flag("--force", &force, "remove: also the current version (another version becomes current)");
   ap.add_flag("--bench", &bench_after, "add / install: measure prefill and decode speed here afterwards");
   ap.add_int("--pp", &shape.n_prompt, "N", "bench: prompt tokens of the prefill test (default 64)", 1, 8192);
   ap.add_int("--tg", &shape.n_gen, "N", "bench: tokens of the decode test (default 16)", 1, 8192);
-  ap.add_int("-t,--threads", &shape.n_threads, "N", "bench: threads (default: the big cores)", 0, 256);
+  ap.add_int(shared_option("threads"), &shape.n_threads, 0, 256, "bench; default: the big cores");
   if (!ap.parse(args)) return 0;
   require(!pos.empty(), ErrorCode::kInvalidArgument, "registry needs a subcommand\n" + ap.usage());
   const std::string sub = pos[0];
+  static const char* const kSubcommands[] = {"add", "install", "bench", "list", "verify", "use", "remove", "reset"};
+  require(std::find(std::begin(kSubcommands), std::end(kSubcommands), sub) != std::end(kSubcommands),
+          ErrorCode::kInvalidArgument, "unknown registry subcommand '" + sub + "'\n" + ap.usage());
+  // Only add / install create a registry; reading one that does not exist creates nothing.
+  if (sub != "add" && sub != "install") {
+    if (!registry_exists(dir)) {
+      if (sub == "list") {
+        if (json) {
+          std::printf("{\"models\": [], \"unfit\": []}\n");
+        } else {
+          std::printf("(no registry at %s: edgellm registry add / install creates one)\n", dir.c_str());
+        }
+        return 0;
+      }
+      require_registry(dir);
+    }
+  }
   ModelRegistry reg(dir);
   CrashLoopGuard guard(reg.guard_dir());
 
@@ -171,22 +179,22 @@ int run_registry(const std::vector<std::string>& args) {
 #if defined(EDGELLM_HAVE_CURL)
       m.source = src;
       const std::string part = reg.tmp_dir() + "/" + m.key() + ".download.part";
-      ProgressBar dl("download " + m.key());
+      ProgressDisplay dl("download " + m.key());
       DownloadOptions o;
       o.expected_size = static_cast<uint64_t>(size);
-      o.progress = [&](uint64_t d, uint64_t t) { return dl(d, t); };
+      o.progress = bytes_progress(dl);
       download_resumable(src, part, o);
       dl.finish();
-      ProgressBar hb("verify   " + m.key());
-      io.progress = [&](uint64_t d, uint64_t t) { return hb(d, t); };
+      ProgressDisplay hb("verify " + m.key());
+      io.progress = bytes_progress(hb);
       installed = reg.install_moved(part, m, io);
       hb.finish();
 #else
       throw Error(ErrorCode::kUnsupported, "this build has no libcurl: download the file and pass its path");
 #endif
     } else {
-      ProgressBar cb("copy+hash " + m.key());
-      io.progress = [&](uint64_t d, uint64_t t) { return cb(d, t); };
+      ProgressDisplay cb("copy+hash " + m.key());
+      io.progress = bytes_progress(cb);
       installed = reg.install_file(src, m, io);
       cb.finish();
     }
@@ -234,13 +242,13 @@ int run_registry(const std::vector<std::string>& args) {
     }
     int bad = 0;
     for (const auto& m : targets) {
-      ProgressBar hb("verify " + m.key());
-      const auto v = reg.verify(m, [&](uint64_t d, uint64_t t) { return hb(d, t); });
+      ProgressDisplay hb("verify " + m.key());
+      const auto v = reg.verify(m, bytes_progress(hb));
       hb.finish();
       std::printf("%s %s%s%s\n", v.ok ? "ok  " : "FAIL", m.key().c_str(), v.ok ? "" : ": ", v.message.c_str());
       bad += v.ok ? 0 : 1;
     }
-    return bad ? 4 : 0;
+    return bad ? kExitVerifyFailed : 0;
   }
   if (sub == "use" || sub == "remove") {
     require(pos.size() == 2, ErrorCode::kInvalidArgument, "registry " + sub + " needs NAME@VERSION");
@@ -249,9 +257,19 @@ int run_registry(const std::vector<std::string>& args) {
       reg.set_current(n, v);
       std::printf("%s@%s is current\n", n.c_str(), v.c_str());
     } else {
+      // Removing the version in use would silently switch apps to another one: only on request.
+      const auto before = reg.current(n);
+      const bool was_current = before && before->version == v;
+      require(!was_current || force, ErrorCode::kInvalidArgument,
+              n + "@" + v + " is the current version of " + n +
+                  ": make another one current first (registry use NAME@VERSION), or pass --force");
       reg.remove(n, v);
       const auto cur = reg.current(n);
-      std::printf("removed %s@%s; current: %s\n", n.c_str(), v.c_str(), cur ? cur->key().c_str() : "none");
+      std::printf("removed %s@%s\n", n.c_str(), v.c_str());
+      if (was_current) {
+        std::printf(cur ? "%s is now the current version of %s\n" : "%s%s has no version left\n",
+                    cur ? cur->key().c_str() : "", n.c_str());
+      }
     }
     return 0;
   }
@@ -261,7 +279,7 @@ int run_registry(const std::vector<std::string>& args) {
     std::printf("forgot the crash-loop marks of %s\n", pos[1].c_str());
     return 0;
   }
-  throw Error(ErrorCode::kInvalidArgument, "unknown registry subcommand '" + sub + "'\n" + ap.usage());
+  throw Error(ErrorCode::kInternal, "registry subcommand '" + sub + "' not handled");
 }
 
 const CommandRegistration kRegistration("registry",

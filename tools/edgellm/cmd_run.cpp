@@ -32,7 +32,7 @@ namespace edgellm::cli {
 namespace {
 
 struct RunOptions {
-  std::string model;
+  ModelOptions model;
   std::string prompt;
   std::string prompt_file;
   std::string prompt_ids;
@@ -128,7 +128,7 @@ int run_command(const std::vector<std::string>& args) {
   RunOptions o;
   SamplerParams& s = o.sampling;
   ArgParser ap("run", "-m MODEL (-p PROMPT | -f FILE | --prompt-ids IDS) [options]");
-  ap.add_string("-m,--model", &o.model, "FILE", "GGUF model to load (required)");
+  add_model_options(ap, &o.model);
   ap.add_string("-p,--prompt", &o.prompt, "TEXT", "prompt text");
   ap.add_string("-f,--file", &o.prompt_file, "FILE", "read the prompt text from FILE");
   ap.add_string("--prompt-ids", &o.prompt_ids, "IDS", "prompt as comma-separated token ids (used as given: no BOS added)");
@@ -149,23 +149,28 @@ int run_command(const std::vector<std::string>& args) {
              -1);
   ap.add_flag("--ids", &o.ids, "print generated token ids instead of text");
   ap.add_flag("--stats", &o.stats, "print timings and memory to stderr at the end");
-  ap.add_flag("--json", &o.json, "print one JSON record on stdout at the end instead of streaming text");
+  ap.add_flag(shared_option("json"), &o.json, "one record on stdout at the end instead of streaming text");
   ap.add_string("--dump-logits", &o.dump_logits, "FILE", "write raw little-endian F32 logits of every sampled position");
-  ap.add_int("--parallel", &o.parallel, "N",
-             "serve the prompts of -f FILE (one per line) through the service, N decoded at once", 1);
+  ap.add_int(shared_option("parallel"), &o.parallel, 1, 1024,
+             "serve the prompts of -f FILE (one per line) through the service, N decoded at once");
   ap.add_int("--step-tokens", &o.step_tokens, "N", "with --parallel: tokens per scheduler step (default 256)", 2);
   std::string deadline;
   ap.add_string("--deadline-ms", &deadline, "MS", "with --parallel: per-request deadline (default none)");
   if (!ap.parse(args)) return 0;
 
+  // The service's options mean nothing to a single generation: refuse them rather than ignore them.
+  for (const char* opt : {"--step-tokens", "--deadline-ms"}) {
+    require(ap.seen("--parallel") || !ap.seen(opt), ErrorCode::kInvalidArgument,
+            std::string(opt) + " applies to --parallel N runs only (the service's scheduler)");
+  }
   if (ap.seen("--parallel")) {
-    require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+    const std::string model_path = resolve_model_path(o.model);
     require(ap.seen("-f") && !ap.seen("-p") && !ap.seen("--prompt-ids"), ErrorCode::kInvalidArgument,
             "--parallel reads its prompts from -f FILE (one per line)");
     require(!o.ids && o.dump_logits.empty() && !o.truncate && !o.context_shift, ErrorCode::kInvalidArgument,
             "--parallel does not combine with --ids, --dump-logits, --truncate or --context-shift");
     ParallelRunOptions po;
-    po.model = o.model;
+    po.model = model_path;
     po.prompts = prompts_from_lines(read_text_file(o.prompt_file, "prompt file"));
     po.parallel = o.parallel;
     po.step_tokens = o.step_tokens;
@@ -182,7 +187,7 @@ int run_command(const std::vector<std::string>& args) {
     return run_parallel(po);
   }
 
-  require(!o.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+  require(!o.model.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   const int n_prompt_sources = (ap.seen("-p") ? 1 : 0) + (ap.seen("-f") ? 1 : 0) + (ap.seen("--prompt-ids") ? 1 : 0);
   require(n_prompt_sources == 1, ErrorCode::kInvalidArgument,
           n_prompt_sources == 0 ? "no prompt given (-p TEXT, -f FILE or --prompt-ids IDS)"
@@ -196,8 +201,9 @@ int run_command(const std::vector<std::string>& args) {
   std::unique_ptr<LogitDump> dump;
   if (!o.dump_logits.empty()) dump = std::make_unique<LogitDump>(o.dump_logits);
 
+  const std::string model_path = resolve_model_path(o.model);
   const auto t_load = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> model = Model::load(o.model, model_load_params(o.context));
+  std::unique_ptr<Model> model = Model::load(model_path, model_load_params(o.context));
   const int32_t n_vocab = model->hparams().n_vocab;
   // The tokenizer is only optional when nothing needs text: ids in, ids out, no stop strings.
   std::unique_ptr<Tokenizer> tokenizer;
@@ -209,10 +215,12 @@ int run_command(const std::vector<std::string>& args) {
     std::fprintf(stderr, "edgellm run: warning: no usable tokenizer (%s); generating ids only\n", e.what());
   }
   Context ctx(*model, cp);
+  warn_past_training_context("run", *model, ctx.params().n_ctx);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
   if (prompt_ids.empty()) {
-    require(!o.prompt.empty(), ErrorCode::kInvalidArgument, "the prompt is empty");
+    require(!o.prompt.empty(), ErrorCode::kInvalidArgument,
+            o.prompt_file.empty() ? "the prompt is empty (-p \"\")" : "the prompt file '" + o.prompt_file + "' is empty");
     prompt_ids = tokenizer->encode(o.prompt, !o.no_bos, true);
     require(!prompt_ids.empty(), ErrorCode::kInvalidArgument, "the prompt encodes to no tokens");
   }
@@ -269,7 +277,7 @@ int run_command(const std::vector<std::string>& args) {
     memory.set("context_bytes", static_cast<uint64_t>(ctx.allocated_bytes()));
     memory.set("repacked_bytes", static_cast<uint64_t>(model->repacked_bytes()));
     Json rec = Json::object();
-    rec.set("model", o.model);
+    rec.set("model", model_path);
     rec.set("prompt_ids", ids_json(prompt_ids));
     rec.set("text", r.text);
     rec.set("ids", ids_json(r.tokens));

@@ -37,7 +37,7 @@ std::string file_stem(const std::string& path) {
 }
 
 int cmd_serve(const std::vector<std::string>& args) {
-  std::string model;
+  ModelOptions model_opt;
   ContextOptions ctx;
   std::string chat_template;
   int32_t parallel = 4;
@@ -49,16 +49,13 @@ int cmd_serve(const std::vector<std::string>& args) {
   bool no_warmup = false;
   std::string api_key_env;
   ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
-  ap.add_string("-m,--model", &model, "FILE|NAME", "GGUF model to serve (with --registry: NAME or NAME@VERSION)");
-  std::string registry_dir;
-  ap.add_string("--registry", &registry_dir, "DIR",
-                "model registry (edgellm registry): -m names an installed model, verified by SHA-256 before it loads");
+  add_model_options(ap, &model_opt);
   ap.add_string("--host", &so.host, "ADDR",
                 "address to listen on (default 127.0.0.1; any non-loopback address needs --api-key)");
   ap.add_int("--port", &port, "N", "TCP port; 0 = any free one, printed at start (default 8080)", 0, 65535);
   ap.add_string("--api-key", &so.api_key, "KEY", "require 'Authorization: Bearer KEY' on every endpoint but / and /health");
   ap.add_string("--api-key-env", &api_key_env, "VAR", "read the API key from environment variable VAR (keeps it out of ps)");
-  ap.add_int("-np,--parallel", &parallel, "N", "requests decoded at once (sequences; default 4)", 1, 64);
+  ap.add_int(shared_option("parallel"), &parallel, 1, 64, "requests decoded at once; default 4");
   ap.add_int("--max-queued", &max_queued, "N", "requests that may wait for a sequence; more get 429 (default 3)", 0, 4096);
   ap.add_int64("--timeout", &timeout_s, "S", "deadline of one request in seconds, queue wait included (default 120)", 1,
                86400);
@@ -89,7 +86,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   add_context_options(ap, &ctx);
   add_kv_type_options(ap, &ctx.kv);
   if (!ap.parse(args)) return 0;
-  if (model.empty()) throw Error(ErrorCode::kInvalidArgument, "-m MODEL is required");
+  if (model_opt.model.empty()) throw Error(ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   if (!api_key_env.empty()) {
     const char* v = std::getenv(api_key_env.c_str());
     if (v == nullptr || *v == '\0') throw Error(ErrorCode::kInvalidArgument, "--api-key-env: $" + api_key_env + " is empty");
@@ -114,16 +111,10 @@ int cmd_serve(const std::vector<std::string>& args) {
   so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;
   so.max_sessions = static_cast<size_t>(max_sessions);
   so.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
-  if (!registry_dir.empty()) {
-    // The registry the CLI and the C ABI use: the current (or named) version, re-hashed unless
-    // it is unchanged since its last verification; a file that fails is not served.
-    ModelRegistry registry(registry_dir);
-    const auto manifest = registry.resolve(model);
-    if (!manifest) throw Error(ErrorCode::kInvalidArgument, "--registry: '" + model + "' is not installed in " + registry_dir);
-    if (so.model_name.empty()) so.model_name = manifest->key();
-    model = registry.path_for_load(model);
-  }
-  if (so.model_name.empty()) so.model_name = file_stem(model);
+  // With --registry: the current (or named) version, re-hashed unless it is unchanged since its
+  // last verification; a file that fails is not served.
+  const std::string model = resolve_model_path(model_opt);
+  if (so.model_name.empty()) so.model_name = model_opt.registry.empty() ? file_stem(model) : model_opt.model;
 
   ServiceParams sp;
   sp.context = context_params(ctx);

@@ -11,6 +11,7 @@
 #include "chat/chat_prompt.h"
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "generation/chat_session.h"
@@ -23,17 +24,17 @@ namespace edgellm::cli {
 namespace {
 
 int cmd_template(const std::vector<std::string>& args) {
-  std::string model;
+  ModelOptions model_opt;
   std::string messages_file;
   std::string chat_template;
   bool no_generation_prompt = false;
   ArgParser ap("template", "-m MODEL --messages FILE [options]");
-  ap.add_string("-m,--model", &model, "FILE", "GGUF model whose template (and BOS/EOS text) to use");
+  add_model_options(ap, &model_opt, "whose template (and BOS/EOS text) to use");
   ap.add_string("--messages", &messages_file, "FILE", "JSON array of {role, content} (or {\"messages\": [...]}); - = stdin");
   ap.add_string("--chat-template", &chat_template, "NAME|FILE", "another template instead of the model's own");
   ap.add_flag("--no-generation-prompt", &no_generation_prompt, "do not open an assistant turn at the end");
   if (!ap.parse(args)) return 0;
-  if (model.empty()) throw Error(ErrorCode::kInvalidArgument, "-m MODEL is required");
+  if (model_opt.model.empty()) throw Error(ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   if (messages_file.empty()) throw Error(ErrorCode::kInvalidArgument, "--messages FILE is required");
   const std::string text = messages_file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
                                                 : read_text_file(messages_file, "messages file");
@@ -50,7 +51,7 @@ int cmd_template(const std::vector<std::string>& args) {
   } catch (const server::ApiError& e) {
     throw Error(ErrorCode::kInvalidArgument, std::string("--messages: ") + e.what());
   }
-  const auto file = gguf::GgufFile::open(model);
+  const auto file = gguf::GgufFile::open(resolve_model_path(model_opt));
   const auto tokenizer = Tokenizer::from_gguf(*file);
   std::string description, warning;
   const ChatTemplate tmpl = select_chat_template(*file, *tokenizer, chat_template, &description, &warning);

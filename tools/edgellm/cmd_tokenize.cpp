@@ -11,6 +11,7 @@
 
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "gguf/gguf_reader.h"
@@ -77,21 +78,23 @@ std::string printable_piece(const std::string& piece) {
 }
 
 int run_tokenize(const std::vector<std::string>& args) {
-  std::string model, file;
+  ModelOptions model_opt;
+  std::string file;
   bool json = false, no_bos = false, parse_special = false, timing = false;
   std::vector<std::string> words;
   ArgParser ap("tokenize", "-m MODEL [--json] [--no-bos] [--parse-special] (TEXT | -f FILE)");
-  ap.add_string("-m,--model", &model, "FILE", "GGUF model (or tokenizer.json); weights are not loaded");
+  add_model_options(ap, &model_opt, "or a tokenizer.json; weights are not loaded");
   ap.add_string("-f,--file", &file, "FILE", "read the text from FILE instead of the arguments");
-  ap.add_flag("--json", &json, "print {\"ids\": [...], \"pieces\": [...]}");
+  ap.add_flag(shared_option("json"), &json, "{\"ids\": [...], \"pieces\": [...]}");
   ap.add_flag("--no-bos", &no_bos, "do not add BOS/EOS even if the vocabulary asks for them");
   ap.add_flag("--parse-special", &parse_special, "recognise control-token text such as <|im_start|>");
   ap.add_flag("--time", &timing, "print load and encode times and tokens/s to stderr");
   ap.allow_positionals(&words, "TEXT");
   if (!ap.parse(args)) return 0;
   std::string text;
+  const std::string model = resolve_model_path(model_opt);
   if (!file.empty()) {
-    text = read_whole_file(file);
+    text = read_text_file(file, "text file");
   } else {
     for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
   }
@@ -130,20 +133,29 @@ int run_tokenize(const std::vector<std::string>& args) {
 }
 
 int run_detokenize(const std::vector<std::string>& args) {
-  std::string model;
+  ModelOptions model_opt;
   bool render_special = false;
+  bool json = false;
   std::vector<std::string> words;
   ArgParser ap("detokenize", "-m MODEL [--render-special] ID [ID...]   (ids may also be comma-separated)");
-  ap.add_string("-m,--model", &model, "FILE", "GGUF model (or tokenizer.json); weights are not loaded");
+  add_model_options(ap, &model_opt, "or a tokenizer.json; weights are not loaded");
   ap.add_flag("--render-special", &render_special, "print control tokens such as <|im_end|> as text");
+  ap.add_flag(shared_option("json"), &json, "{\"text\": ...}");
   ap.allow_positionals(&words, "ID");
   if (!ap.parse(args)) return 0;
   std::vector<int32_t> ids;
   for (const std::string& w : words) {
     for (int32_t id : parse_int_list(w, "token id")) ids.push_back(id);
   }
-  const auto tok = load_tokenizer(model);
-  std::printf("%s\n", tok->decode(ids, render_special).c_str());
+  const auto tok = load_tokenizer(resolve_model_path(model_opt));
+  const std::string text = tok->decode(ids, render_special);
+  if (json) {
+    Json out = Json::object();
+    out.set("text", text);
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%s\n", text.c_str());
+  }
   return 0;
 }
 

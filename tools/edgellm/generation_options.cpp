@@ -1,31 +1,68 @@
 #include "generation_options.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <random>
 #include <sstream>
 
 #include "core/error.h"
 #include "device/power_mode.h"
+#include "registry/model_registry.h"
 
 namespace edgellm::cli {
 
-void add_context_options(ArgParser& ap, ContextOptions* o) {
-  ap.add_int("-t,--threads", &o->threads, "N", "threads for decoding; 0 = the power mode's, else big cores (default 0)", 0, 256);
-  ap.add_int("-tb,--threads-batch", &o->threads_batch, "N",
-             "threads for prompt processing; 0 = the power mode's, else --threads (default 0)", 0, 256);
-  ap.add_string("--power", &o->power, "MODE",
-                "performance, balanced or efficiency: threads, cores and worker priority per phase for this "
-                "device (docs/device-fitness.md); default: none (threads as -t / -tb say)");
-  ap.add_int("-c,--ctx-size", &o->ctx_size, "N", "context size in tokens; 0 = the model's, at most 4096 (default 0)", 0);
-  ap.add_int("-b,--batch-size", &o->batch_size, "N", "prompt tokens per forward pass (default 512)", 1);
-  ap.add_string("--repack", &o->repack, "MODE",
-                "repack Q4_0/Q8_0/Q4_K weights into 16-row interleaved groups at load: auto (when the CPU has a kernel "
-                "for them), on, off (default auto)");
+void add_context_options(ArgParser& ap, ContextOptions* o, bool with_ctx_size) {
+  ap.add_int(shared_option("threads"), &o->threads, 0, 256, "for decoding; default 0: the power mode's, else big cores");
+  ap.add_int(shared_option("threads-batch"), &o->threads_batch, 0, 256, "default 0");
+  ap.add_string(shared_option("power"), &o->power, "docs/device-fitness.md; default: none (threads as -t / -tb say)");
+  if (with_ctx_size) ap.add_int(shared_option("ctx-size"), &o->ctx_size, 0, 1 << 24, "default 0");
+  ap.add_int(shared_option("batch-size"), &o->batch_size, 1, 1 << 20, "default 512");
+  ap.add_string(shared_option("repack"), &o->repack, "default auto");
 }
 
 void add_kv_type_options(ArgParser& ap, KvTypeOptions* kv) {
-  ap.add_string("--kv-type", &kv->both, "TYPE", "KV cache element type of K and V: f16, f32, q8_0 or q4_0 (default f16)");
-  ap.add_string("--kv-type-k,-ctk,--cache-type-k", &kv->k, "TYPE", "K cache type (overrides --kv-type for K)");
-  ap.add_string("--kv-type-v,-ctv,--cache-type-v", &kv->v, "TYPE", "V cache type (overrides --kv-type for V)");
+  ap.add_string(shared_option("kv-type"), &kv->both, "default f16");
+  ap.add_string(shared_option("kv-type-k"), &kv->k);
+  ap.add_string(shared_option("kv-type-v"), &kv->v);
+}
+
+void add_model_options(ArgParser& ap, ModelOptions* m, const std::string& note) {
+  ap.add_string(shared_option("model"), &m->model, note);
+  ap.add_string(shared_option("registry"), &m->registry);
+}
+
+bool registry_exists(const std::string& dir) {
+  struct stat st {};
+  return ::stat((dir + "/manifests").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void require_registry(const std::string& dir) {
+  require(registry_exists(dir), ErrorCode::kIo,
+          "--registry: no model registry at '" + dir + "' (edgellm registry add / install creates one)");
+}
+
+std::string resolve_model_path(const ModelOptions& m) {
+  require(!m.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
+  if (m.registry.empty()) return m.model;
+  // A registry is read, never created, by the commands that load a model from it.
+  require_registry(m.registry);
+  ModelRegistry registry(m.registry);
+  require(registry.resolve(m.model).has_value(), ErrorCode::kInvalidArgument,
+          "--registry: '" + m.model + "' is not installed in " + m.registry + " (see edgellm registry list --registry " +
+              m.registry + ")");
+  // The current (or named) version, re-hashed unless unchanged since its last verification.
+  return registry.path_for_load(m.model);
+}
+
+void warn_past_training_context(const char* command, const Model& model, int32_t n_ctx) {
+  const int32_t trained = model.hparams().n_ctx_train;
+  if (trained > 0 && n_ctx > trained) {
+    std::fprintf(stderr,
+                 "edgellm %s: warning: the context (%d tokens) is longer than the model was trained on (%d); "
+                 "text past position %d is likely to degrade\n",
+                 command, n_ctx, trained, trained);
+  }
 }
 
 TensorType parse_kv_type(const std::string& name, const std::string& option) {
@@ -69,7 +106,9 @@ void add_sampling_options(ArgParser& ap, SamplerParams* s, int64_t* seed) {
   ap.add_int("--repeat-last-n", &s->penalty_last_n, "N", "penalty window in tokens; 0 = off, -1 = whole context (default 64)", -1);
   ap.add_float("--frequency-penalty", &s->frequency_penalty, "X", "subtract X per earlier occurrence (default 0)");
   ap.add_float("--presence-penalty", &s->presence_penalty, "X", "subtract X once if the token occurred (default 0)");
-  ap.add_int64("--seed", seed, "N", "sampling seed; -1 = random (default -1)", -1, static_cast<int64_t>(UINT32_MAX));
+  ap.add_custom(shared_option("seed"), [seed](const std::string& v) {
+    *seed = parse_int(v, "--seed", -1, static_cast<int64_t>(UINT32_MAX));
+  }, "of the sampler; -1 = random (default -1)");
 }
 
 void add_sampler_order_option(ArgParser& ap, SamplerParams* s) {

@@ -1,6 +1,7 @@
-// Command-line options shared by the generating sub-commands (run, chat): the context shape
-// (threads, context size, batch size, KV cache type) and the sampler settings. Each command
-// registers them on its own ArgParser so the option names, ranges and help texts stay identical.
+// Command-line options shared by the sub-commands that load a model (run, chat, serve, info,
+// perplexity, ...): the model and registry, the context shape (threads, context size, batch size,
+// KV cache type) and the sampler settings. Each command registers them on its own ArgParser
+// from the shared catalogue (cli_args.h), so names, ranges and help texts stay identical.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +33,27 @@ struct ContextOptions {
 };
 
 // -t/--threads (decode), -tb/--threads-batch (prompt) as llama.cpp names them, --power,
-// -c/--ctx-size, -b/--batch-size, --repack.
-void add_context_options(ArgParser& ap, ContextOptions* o);
+// -c/--ctx-size (unless with_ctx_size is false: a command that sizes the context itself),
+// -b/--batch-size, --repack.
+void add_context_options(ArgParser& ap, ContextOptions* o, bool with_ctx_size = true);
+
+// -m/--model and --registry.
+struct ModelOptions {
+  std::string model;     // a file, or with `registry` NAME / NAME@VERSION
+  std::string registry;  // empty: -m is a file
+};
+void add_model_options(ArgParser& ap, ModelOptions* m, const std::string& note = "required");
+// The file to load: -m as given, or the installed version -m names in --registry (verified by
+// SHA-256 unless unchanged since its last check). Error(kInvalidArgument) without -m or for a
+// name not installed; Error(kIo) when the registry folder does not exist (it is not created).
+std::string resolve_model_path(const ModelOptions& m);
+// Whether `dir` holds a model registry (its manifests/ folder); require_registry throws
+// Error(kIo) naming the folder otherwise. Commands that only read a registry check this first,
+// because ModelRegistry's constructor creates the folders.
+bool registry_exists(const std::string& dir);
+void require_registry(const std::string& dir);
+// A warning on stderr when n_ctx exceeds the context the model was trained on.
+void warn_past_training_context(const char* command, const Model& model, int32_t n_ctx);
 // --kv-type, --kv-type-k (-ctk, --cache-type-k), --kv-type-v (-ctv, --cache-type-v); registered
 // separately: the commands list them at different places in their help.
 void add_kv_type_options(ArgParser& ap, KvTypeOptions* kv);

@@ -12,16 +12,19 @@ std::atomic<bool>* interrupt_flag();
 
 // Installs the handler for its lifetime and restores the previous disposition on destruction
 // (however the scope is left). clear_flag = true first resets the flag, so an earlier Ctrl-C
-// (e.g. one cancelling a previous chat turn) does not cancel the new work.
+// (e.g. one cancelling a previous chat turn) does not cancel the new work. also_sigterm: SIGTERM
+// (`kill PID`) sets the flag the same way, for work that must clean up (a large temporary file).
 class SigintScope {
  public:
-  explicit SigintScope(bool clear_flag = true);
+  explicit SigintScope(bool clear_flag = true, bool also_sigterm = false);
   ~SigintScope();
   SigintScope(const SigintScope&) = delete;
   SigintScope& operator=(const SigintScope&) = delete;
 
  private:
   void (*previous_)(int);
+  void (*previous_term_)(int) = nullptr;
+  bool also_sigterm_;
 };
 
 }  // namespace edgellm::cli

@@ -1,6 +1,8 @@
 #include "tools/bench/bench_runner.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <cstdio>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -234,10 +236,21 @@ std::string describe_model_type(const Model& model) {
     }
     size = ss.str();
   }
-  std::string ftype = "unknown type";
+  std::string ftype;
   if (auto ft = f.get_int("general.file_type")) {
     const char* name = quant::file_type_name(static_cast<quant::FileType>(*ft));
     ftype = std::string(name) == "unknown" ? "ftype " + std::to_string(*ft) : name;
+  } else {
+    // No general.file_type (llama2.c conversions such as stories260K): name the type holding
+    // most of the matrices' bytes, as a file type would ("F32").
+    std::map<TensorType, uint64_t> bytes;
+    for (const auto& t : f.tensors()) {
+      if (t.n_dims >= 2) bytes[t.type] += t.n_bytes;
+    }
+    const auto most = std::max_element(bytes.begin(), bytes.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    ftype = most == bytes.end() ? "no matrices" : tensor_type_name(most->first);
+    for (auto& c : ftype) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
   return model.hparams().arch + " " + size + " " + ftype;
 }

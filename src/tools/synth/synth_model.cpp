@@ -107,6 +107,21 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   require(options.n_layer >= 0, ErrorCode::kInvalidArgument,
           "--layers must be >= 0, got " + std::to_string(options.n_layer));
   const int32_t n_layer = options.n_layer > 0 ? options.n_layer : shape.n_layer;
+  if (options.before_write) {
+    // The tensor data's size from one and two blocks (every block is the same), before the
+    // whole plan (over a million tensors for --layers 100000) is built: a refusal comes at once.
+    const auto data_bytes = [&](int32_t layers) {
+      uint64_t b = 0;
+      for (const auto& t : plan_synth_tensors(shape, ftype, layers)) {
+        uint64_t rows = 1;
+        for (size_t d = 1; d < t.ne.size(); ++d) rows *= static_cast<uint64_t>(t.ne[d]);
+        b += tensor_row_bytes(t.type, t.ne[0]) * rows;
+      }
+      return b;
+    };
+    const uint64_t one = data_bytes(1);
+    options.before_write(one + (data_bytes(2) - one) * static_cast<uint64_t>(n_layer - 1));
+  }
 
   SynthTensorWriter data(plan_synth_tensors(shape, ftype, n_layer), llama3_rope_factors(shape), options.seed,
                          options.n_threads);
@@ -147,6 +162,9 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   prog.n_tensors = plan.size();
   prog.bytes_total = report.tensor_bytes;
   w.write(path, [&](size_t index, const gguf::WriterTensor& wt, gguf::TensorSink& sink) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      throw Error(ErrorCode::kCancelled, "synth: interrupted; '" + path + "' was not written");
+    }
     data.fill(index, sink);
     prog.tensor_index = index;
     prog.bytes_done += wt.n_bytes;

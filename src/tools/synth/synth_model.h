@@ -6,6 +6,8 @@
 // (synth_tensor_writer.h), so memory stays at a few MB per thread whatever the model size.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,6 +27,13 @@ struct SynthOptions {
   std::string tokenizer;        // tokenizer.json or .gguf; empty = placeholder vocabulary
   int32_t n_layer = 0;          // > 0 overrides the shape's block count (small test files)
   int32_t n_threads = 0;        // 0 = std::thread::hardware_concurrency()
+  // Called once with the size of the tensor data about to be written (the file adds its header,
+  // well under 1 %), before anything is written or the whole plan is built: it may throw to
+  // refuse (the CLI checks the free space of the output's file system).
+  std::function<void(uint64_t file_bytes)> before_write;
+  // Polled after every tensor: when set, writing stops with Error(kCancelled) and the temporary
+  // file is removed (gguf::GgufWriter writes atomically).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct SynthProgress {

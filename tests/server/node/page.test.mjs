@@ -105,11 +105,13 @@ test("a second turn carries the history and finishes with usage stats", async ()
   const bodies = [];
   page.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) bodies.push(JSON.parse(r.postData())); });
   await page.goto(server.url + "/");
-  for (const prompt of ["Lily had a cat", "What did the cat do?"]) {
+  // Waits for the turn's stats, not for its request: before the second request the page first
+  // counts the conversation's tokens (/apply-template, /tokenize) to fit the context.
+  for (const [i, prompt] of ["Lily had a cat", "What did the cat do?"].entries()) {
     await page.fill("#prompt", prompt);
     await page.press("#prompt", "Enter");
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stats"]').length === n,
-                                bodies.length, { timeout: 10000 });
+                                i + 1, { timeout: 10000 });
   }
   assert.equal(bodies.length, 2);
   assert.deepEqual(bodies[1].messages.map((m) => m.role), ["user", "assistant", "user"]);
@@ -201,4 +203,89 @@ test("a malformed chunk: the error shows and the request is aborted", async () =
   assert.equal(await page.evaluate(() => window.__aborted), true);
   assert.equal(await page.isDisabled("#send"), false);
   await page.close();
+});
+
+// A conversation three times as long as the context (issue 42): the page keeps answering. Before
+// each turn it counts the conversation's tokens and drops the oldest turns so that the prompt and
+// room for an answer fit, says so in a note, and never sends the dropped turns again. A turn that
+// fails is not kept in the conversation; "New chat" starts an empty one.
+test("a conversation three times the context keeps answering; failed turns are not kept; new chat", async () => {
+  const ctx = 128;
+  const small = await startServer(["-c", String(ctx), "-np", "1"]);
+  const page = await browser.newPage({ viewport: { width: 1024, height: 700 } });
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e));
+  const bodies = [];
+  page.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) bodies.push(JSON.parse(r.postData())); });
+  try {
+    await page.goto(small.url + "/");
+    await page.waitForFunction(() => document.getElementById("model").textContent.length > 0);
+    await page.click("summary");
+    await page.fill("#max-tokens", "24");
+    await page.fill("#temperature", "0");
+    const prompts = [];
+    const countTokens = async (messages) => {
+      const t = await (await fetch(small.url + "/apply-template", { method: "POST", body: JSON.stringify({ messages }) })).json();
+      const k = await (await fetch(small.url + "/tokenize", { method: "POST",
+                                                             body: JSON.stringify({ content: t.prompt, add_special: true }) })).json();
+      return k.tokens.length;
+    };
+    // Turns until the whole conversation (every turn, as if none were dropped) holds 3x the context.
+    let whole = 0;
+    for (let turn = 0; whole < 3 * ctx && turn < 40; turn++) {
+      const prompt = `Turn ${turn}: tell me about Lily and her cat.`;
+      prompts.push(prompt);
+      await page.fill("#prompt", prompt);
+      await page.press("#prompt", "Enter");
+      await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stats"]').length === n,
+                                  turn + 1, { timeout: 30000 });
+      const stats = await page.locator('[data-testid="stats"]').last().textContent();
+      assert.match(stats, /(stop|length)$/, `turn ${turn} failed: ${stats}`);
+      const all = await page.evaluate(() => [...document.querySelectorAll(".msg")].map((d) => ({
+        role: d.classList.contains("user") ? "user" : "assistant", content: d.querySelector(".text").textContent })));
+      whole = await countTokens(all);
+    }
+    assert.ok(whole >= 3 * ctx, `the conversation reached ${whole} tokens`);
+    // Turns were dropped, the page said so, and the last request fit the context.
+    const notes = await page.locator('[data-testid="note"]').allTextContents();
+    assert.ok(notes.length > 0 && /no longer fit the model's context \(128 tokens\)/.test(notes[0]), notes.join("\n"));
+    assert.ok(await page.locator(".msg.dropped").count() >= 2);
+    const last = bodies[bodies.length - 1];
+    assert.ok(!last.messages.some((m) => m.content === prompts[0]), "the first turn was sent again");
+    assert.ok(await countTokens(last.messages) < ctx);
+    assert.equal(last.messages[last.messages.length - 1].content, prompts[prompts.length - 1]);
+
+    // A turn that fails (the server answers 500 once) is shown, then left out of later requests.
+    let failNext = true;
+    await page.route("**/v1/chat/completions", (route) => {
+      if (!failNext) return route.continue();
+      failNext = false;
+      return route.fulfill({ status: 500, contentType: "application/json",
+                             body: JSON.stringify({ error: { message: "injected failure", code: "internal" } }) });
+    });
+    const statsBefore = await page.locator('[data-testid="stats"]').count();
+    await page.fill("#prompt", "This turn fails");
+    await page.press("#prompt", "Enter");
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stats"]').length === n, statsBefore + 1);
+    assert.match(await page.locator(".stats.error").last().textContent(), /injected failure.*not kept/);
+    await page.fill("#prompt", "After the failure");
+    await page.press("#prompt", "Enter");
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="stats"]').length === n, statsBefore + 2);
+    const afterFailure = bodies[bodies.length - 1].messages.map((m) => m.content);
+    assert.ok(!afterFailure.includes("This turn fails"), "the failed turn was sent again");
+    assert.match(await page.locator('[data-testid="stats"]').last().textContent(), /(stop|length)$/);
+
+    // New chat: an empty page, and the next request carries only its own message.
+    await page.click("#new-chat");
+    assert.equal(await page.locator(".msg").count(), 0);
+    await page.fill("#prompt", "A new story");
+    await page.press("#prompt", "Enter");
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="stats"]').length === 1);
+    assert.deepEqual(bodies[bodies.length - 1].messages, [{ role: "user", content: "A new story" }]);
+    await page.screenshot({ path: path.join(shots, "edgellm-chat-long-conversation.png") });
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    await page.close();
+    assert.equal(await small.stop(), 0);
+  }
 });

@@ -27,6 +27,6 @@ test("CLI template equals /apply-template", async () => {
 
   fs.writeFileSync(file, JSON.stringify([{ role: "user", content: 5 }]));
   const bad = spawnSync(bin, ["template", "-m", model, "--messages", file], { encoding: "utf8" });
-  assert.equal(bad.status, 1);
+  assert.equal(bad.status, 2);  // malformed messages: a bad command line (docs/cli.md "Exit status")
   assert.match(bad.stderr, /messages\[0\]\.content/);
 });
