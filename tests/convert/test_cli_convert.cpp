@@ -25,8 +25,8 @@ TEST(CliConvert, ConvertsQuantizesAndRuns) {
   const test::CliResult r =
       run_cli({"convert", ck.dir, out, "--type", "q8_0", "-v", "--threads", "2", "--name", "tiny"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("edgellm convert:   0%"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("edgellm convert: 100%"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("convert:   0%"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("convert: 100%"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("[  27/  27]"), std::string::npos) << r.out;  // 2 blocks x 12 + embeddings, norm, head
   EXPECT_NE(r.out.find("blk.1.attn_q.bias"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("<- model.layers.1.self_attn.q_proj.bias"), std::string::npos) << r.out;
@@ -47,11 +47,11 @@ TEST(CliConvert, ErrorsNameTheProblem) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no-such-model' is not a directory"), std::string::npos) << r.err;
   r = run_cli({"convert", test::temp_dir()});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a bad command line
   EXPECT_NE(r.err.find("expected HF_DIR OUT.gguf"), std::string::npos) << r.err;
   const auto ck = test::write_tiny_checkpoint({}, test::temp_dir() + "/cli-llama");
   r = run_cli({"convert", ck.dir, out, "--type", "q2_K"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown quantization type 'q2_K'"), std::string::npos) << r.err;
   EXPECT_FALSE(test::file_exists(out));
   r = run_cli({"convert", "--help"});

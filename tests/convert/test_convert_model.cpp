@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat_prompt.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -326,7 +327,7 @@ TEST(ConvertModel, ProgressIsMonotonicAndReportsEveryTensor) {
   p.chunk_bytes = 4096;  // several chunks per matrix
   std::vector<double> fractions;
   std::vector<std::string> names;
-  p.on_progress = [&](double f, const std::string&) { fractions.push_back(f); };
+  p.on_progress = [&](double f, std::string_view) { fractions.push_back(f); };
   p.on_tensor = [&](const convert::ConvertedTensor& t) { names.push_back(t.name); };
   const auto sum = convert::convert_hf_model(ck.dir, dir_for("progress.gguf"), p);
   ASSERT_GE(fractions.size(), sum.n_tensors);

@@ -184,14 +184,14 @@ TEST(CliEval, RecordsScoresInTheRegistry) {
   r = run_cli({"registry", "list", "--registry", reg, "--json"});
   EXPECT_EQ(Json::parse(r.out).at("models").at(0).at("task_scores").size(), 7u);
   r = run_cli({"eval", "--registry", reg, "-m", "zh@2", "-f", tasks});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a name the registry does not hold: a bad command line
   EXPECT_NE(r.err.find("'zh@2' is not installed"), std::string::npos) << r.err;
 }
 
 TEST(CliEval, Refusals) {
   const std::string f32 = test::shared_model("tiny-zh-poems.gguf");
   auto r = run_cli({"eval", "-m", f32});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("-f TASKS.jsonl is required"), std::string::npos) << r.err;
   const std::string bad = test::temp_dir() + "/bad-tasks.jsonl";
   std::ofstream(bad) << "{\"prompt\": \"p\", \"reference\": \"r\", \"metric\": \"rouge\"}\n{\"prompt\": \"p\"}\n";
@@ -203,7 +203,7 @@ TEST(CliEval, Refusals) {
   r = run_cli({"eval", "-m", test::temp_dir() + "/missing.gguf", "-f", good});
   EXPECT_EQ(r.exit_code, 1);
   r = run_cli({"eval", "-m", f32, "-f", good, "--bleu-smoothing", "method9"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("method9"), std::string::npos) << r.err;
   // A prompt longer than the context fails that case, names it, and the report is still written.
   std::string longp(3000, 'x');

@@ -58,6 +58,7 @@ class CliTable : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ + "/messages.json") << R"([{"role": "user", "content": "Hi"}])";
     std::ofstream(dir_ + "/text.txt") << "Once upon a time there was a cat. The cat was happy.\n";
+    std::ofstream(dir_ + "/tasks.jsonl") << R"({"id": "a", "prompt": "Once upon a time", "reference": "there was", "metric": "rouge"})" "\n";
   }
   static std::string dir_;
 
@@ -101,6 +102,12 @@ class CliTable : public ::testing::Test {
         {"plan", {m, "--device", "phone-4gb"}, {"--device", "phone-4gb"},
          {"model", "registry", "ctx-size", "parallel", "power", "json"}},
         {"registry", {"verify", "--registry", dir_ + "/no-registry"}, {"verify"}, {"registry", "threads", "json"}},
+        {"convert", {dir_ + "/no-hf-checkpoint", out}, {dir_ + "/no-hf-checkpoint", out}, {"threads"}},
+        {"imatrix", {"-m", m, "-f", dir_ + "/text.txt", "-o", dir_ + "/imatrix.gguf", "-c", "8", "--chunks", "1"},
+         {"-f", dir_ + "/text.txt", "-o", dir_ + "/imatrix.gguf", "-c", "8", "--chunks", "1"},
+         {"model", "ctx-size", "batch-size", "threads", "json"}},
+        {"eval", {"-m", m, "-f", dir_ + "/tasks.jsonl", "-n", "2"}, {"-f", dir_ + "/tasks.jsonl", "-n", "2"},
+         with(context, {"model", "registry", "parallel", "seed", "json"})},
     };
   }
 };
@@ -170,7 +177,7 @@ TEST_F(CliTable, EveryCommandTimesEverySharedOption) {
       }
     }
   }
-  EXPECT_EQ(cells, 15 * 14);
+  EXPECT_EQ(cells, 18 * 14);
 }
 
 // The help line of a shared option (names, value, description) is the same in every command

@@ -5,10 +5,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_args.h"
+#include "progress.h"
 #include "command.h"
 #include "core/error.h"
 #include "interrupt.h"
@@ -29,16 +31,6 @@ std::string human_bytes(double b) {
     std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
   }
   return buf;
-}
-
-// The progress display: one stderr line per 5 % step. Kept to this one function so the shared
-// progress bar (tools/edgellm/progress.h, in progress) can replace it.
-void show_progress(double fraction, const std::string& what) {
-  static int last = -100;
-  const int pct = static_cast<int>(fraction * 100.0 + 1e-9);
-  if (pct == last || (pct / 5 == last / 5 && pct != 100)) return;
-  last = pct;
-  std::fprintf(stderr, "edgellm convert: %3d%%  %s\n", pct, what.c_str());
 }
 
 int convert_command(const std::vector<std::string>& args) {
@@ -62,7 +54,7 @@ int convert_command(const std::vector<std::string>& args) {
   ap.add_flag("--pure", &params.pure, "quantized types: no mix adjustments (output/attn_v/ffn_down get TYPE too)");
   ap.add_string("--name", &params.name, "NAME",
                 "general.name (default: config.json _name_or_path, else the directory)");
-  ap.add_int("-t,--threads", &threads, "N", "conversion threads (0 = all cores)", 0, 1024);
+  ap.add_int(shared_option("threads"), &threads, 0, 1024, "conversion threads; default 0: all cores");
   ap.add_flag("-v,--verbose", &verbose, "print one line per tensor");
   ap.add_flag("-q,--quiet", &quiet, "no progress lines");
   if (!ap.parse(args)) return 0;
@@ -72,7 +64,11 @@ int convert_command(const std::vector<std::string>& args) {
   params.n_threads = threads;
   params.cancel = interrupt_flag();
   params.on_warning = [](const std::string& w) { std::fprintf(stderr, "edgellm convert: warning: %s\n", w.c_str()); };
-  if (!quiet) params.on_progress = show_progress;
+  std::optional<ProgressDisplay> progress;
+  if (!quiet) {
+    progress.emplace("convert");
+    params.on_progress = progress->callback();
+  }
   if (verbose) {
     params.on_tensor = [](const convert::ConvertedTensor& t) {
       std::printf("[%4zu/%4zu] %-32s %-18s %9s -> %-6s %10s <- %s\n", t.index + 1, t.n_tensors, t.name.c_str(),

@@ -112,24 +112,25 @@ int eval_command(const std::vector<std::string>& args) {
   int32_t max_rows = 200;
   bool json = false, redact = false;
   ArgParser ap("eval", "-m MODEL -f TASKS.jsonl [--base BASE] [-o DIR] [--registry DIR] [options]");
-  ap.add_string("-m,--model", &model, "MODEL", "model to evaluate: a GGUF file, or with --registry NAME[@VERSION]");
+  ap.add_string(shared_option("model"), &model, "the model to evaluate; with --registry NAME[@VERSION]");
   ap.add_string("-f,--tasks", &tasks_path, "FILE", "task file (JSON Lines, docs/eval.md)");
   ap.add_string("--base", &base, "MODEL", "also evaluate this model and compare (e.g. the unquantized original)");
   ap.add_string("-o,--output", &out_dir, "DIR", "write DIR/report.json and DIR/report.md");
-  ap.add_string("--registry", &registry_dir, "DIR",
-                "resolve models in this registry and record the scores of -m in its manifest");
+  ap.add_string(shared_option("registry"), &registry_dir, "the scores of -m are recorded in its manifest");
   ap.add_int("-n,--max-tokens", &settings.max_tokens, "N", "tokens per case unless the case says (default 128)", 1,
              32768);
   ap.add_strings("--stop", &settings.stop, "STR", "stop string unless the case gives its own (repeatable)");
-  ap.add_int("--parallel", &settings.parallel, "N", "cases decoded at once (default 4)", 1, 256);
+  ap.add_int(shared_option("parallel"), &settings.parallel, 1, 256, "cases decoded at once; default 4");
   ap.add_float("--temp", &settings.sampling.temperature, "T", "temperature; 0 = greedy (default 0)", 0.0);
-  ap.add_int64("--seed", &seed, "N", "sampling seed when --temp > 0 (default 0)", 0, static_cast<int64_t>(UINT32_MAX));
+  ap.add_custom(
+      shared_option("seed"), [&](const std::string& v) { seed = parse_int(v, "--seed", 0, static_cast<int64_t>(UINT32_MAX)); },
+      "when --temp > 0; default 0");
   ap.add_string("--bleu-smoothing", &smoothing, "M", "NLTK SmoothingFunction method0..method3 (default method1)");
   ap.add_int("--max-rows", &max_rows, "N", "rows of the Markdown case tables (default 200)", 1);
   add_context_options(ap, &ctx);
   add_kv_type_options(ap, &ctx.kv);
   ap.add_flag("--redact-inputs", &redact, "report prompts and references as SHA-256 prefixes, not text");
-  ap.add_flag("--json", &json, "print the JSON report on stdout instead of the summary");
+  ap.add_flag(shared_option("json"), &json, "the report instead of the summary");
   if (!ap.parse(args)) return 0;
   require(!model.empty(), ErrorCode::kInvalidArgument, "-m MODEL is required");
   require(!tasks_path.empty(), ErrorCode::kInvalidArgument, "-f TASKS.jsonl is required");
@@ -142,7 +143,10 @@ int eval_command(const std::vector<std::string>& args) {
   // Everything that can be refused is checked before the first model loads.
   const eval::TaskFile tasks = eval::read_task_file(tasks_path);
   std::optional<ModelRegistry> registry;
-  if (!registry_dir.empty()) registry.emplace(registry_dir);
+  if (!registry_dir.empty()) {
+    require_registry(registry_dir);  // read, never created, by a command that evaluates from it
+    registry.emplace(registry_dir);
+  }
   const ModelChoice target = resolve_model(model, registry ? &*registry : nullptr);
   std::optional<ModelChoice> base_choice;
   if (!base.empty()) base_choice = resolve_model(base, registry ? &*registry : nullptr);

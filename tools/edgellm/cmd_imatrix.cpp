@@ -16,7 +16,7 @@
 #include "core/json.h"
 #include "interrupt.h"
 #include "model/model.h"
-#include "progress_line.h"
+#include "progress.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/eval/perplexity.h"
 #include "tools/quant/imatrix.h"
@@ -104,19 +104,19 @@ int imatrix_command(const std::vector<std::string>& args) {
   int32_t n_ctx = 512, n_batch = 0, threads = 0, chunks = -1;
   bool process_output = false, no_ppl = false, json = false;
   ArgParser ap("imatrix", "-m MODEL -f TEXT [-o OUT.gguf] [options]  |  --info FILE [--compare OTHER] [--json]");
-  ap.add_string("-m,--model", &model_path, "FILE", "GGUF model to run");
+  ap.add_string(shared_option("model"), &model_path, "the model to run");
   ap.add_string("-f,--file", &text_path, "FILE", "calibration text");
   ap.add_string("-o,--output", &out_path, "FILE", "where to write the imatrix (GGUF; default imatrix.gguf)");
-  ap.add_int("-c,--ctx-size", &n_ctx, "N", "tokens per chunk (default 512, as llama-imatrix)", 4, 1 << 20);
-  ap.add_int("-b,--batch-size", &n_batch, "N", "max tokens per forward call (0 = the context size)", 0, 1 << 20);
+  ap.add_int(shared_option("ctx-size"), &n_ctx, 4, 1 << 20, "tokens per chunk; default 512, as llama-imatrix");
+  ap.add_int(shared_option("batch-size"), &n_batch, 0, 1 << 20, "default 0: the context size");
   ap.add_int("--chunks", &chunks, "N", "use at most N chunks (-1 = all)", -1, 1 << 30);
-  ap.add_int("-t,--threads", &threads, "N", "threads (0 = default)", 0, 1024);
+  ap.add_int(shared_option("threads"), &threads, 0, 1024, "default 0");
   ap.add_flag("--process-output", &process_output, "collect the output head too (off by default, as llama-imatrix)");
   ap.add_flag("--no-ppl", &no_ppl, "do not compute the perplexity of the chunks");
   ap.add_string("--info", &info_path, "FILE", "print what an imatrix file (GGUF or legacy .dat) holds");
   ap.add_string("--compare", &compare_path, "FILE",
                 "with --info: largest relative difference to this file's importances");
-  ap.add_flag("--json", &json, "with --info: print one JSON object");
+  ap.add_flag(shared_option("json"), &json, "with --info: one object");
   if (!ap.parse(args)) return 0;
   if (!info_path.empty()) return info(info_path, compare_path, json);
   require(compare_path.empty(), ErrorCode::kInvalidArgument, "--compare needs --info FILE");
@@ -135,7 +135,8 @@ int imatrix_command(const std::vector<std::string>& args) {
   params.compute_ppl = !no_ppl;
   params.dataset = text_path;
   params.cancel = interrupt_flag();
-  params.progress = print_progress_line;
+  ProgressDisplay progress("imatrix");
+  params.progress = progress.callback();
   std::fprintf(stderr, "imatrix: %zu tokens, chunks of %d\n", tokens.size(), n_ctx);
   const SigintScope sigint;
   quant::ImatrixRun run;

@@ -108,7 +108,8 @@ quant::SensitivityTable sensitivity(const std::string& in_path, const RecipeOpti
   sp.eval.max_chunks = o.eval_chunks;
   sp.eval.cancel = interrupt_flag();
   sp.imatrix = imatrix;
-  sp.progress = print_progress_line;
+  ProgressDisplay progress("sensitivity");
+  sp.progress = progress.callback();
   std::printf("sensitivity: %zu tokens of '%s', chunks of %d; every matrix alone in each candidate type\n",
               tokens.size(), o.eval_text.c_str(), o.eval_ctx);
   std::fflush(stdout);

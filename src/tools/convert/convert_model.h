@@ -12,6 +12,8 @@
 // written, and any later failure or cancellation leaves `out` as it was.
 #pragma once
 
+#include "core/progress.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -48,7 +50,7 @@ struct ConvertParams {
   const std::atomic<bool>* cancel = nullptr;  // polled per chunk: Error(kCancelled)
   // Progress: the fraction of the checkpoint's bytes converted so far and what is being written
   // ("blk.3.attn_q.weight"). Called on the calling thread, after each chunk.
-  std::function<void(double fraction, const std::string& what)> on_progress;
+  ProgressFn on_progress;  // core/progress.h
   std::function<void(const ConvertedTensor&)> on_tensor;  // after each tensor is written
   std::function<void(const std::string&)> on_warning;     // e.g. a tied lm_head that is skipped
 };

@@ -14,6 +14,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+
+#include "core/progress.h"
 #include <map>
 #include <string>
 #include <string_view>
@@ -28,8 +30,8 @@ class Model;
 
 namespace edgellm::quant {
 
-// Progress of a long tool run: fraction in [0, 1] and what is being done ("chunk 3/38").
-using ProgressFn = std::function<void(double fraction, const std::string& what)>;
+// Progress of a long tool run: core/progress.h's callback (fraction, "chunk 3/38").
+using edgellm::ProgressFn;
 
 // The MatmulObserver that sums squared inputs per weight; usable on any Context.
 class ImatrixCollector : public MatmulObserver {
