@@ -205,7 +205,7 @@ class CApiRouter : public ::testing::Test {
  protected:
   void SetUp() override {
     edgellm_runtime_params p = edgellm_runtime_default_params();
-    p.n_ctx = 256;
+    p.n_ctx = 1024;  // holds every chat here but the "too long" one (1242 tokens)
     p.n_parallel = 2;
     ASSERT_EQ(edgellm_runtime_create(edgellm::test::shared_model("stories260K.gguf").c_str(), &p, &rt_), EDGELLM_OK)
         << edgellm_last_error();
@@ -354,8 +354,9 @@ TEST_F(CApiRouter, ContextSyncSendsRecentTurnsVerbatimAndASummary) {
   ASSERT_EQ(submit(o, EDGELLM_ROUTE_AUTO, chat), EDGELLM_OK) << edgellm_last_error();
   ASSERT_TRUE(o.wait());
   EXPECT_EQ(o.route, "cloud");
+  EXPECT_EQ(o.route_reason.rfind("low confidence", 0), 0u) << o.route_reason;  // not a context too small
   ASSERT_EQ(cloud_.n_calls(), 1u);
-  const std::string& body = cloud_.call(0).body;
+  const std::string body = cloud_.call(0).body;
   // Kept verbatim, in order: the system prompt, then the last two user turns with their replies.
   const size_t sys = body.find("\"content\": \"You are a storyteller.\"");
   const size_t summary = body.find("\"content\": \"Summary of the earlier conversation: ");
