@@ -180,6 +180,14 @@ test('swapModel: results name their version; a bad file changes nothing', async 
   }
 });
 
+test('release() while a swap loads waits for it; calls after it reject with SHUT_DOWN', async () => {
+  const m = await edgellm.load(h.stories);
+  const swap = m.swapModel(h.zhPoems, 'late');  // on a worker thread, holding the runtime
+  const released = m.release();                  // the destroy waits for the swap's hold
+  assert.equal((await h.rejection(m.swapModel(h.zhPoems, 'later'))).code, 'SHUT_DOWN');
+  await Promise.all([swap, released]);
+});
+
 test('setPressure: the ladder steps down to refusing (DEGRADED) and back up', async () => {
   const m = await edgellm.load(h.zhPoems, { recoverMs: 50 });
   try {
