@@ -152,6 +152,10 @@ test('tokenize / detokenize round trip, info and metrics', async () => {
     assert.equal(m.detokenize(ids), 'Once upon a time');
     const withBos = m.tokenize('Once upon a time');
     assert.equal(withBos.length, ids.length + 1);
+    assert.equal(m.detokenize(withBos), 'Once upon a time');
+    assert.equal(m.detokenize(withBos, { renderSpecial: true }), '<s>Once upon a time');  // stories260K's BOS
+    assert.equal(edgellm.abiVersion(), 5);
+    assert.match(edgellm.version(), /^\d+\.\d+\.\d+$/);
     const info = m.info();
     assert.equal(info.architecture, 'llama');
     assert.equal(info.n_ctx, 256);
