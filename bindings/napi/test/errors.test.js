@@ -37,6 +37,7 @@ test('load rejects: missing file, truncated GGUF, not a GGUF, bad options', asyn
     [h.stories, { powerMode: 'turbo' }], [h.stories, { chatTemplate: 7 }], [h.stories, { parallel: 0 }],
     [h.stories, { inputPolicy: 'clean' }], [h.stories, { modelVersion: '' }], [h.stories, { maxSessions: -1 }],
     [h.stories, { recoverMs: -5 }], [h.stories, { kvBudgetFraction: 2 }], [h.stories, { registryDir: 5 }],
+    [h.stories, { linuxPressure: 'yes' }], [h.stories, { maxSessionBytes: -1 }],
     ['nothing', { registryDir: os.tmpdir() }]]) {
     const e = await loadError(p, o);
     assert.equal(e.code, 'INVALID_ARGUMENT', `${JSON.stringify(o)}: ${e.message}`);
