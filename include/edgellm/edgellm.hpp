@@ -223,11 +223,23 @@ inline void warmup_trampoline(bool ran, const char* reason, void* user_data) noe
 inline void set_log_handler(std::function<void(edgellm_log_level, std::string_view)> fn,
                             edgellm_log_level min_level = EDGELLM_LOG_WARN) {
   using Fn = std::function<void(edgellm_log_level, std::string_view)>;
+  // Kept for the life of the process (see above), reachable from here (not a leak to a leak
+  // checker) and never destroyed at exit (a library thread may still log then).
+  struct Kept {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<Fn>> handlers;
+  };
+  static Kept* const kept_handlers = new Kept();
   if (!fn) {
     edgellm_set_log_callback(nullptr, nullptr, min_level);
     return;
   }
-  auto* kept = new Fn(std::move(fn));  // never freed: see above
+  Fn* kept = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(kept_handlers->mutex);
+    kept_handlers->handlers.push_back(std::make_unique<Fn>(std::move(fn)));
+    kept = kept_handlers->handlers.back().get();
+  }
   edgellm_set_log_callback(
       [](edgellm_log_level level, const char* message, void* user) {
         try {
