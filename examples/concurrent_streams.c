@@ -1,5 +1,5 @@
 /*
- * concurrent_streams: four requests streaming at once from one service (n_parallel 4: the
+ * concurrent_streams: four requests streaming at once from one runtime (n_parallel 4: the
  * scheduler decodes one token of each per step), and the three ways a request ends early. One
  * is cancelled from the main thread with edgellm_cancel after it produced some tokens; one has
  * a deadline that passes while it is still generating, so it ends TIMEOUT with the text it had
@@ -10,7 +10,7 @@
  * Making it deterministic on any machine. Left alone, the "cancel" and "timeout" requests race
  * the clock: on a fast machine the cancel could come after the request reached the end of the
  * context, and a short deadline could pass before the first token. So the two of them pause the
- * service from their on_token callback (calls into the library are allowed there) as soon as
+ * runtime from their on_token callback (calls into the library are allowed there) as soon as
  * both have produced 3 tokens. Paused, no forward pass runs and no request can end by itself,
  * but cancellations and deadlines still end requests (deadlines keep running while paused). The
  * main thread then cancels one, waits until the other's deadline has ended it, and resumes; the
@@ -65,7 +65,7 @@ typedef struct stream {
 struct app {
   pthread_mutex_t mutex;
   pthread_cond_t cond; /* broadcast on every change main may wait for */
-  edgellm_service* service;
+  edgellm_runtime* runtime;
   stream streams[N_STREAMS];
   bool pause_requested; /* a callback decided to pause (exactly one does) */
   bool paused;          /* ... and edgellm_pause returned */
@@ -96,8 +96,8 @@ static bool on_token(const edgellm_token_event* event, void* user_data) {
   if (pause_now) {
     /* Outside our lock: the library may be called from here, and main locks a->mutex around
      * nothing but its own bookkeeping, so no lock order can form anyway; keeping library calls
-     * outside it keeps that obvious. a->service was set before the first submit. */
-    const edgellm_status st = edgellm_pause(a->service);
+     * outside it keeps that obvious. a->runtime was set before the first submit. */
+    const edgellm_status st = edgellm_pause(a->runtime);
     pthread_mutex_lock(&a->mutex);
     a->paused = true;
     a->pause_status = st;
@@ -164,12 +164,14 @@ static int init_sync(app* a) {
   return rc;
 }
 
-/* The whole run after the service exists; false on any failure. The caller destroys the
- * service, which ends whatever is still running (each request still gets on_finish). */
+/* The whole run after the runtime exists; false on any failure. The caller destroys the
+ * runtime, which ends whatever is still running (each request still gets on_finish). */
 static bool run(app* a, const struct timespec* until) {
   static const char* const names[N_STREAMS] = {"cancel", "timeout", "complete-1", "complete-2"};
   static const char* const prompts[N_STREAMS] = {"Once upon a time", "The little dog", "Lily wanted to",
                                                  "Tom and his friend"};
+  edgellm_sampling greedy = edgellm_sampling_default(); /* copied by edgellm_submit */
+  greedy.temperature = 0;
   for (int i = 0; i < N_STREAMS; ++i) {
     stream* s = &a->streams[i];
     s->app = a;
@@ -177,7 +179,7 @@ static bool run(app* a, const struct timespec* until) {
     s->prompt = prompts[i];
     edgellm_request_params rp = edgellm_request_default_params();
     rp.prompt = s->prompt;
-    rp.sampling.temperature = 0; /* greedy: the same text every run */
+    rp.sampling = &greedy; /* the same text every run */
     if (i == CANCELLED_STREAM || i == TIMEOUT_STREAM) {
       rp.max_tokens = -1; /* cannot end by itself before the context is full */
       rp.ignore_eos = true;
@@ -190,7 +192,7 @@ static bool run(app* a, const struct timespec* until) {
     rp.on_finish = on_finish;
     rp.user_data = s;
     edgellm_request_id id = 0;
-    const edgellm_status st = edgellm_submit(a->service, &rp, &id);
+    const edgellm_status st = edgellm_submit(a->runtime, &rp, &id);
     if (st != EDGELLM_OK) {
       report_failure("edgellm_submit", st);
       return false;
@@ -219,7 +221,7 @@ static bool run(app* a, const struct timespec* until) {
   }
 
   /* Phase 2, paused: a cancel and a deadline still end requests. */
-  const edgellm_status st = edgellm_cancel(a->service, cancel_id);
+  const edgellm_status st = edgellm_cancel(a->runtime, cancel_id);
   if (st != EDGELLM_OK) {
     report_failure("edgellm_cancel", st); /* NOT_FOUND would mean it had ended: a bug here */
     return false;
@@ -227,7 +229,7 @@ static bool run(app* a, const struct timespec* until) {
   if (!wait_for(a, early_ones_done, until, "the cancelled and the timed-out request")) return false;
 
   /* Phase 3: the two others continue where they stopped. */
-  const edgellm_status rs = edgellm_resume(a->service);
+  const edgellm_status rs = edgellm_resume(a->runtime);
   if (rs != EDGELLM_OK) {
     report_failure("edgellm_resume", rs);
     return false;
@@ -297,22 +299,22 @@ int main(int argc, char** argv) {
   }
   until.tv_sec += WAIT_SECONDS;
 
-  edgellm_service_params sp = edgellm_service_default_params();
-  sp.n_ctx = 256;     /* small: the two open-ended requests reserve a whole context each */
-  sp.n_parallel = 4;  /* all four decode together */
-  sp.max_queued = 4;  /* all four may be waiting before the scheduler admits the first */
-  edgellm_status st = edgellm_service_create(argv[1], &sp, &a.service);
+  edgellm_runtime_params params = edgellm_runtime_default_params();
+  params.n_ctx = 256;     /* small: the two open-ended requests reserve a whole context each */
+  params.n_parallel = 4;  /* all four decode together */
+  params.max_queued = 4;  /* all four may be waiting before the scheduler admits the first */
+  edgellm_status st = edgellm_runtime_create(argv[1], &params, &a.runtime);
   if (st != EDGELLM_OK) {
-    report_failure("edgellm_service_create", st);
+    report_failure("edgellm_runtime_create", st);
     return 1;
   }
 
   bool ok = run(&a, &until);
   /* Ends anything still waiting or running (a failed run) and delivers every on_finish before
    * it returns: afterwards the streams are read without the lock. It works while paused. */
-  st = edgellm_service_destroy(a.service);
+  st = edgellm_runtime_destroy(a.runtime);
   if (st != EDGELLM_OK) {
-    report_failure("edgellm_service_destroy", st);
+    report_failure("edgellm_runtime_destroy", st);
     ok = false;
   }
   if (!check(&a)) ok = false;

@@ -1,13 +1,13 @@
 /*
  * stream_prompt: the smallest complete use of the EdgeLLM C ABI. It loads a GGUF model into a
- * service, submits one prompt, writes the text to stdout piece by piece as the scheduler thread
+ * runtime, submits one prompt, writes the text to stdout piece by piece as the scheduler thread
  * delivers it (on_token), and waits on a mutex and condition variable for the one final callback
  * (on_finish) that every accepted request gets. Then it prints the finish reason and the
  * request's statistics (prompt and completion tokens, time to first token, decode speed) to
  * stderr. Every call's status is checked and a failure prints edgellm_last_error(), which must
  * be read on the thread that made the failing call, right after it. The callbacks copy what
- * they need and return at once: they run on the service's scheduler thread, and a slow callback
- * holds up every request the service is running.
+ * they need and return at once: they run on the runtime's scheduler thread, and a slow callback
+ * holds up every request the runtime is running.
  *
  * Usage: stream_prompt MODEL.gguf [PROMPT]     (PROMPT defaults to "Once upon a time")
  * Exit status: 0 when the request ended by itself (stop or length), 1 on any failure, 2 on bad
@@ -134,12 +134,12 @@ int main(int argc, char** argv) {
   }
 
   /* One stream: one sequence is enough, and it keeps the KV pool to one context's worth. */
-  edgellm_service_params sp = edgellm_service_default_params();
-  sp.n_parallel = 1;
-  edgellm_service* service = NULL;
-  edgellm_status st = edgellm_service_create(model_path, &sp, &service);
+  edgellm_runtime_params params = edgellm_runtime_default_params();
+  params.n_parallel = 1;
+  edgellm_runtime* runtime = NULL;
+  edgellm_status st = edgellm_runtime_create(model_path, &params, &runtime);
   if (st != EDGELLM_OK) {
-    report_failure("edgellm_service_create", st);
+    report_failure("edgellm_runtime_create", st);
     pthread_mutex_destroy(&state.mutex);
     pthread_cond_destroy(&state.cond);
     return 1;
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   rp.user_data = &state;
   edgellm_request_id id = 0;
   bool ok = true;
-  st = edgellm_submit(service, &rp, &id);
+  st = edgellm_submit(runtime, &rp, &id);
   if (st != EDGELLM_OK) {
     report_failure("edgellm_submit", st); /* no callback will come: nothing to wait for */
     ok = false;
@@ -163,9 +163,9 @@ int main(int argc, char** argv) {
 
   /* Every callback has run once destroy returns, so state may be read without the lock and
    * then freed. */
-  st = edgellm_service_destroy(service);
+  st = edgellm_runtime_destroy(runtime);
   if (st != EDGELLM_OK) {
-    report_failure("edgellm_service_destroy", st);
+    report_failure("edgellm_runtime_destroy", st);
     ok = false;
   }
   /* End the streamed line, and flush it before the report on stderr so the two do not interleave. */

@@ -1,29 +1,48 @@
 // EdgeLLM for Node.js and HarmonyOS ArkTS: one declaration file for both hosts (the HAR ships a
 // copy as src/main/cpp/types/libedgellm_napi/Index.d.ts; scripts/check-napi-ohos.sh keeps the two
-// identical). Errors are Error objects whose `code` is the C ABI status name: 'BUSY',
-// 'INVALID_ARGUMENT', 'IO', 'INVALID_FILE', 'UNSUPPORTED', 'OUT_OF_MEMORY', 'CONTEXT_FULL',
-// 'SHUT_DOWN', 'INTERNAL'. `load` rejects, `generate`'s `result` rejects, synchronous calls throw.
+// identical). One Model is one runtime of the C ABI (edgellm.h): the model and its versions, the
+// degradation ladder, sessions, the router and the metrics.
+//
+// Errors are Error objects whose `code` is the C ABI status name: 'INVALID_ARGUMENT', 'BUSY',
+// 'NOT_FOUND', 'IO', 'INVALID_FILE', 'UNSUPPORTED', 'OUT_OF_MEMORY', 'CONTEXT_FULL', 'SHUT_DOWN',
+// 'WRONG_THREAD', 'INTERNAL', 'DEGRADED'. Calls that load, copy, hash or wait (load, release,
+// swapModel, the registry, sessions as bytes or files, plan, pack, warmup, trim) return Promises
+// that reject; `generate`'s `result` rejects; quick synchronous calls throw. Nothing blocks the JS
+// thread.
 
 export interface LoadOptions {
   contextSize?: number;       // positions per sequence; 0: the model's training context (at most 4096)
-  threads?: number;           // decode threads; 0: the big cores
+  threads?: number;           // decode threads; 0: every core not in the slowest cluster (or the power mode's)
   batchThreads?: number;      // prefill threads; 0: `threads`
   kvType?: 'f16' | 'f32' | 'q8_0' | 'q4_0';   // K cache type, and V's unless kvTypeV is given
   kvTypeV?: 'f16' | 'f32' | 'q8_0' | 'q4_0';  // V cache type (default: kvType)
   maxQueued?: number;         // requests that may wait for a sequence; beyond: BUSY
   parallel?: number;          // requests decoded at once
   stepTokens?: number;        // most tokens one scheduler step runs
-  kvBudgetBytes?: number;     // 0: `parallel` full sequences
+  kvBudgetBytes?: number;     // 0: see kvBudgetFraction
+  kvBudgetFraction?: number;  // (0, 1]: this fraction of the available memory; 0: `parallel` full sequences
   repack?: 'auto' | 'on' | 'off';
   chatTemplate?: string;      // a built-in template name or a file; default: the model's
   pinThreads?: boolean;
   powerMode?: 'performance' | 'balanced' | 'efficiency';
   packDir?: string;           // where pack files are looked for (see pack); '' = never; default: beside the model
+  inputPolicy?: 'refuse' | 'strip';  // invalid UTF-8 / control characters in user text: refuse (default) or strip
+  modelVersion?: string;      // the version results name (default '1'; with registryDir the registry's)
+  registryDir?: string;       // load(name) then takes a registry name, 'NAME' or 'NAME@VERSION', verified by SHA-256
+  maxSessions?: number;       // sessions kept by id (default 16; 0: off)
+  maxSessionBytes?: number;   // their total bytes (default 256 MiB)
+  linuxPressure?: boolean;    // also read Linux's pressure files (PSI, cgroup, thermal zones) every second
+  recoverMs?: number;         // how long the pressure must stay lower before each step back up (default 10000)
 }
 
 export interface PackOptions {
   packDir?: string;           // a folder; default: beside the model (an app's install folder is read-only: use its cache folder)
   threads?: number;           // 0 (default): the default count; at most 256
+}
+
+export interface LogitBias {
+  token: number;              // a token id of the model
+  bias: number;               // added to its logit: [-100, 100], or -Infinity to ban the token
 }
 
 export interface GenerateOptions {
@@ -37,16 +56,23 @@ export interface GenerateOptions {
   presencePenalty?: number;
   penaltyLastN?: number;
   seed?: number;
+  logitBias?: LogitBias[];    // at most 4096
   stop?: string | string[];
   deadlineMs?: number;        // from the call, queue wait included; <= 0: none
   priority?: 'interactive' | 'background';
-  ignoreEos?: boolean;         // never sample end-of-generation tokens (llama.cpp's ignore_eos)
+  ignoreEos?: boolean;        // never sample end-of-generation tokens (llama.cpp's ignore_eos)
   addSpecial?: boolean;       // raw prompt: add BOS as the model asks (default true)
   parseSpecial?: boolean;     // raw prompt: control-token text becomes the control token
+  contextShift?: boolean;     // endless stream: drop the older half of the window when the context is full
+  nKeep?: number;             // with contextShift: positions never dropped (default 4; -1: the whole prompt)
+  sessionId?: string;         // continue from / keep this request's KV under an id (1-64 of A-Z a-z 0-9 _ - .)
+  sessionLoadPath?: string;   // continue from a session file (read and checked when generate is called)
+  sessionSavePath?: string;   // write this request's KV to a file when it ends (result.sessionSaveError says if not)
+  route?: 'off' | 'auto' | 'local' | 'cloud';  // the router (setRouter); default 'off'
 }
 
 export interface Message {
-  role: 'system' | 'user' | 'assistant';
+  role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
 }
 
@@ -60,15 +86,34 @@ export interface Timings {
   decodeTokensPerSecond: number;
 }
 
+// What the router did with a routed request.
+export interface RouteInfo {
+  route: 'local' | 'local-low-confidence' | 'cloud';
+  reason: string;             // why, in words ("low confidence; answered by the cloud")
+  tier: string;               // the cloud tier that answered ('small', 'large'), '' when local
+  score: number;              // the local answer's confidence (geometric mean of token probabilities); -1 without one
+  meanP: number;
+  minP: number;
+  latencyMs: number;
+  retryInCloud: boolean;      // low confidence: the same request with route 'cloud' may help
+}
+
 export interface Result {
   id: number;
   text: string;
   finishReason: 'stop' | 'length' | 'cancelled' | 'timeout';
   stopString: string;
   promptTokens: number;
+  cachedTokens: number;       // of promptTokens, taken from the KV cache or a session (not prefilled)
   completionTokens: number;
+  sanitizedChars: number;     // characters inputPolicy 'strip' replaced or removed
+  kvBlocks: number;
   timings: Timings;
   peakRssBytes: number;
+  modelVersion: string;       // the version that served it ('cloud:MODEL' when the cloud answered)
+  route: RouteInfo | null;    // null when not routed
+  sessionStored: boolean;     // sessionId: the KV is kept under it now
+  sessionSaveError: string | null;  // sessionSavePath: null when written (or not asked), else the code
 }
 
 export interface Generation {
@@ -98,11 +143,34 @@ export interface Metrics {
   queueMsMean: number;
   running: number;
   waiting: number;
-  kvBlocksUsed: number;
-  kvBlocksTotal: number;
   paused: boolean;
   rssBytes: number;
   peakRssBytes: number;
+  kvBlocksUsed: number;
+  kvBlocksCached: number;
+  kvBlocksFree: number;
+  kvBlocksTotal: number;
+  kvPoolBytes: number;
+  promptTokensCached: number;
+  prefixHitRate: number;
+  kvFragmentation: number;
+  kvEvictions: number;
+  threads: number;            // decode threads
+  batchThreads: number;       // prefill threads
+  threadPriorityDenied: number;
+  modelSwaps: number;         // versions switched in (swapModel, reloadRegistry, the ladder)
+  degradationRung: number;    // 0 normal .. 6 ending running requests
+  degradationSteps: number;
+  degradedRefusals: number;
+  degradedEndings: number;
+  routedLocal: number;
+  routedLowConfidence: number;
+  routedCloud: number;
+  cloudFailures: number;
+  privacyBlocks: number;
+  failureFallbacks: number;
+  sessions: number;
+  sessionBytes: number;
 }
 
 // The library's model description (edgellm_model_info_json, field names as it writes them).
@@ -128,8 +196,10 @@ export interface ModelInfo {
   kv_type: string;                 // K
   kv_type_v: string;
   kv_block_tokens: number;
-  n_threads: number;
-  n_threads_batch: number;
+  n_threads: number;               // decode threads
+  n_threads_batch: number;         // prefill threads
+  model_version: string;           // the version serving new requests
+  input_policy: 'refuse' | 'strip';
   memory: MemoryPlan;              // what this configuration adds to the process (docs/device-fitness.md)
 }
 
@@ -158,17 +228,201 @@ export interface TokenizeOptions {
   parseSpecial?: boolean;
 }
 
+export interface DetokenizeOptions {
+  renderSpecial?: boolean;         // control tokens as their text
+}
+
+export interface TemplateOptions {
+  addGenerationPrompt?: boolean;   // default true
+}
+
+export interface WarmupResult {
+  ran: boolean;
+  reason: string;                  // why it was skipped ('' when it ran)
+}
+
+// The platform's pressure (HarmonyOS: onMemoryLevel, thermal and power-save callbacks). Absent
+// fields are 0 / false: each call gives the whole picture.
+export interface Pressure {
+  memoryLevel?: number;            // 0 none, 1 moderate, 2 high, 3 critical, 4 free memory now
+  thermalLevel?: number;           // 0 none, 1 warm, 2 hot, 3 critical
+  powerSave?: boolean;
+}
+
+export interface RungState {
+  entered: number;
+  left: number;
+  last_reason: string;
+}
+
+// The degradation ladder (edgellm_degradation_json).
+export interface Degradation {
+  rung: number;                    // 0 normal .. 6
+  rung_name: string;
+  target: number;
+  applied_rung: string;            // the configuration in force
+  rungs: Record<string, RungState>;
+  steps: number;
+  model_version: string;
+  planned_bytes?: number;
+  n_ctx: number;
+  n_threads: number;
+  n_threads_batch: number;
+  decode_placement: string;
+  kv_type: string;
+  kv_type_v: string;
+  refused_requests: number;
+  ended_requests: number;
+  apply_failures: number;
+  last_apply_error?: string;
+  signals: string;
+}
+
+// One call of the router to the cloud: an OpenAI chat-completions POST the transport makes.
+export interface CloudCall {
+  tier: string;                    // 'small' or 'large': which endpoint
+  model: string;                   // the model name the body asks for
+  body: string;                    // the request JSON
+}
+
+// The transport's answer: the HTTP status and body, or why there is none.
+export interface CloudReply {
+  status?: number;                 // 100..599; the router reads 200 as an answer
+  body?: string | ArrayBuffer | Uint8Array;
+  error?: string;                  // set: no answer (connection refused, certificate rejected, ...)
+}
+
+export type CloudTransport = (call: CloudCall) => Promise<CloudReply> | CloudReply;
+
+export interface RouterOptions {
+  localThreshold?: number;         // answer locally at a confidence >= this (default 0.85)
+  cloudThreshold?: number;         // ask the cloud below this (default 0.6)
+  privacy?: boolean;               // never call the cloud (the transport is never called)
+  verbatimTurns?: number;          // user turns sent verbatim, older ones as a local summary (default 3)
+  cloudTimeoutMs?: number;         // a call not answered by then counts as failed (default 30000)
+  cloudOnFailure?: boolean;        // a failed local run (memory, degraded, context full) goes to the cloud (default true)
+  cloudModel?: string;             // the 'small' tier's model name
+  cloudModelLarge?: string;        // the 'large' tier's; absent: no second tier
+  summaryMaxTokens?: number;       // the local summary of older turns (default 128)
+  transport?: CloudTransport | null;  // absent / null: no cloud (routed requests are answered locally)
+}
+
+export interface SessionEntry {
+  id: string;
+  bytes: number;
+}
+
+export interface SessionList {
+  sessions: SessionEntry[];        // most recently used first
+  bytes: number;
+  max_sessions: number;
+  max_bytes: number;
+}
+
+export interface ModelManifest {
+  name: string;
+  version: string;
+  file: string;
+  size_bytes: number;
+  sha256: string;
+  weight_type: string;
+  tier: string;
+  prefill_tokens_per_second: number;
+  decode_tokens_per_second: number;
+  task_score: number | null;
+  source: string;
+}
+
+export interface RegistryModel extends ModelManifest {
+  current: boolean;                // the version new loads of `name` use
+  path: string;
+}
+
+export interface RegistryListing {
+  models: RegistryModel[];
+  unfit: string[];                 // configurations that crashed here (not chosen by plan)
+}
+
+export interface InstallOptions {
+  name: string;                    // 1-64 of A-Z a-z 0-9 . _ -
+  version: string;
+  sha256?: string;                 // 64 hex digits to verify against; absent: the file's digest is recorded
+  move?: boolean;                  // rename the downloaded file into the registry instead of copying it
+}
+
+export interface PlanRequest {
+  device?: string | Record<string, Object>;  // 'this' | 'phone-4gb' | 'phone-8gb' | 'phone-12gb' | 'phone-16gb' | a profile
+  models?: string[];
+  registry?: string;
+  max_ctx?: number;
+  min_ctx?: number;
+  n_parallel?: number;
+  headroom?: number;
+  power_mode?: 'performance' | 'balanced' | 'efficiency';
+  min_decode_tokens_per_second?: number;
+}
+
+export interface PlanThreads {
+  prefill: number;
+  decode: number;
+  decode_on_efficiency_cores: boolean;
+  prefill_placement: string;
+  decode_placement: string;
+}
+
+export interface PlanOption {
+  model: string;
+  path: string;
+  weight_type: string;
+  fits: boolean;
+  rejected?: string;
+  n_ctx?: number;
+  kv_type?: string;
+  kv_type_v?: string;
+  n_batch?: number;
+  guard_key?: string;
+  memory?: MemoryPlan;
+}
+
+export interface Plan {
+  headroom: number;
+  budget_bytes: number;
+  power_mode: string;
+  threads: PlanThreads;
+  choice: PlanOption | null;       // null: nothing fits
+  considered: PlanOption[];
+}
+
 export declare class Model {
   private constructor();
   generate(input: string | Message[], options?: GenerateOptions, onToken?: (piece: string) => void): Generation;
   tokenize(text: string, options?: TokenizeOptions): number[];
-  detokenize(ids: number[]): string;
+  detokenize(ids: number[], options?: DetokenizeOptions): string;
+  applyTemplate(messages: Message[], options?: TemplateOptions): string;
   info(): ModelInfo;
   metrics(): Metrics;
+  metricsJson(): Record<string, Object>;   // everything, with histograms, the ladder, the router
+  metricsPrometheus(): string;
   pause(): void;
   resume(): void;
-  trim(): void;
-  warmup(): Promise<void>;
+  trim(): Promise<number>;                 // bytes released
+  warmup(): Promise<WarmupResult>;
+  // Hot swap: loads modelPath (a verified registry path, say) as `version`; new requests go to
+  // it, admitted ones finish on the old model; a failure changes nothing.
+  swapModel(modelPath: string, version: string): Promise<void>;
+  // Loaded with registryDir: switches to the registry's current version (a rollback is
+  // registrySetCurrent + reloadRegistry). Resolves with the version serving afterwards.
+  reloadRegistry(): Promise<string>;
+  setPressure(pressure: Pressure): void;
+  setFallbackModel(modelPath: string | null, version?: string): Promise<void>;
+  degradation(): Degradation;
+  setRouter(options: RouterOptions): void;
+  exportSession(id: string): Promise<ArrayBuffer | null>;         // null: none kept under id
+  importSession(id: string, data: ArrayBuffer | Uint8Array): Promise<number>;  // the positions it holds
+  deleteSession(id: string): boolean;
+  listSessions(): SessionList;
+  loadSessionFile(id: string, path: string): Promise<number>;
+  saveSessionFile(id: string, path: string): Promise<boolean>;    // false: none kept under id
   release(): Promise<void>;
 }
 
@@ -179,4 +433,14 @@ export function load(modelPath: string, options?: LoadOptions): Promise<Model>;
 // worker thread, seconds for a 1-3B model: call it once after installing or updating a model.
 // Rejects with 'UNSUPPORTED' where this CPU lacks the kernels for the layouts (nothing to gain).
 export function pack(modelPath: string, options?: PackOptions): Promise<void>;
+// The model registry: install a file the app downloaded (verified by SHA-256, atomic), resolve a
+// verified path, list, roll back (set the current version), remove an old version.
+export function registryInstall(registryDir: string, filePath: string, options: InstallOptions): Promise<ModelManifest>;
+export function registryResolve(registryDir: string, nameOrKey: string): Promise<string>;
+export function registryList(registryDir: string): Promise<RegistryListing>;
+export function registrySetCurrent(registryDir: string, name: string, version: string): Promise<void>;
+export function registryRemove(registryDir: string, name: string, version: string): Promise<void>;
+// Which model and configuration fit a device, with the memory arithmetic.
+export function plan(request: PlanRequest): Promise<Plan>;
 export function version(): string;
+export function abiVersion(): number;

@@ -399,7 +399,7 @@ typedef struct edgellm_request_params {
    *                      INVALID_FILE, INVALID_ARGUMENT for another model, KV type or shape)
    *   session_save_path  write this request's KV to a file when it ends without ERROR
    *                      (FILE.tmp, then renamed; result.session_save_status)
-   * NULL: none. Not session_id together with session_load_path. */
+   * NULL: none ("" is INVALID_ARGUMENT). Not session_id together with session_load_path. */
   const char* session_id;
   const char* session_load_path;
   const char* session_save_path;
@@ -516,7 +516,10 @@ EDGELLM_API edgellm_status edgellm_reload_registry(edgellm_runtime* runtime, cha
  * app downloaded itself), verified against sha256 (64 hex digits; NULL or "" records the file's
  * digest), fsynced, then made the version new loads use in one atomic step. On any failure
  * (INVALID_FILE: digest or format mismatch; IO: read error or full disk) the registry is
- * unchanged and the previous version stays current. Writes the installed manifest as JSON. */
+ * unchanged and the previous version stays current. Writes the installed manifest as JSON; the
+ * install happens once whatever the buffer, so a buffer too small for the manifest still
+ * installs (BUFFER_TOO_SMALL then only says the manifest was not written: read it with
+ * edgellm_registry_list_json; 16 KiB always holds it). */
 EDGELLM_API edgellm_status edgellm_registry_install(const char* registry_dir, const char* file_path, const char* name,
                                                     const char* version, const char* sha256, bool move_file,
                                                     char* buf, size_t capacity, size_t* length);
@@ -607,7 +610,8 @@ typedef void (*edgellm_cloud_transport)(edgellm_cloud_call* call, const char* ti
                                         const char* body, size_t body_len, void* user_data);
 
 /* Reports a call's answer: the HTTP status and body, or http_status 0 and an error (NULL: "no
- * answer"). Frees the call: do not use it afterwards. INVALID_ARGUMENT for a NULL call. */
+ * answer"). Frees the call: do not use it afterwards. INVALID_ARGUMENT for a NULL call, or a
+ * NULL body with body_len > 0 (then the call is not freed: complete it properly). */
 EDGELLM_API edgellm_status edgellm_cloud_complete(edgellm_cloud_call* call, int32_t http_status, const char* body,
                                                   size_t body_len, const char* error);
 
@@ -623,7 +627,10 @@ typedef struct edgellm_router_params {
   const char* cloud_model;       /* the "small" tier's model name; NULL: "" */
   const char* cloud_model_large; /* the "large" tier's (a full context, or when small fails); NULL: no second tier */
   int32_t summary_max_tokens;    /* the local summary of older turns; default 128 */
-  edgellm_cloud_transport transport; /* NULL: no cloud (routed requests are answered locally) */
+  /* NULL: no cloud (routed requests are answered locally). The transport and its user_data must
+   * stay usable until edgellm_runtime_destroy returns: requests submitted before a later
+   * edgellm_set_router keep calling the transport they started with. */
+  edgellm_cloud_transport transport;
   void* transport_user_data;
 } edgellm_router_params;
 
@@ -677,7 +684,10 @@ typedef struct edgellm_metrics {
 } edgellm_metrics;
 
 EDGELLM_API edgellm_metrics edgellm_metrics_init(void);
-/* Fills *out (up to out->struct_size). INVALID_ARGUMENT for a NULL out or a struct_size of 0. */
+/* Fills *out up to out->struct_size (an older program's smaller struct gets its prefix) and sets
+ * out->struct_size to the bytes written: smaller than the caller's when the caller's struct is
+ * larger than this library's (a newer program: read only the fields within it).
+ * INVALID_ARGUMENT for a NULL out or a struct_size of 0. */
 EDGELLM_API edgellm_status edgellm_metrics_get(edgellm_runtime* runtime, edgellm_metrics* out);
 /* The same and more (latency histograms, the ladder's rungs, the router, model versions) as JSON,
  * or as Prometheus text exposition. */

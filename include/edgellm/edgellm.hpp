@@ -2,42 +2,50 @@
 //
 // It uses nothing but the functions of edgellm.h, so a program that includes it still links
 // only against libedgellm.so (-ledgellm) and depends on no C++ ABI of the library: the classes
-// here are compiled into the program, with its compiler and its standard library.
+// here are compiled into the program, with its compiler and its standard library. Every function
+// of edgellm.h has a counterpart here (docs/c-api.md, "The C++ wrapper", lists them).
 //
-//   auto svc = edgellm::cpp::Service::open("model.gguf");
-//   svc.submit(edgellm::cpp::Request::from_prompt("Once upon a time").with_max_tokens(64),
-//              [](const edgellm_token_event& ev) { fwrite(ev.text, 1, ev.text_len, stdout); return true; },
-//              [](const edgellm_result& r) { /* exactly once per accepted request */ });
+//   auto rt = edgellm::cpp::Runtime::open("model.gguf");
+//   rt.submit(edgellm::cpp::Request::from_prompt("Once upon a time").with_max_tokens(64),
+//             [](const edgellm_token_event& ev) { fwrite(ev.text, 1, ev.text_len, stdout); return true; },
+//             [](const edgellm_result& r) { /* exactly once per accepted request */ });
 //
 // Errors
 //   Every failed call throws edgellm::cpp::Error, whose status() is the edgellm_status and whose
 //   what() names the call, the status and edgellm_last_error(). A failed call changes nothing
-//   (as in the C ABI). Two exceptions to "throws on failure", both because the answer is an
-//   ordinary outcome, not a failure: cancel() returns false for an id that is unknown or has
-//   finished, and the destructor never throws (see ~Service).
+//   (as in the C ABI). Where "not there" is an ordinary answer rather than a failure, the method
+//   says so in its return type instead of throwing: cancel() and delete_session() return false,
+//   export_session() an empty optional, save_session_file() false. The destructor never throws
+//   (see ~Runtime).
 //
 // Threads (the rules of edgellm.h)
-//   One scheduler thread per service runs every forward pass and calls every callback: on_token,
-//   on_finish and the trim / warm-up completions. The library holds none of its locks while it
-//   calls back, so a callback may call any method of its Service except close(), the destructor
-//   and move assignment (they would wait for the scheduler thread, which is the caller: the C
-//   ABI answers EDGELLM_ERR_WRONG_THREAD). Callbacks hold up every running request: copy what
-//   you need and return. The methods of one Service may be called from any number of threads at
-//   once, except that close(), the destructor and moving must not overlap any other call on it.
+//   A runtime calls back on its own threads: the scheduler thread (on_token, on_finish of local
+//   requests, trim / warm-up completions) and the router thread (routed answers and the cloud
+//   transport). The library holds none of its locks while it calls back, so a callback may call
+//   any method of its Runtime except close(), the destructor, move assignment, swap_model() and
+//   reload_registry() (they would wait for the runtime's own threads, which are the caller: the
+//   C ABI answers EDGELLM_ERR_WRONG_THREAD, thrown here as Error). Callbacks hold up every
+//   running request: copy what you need and return. The methods of one Runtime may be called
+//   from any number of threads at once, except that close(), the destructor and moving must not
+//   overlap any other call on it. The free functions (registry, plan, pack, log) may be called
+//   from any thread.
 //
 // Callbacks and exceptions
 //   No exception crosses into the C library. An exception thrown by on_token is caught and
 //   cancels the request (finish reason CANCELLED, as if on_token had returned false); one thrown
-//   by on_finish or by a trim / warm-up callback is caught and dropped. The exception object
-//   itself is lost: catch inside the callback to keep it.
+//   by on_finish, by a trim / warm-up callback or by the cloud transport is caught and dropped
+//   (a transport that throws before it answered its call completes the call as failed: see
+//   CloudCall). The exception object itself is lost: catch inside the callback to keep it.
 //
 // Lifetimes
 //   A Request's strings are read only during submit() (the C ABI copies every input). The
 //   callbacks given to submit() (and whatever they capture) live in a heap block owned by the
-//   library's request: it is destroyed on the scheduler thread right after on_finish returns,
-//   which the C ABI guarantees happens exactly once per accepted request (also when the service
-//   is destroyed with the request in flight). A rejected submit destroys it before it throws.
-//   Pointers inside edgellm_token_event and edgellm_result are valid only during the callback.
+//   library's request: it is destroyed on the thread that delivers on_finish right after
+//   on_finish returns, which the C ABI guarantees happens exactly once per accepted request (also
+//   when the runtime is destroyed with the request in flight). A rejected submit destroys it
+//   before it throws. Pointers inside edgellm_token_event and edgellm_result are valid only during
+//   the callback. A router's transport function lives until the Runtime is closed: the library
+//   may still call a replaced transport for requests submitted before set_router replaced it.
 #ifndef EDGELLM_EDGELLM_HPP
 #define EDGELLM_EDGELLM_HPP
 
@@ -45,8 +53,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -67,8 +78,8 @@ class Error : public std::runtime_error {
 // The library's version, "MAJOR.MINOR.PATCH".
 inline std::string version() { return edgellm_version(); }
 
-// True when the library loaded at run time has the struct layouts this header was compiled
-// with. Service::open checks it, so a mismatch is an Error instead of memory corruption.
+// True when the library loaded at run time has the signatures and struct layouts this header was
+// compiled with. Runtime::open checks it, so a mismatch is an Error instead of memory corruption.
 inline bool abi_compatible() noexcept { return edgellm_abi_version() == static_cast<uint32_t>(EDGELLM_ABI_VERSION); }
 
 namespace detail {
@@ -92,25 +103,35 @@ inline void check(edgellm_status status, const char* call) {
 
 // The C ABI takes NUL-terminated strings: a std::string with a NUL inside would be cut short
 // silently, so it is refused instead (the same status the library gives bad text).
-inline void check_no_nul(const std::string& s, const char* what) {
-  if (s.find('\0') != std::string::npos) {
+inline void check_no_nul(std::string_view s, const char* what) {
+  if (s.find('\0') != std::string_view::npos) {
     throw Error(EDGELLM_ERR_INVALID_ARGUMENT, std::string(what) + " contains a NUL byte (the C ABI takes C strings)");
   }
 }
 
-// The caller-owned-buffer convention for text: ask the size with capacity 0, allocate, fill.
+// A C string for an optional argument: NULL when absent.
+inline const char* c_str_or_null(const std::optional<std::string>& s, const char* what) {
+  if (!s) return nullptr;
+  check_no_nul(*s, what);
+  return s->c_str();
+}
+
+// The caller-owned-buffer convention: ask the size with capacity 0, allocate, fill.
 // fill(buf, capacity, &length) -> status. Output that can grow between the two calls (metrics
 // change while the scheduler runs) gives BUFFER_TOO_SMALL again: ask again with headroom. The
-// bound only stops a pathological endless race; in practice the second attempt fits.
+// bound only stops a pathological endless race; in practice the second attempt fits. `nul`: the
+// library writes a NUL after the output (text), so the buffer needs one byte more. Only for
+// functions without side effects (each attempt calls the function again).
 template <typename Fill>
-std::string read_text(const char* call, Fill fill) {
+std::string read_output(const char* call, bool nul, Fill fill) {
   size_t length = 0;
   edgellm_status status = fill(nullptr, 0, &length);
-  if (status == EDGELLM_OK) return std::string();  // nothing to write (not produced today; future-proof)
+  if (status == EDGELLM_OK) return std::string();  // nothing to write (an empty byte output)
   if (status != EDGELLM_ERR_BUFFER_TOO_SMALL) throw_status(status, call);
   std::string out;
+  const size_t extra = nul ? 1 : 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
-    out.resize(length + 1 + (attempt == 0 ? 0 : length / 4 + 256));  // +1: the NUL the library writes
+    out.resize(length + extra + (attempt == 0 ? 0 : length / 4 + 256));
     status = fill(out.data(), out.size(), &length);
     if (status == EDGELLM_OK) {
       out.resize(length);  // drop the NUL and the headroom
@@ -119,6 +140,27 @@ std::string read_text(const char* call, Fill fill) {
     if (status != EDGELLM_ERR_BUFFER_TOO_SMALL) throw_status(status, call);
   }
   throw Error(EDGELLM_ERR_INTERNAL, std::string(call) + ": the output kept growing faster than the buffer");
+}
+
+template <typename Fill>
+std::string read_text(const char* call, Fill fill) {
+  return read_output(call, true, fill);
+}
+
+// (role, content) pairs as C messages pointing into them.
+inline std::vector<edgellm_message> c_messages(const std::vector<std::pair<std::string, std::string>>& messages) {
+  std::vector<edgellm_message> c;
+  c.reserve(messages.size());
+  for (const auto& [role, content] : messages) {
+    check_no_nul(role, "a message role");
+    check_no_nul(content, "a message content");
+    edgellm_message m{};
+    m.struct_size = sizeof(edgellm_message);
+    m.role = role.c_str();
+    m.content = content.c_str();
+    c.push_back(m);
+  }
+  return c;
 }
 
 // What submit() hands the library as user_data: the caller's two callbacks. Owned by the
@@ -171,17 +213,60 @@ inline void warmup_trampoline(bool ran, const char* reason, void* user_data) noe
 
 }  // namespace detail
 
+// ============================================================================== process-wide
+
+// Sends the library's log lines at min_level and above to fn (every runtime of the process; any
+// thread, concurrently). An empty fn restores the default (warnings and errors on stderr). As
+// with the C function, a call in flight may still reach the previous handler, so handlers are
+// kept for the life of the process (a few bytes per replacement: install one at start-up). An
+// exception thrown by fn is dropped.
+inline void set_log_handler(std::function<void(edgellm_log_level, std::string_view)> fn,
+                            edgellm_log_level min_level = EDGELLM_LOG_WARN) {
+  using Fn = std::function<void(edgellm_log_level, std::string_view)>;
+  // Kept for the life of the process (see above), reachable from here (not a leak to a leak
+  // checker) and never destroyed at exit (a library thread may still log then).
+  struct Kept {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<Fn>> handlers;
+  };
+  static Kept* const kept_handlers = new Kept();
+  if (!fn) {
+    edgellm_set_log_callback(nullptr, nullptr, min_level);
+    return;
+  }
+  Fn* kept = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(kept_handlers->mutex);
+    kept_handlers->handlers.push_back(std::make_unique<Fn>(std::move(fn)));
+    kept = kept_handlers->handlers.back().get();
+  }
+  edgellm_set_log_callback(
+      [](edgellm_log_level level, const char* message, void* user) {
+        try {
+          (*static_cast<Fn*>(user))(level, message != nullptr ? std::string_view(message) : std::string_view());
+        } catch (...) {
+        }
+      },
+      kept, min_level);
+}
+
+// ============================================================================== requests
+
 // One request, as plain values. Set exactly one input: a non-empty prompt, messages or tokens
 // (none or several is INVALID_ARGUMENT from submit; an empty prompt counts as "not set").
-// Defaults are the C ABI's (edgellm_request_default_params()). The fields are public; the
-// with_* methods are shorthands that return *this for chaining.
+// Defaults are the C ABI's (edgellm_request_default_params(), edgellm_sampling_default()), read
+// at run time: a default the library changes changes here too. The fields are public; the with_*
+// methods are shorthands that return *this for chaining.
 struct Request {
   std::string prompt;                                          // raw UTF-8 text
-  std::vector<std::pair<std::string, std::string>> messages;  // (role, content), rendered with the chat template
+  std::vector<std::pair<std::string, std::string>> messages;  // (role, content): system, user, assistant, tool
   std::vector<int32_t> tokens;                                 // token ids, used as they are
   bool add_special;         // raw prompt: add BOS / EOS as the model asks; default true
   bool parse_special;       // raw prompt: control-token text becomes the control token; default false
-  edgellm_sampling sampling;  // default temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, seed 0
+  // Temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, seed 0 by default. Its logit_bias /
+  // n_logit_bias are ignored: submit() points them at `logit_bias` below.
+  edgellm_sampling sampling;
+  std::vector<edgellm_logit_bias> logit_bias;  // (token, bias) added to the logits; at most 4096
   int32_t max_tokens;       // < 0: until a stop or the context is full; 0: prefill only; default 256
   std::vector<std::string> stop;  // at most 16, of 1 to 256 bytes; never part of the output
   bool ignore_eos;          // never sample end-of-generation tokens (llama.cpp's ignore_eos); default false
@@ -189,8 +274,13 @@ struct Request {
   edgellm_priority priority;  // default INTERACTIVE
   bool context_shift;       // endless stream: shift the window when the context is full; default false
   int32_t n_keep;           // with context_shift: positions never dropped; -1 = the prompt; default 4
+  // Sessions (docs/sessions.md): continue from / keep under an id of the runtime's store, or
+  // continue from / save to a file. Not session_id together with session_load_path.
+  std::optional<std::string> session_id;
+  std::optional<std::string> session_load_path;
+  std::optional<std::string> session_save_path;
+  edgellm_route route;      // the router (Runtime::set_router); default OFF
 
-  // The library's defaults, asked at run time: a default the library changes changes here too.
   Request() : Request(edgellm_request_default_params()) {}
 
   static Request from_prompt(std::string text) { return Request().with_prompt(std::move(text)); }
@@ -220,6 +310,10 @@ struct Request {
     sampling.temperature = 0.0f;
     return *this;
   }
+  Request& with_logit_bias(int32_t token, float bias) {
+    logit_bias.push_back(edgellm_logit_bias{token, bias});
+    return *this;
+  }
   Request& with_max_tokens(int32_t n) {
     max_tokens = n;
     return *this;
@@ -246,81 +340,211 @@ struct Request {
     n_keep = keep;
     return *this;
   }
+  Request& with_session_id(std::string id) {
+    session_id = std::move(id);
+    return *this;
+  }
+  Request& with_session_load_path(std::string path) {
+    session_load_path = std::move(path);
+    return *this;
+  }
+  Request& with_session_save_path(std::string path) {
+    session_save_path = std::move(path);
+    return *this;
+  }
+  Request& with_route(edgellm_route r) {
+    route = r;
+    return *this;
+  }
 
  private:
   explicit Request(const edgellm_request_params& d)
       : add_special(d.add_special),
         parse_special(d.parse_special),
-        sampling(d.sampling),
+        sampling(edgellm_sampling_default()),
         max_tokens(d.max_tokens),
         ignore_eos(d.ignore_eos),
         deadline_ms(d.deadline_ms),
         priority(d.priority),
         context_shift(d.context_shift),
-        n_keep(d.n_keep) {}
+        n_keep(d.n_keep),
+        route(d.route) {}
 };
 
-// One loaded model and its scheduler thread (an edgellm_service). Move-only; an empty Service
-// (default-constructed or moved from) answers every call with Error(INVALID_ARGUMENT).
-class Service {
+// ============================================================================== the router
+
+// One call of the router to the cloud (edgellm_cloud_call): the tier ("small" or "large"), the
+// model name the body asks for and the body (an OpenAI chat-completions request as JSON). Answer
+// it exactly once, from any thread, now or later, also after the Runtime is closed (the answer is
+// then dropped): complete() with the HTTP status and body, or fail() with why there is none.
+// Move-only; a CloudCall destroyed unanswered fails the call ("the transport dropped the call"),
+// so the library never waits for an answer that cannot come.
+class CloudCall {
+ public:
+  CloudCall(edgellm_cloud_call* call, std::string tier, std::string model, std::string body) noexcept
+      : call_(call), tier_(std::move(tier)), model_(std::move(model)), body_(std::move(body)) {}
+  CloudCall(const CloudCall&) = delete;
+  CloudCall& operator=(const CloudCall&) = delete;
+  CloudCall(CloudCall&& other) noexcept
+      : call_(std::exchange(other.call_, nullptr)),
+        tier_(std::move(other.tier_)),
+        model_(std::move(other.model_)),
+        body_(std::move(other.body_)) {}
+  CloudCall& operator=(CloudCall&& other) noexcept {
+    if (this != &other) {
+      drop();
+      call_ = std::exchange(other.call_, nullptr);
+      tier_ = std::move(other.tier_);
+      model_ = std::move(other.model_);
+      body_ = std::move(other.body_);
+    }
+    return *this;
+  }
+  ~CloudCall() { drop(); }
+
+  const std::string& tier() const noexcept { return tier_; }
+  const std::string& model() const noexcept { return model_; }
+  const std::string& body() const noexcept { return body_; }
+  bool answered() const noexcept { return call_ == nullptr; }
+
+  // The HTTP answer (any status; the router reads 200 as an answer, anything else as a failed
+  // call). Throws Error(INVALID_ARGUMENT) when already answered.
+  void complete(int32_t http_status, std::string_view body) {
+    detail::check(edgellm_cloud_complete(take(), http_status, body.data(), body.size(), nullptr), "edgellm_cloud_complete");
+  }
+  // No answer (connection refused, a certificate rejected, ...).
+  void fail(const std::string& error) {
+    detail::check(edgellm_cloud_complete(take(), 0, nullptr, 0, error.c_str()), "edgellm_cloud_complete");
+  }
+
+ private:
+  edgellm_cloud_call* take() {
+    if (call_ == nullptr) throw Error(EDGELLM_ERR_INVALID_ARGUMENT, "this cloud call was answered already");
+    return std::exchange(call_, nullptr);
+  }
+  void drop() noexcept {
+    if (call_ != nullptr) (void)edgellm_cloud_complete(std::exchange(call_, nullptr), 0, nullptr, 0, "the transport dropped the call");
+  }
+
+  edgellm_cloud_call* call_;
+  std::string tier_, model_, body_;
+};
+
+// The router's settings (edgellm_router_params), defaults from edgellm_router_default_params().
+// `transport` starts the call and returns (the router thread runs it; do not block there); an
+// empty transport means no cloud: routed requests are answered locally.
+struct RouterConfig {
+  double local_threshold;    // answer locally at a confidence >= this; default 0.85
+  double cloud_threshold;    // ask the cloud below this; default 0.6
+  bool privacy;              // never call the cloud; default false
+  int32_t verbatim_turns;    // user turns sent verbatim, older ones as a local summary; default 3
+  int32_t cloud_timeout_ms;  // a call not answered by then counts as failed; default 30000
+  bool cloud_on_failure;     // a failed local run (memory, degraded, context full) goes to the cloud; default true
+  std::string cloud_model;        // the "small" tier's model name
+  std::string cloud_model_large;  // the "large" tier's; empty: no second tier
+  int32_t summary_max_tokens;     // the local summary of older turns; default 128
+  std::function<void(CloudCall)> transport;
+
+  RouterConfig() : RouterConfig(edgellm_router_default_params()) {}
+
+ private:
+  explicit RouterConfig(const edgellm_router_params& d)
+      : local_threshold(d.local_threshold),
+        cloud_threshold(d.cloud_threshold),
+        privacy(d.privacy),
+        verbatim_turns(d.verbatim_turns),
+        cloud_timeout_ms(d.cloud_timeout_ms),
+        cloud_on_failure(d.cloud_on_failure),
+        summary_max_tokens(d.summary_max_tokens) {}
+};
+
+namespace detail {
+
+inline void transport_trampoline(edgellm_cloud_call* call, const char* tier, const char* model, const char* body,
+                                 size_t body_len, void* user_data) noexcept {
+  try {
+    CloudCall c(call, tier != nullptr ? tier : "", model != nullptr ? model : "",
+                std::string(body != nullptr ? body : "", body != nullptr ? body_len : 0));
+    (*static_cast<std::function<void(CloudCall)>*>(user_data))(std::move(c));
+  } catch (...) {
+    // The CloudCall (moved into the transport, or still here) failed the call when it was
+    // destroyed during unwinding. A bad_alloc before it existed leaves the call to the router's
+    // timeout.
+  }
+}
+
+}  // namespace detail
+
+// ============================================================================== the runtime
+
+// One runtime (edgellm_runtime): the model, its threads, sessions, the degradation ladder and
+// the router. Move-only; an empty Runtime (default-constructed or moved from) answers every call
+// with Error(INVALID_ARGUMENT).
+class Runtime {
  public:
   using TokenCallback = std::function<bool(const edgellm_token_event&)>;
   using FinishCallback = std::function<void(const edgellm_result&)>;
 
-  Service() noexcept = default;
+  Runtime() noexcept = default;
 
-  // Loads the GGUF model and starts the service. Blocks while the model loads: call it once,
-  // off the UI thread. Throws Error (IO, INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY,
-  // INVALID_ARGUMENT for bad parameters; UNSUPPORTED also when the library's ABI version is not
-  // this header's).
-  static Service open(const std::string& model_path,
-                      const edgellm_service_params& params = edgellm_service_default_params()) {
+  // Loads the model and starts the runtime. `model` is a GGUF path, or with params.registry_dir a
+  // registry name ("NAME" or "NAME@VERSION"). Blocks while the model loads: call it once, off
+  // the UI thread. Throws Error (IO, INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY, INVALID_ARGUMENT
+  // for bad parameters; UNSUPPORTED also when the library's ABI version is not this header's).
+  static Runtime open(const std::string& model,
+                      const edgellm_runtime_params& params = edgellm_runtime_default_params()) {
     if (!abi_compatible()) {
       throw Error(EDGELLM_ERR_UNSUPPORTED, "libedgellm ABI version " + std::to_string(edgellm_abi_version()) +
                                                " does not match the header's " + std::to_string(EDGELLM_ABI_VERSION));
     }
-    detail::check_no_nul(model_path, "model_path");
-    edgellm_service* handle = nullptr;
-    detail::check(edgellm_service_create(model_path.c_str(), &params, &handle), "edgellm_service_create");
-    return Service(handle);
+    detail::check_no_nul(model, "model");
+    edgellm_runtime* handle = nullptr;
+    detail::check(edgellm_runtime_create(model.c_str(), &params, &handle), "edgellm_runtime_create");
+    return Runtime(handle);
   }
 
-  Service(const Service&) = delete;
-  Service& operator=(const Service&) = delete;
-  Service(Service&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  Service& operator=(Service&& other) noexcept {
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  Runtime(Runtime&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), transports_(std::move(other.transports_)) {}
+  Runtime& operator=(Runtime&& other) noexcept {
     if (this != &other) {
       destroy_quietly();
       handle_ = std::exchange(other.handle_, nullptr);
+      transports_ = std::move(other.transports_);
     }
     return *this;
   }
 
-  // edgellm_service_destroy: every waiting and running request gets its on_finish (CANCELLED)
-  // before this returns. Never throws. Destroying a Service from one of its own callbacks is a
-  // bug the C ABI refuses (WRONG_THREAD); a destructor cannot report it, so the service is then
-  // left running and its memory leaks (ending the scheduler thread from itself is impossible).
-  // Call close() where that can happen: it throws instead.
-  ~Service() { destroy_quietly(); }
+  // edgellm_runtime_destroy: every waiting and running request gets its on_finish (CANCELLED)
+  // before this returns. Never throws. Destroying a Runtime from one of its own callbacks is a
+  // bug the C ABI refuses (WRONG_THREAD); a destructor cannot report it, so the runtime is then
+  // left running and its memory leaks (ending a thread from itself is impossible). Call close()
+  // where that can happen: it throws instead.
+  ~Runtime() { destroy_quietly(); }
 
-  // Destroys the service now, like the destructor, but reports a failure: Error(WRONG_THREAD)
-  // from one of its own callbacks, and the Service then stays open. Empty: no-op.
+  // Destroys the runtime now, like the destructor, but reports a failure: Error(WRONG_THREAD)
+  // from one of its own callbacks, and the Runtime then stays open. Empty: no-op.
   void close() {
     if (handle_ == nullptr) return;
-    detail::check(edgellm_service_destroy(handle_), "edgellm_service_destroy");
+    detail::check(edgellm_runtime_destroy(handle_), "edgellm_runtime_destroy");
     handle_ = nullptr;
+    transports_.reset();  // the library calls no transport any more
   }
 
   explicit operator bool() const noexcept { return handle_ != nullptr; }
-  // The C handle, to mix in C calls. Still owned by this Service.
-  edgellm_service* handle() const noexcept { return handle_; }
+  // The C handle, to mix in C calls. Still owned by this Runtime.
+  edgellm_runtime* handle() const noexcept { return handle_; }
+
+  // ---- requests
 
   // Queues a request and returns its id at once. Afterwards on_token (may be empty) runs for
-  // each token event and on_finish (may be empty) exactly once, both on the scheduler thread;
+  // each token event and on_finish (may be empty) exactly once, both on the runtime's threads;
   // on_finish can run before submit() returns. Throws Error and calls neither on failure:
-  // status() is EDGELLM_ERR_BUSY when the waiting queue is full (try again later),
-  // INVALID_ARGUMENT for bad contents, SHUT_DOWN while the service is being destroyed. A prompt
-  // longer than the context is accepted and ends in on_finish (ERROR, status CONTEXT_FULL).
+  // status() is BUSY when the waiting queue is full (try again later), INVALID_ARGUMENT for bad
+  // contents, IO / INVALID_FILE for a session file that cannot be used, DEGRADED when the ladder
+  // refuses new requests, SHUT_DOWN while the runtime is being destroyed. A prompt longer than
+  // the context is accepted and ends in on_finish (ERROR, status CONTEXT_FULL).
   edgellm_request_id submit(const Request& request, TokenCallback on_token = {}, FinishCallback on_finish = {}) {
     // Borrowed C views of the request's strings, valid for the duration of the call (the C ABI
     // copies everything before it returns).
@@ -329,14 +553,8 @@ class Service {
       detail::check_no_nul(request.prompt, "prompt");
       p.prompt = request.prompt.c_str();
     }
-    std::vector<edgellm_message> messages;
-    if (!request.messages.empty()) {
-      messages.reserve(request.messages.size());
-      for (const auto& [role, content] : request.messages) {
-        detail::check_no_nul(role, "a message role");
-        detail::check_no_nul(content, "a message content");
-        messages.push_back(edgellm_message{role.c_str(), content.c_str()});
-      }
+    const std::vector<edgellm_message> messages = detail::c_messages(request.messages);
+    if (!messages.empty()) {
       p.messages = messages.data();
       p.n_messages = messages.size();
     }
@@ -352,15 +570,23 @@ class Service {
     }
     p.stop = stop.empty() ? nullptr : stop.data();
     p.n_stop = stop.size();
+    edgellm_sampling sampling = request.sampling;
+    sampling.struct_size = sizeof(edgellm_sampling);
+    sampling.logit_bias = request.logit_bias.empty() ? nullptr : request.logit_bias.data();
+    sampling.n_logit_bias = request.logit_bias.size();
+    p.sampling = &sampling;
     p.add_special = request.add_special;
     p.parse_special = request.parse_special;
-    p.sampling = request.sampling;
     p.max_tokens = request.max_tokens;
     p.ignore_eos = request.ignore_eos;
     p.deadline_ms = request.deadline_ms;
     p.priority = request.priority;
     p.context_shift = request.context_shift;
     p.n_keep = request.n_keep;
+    p.session_id = detail::c_str_or_null(request.session_id, "session_id");
+    p.session_load_path = detail::c_str_or_null(request.session_load_path, "session_load_path");
+    p.session_save_path = detail::c_str_or_null(request.session_save_path, "session_save_path");
+    p.route = request.route;
 
     // on_finish always goes through the trampoline, even without a user callback: it is what
     // frees the block.
@@ -389,9 +615,9 @@ class Service {
     return id;
   }
 
-  // Ends a waiting or running request: its on_finish (CANCELLED, with the text so far) follows
-  // on the scheduler thread. False when no waiting or running request has this id (unknown, or
-  // finished already: an ordinary race with the request's own end, not an error).
+  // Ends a waiting or running request: its on_finish (CANCELLED, with the text so far) follows.
+  // False when no waiting or running request has this id (unknown, or finished already: an
+  // ordinary race with the request's own end, not an error).
   bool cancel(edgellm_request_id id) {
     const edgellm_status status = edgellm_cancel(handle_, id);
     if (status == EDGELLM_ERR_NOT_FOUND) return false;
@@ -431,24 +657,65 @@ class Service {
     (void)block.release();  // the trampoline frees it
   }
 
-  // Counters and gauges (a snapshot).
-  edgellm_metrics metrics() const {
-    edgellm_metrics m{};
-    detail::check(edgellm_get_metrics(handle_, &m), "edgellm_get_metrics");
-    return m;
+  // ---- sessions (docs/sessions.md): the conversations the runtime keeps by id
+
+  // Checks bytes against the serving model and keeps them under id (replacing one there).
+  // Returns the positions the session holds. Throws INVALID_FILE (truncated, corrupted),
+  // INVALID_ARGUMENT (another model, KV type or shape; a bad id; sessions off; too large).
+  int32_t import_session(const std::string& id, std::string_view bytes) {
+    detail::check_no_nul(id, "id");
+    int32_t positions = 0;
+    detail::check(edgellm_session_import(handle_, id.c_str(), bytes.data(), bytes.size(), &positions),
+                  "edgellm_session_import");
+    return positions;
   }
-  // The same and latency histograms, as JSON / as Prometheus text exposition.
-  std::string metrics_json() const {
-    return detail::read_text("edgellm_metrics_json", [this](char* buf, size_t capacity, size_t* length) {
-      return edgellm_metrics_json(handle_, buf, capacity, length);
+  // The bytes kept under id (the session file format); empty when none is kept.
+  std::optional<std::string> export_session(const std::string& id) const {
+    detail::check_no_nul(id, "id");
+    try {
+      return detail::read_output("edgellm_session_export", false, [&](char* buf, size_t capacity, size_t* length) {
+        return edgellm_session_export(handle_, id.c_str(), buf, capacity, length);
+      });
+    } catch (const Error& e) {
+      if (e.status() == EDGELLM_ERR_NOT_FOUND) return std::nullopt;
+      throw;
+    }
+  }
+  // False when no session is kept under id.
+  bool delete_session(const std::string& id) {
+    detail::check_no_nul(id, "id");
+    const edgellm_status status = edgellm_session_delete(handle_, id.c_str());
+    if (status == EDGELLM_ERR_NOT_FOUND) return false;
+    detail::check(status, "edgellm_session_delete");
+    return true;
+  }
+  // {"sessions": [{"id", "bytes"}, ...] (most recently used first), "bytes", "max_sessions", "max_bytes"}.
+  std::string sessions_json() const {
+    return detail::read_text("edgellm_session_list_json", [this](char* buf, size_t capacity, size_t* length) {
+      return edgellm_session_list_json(handle_, buf, capacity, length);
     });
   }
-  std::string metrics_prometheus() const {
-    return detail::read_text("edgellm_metrics_prometheus", [this](char* buf, size_t capacity, size_t* length) {
-      return edgellm_metrics_prometheus(handle_, buf, capacity, length);
-    });
+  // import_session from a session file (IO when it cannot be read). Returns the positions.
+  int32_t load_session_file(const std::string& id, const std::string& path) {
+    detail::check_no_nul(id, "id");
+    detail::check_no_nul(path, "path");
+    int32_t positions = 0;
+    detail::check(edgellm_session_load_file(handle_, id.c_str(), path.c_str(), &positions), "edgellm_session_load_file");
+    return positions;
   }
-  // JSON: architecture, parameters, vocabulary, context, weight types, memory.
+  // Writes the session kept under id to a file (atomically); false when none is kept.
+  bool save_session_file(const std::string& id, const std::string& path) {
+    detail::check_no_nul(id, "id");
+    detail::check_no_nul(path, "path");
+    const edgellm_status status = edgellm_session_save_file(handle_, id.c_str(), path.c_str());
+    if (status == EDGELLM_ERR_NOT_FOUND) return false;
+    detail::check(status, "edgellm_session_save_file");
+    return true;
+  }
+
+  // ---- model and text
+
+  // JSON: architecture, parameters, vocabulary, context, weight types, threads, memory.
   std::string model_info_json() const {
     return detail::read_text("edgellm_model_info_json", [this](char* buf, size_t capacity, size_t* length) {
       return edgellm_model_info_json(handle_, buf, capacity, length);
@@ -465,7 +732,7 @@ class Service {
     if (status != EDGELLM_ERR_BUFFER_TOO_SMALL) detail::throw_status(status, "edgellm_tokenize");
     std::vector<int32_t> ids(n);
     status = edgellm_tokenize(handle_, text.c_str(), add_special, parse_special, ids.data(), ids.size(), &n);
-    detail::check(status, "edgellm_tokenize");  // the tokenizer is immutable: same size as asked
+    detail::check(status, "edgellm_tokenize");  // the same tokenizer: the size asked (a swap in between: retry)
     ids.resize(n);
     return ids;
   }
@@ -481,31 +748,212 @@ class Service {
   // prefilled with. Runs on the calling thread.
   std::string apply_template(const std::vector<std::pair<std::string, std::string>>& messages,
                              bool add_generation_prompt = true) const {
-    std::vector<edgellm_message> c;
-    c.reserve(messages.size());
-    for (const auto& [role, content] : messages) {
-      detail::check_no_nul(role, "a message role");
-      detail::check_no_nul(content, "a message content");
-      c.push_back(edgellm_message{role.c_str(), content.c_str()});
-    }
+    const std::vector<edgellm_message> c = detail::c_messages(messages);
     return detail::read_text("edgellm_apply_template", [&](char* buf, size_t capacity, size_t* length) {
       return edgellm_apply_template(handle_, c.data(), c.size(), add_generation_prompt, buf, capacity, length);
     });
   }
 
+  // ---- hot swap (docs/device-fitness.md)
+
+  // Switches new requests to another model file, labelled `version` (1-64 bytes) in results;
+  // those already admitted finish on the old one. Blocks while the new model loads; on failure
+  // (IO, INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY) nothing changes. Not from a callback.
+  void swap_model(const std::string& model_path, const std::string& version) {
+    detail::check_no_nul(model_path, "model_path");
+    detail::check_no_nul(version, "version");
+    detail::check(edgellm_swap_model(handle_, model_path.c_str(), version.c_str()), "edgellm_swap_model");
+  }
+  // For a runtime opened from a registry: switches to the registry's current version of the
+  // model's name when it differs from the one serving. Returns the version serving afterwards.
+  // Not from a callback.
+  std::string reload_registry() {
+    // The call has an effect, so it is made once: a version fits 64 bytes + the NUL.
+    char version[128];
+    size_t length = 0;
+    detail::check(edgellm_reload_registry(handle_, version, sizeof version, &length), "edgellm_reload_registry");
+    return std::string(version, length);
+  }
+
+  // ---- degradation (docs/device-fitness.md, "The ladder")
+
+  // Feeds the platform's memory level (0 none .. 3 critical, 4 free memory now), thermal level
+  // (0 .. 3) and power-save mode to the ladder. Returns at once.
+  void set_pressure(int32_t memory_level, int32_t thermal_level = 0, bool power_save = false) {
+    edgellm_pressure p{};
+    p.struct_size = sizeof p;
+    p.memory_level = memory_level;
+    p.thermal_level = thermal_level;
+    p.power_save = power_save;
+    detail::check(edgellm_set_pressure(handle_, &p), "edgellm_set_pressure");
+  }
+  // The smaller model of the ladder's "smaller model" rung; clear_fallback_model() removes it.
+  void set_fallback_model(const std::string& model_path, const std::string& version = "fallback") {
+    detail::check_no_nul(model_path, "model_path");
+    detail::check_no_nul(version, "version");
+    detail::check(edgellm_set_fallback_model(handle_, model_path.c_str(), version.c_str()), "edgellm_set_fallback_model");
+  }
+  void clear_fallback_model() {
+    detail::check(edgellm_set_fallback_model(handle_, nullptr, nullptr), "edgellm_set_fallback_model");
+  }
+  std::string degradation_json() const {
+    return detail::read_text("edgellm_degradation_json", [this](char* buf, size_t capacity, size_t* length) {
+      return edgellm_degradation_json(handle_, buf, capacity, length);
+    });
+  }
+
+  // ---- the router (docs/router.md)
+
+  // Sets the router; requests in flight keep the settings they started with. The transport, if
+  // any, is kept until this Runtime is closed (a replaced one may still be called for requests
+  // submitted before). Throws INVALID_ARGUMENT for thresholds out of order or values out of range.
+  void set_router(RouterConfig config) {
+    edgellm_router_params p = edgellm_router_default_params();
+    p.local_threshold = config.local_threshold;
+    p.cloud_threshold = config.cloud_threshold;
+    p.privacy = config.privacy;
+    p.verbatim_turns = config.verbatim_turns;
+    p.cloud_timeout_ms = config.cloud_timeout_ms;
+    p.cloud_on_failure = config.cloud_on_failure;
+    detail::check_no_nul(config.cloud_model, "cloud_model");
+    detail::check_no_nul(config.cloud_model_large, "cloud_model_large");
+    p.cloud_model = config.cloud_model.c_str();
+    p.cloud_model_large = config.cloud_model_large.empty() ? nullptr : config.cloud_model_large.c_str();
+    p.summary_max_tokens = config.summary_max_tokens;
+    std::unique_ptr<std::function<void(CloudCall)>> transport;
+    if (config.transport) {
+      transport = std::make_unique<std::function<void(CloudCall)>>(std::move(config.transport));
+      p.transport = &detail::transport_trampoline;
+      p.transport_user_data = transport.get();
+    }
+    if (handle_ == nullptr) detail::check(edgellm_set_router(nullptr, &p), "edgellm_set_router");
+    // Kept before the call: the router may call the transport as soon as it is set.
+    if (transport) {
+      if (!transports_) transports_ = std::make_shared<Transports>();
+      std::lock_guard<std::mutex> lock(transports_->mutex);
+      transports_->kept.push_back(std::move(transport));
+    }
+    detail::check(edgellm_set_router(handle_, &p), "edgellm_set_router");  // a refused one is kept until close: harmless
+  }
+
+  // ---- metrics
+
+  // Counters and gauges (a snapshot), with this header's struct_size.
+  edgellm_metrics metrics() const {
+    edgellm_metrics m = edgellm_metrics_init();
+    detail::check(edgellm_metrics_get(handle_, &m), "edgellm_metrics_get");
+    return m;
+  }
+  // The same and more (latency histograms, the ladder's rungs, the router, model versions), as
+  // JSON / as Prometheus text exposition.
+  std::string metrics_json() const {
+    return detail::read_text("edgellm_metrics_json", [this](char* buf, size_t capacity, size_t* length) {
+      return edgellm_metrics_json(handle_, buf, capacity, length);
+    });
+  }
+  std::string metrics_prometheus() const {
+    return detail::read_text("edgellm_metrics_prometheus", [this](char* buf, size_t capacity, size_t* length) {
+      return edgellm_metrics_prometheus(handle_, buf, capacity, length);
+    });
+  }
+
  private:
-  explicit Service(edgellm_service* handle) noexcept : handle_(handle) {}
+  // The router transports handed to the library (user_data of edgellm_router_params), freed
+  // once the runtime is destroyed. Shared so that a moved-from Runtime keeps nothing.
+  struct Transports {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<std::function<void(CloudCall)>>> kept;
+  };
+
+  explicit Runtime(edgellm_runtime* handle) noexcept : handle_(handle) {}
 
   void destroy_quietly() noexcept {
     if (handle_ == nullptr) return;
-    // Only WRONG_THREAD can fail here (see ~Service): the handle is dropped either way, since
-    // this object is going away or being overwritten.
-    (void)edgellm_service_destroy(handle_);
+    // Only WRONG_THREAD can fail here (see ~Runtime). Then the runtime runs on and may still
+    // call its transports: they are leaked with it rather than freed under it.
+    if (edgellm_runtime_destroy(handle_) != EDGELLM_OK && transports_) {
+      new std::shared_ptr<Transports>(std::move(transports_));  // deliberately leaked
+    }
     handle_ = nullptr;
+    transports_.reset();
   }
 
-  edgellm_service* handle_ = nullptr;
+  edgellm_runtime* handle_ = nullptr;
+  std::shared_ptr<Transports> transports_;
 };
+
+// ============================================================================== registry, planner, pack
+
+// The model registry (docs/device-fitness.md): versioned model files, verified by SHA-256.
+// Every function may be called from any thread; none needs a Runtime.
+namespace registry {
+
+// Installs file_path as name@version (copied while hashed, or with move_file renamed in place),
+// checked against sha256 (64 hex digits; empty: the file's digest is recorded) and made current.
+// Returns the installed manifest as JSON. On failure the registry is unchanged.
+inline std::string install(const std::string& registry_dir, const std::string& file_path, const std::string& name,
+                           const std::string& version, const std::string& sha256 = "", bool move_file = false) {
+  for (const std::string* s : {&registry_dir, &file_path, &name, &version, &sha256}) detail::check_no_nul(*s, "an argument");
+  // The install happens once: the manifest fits this buffer, and if it did not, the size is
+  // asked without installing again (edgellm.h: a too-small buffer still installs).
+  std::string manifest(16384, '\0');
+  size_t length = 0;
+  const edgellm_status status =
+      edgellm_registry_install(registry_dir.c_str(), file_path.c_str(), name.c_str(), version.c_str(),
+                               sha256.empty() ? nullptr : sha256.c_str(), move_file, manifest.data(), manifest.size(), &length);
+  if (status == EDGELLM_ERR_BUFFER_TOO_SMALL) return std::string();  // installed; the manifest is in list_json()
+  detail::check(status, "edgellm_registry_install");
+  manifest.resize(length);
+  return manifest;
+}
+// The verified path of "name" (its current version) or "name@version": for Runtime::open or
+// Runtime::swap_model. Throws NOT_FOUND (not installed), INVALID_FILE (the file changed).
+inline std::string resolve(const std::string& registry_dir, const std::string& name_or_key) {
+  detail::check_no_nul(registry_dir, "registry_dir");
+  detail::check_no_nul(name_or_key, "name_or_key");
+  return detail::read_text("edgellm_registry_resolve", [&](char* buf, size_t capacity, size_t* length) {
+    return edgellm_registry_resolve(registry_dir.c_str(), name_or_key.c_str(), buf, capacity, length);
+  });
+}
+// {"models": [manifest + "current" + "path", ...], "unfit": [...]}.
+inline std::string list_json(const std::string& registry_dir) {
+  detail::check_no_nul(registry_dir, "registry_dir");
+  return detail::read_text("edgellm_registry_list_json", [&](char* buf, size_t capacity, size_t* length) {
+    return edgellm_registry_list_json(registry_dir.c_str(), buf, capacity, length);
+  });
+}
+// Makes name@version the version new loads use (a rollback); a Runtime picks it up with
+// reload_registry(). Throws NOT_FOUND.
+inline void set_current(const std::string& registry_dir, const std::string& name, const std::string& version) {
+  for (const std::string* s : {&registry_dir, &name, &version}) detail::check_no_nul(*s, "an argument");
+  detail::check(edgellm_registry_set_current(registry_dir.c_str(), name.c_str(), version.c_str()),
+                "edgellm_registry_set_current");
+}
+// Removes an installed version that is not the current one. Throws NOT_FOUND, INVALID_ARGUMENT
+// (the current version).
+inline void remove(const std::string& registry_dir, const std::string& name, const std::string& version) {
+  for (const std::string* s : {&registry_dir, &name, &version}) detail::check_no_nul(*s, "an argument");
+  detail::check(edgellm_registry_remove(registry_dir.c_str(), name.c_str(), version.c_str()), "edgellm_registry_remove");
+}
+
+}  // namespace registry
+
+// Which model and configuration fit a device (edgellm_plan_json's request and answer, JSON).
+inline std::string plan_json(const std::string& request_json) {
+  detail::check_no_nul(request_json, "request_json");
+  return detail::read_text("edgellm_plan_json", [&](char* buf, size_t capacity, size_t* length) {
+    return edgellm_plan_json(request_json.c_str(), buf, capacity, length);
+  });
+}
+
+// Writes the model's pack file ("<pack_dir>/<model file name>.x16.pack"; no pack_dir: beside the
+// model). Blocks for about as long as a repacking load: call it off the UI thread.
+inline void pack_model(const std::string& model_path, const std::optional<std::string>& pack_dir = std::nullopt,
+                       int32_t n_threads = 0) {
+  detail::check_no_nul(model_path, "model_path");
+  detail::check(edgellm_pack_model(model_path.c_str(), detail::c_str_or_null(pack_dir, "pack_dir"), n_threads),
+                "edgellm_pack_model");
+}
 
 }  // namespace edgellm::cpp
 

@@ -88,8 +88,11 @@ edgellm_status edgellm_metrics_get(edgellm_runtime* runtime, edgellm_metrics* ou
     r.sessions = static_cast<int32_t>(rt.sessions().count());
     r.session_bytes = rt.sessions().bytes();
     // Only the caller's size: a program built against an older header has a smaller struct.
-    std::memcpy(static_cast<void*>(out), &r, std::min<size_t>(caller_size, sizeof r));
-    std::memcpy(static_cast<void*>(out), &caller_size, sizeof caller_size);
+    // struct_size then says what was written: the caller's size, or this library's when the
+    // caller's struct is larger (a newer program: its fields past ours were not written).
+    const uint32_t written = static_cast<uint32_t>(std::min<size_t>(caller_size, sizeof r));
+    std::memcpy(static_cast<void*>(out), &r, written);
+    std::memcpy(static_cast<void*>(out), &written, sizeof written);
     return EDGELLM_OK;
   });
 }

@@ -36,7 +36,13 @@ static_assert(sizeof(edgellm_pressure) == 16, "edgellm_pressure changed size");
 namespace edgellm::capi {
 namespace {
 
-std::string optional_string(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+// An optional string field: NULL means none; "" is refused (not read as none: a caller that
+// set the field meant something, and an empty id or path names nothing).
+std::string optional_string(const char* s, const char* what) {
+  if (s == nullptr) return std::string();
+  if (*s == '\0') throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is empty (NULL: none)");
+  return s;
+}
 
 // An element of a caller's message array, read with the caller's struct size (messages[0]'s).
 edgellm_message message_at(const edgellm_message* messages, size_t i, uint32_t stride) {
@@ -141,9 +147,9 @@ ServiceRequest to_request(const edgellm_request_params& p) {
     throw Error(ErrorCode::kInvalidArgument, "route " + std::to_string(route) + " is unknown");
   }
   r.route = static_cast<RouteMode>(route);
-  r.session_id = optional_string(p.session_id);
-  r.session_load_path = optional_string(p.session_load_path);
-  r.session_save_path = optional_string(p.session_save_path);
+  r.session_id = optional_string(p.session_id, "session_id");
+  r.session_load_path = optional_string(p.session_load_path, "session_load_path");
+  r.session_save_path = optional_string(p.session_save_path, "session_save_path");
 
   if (p.on_token != nullptr) {
     r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {

@@ -78,8 +78,10 @@ edgellm_status edgellm_cloud_complete(edgellm_cloud_call* call, int32_t http_sta
                                       size_t body_len, const char* error) {
   return guard([&] {
     if (call == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "call is NULL");
-    std::unique_ptr<edgellm_cloud_call> owned(call);
+    // Checked before the call is taken: a refused completion changes nothing, so the app can
+    // still complete the call correctly (else the request would wait for its timeout).
     if (body == nullptr && body_len > 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "body is NULL but body_len > 0");
+    std::unique_ptr<edgellm_cloud_call> owned(call);
     CloudReply reply;
     reply.status = http_status;
     if (body != nullptr) reply.body.assign(body, body_len);

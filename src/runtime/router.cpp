@@ -415,8 +415,10 @@ void Router::after_local(const std::shared_ptr<Op>& op, RequestResult result, st
   }
   if (result.finish_reason == FinishReason::kError) {
     op->local = result;
+    // A session's request too: its failed local run stored nothing, and the cloud gets the whole
+    // conversation (the request holds it), as a refusal at submit already does (submit()).
     const bool fallback = device_failure(result.error_code) && streamed == 0 && op->params.cloud_on_failure &&
-                          op->mode != RouteMode::kCloud && !op->req.messages.is_null() && op->req.session_id.empty();
+                          op->mode != RouteMode::kCloud && !op->req.messages.is_null();
     if (fallback && op->params.cloud_allowed()) {
       {
         std::lock_guard<std::mutex> lock(mutex_);

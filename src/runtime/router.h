@@ -12,7 +12,9 @@
 // A cloud call that fails or times out falls back: small tier -> large tier (when configured)
 // -> the local answer (run then if there was none) with the reason. Privacy mode, or no
 // transport, never calls the cloud. Requests that continue a session are answered locally (the
-// cloud holds none of their KV; kAuto acts as kLocal).
+// cloud holds none of their KV; kAuto acts as kLocal) unless the local run fails: then the cloud
+// may take them as any other (the failed run stored nothing; the request carries the whole
+// conversation).
 //
 // Threads: one router thread handles every step after submit (local results, cloud replies,
 // timeouts) and delivers kAuto / kCloud answers and every routed on_finish; kLocal's tokens

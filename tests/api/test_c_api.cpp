@@ -23,6 +23,30 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Greedy sampling for the requests of these tests (edgellm_submit copies what it points to).
+const edgellm_sampling* greedy_sampling() {
+  static const edgellm_sampling s = [] {
+    edgellm_sampling g = edgellm_sampling_default();
+    g.temperature = 0;
+    return g;
+  }();
+  return &s;
+}
+
+edgellm_message msg(const char* role, const char* content) {
+  edgellm_message m{};
+  m.struct_size = sizeof m;
+  m.role = role;
+  m.content = content;
+  return m;
+}
+
+edgellm_metrics metrics_of(edgellm_runtime* rt) {
+  edgellm_metrics m = edgellm_metrics_init();
+  EXPECT_EQ(edgellm_metrics_get(rt, &m), EDGELLM_OK) << edgellm_last_error();
+  return m;
+}
+
 // One request's events, filled on the scheduler thread.
 struct Sink {
   std::mutex mutex;
@@ -86,18 +110,18 @@ class CApi : public ::testing::Test {
 
  protected:
   void SetUp() override {
-    edgellm_service_params p = edgellm_service_default_params();
+    edgellm_runtime_params p = edgellm_runtime_default_params();
     p.n_ctx = 256;
     p.n_parallel = 4;
     p.max_queued = 8;
-    ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &svc_), EDGELLM_OK) << edgellm_last_error();
+    ASSERT_EQ(edgellm_runtime_create(model_path().c_str(), &p, &rt_), EDGELLM_OK) << edgellm_last_error();
   }
-  void TearDown() override { EXPECT_EQ(edgellm_service_destroy(svc_), EDGELLM_OK); }
+  void TearDown() override { EXPECT_EQ(edgellm_runtime_destroy(rt_), EDGELLM_OK); }
 
   static edgellm_request_params greedy(Sink& sink, const char* prompt, int32_t max_tokens) {
     edgellm_request_params r = edgellm_request_default_params();
     r.prompt = prompt;
-    r.sampling.temperature = 0;
+    r.sampling = greedy_sampling();
     r.max_tokens = max_tokens;
     r.ignore_eos = true;
     r.on_token = on_token;
@@ -107,9 +131,9 @@ class CApi : public ::testing::Test {
   }
   edgellm_status submit(const edgellm_request_params& r, edgellm_request_id* id = nullptr) {
     edgellm_request_id local = 0;
-    return edgellm_submit(svc_, &r, id != nullptr ? id : &local);
+    return edgellm_submit(rt_, &r, id != nullptr ? id : &local);
   }
-  edgellm_service* svc_ = nullptr;
+  edgellm_runtime* rt_ = nullptr;
 };
 
 TEST(CApiBasics, VersionStatusNamesAndDefaults) {
@@ -118,19 +142,37 @@ TEST(CApiBasics, VersionStatusNamesAndDefaults) {
   EXPECT_STREQ(edgellm_status_name(EDGELLM_ERR_BUSY), "busy");
   EXPECT_STREQ(edgellm_status_name(static_cast<edgellm_status>(999)), "unknown");
   EXPECT_STREQ(edgellm_finish_reason_name(EDGELLM_FINISH_TIMEOUT), "timeout");
-  const edgellm_service_params sp = edgellm_service_default_params();
+  const edgellm_runtime_params sp = edgellm_runtime_default_params();
   EXPECT_EQ(sp.max_queued, 3);
   EXPECT_EQ(sp.n_parallel, 4);
+  EXPECT_EQ(sp.struct_size, sizeof(edgellm_runtime_params));
+  EXPECT_EQ(sp.input_policy, EDGELLM_INPUT_REFUSE);
+  EXPECT_EQ(sp.max_sessions, 16);
+  EXPECT_EQ(sp.recover_ms, 10000);
   const edgellm_request_params rp = edgellm_request_default_params();
+  EXPECT_EQ(rp.struct_size, sizeof(edgellm_request_params));
   EXPECT_EQ(rp.deadline_ms, 15000);
   EXPECT_EQ(rp.priority, EDGELLM_PRIORITY_INTERACTIVE);
+  EXPECT_EQ(rp.route, EDGELLM_ROUTE_OFF);
+  EXPECT_EQ(rp.sampling, nullptr);  // NULL: edgellm_sampling_default()
+  const edgellm_sampling s = edgellm_sampling_default();
+  EXPECT_EQ(s.struct_size, sizeof(edgellm_sampling));
+  EXPECT_FLOAT_EQ(s.temperature, 0.8f);
+  EXPECT_EQ(s.n_logit_bias, 0u);
+  const edgellm_router_params router = edgellm_router_default_params();
+  EXPECT_EQ(router.struct_size, sizeof(edgellm_router_params));
+  EXPECT_DOUBLE_EQ(router.local_threshold, 0.85);
+  EXPECT_DOUBLE_EQ(router.cloud_threshold, 0.6);
+  EXPECT_EQ(router.verbatim_turns, 3);
+  EXPECT_EQ(router.transport, nullptr);
+  EXPECT_EQ(edgellm_metrics_init().struct_size, sizeof(edgellm_metrics));
 }
 
 TEST(CApiBasics, CreateFailuresAreStatuses) {
-  edgellm_service* s = reinterpret_cast<edgellm_service*>(0x1);
-  EXPECT_EQ(edgellm_service_create(nullptr, nullptr, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  edgellm_runtime* s = reinterpret_cast<edgellm_runtime*>(0x1);
+  EXPECT_EQ(edgellm_runtime_create(nullptr, nullptr, &s), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(s, nullptr);
-  EXPECT_EQ(edgellm_service_create("/nonexistent/model.gguf", nullptr, &s), EDGELLM_ERR_IO);
+  EXPECT_EQ(edgellm_runtime_create("/nonexistent/model.gguf", nullptr, &s), EDGELLM_ERR_IO);
   EXPECT_NE(std::string(edgellm_last_error()).find("model.gguf"), std::string::npos) << edgellm_last_error();
   const std::string junk = edgellm::test::temp_dir() + "/junk.gguf";
   {
@@ -139,29 +181,29 @@ TEST(CApiBasics, CreateFailuresAreStatuses) {
     std::fputs("this is not a model file, just text", f);
     std::fclose(f);
   }
-  EXPECT_EQ(edgellm_service_create(junk.c_str(), nullptr, &s), EDGELLM_ERR_INVALID_FILE);
-  EXPECT_EQ(edgellm_service_create("x", nullptr, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
-  edgellm_service_params p = edgellm_service_default_params();
+  EXPECT_EQ(edgellm_runtime_create(junk.c_str(), nullptr, &s), EDGELLM_ERR_INVALID_FILE);
+  EXPECT_EQ(edgellm_runtime_create("x", nullptr, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  edgellm_runtime_params p = edgellm_runtime_default_params();
   p.n_parallel = 0;
-  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
-  p = edgellm_service_default_params();
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p = edgellm_runtime_default_params();
   p.kv_type = static_cast<edgellm_kv_type>(77);
-  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
-  p = edgellm_service_default_params();
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  p = edgellm_runtime_default_params();
   EXPECT_EQ(p.kv_type_v, EDGELLM_KV_SAME);
   p.kv_type_v = static_cast<edgellm_kv_type>(77);
-  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(edgellm_last_error()).find("kv_type_v 77"), std::string::npos) << edgellm_last_error();
   // stories260K's heads are 8 wide: no whole 32-value Q4_0 block.
   p.kv_type_v = EDGELLM_KV_Q4_0;
-  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(edgellm_last_error()).find("q4_0 needs head_dim a multiple of 32"), std::string::npos)
       << edgellm_last_error();
   // tiny-zh-poems (head_dim 32) takes K and V of different types; info reports both.
   p.kv_type = EDGELLM_KV_Q8_0;
   p.n_ctx = 64;
   p.n_parallel = 1;
-  ASSERT_EQ(edgellm_service_create(edgellm::test::shared_model("tiny-zh-poems.gguf").c_str(), &p, &s), EDGELLM_OK)
+  ASSERT_EQ(edgellm_runtime_create(edgellm::test::shared_model("tiny-zh-poems.gguf").c_str(), &p, &s), EDGELLM_OK)
       << edgellm_last_error();
   std::string info(1 << 16, '\0');
   size_t len = 0;
@@ -169,15 +211,15 @@ TEST(CApiBasics, CreateFailuresAreStatuses) {
   info.resize(len);
   EXPECT_NE(info.find("\"kv_type\": \"q8_0\""), std::string::npos) << info;
   EXPECT_NE(info.find("\"kv_type_v\": \"q4_0\""), std::string::npos) << info;
-  ASSERT_EQ(edgellm_service_destroy(s), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_destroy(s), EDGELLM_OK);
   s = nullptr;
-  p = edgellm_service_default_params();
+  p = edgellm_runtime_default_params();
   p.kv_budget_fraction = 1.5;
-  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_INVALID_ARGUMENT);
   p.kv_budget_fraction = 1e-15;  // less than one block of any machine's memory
-  EXPECT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &s), EDGELLM_ERR_OUT_OF_MEMORY);
   EXPECT_NE(std::string(edgellm_last_error()).find("out of KV memory"), std::string::npos) << edgellm_last_error();
-  EXPECT_EQ(edgellm_service_destroy(nullptr), EDGELLM_OK);
+  EXPECT_EQ(edgellm_runtime_destroy(nullptr), EDGELLM_OK);
 }
 
 // The same long prompt twice: the second takes its prefix from the KV cache (whole blocks, at
@@ -195,8 +237,7 @@ TEST_F(CApi, PrefixCacheReusesAPromptAndReportsIt) {
   EXPECT_EQ(first.cached_tokens, 0);
   EXPECT_GE(second.cached_tokens, 16);
   EXPECT_EQ(second.tokens, first.tokens);
-  edgellm_metrics m{};
-  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  const edgellm_metrics m = metrics_of(rt_);
   EXPECT_EQ(m.prompt_tokens_cached, static_cast<uint64_t>(second.cached_tokens));
   EXPECT_NEAR(m.prefix_hit_rate, static_cast<double>(m.prompt_tokens_cached) / static_cast<double>(m.prompt_tokens),
               1e-12);
@@ -217,7 +258,7 @@ TEST_F(CApi, StreamsAndFinishesOnce) {
   EXPECT_EQ(sink.status, EDGELLM_OK);
   EXPECT_EQ(sink.text, sink.streamed);
   EXPECT_EQ(sink.completion_tokens, 32);
-  EXPECT_EQ(edgellm_cancel(svc_, id), EDGELLM_ERR_NOT_FOUND);
+  EXPECT_EQ(edgellm_cancel(rt_, id), EDGELLM_ERR_NOT_FOUND);
 }
 
 // Endless stream: with context_shift a request goes on past n_ctx (256) and, up to the first
@@ -284,8 +325,7 @@ TEST_F(CApi, ConcurrentSubmitFromEightThreads) {
     EXPECT_EQ(sinks[k].finals, 1);
     EXPECT_EQ(sinks[k].tokens, want[static_cast<size_t>(k % 4)]) << "request " << k;
   }
-  edgellm_metrics m{};
-  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  const edgellm_metrics m = metrics_of(rt_);
   EXPECT_EQ(m.busy_rejections, static_cast<uint64_t>(busy.load()));
   EXPECT_EQ(m.requests_finished, static_cast<uint64_t>(accepted.load()) + 4);
 }
@@ -295,7 +335,7 @@ TEST_F(CApi, CancelMidStream) {
   edgellm_request_id id = 0;
   ASSERT_EQ(submit(greedy(sink, "Once upon a time", -1), &id), EDGELLM_OK);
   ASSERT_TRUE(sink.wait_events(4));
-  ASSERT_EQ(edgellm_cancel(svc_, id), EDGELLM_OK);
+  ASSERT_EQ(edgellm_cancel(rt_, id), EDGELLM_OK);
   const int at_return = sink.n_events();
   ASSERT_TRUE(sink.wait_final());
   EXPECT_EQ(sink.reason, EDGELLM_FINISH_CANCELLED);
@@ -316,15 +356,15 @@ TEST_F(CApi, DeadlineGivesTimeoutWithPartialText) {
   // Paused after some tokens, the request cannot finish by itself: its deadline ends it.
   struct Ctx {
     Sink sink;
-    edgellm_service* svc;
+    edgellm_runtime* rt;
   } c;
-  c.svc = svc_;
+  c.rt = rt_;
   edgellm_request_params r = greedy(c.sink, "Once upon a time", -1);
   r.deadline_ms = 250;
   r.user_data = &c;
   r.on_token = [](const edgellm_token_event* ev, void* user) {
     auto* cx = static_cast<Ctx*>(user);
-    if (ev->index == 3) edgellm_pause(cx->svc);  // allowed from a callback
+    if (ev->index == 3) edgellm_pause(cx->rt);  // allowed from a callback
     return on_token(ev, &cx->sink);
   };
   r.on_finish = [](const edgellm_result* res, void* user) { on_finish(res, &static_cast<Ctx*>(user)->sink); };
@@ -333,11 +373,11 @@ TEST_F(CApi, DeadlineGivesTimeoutWithPartialText) {
   EXPECT_EQ(c.sink.reason, EDGELLM_FINISH_TIMEOUT);
   EXPECT_FALSE(c.sink.text.empty());
   EXPECT_EQ(c.sink.text, c.sink.streamed);
-  EXPECT_EQ(edgellm_resume(svc_), EDGELLM_OK);
+  EXPECT_EQ(edgellm_resume(rt_), EDGELLM_OK);
 }
 
 TEST_F(CApi, QueueFullIsBusyInUnderAMillisecond) {
-  ASSERT_EQ(edgellm_pause(svc_), EDGELLM_OK);
+  ASSERT_EQ(edgellm_pause(rt_), EDGELLM_OK);
   // n_parallel 4 requests that free sequences take at once + max_queued 8 waiting.
   std::vector<Sink> sinks(13);
   for (int i = 0; i < 12; ++i) ASSERT_EQ(submit(greedy(sinks[i], "Once", 4)), EDGELLM_OK) << i;
@@ -348,13 +388,13 @@ TEST_F(CApi, QueueFullIsBusyInUnderAMillisecond) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     edgellm_request_id id = 77;
     const auto t0 = std::chrono::steady_clock::now();
-    const edgellm_status st = edgellm_submit(svc_, &r, &id);
+    const edgellm_status st = edgellm_submit(rt_, &r, &id);
     us = std::min(us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     EXPECT_EQ(st, EDGELLM_ERR_BUSY);
     EXPECT_EQ(id, 0u);
   }
   EXPECT_LT(us, 1000.0) << "BUSY took " << us << " us";  // measured: ~10-30 us (ASan ~50 us)
-  ASSERT_EQ(edgellm_resume(svc_), EDGELLM_OK);
+  ASSERT_EQ(edgellm_resume(rt_), EDGELLM_OK);
   for (int i = 0; i < 12; ++i) ASSERT_TRUE(sinks[i].wait_final());
   EXPECT_EQ(sinks[12].finals, 0);
 }
@@ -366,29 +406,28 @@ TEST_F(CApi, PauseResumeKeepsTheOutput) {
   Sink sink;
   ASSERT_EQ(submit(greedy(sink, "The little dog", 40)), EDGELLM_OK);
   ASSERT_TRUE(sink.wait_events(5));
-  ASSERT_EQ(edgellm_pause(svc_), EDGELLM_OK);
+  ASSERT_EQ(edgellm_pause(rt_), EDGELLM_OK);
   std::this_thread::sleep_for(30ms);
   const int n = sink.n_events();
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(sink.n_events(), n) << "tokens while paused";
-  edgellm_metrics m{};
-  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  const edgellm_metrics m = metrics_of(rt_);
   EXPECT_TRUE(m.paused);
   if (sink.finals == 0) {
     EXPECT_GT(m.kv_blocks_used, 0);
   }
-  ASSERT_EQ(edgellm_resume(svc_), EDGELLM_OK);
+  ASSERT_EQ(edgellm_resume(rt_), EDGELLM_OK);
   ASSERT_TRUE(sink.wait_final());
   EXPECT_EQ(sink.tokens, ref.tokens);
 }
 
 TEST(CApiLifecycle, DestroyWithRequestsInFlight) {
-  edgellm_service_params p = edgellm_service_default_params();
+  edgellm_runtime_params p = edgellm_runtime_default_params();
   p.n_ctx = 256;
   p.n_parallel = 2;
   p.max_queued = 6;  // all six fit even before the scheduler admits any
-  edgellm_service* svc = nullptr;
-  ASSERT_EQ(edgellm_service_create(CApi::model_path().c_str(), &p, &svc), EDGELLM_OK);
+  edgellm_runtime* rt = nullptr;
+  ASSERT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &rt), EDGELLM_OK);
   std::vector<Sink> sinks(6);
   for (auto& s : sinks) {
     edgellm_request_params r = edgellm_request_default_params();
@@ -399,10 +438,10 @@ TEST(CApiLifecycle, DestroyWithRequestsInFlight) {
     r.on_finish = on_finish;
     r.user_data = &s;
     edgellm_request_id id = 0;
-    ASSERT_EQ(edgellm_submit(svc, &r, &id), EDGELLM_OK);
+    ASSERT_EQ(edgellm_submit(rt, &r, &id), EDGELLM_OK);
   }
   ASSERT_TRUE(sinks[0].wait_events(2));
-  ASSERT_EQ(edgellm_service_destroy(svc), EDGELLM_OK);  // returns: no hang
+  ASSERT_EQ(edgellm_runtime_destroy(rt), EDGELLM_OK);  // returns: no hang
   for (auto& s : sinks) {
     EXPECT_EQ(s.finals, 1);  // delivered before destroy returned
     EXPECT_EQ(s.reason, EDGELLM_FINISH_CANCELLED);
@@ -410,28 +449,28 @@ TEST(CApiLifecycle, DestroyWithRequestsInFlight) {
 }
 
 TEST(CApiLifecycle, DestroyFromOwnCallbackIsWrongThread) {
-  edgellm_service* svc = nullptr;
-  ASSERT_EQ(edgellm_service_create(CApi::model_path().c_str(), nullptr, &svc), EDGELLM_OK);
+  edgellm_runtime* rt = nullptr;
+  ASSERT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), nullptr, &rt), EDGELLM_OK);
   struct Ctx {
     Sink sink;
-    edgellm_service* svc;
+    edgellm_runtime* rt;
     std::atomic<int> status{-1};
   } c;
-  c.svc = svc;
+  c.rt = rt;
   edgellm_request_params r = edgellm_request_default_params();
   r.prompt = "Once";
   r.max_tokens = 2;
   r.user_data = &c;
   r.on_finish = [](const edgellm_result* res, void* user) {
     auto* cx = static_cast<Ctx*>(user);
-    cx->status = edgellm_service_destroy(cx->svc);
+    cx->status = edgellm_runtime_destroy(cx->rt);
     on_finish(res, &cx->sink);
   };
   edgellm_request_id id = 0;
-  ASSERT_EQ(edgellm_submit(svc, &r, &id), EDGELLM_OK);
+  ASSERT_EQ(edgellm_submit(rt, &r, &id), EDGELLM_OK);
   ASSERT_TRUE(c.sink.wait_final());
   EXPECT_EQ(c.status.load(), EDGELLM_ERR_WRONG_THREAD);
-  EXPECT_EQ(edgellm_service_destroy(svc), EDGELLM_OK);
+  EXPECT_EQ(edgellm_runtime_destroy(rt), EDGELLM_OK);
 }
 
 TEST_F(CApi, BadInputIsAStatusNeverACrash) {
@@ -440,12 +479,12 @@ TEST_F(CApi, BadInputIsAStatusNeverACrash) {
   const edgellm_request_params ok = greedy(sink, "Once", 4);
   EXPECT_EQ(edgellm_submit(nullptr, &ok, &id), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(id, 0u);
-  EXPECT_EQ(edgellm_submit(svc_, nullptr, &id), EDGELLM_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(edgellm_submit(svc_, &ok, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_submit(rt_, nullptr, &id), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_submit(rt_, &ok, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
 
   auto expect_invalid = [&](edgellm_request_params r, const char* needle) {
     edgellm_request_id rid = 9;
-    EXPECT_EQ(edgellm_submit(svc_, &r, &rid), EDGELLM_ERR_INVALID_ARGUMENT) << needle;
+    EXPECT_EQ(edgellm_submit(rt_, &r, &rid), EDGELLM_ERR_INVALID_ARGUMENT) << needle;
     EXPECT_EQ(rid, 0u);
     EXPECT_NE(std::string(edgellm_last_error()).find(needle), std::string::npos)
         << "message: " << edgellm_last_error() << " (expected to mention " << needle << ")";
@@ -455,26 +494,26 @@ TEST_F(CApi, BadInputIsAStatusNeverACrash) {
   expect_invalid(r, "no input");
   r = ok;
   r.prompt = "";
-  expect_invalid(r, "empty");
+  expect_invalid(r, "no input");
   r = ok;
   r.prompt = "ab\xC3\x28zz";  // invalid UTF-8
   expect_invalid(r, "UTF-8");
   r = ok;
   r.prompt = "\xED\xA0\x80";  // a surrogate
   expect_invalid(r, "UTF-8");
-  const edgellm_message unknown_role[] = {{"wizard", "hi"}};
+  const edgellm_message unknown_role[] = {msg("wizard", "hi")};
   r = ok;
   r.prompt = nullptr;
   r.messages = unknown_role;
   r.n_messages = 1;
   expect_invalid(r, "role");
-  const edgellm_message null_content[] = {{"user", nullptr}};
+  const edgellm_message null_content[] = {msg("user", nullptr)};
   r.messages = null_content;
   expect_invalid(r, "content");
-  const edgellm_message bad_utf8[] = {{"user", "\xFF"}};
+  const edgellm_message bad_utf8[] = {msg("user", "\xFF")};
   r.messages = bad_utf8;
   expect_invalid(r, "UTF-8");
-  const edgellm_message last_assistant[] = {{"user", "hi"}, {"assistant", "hello"}};
+  const edgellm_message last_assistant[] = {msg("user", "hi"), msg("assistant", "hello")};
   r.messages = last_assistant;
   r.n_messages = 2;
   expect_invalid(r, "assistant");
@@ -490,27 +529,37 @@ TEST_F(CApi, BadInputIsAStatusNeverACrash) {
   r.tokens = bad_ids;
   r.n_tokens = 3;
   expect_invalid(r, "vocabulary");
-  r = ok;
-  r.sampling.temperature = std::numeric_limits<float>::quiet_NaN();
-  expect_invalid(r, "temperature");
-  r = ok;
-  r.sampling.temperature = -1;
-  expect_invalid(r, "temperature");
-  r = ok;
-  r.sampling.top_p = 7;
-  expect_invalid(r, "top_p");
-  r = ok;
-  r.sampling.top_k = -3;
-  expect_invalid(r, "top_k");
-  r = ok;
-  r.sampling.repeat_penalty = 0;
-  expect_invalid(r, "repeat_penalty");
-  r = ok;
-  r.sampling.frequency_penalty = 1e30f;
-  expect_invalid(r, "frequency_penalty");
-  r = ok;
-  r.sampling.penalty_last_n = -7;
-  expect_invalid(r, "penalty_last_n");
+  // Sampling values out of range, each named in the message.
+  auto expect_bad_sampling = [&](void (*change)(edgellm_sampling&), const char* needle) {
+    edgellm_sampling sampling = *greedy_sampling();
+    change(sampling);
+    edgellm_request_params bad = ok;
+    bad.sampling = &sampling;
+    expect_invalid(bad, needle);
+  };
+  expect_bad_sampling([](edgellm_sampling& x) { x.temperature = std::numeric_limits<float>::quiet_NaN(); }, "temperature");
+  expect_bad_sampling([](edgellm_sampling& x) { x.temperature = -1; }, "temperature");
+  expect_bad_sampling([](edgellm_sampling& x) { x.top_p = 7; }, "top_p");
+  expect_bad_sampling([](edgellm_sampling& x) { x.top_k = -3; }, "top_k");
+  expect_bad_sampling([](edgellm_sampling& x) { x.repeat_penalty = 0; }, "repeat_penalty");
+  expect_bad_sampling([](edgellm_sampling& x) { x.frequency_penalty = 1e30f; }, "frequency_penalty");
+  expect_bad_sampling([](edgellm_sampling& x) { x.penalty_last_n = -7; }, "penalty_last_n");
+  expect_bad_sampling([](edgellm_sampling& x) { x.struct_size = 0; }, "sampling.struct_size");
+  expect_bad_sampling([](edgellm_sampling& x) { x.n_logit_bias = 2; }, "logit_bias is NULL");
+  static const edgellm_logit_bias outside[] = {{1 << 20, 1.0f}};
+  expect_bad_sampling(
+      [](edgellm_sampling& x) {
+        x.logit_bias = outside;
+        x.n_logit_bias = 1;
+      },
+      "outside the vocabulary");
+  static const edgellm_logit_bias too_strong[] = {{5, 1000.0f}};
+  expect_bad_sampling(
+      [](edgellm_sampling& x) {
+        x.logit_bias = too_strong;
+        x.n_logit_bias = 1;
+      },
+      "logit_bias: the bias of token 5");
   r = ok;
   r.priority = static_cast<edgellm_priority>(42);
   expect_invalid(r, "priority");
@@ -522,11 +571,10 @@ TEST_F(CApi, BadInputIsAStatusNeverACrash) {
   r.stop = nullptr;
   expect_invalid(r, "stop");
   EXPECT_EQ(edgellm_cancel(nullptr, 1), EDGELLM_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(edgellm_cancel(svc_, 123456), EDGELLM_ERR_NOT_FOUND);
+  EXPECT_EQ(edgellm_cancel(rt_, 123456), EDGELLM_ERR_NOT_FOUND);
   EXPECT_EQ(edgellm_pause(nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(edgellm_get_metrics(svc_, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
-  edgellm_metrics m{};
-  ASSERT_EQ(edgellm_get_metrics(svc_, &m), EDGELLM_OK);
+  EXPECT_EQ(edgellm_metrics_get(rt_, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  const edgellm_metrics m = metrics_of(rt_);
   EXPECT_EQ(m.requests_submitted, 0u);  // nothing bad was queued
 
   // A prompt longer than the context: accepted, then an error result with CONTEXT_FULL.
@@ -541,12 +589,12 @@ TEST_F(CApi, BadInputIsAStatusNeverACrash) {
 }
 
 TEST_F(CApi, ChatMessagesTokenizeAndBuffers) {
-  const edgellm_message chat[] = {{"system", "You are helpful."}, {"user", "Tell me a story."}};
+  const edgellm_message chat[] = {msg("system", "You are helpful."), msg("user", "Tell me a story.")};
   size_t len = 0;
-  EXPECT_EQ(edgellm_apply_template(svc_, chat, 2, true, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(edgellm_apply_template(rt_, chat, 2, true, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
   ASSERT_GT(len, 0u);
   std::string rendered(len + 1, '\0');
-  ASSERT_EQ(edgellm_apply_template(svc_, chat, 2, true, rendered.data(), rendered.size(), &len), EDGELLM_OK);
+  ASSERT_EQ(edgellm_apply_template(rt_, chat, 2, true, rendered.data(), rendered.size(), &len), EDGELLM_OK);
   rendered.resize(len);
   EXPECT_NE(rendered.find("Tell me a story."), std::string::npos) << rendered;
 
@@ -560,25 +608,25 @@ TEST_F(CApi, ChatMessagesTokenizeAndBuffers) {
   EXPECT_NE(sink.reason, EDGELLM_FINISH_ERROR) << sink.error;
 
   size_t n = 0;
-  EXPECT_EQ(edgellm_tokenize(svc_, "Once upon a time", true, false, nullptr, 0, &n), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(edgellm_tokenize(rt_, "Once upon a time", true, false, nullptr, 0, &n), EDGELLM_ERR_BUFFER_TOO_SMALL);
   std::vector<int32_t> ids(n);
-  ASSERT_EQ(edgellm_tokenize(svc_, "Once upon a time", true, false, ids.data(), ids.size(), &n), EDGELLM_OK);
-  EXPECT_EQ(edgellm_tokenize(svc_, "\xC0\x80", true, false, ids.data(), ids.size(), &n), EDGELLM_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(edgellm_tokenize(rt_, "Once upon a time", true, false, ids.data(), ids.size(), &n), EDGELLM_OK);
+  EXPECT_EQ(edgellm_tokenize(rt_, "\xC0\x80", true, false, ids.data(), ids.size(), &n), EDGELLM_ERR_INVALID_ARGUMENT);
   char text[256];
-  ASSERT_EQ(edgellm_detokenize(svc_, ids.data(), ids.size(), false, text, sizeof(text), &len), EDGELLM_OK);
+  ASSERT_EQ(edgellm_detokenize(rt_, ids.data(), ids.size(), false, text, sizeof(text), &len), EDGELLM_OK);
   EXPECT_NE(std::string(text, len).find("Once upon a time"), std::string::npos) << text;
   const int32_t bad = -1;
-  EXPECT_EQ(edgellm_detokenize(svc_, &bad, 1, false, text, sizeof(text), &len), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_detokenize(rt_, &bad, 1, false, text, sizeof(text), &len), EDGELLM_ERR_INVALID_ARGUMENT);
 
-  ASSERT_EQ(edgellm_model_info_json(svc_, text, 4, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  ASSERT_EQ(edgellm_model_info_json(rt_, text, 4, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
   std::string info(len + 1, '\0');
-  ASSERT_EQ(edgellm_model_info_json(svc_, info.data(), info.size(), &len), EDGELLM_OK);
+  ASSERT_EQ(edgellm_model_info_json(rt_, info.data(), info.size(), &len), EDGELLM_OK);
   EXPECT_NE(info.find("\"architecture\": \"llama\""), std::string::npos) << info;
-  ASSERT_EQ(edgellm_metrics_prometheus(svc_, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
+  ASSERT_EQ(edgellm_metrics_prometheus(rt_, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL);
   std::string prom(len + 1, '\0');
-  ASSERT_EQ(edgellm_metrics_prometheus(svc_, prom.data(), prom.size(), &len), EDGELLM_OK);
+  ASSERT_EQ(edgellm_metrics_prometheus(rt_, prom.data(), prom.size(), &len), EDGELLM_OK);
   EXPECT_NE(prom.find("edgellm_requests_finished_total 1"), std::string::npos) << prom;
-  EXPECT_EQ(edgellm_metrics_json(svc_, nullptr, 0, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_metrics_json(rt_, nullptr, 0, nullptr), EDGELLM_ERR_INVALID_ARGUMENT);
 }
 
 TEST_F(CApi, WarmupAndTrimCallBack) {
@@ -590,7 +638,7 @@ TEST_F(CApi, WarmupAndTrimCallBack) {
     uint64_t bytes = 0;
   } d;
   ASSERT_EQ(edgellm_warmup(
-                svc_,
+                rt_,
                 [](bool ran, const char*, void* u) {
                   auto* x = static_cast<Done*>(u);
                   std::lock_guard<std::mutex> lock(x->m);
@@ -601,7 +649,7 @@ TEST_F(CApi, WarmupAndTrimCallBack) {
                 &d),
             EDGELLM_OK);
   ASSERT_EQ(edgellm_trim(
-                svc_,
+                rt_,
                 [](uint64_t bytes, void* u) {
                   auto* x = static_cast<Done*>(u);
                   std::lock_guard<std::mutex> lock(x->m);
@@ -639,12 +687,12 @@ void spit(const std::string& path, const std::string& bytes) {
   std::fclose(f);
 }
 
-// Sessions through the C ABI: request 1 saves its KV to a file; a NEW service (an app restart)
+// Sessions through the C ABI: request 1 saves its KV to a file; a NEW runtime (an app restart)
 // continues the conversation from the file — the continuation's prompt is request 1's prompt +
-// answer + new tokens — and answers exactly as a service without the session, having restored
+// answer + new tokens — and answers exactly as a runtime without the session, having restored
 // instead of prefilled. Missing, truncated, bit-flipped, other-model and other-KV-type files are
 // refused by edgellm_submit with a status, nothing queued.
-TEST_F(CApi, SessionSavedByOneServiceContinuesInAnother) {
+TEST_F(CApi, SessionSavedByOneRuntimeContinuesInAnother) {
   const std::string path = edgellm::test::temp_dir() + "/capi.kvs";
   std::remove(path.c_str());
   const std::vector<int32_t> prompt1 = {1, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413,
@@ -654,7 +702,7 @@ TEST_F(CApi, SessionSavedByOneServiceContinuesInAnother) {
   r1.prompt = nullptr;
   r1.tokens = prompt1.data();
   r1.n_tokens = prompt1.size();
-  r1.session_save = path.c_str();
+  r1.session_save_path = path.c_str();
   ASSERT_EQ(submit(r1), EDGELLM_OK) << edgellm_last_error();
   ASSERT_TRUE(first.wait_final());
   ASSERT_EQ(first.tokens.size(), 12u);
@@ -665,33 +713,33 @@ TEST_F(CApi, SessionSavedByOneServiceContinuesInAnother) {
   prompt2.insert(prompt2.end(), first.tokens.begin(), first.tokens.end());
   for (int32_t t : {300, 301, 302, 303, 304}) prompt2.push_back(t);
 
-  auto run = [&](edgellm_service* svc, const char* load, Sink& sink) {
+  auto run = [&](edgellm_runtime* rt, const char* load, Sink& sink) {
     edgellm_request_params r = greedy(sink, nullptr, 12);
     r.prompt = nullptr;
     r.tokens = prompt2.data();
     r.n_tokens = prompt2.size();
-    r.session_load = load;
+    r.session_load_path = load;
     edgellm_request_id id = 0;
-    const edgellm_status st = edgellm_submit(svc, &r, &id);
+    const edgellm_status st = edgellm_submit(rt, &r, &id);
     if (st == EDGELLM_OK) {
       EXPECT_TRUE(sink.wait_final());
     }
     return st;
   };
-  edgellm_service_params p = edgellm_service_default_params();
+  edgellm_runtime_params p = edgellm_runtime_default_params();
   p.n_ctx = 256;
   p.n_parallel = 1;
-  edgellm_service* fresh = nullptr;
-  ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &fresh), EDGELLM_OK) << edgellm_last_error();
+  edgellm_runtime* fresh = nullptr;
+  ASSERT_EQ(edgellm_runtime_create(model_path().c_str(), &p, &fresh), EDGELLM_OK) << edgellm_last_error();
   Sink with_session;
   ASSERT_EQ(run(fresh, path.c_str(), with_session), EDGELLM_OK) << edgellm_last_error();
   EXPECT_EQ(with_session.reason, EDGELLM_FINISH_LENGTH) << with_session.error;
   // Restored: request 1's prompt and the answer's decoded tokens (the last sampled one never was).
   EXPECT_EQ(with_session.cached_tokens, static_cast<int32_t>(prompt1.size() + first.tokens.size() - 1));
-  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_destroy(fresh), EDGELLM_OK);
 
   fresh = nullptr;
-  ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &fresh), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_create(model_path().c_str(), &p, &fresh), EDGELLM_OK);
   Sink without;
   ASSERT_EQ(run(fresh, nullptr, without), EDGELLM_OK);
   EXPECT_EQ(without.cached_tokens, 0);
@@ -708,19 +756,19 @@ TEST_F(CApi, SessionSavedByOneServiceContinuesInAnother) {
   spit(path, flipped);
   EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_FILE);
   EXPECT_NE(std::string(edgellm_last_error()).find("checksum"), std::string::npos) << edgellm_last_error();
-  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_destroy(fresh), EDGELLM_OK);
   spit(path, saved);
   p.kv_type = EDGELLM_KV_F32;
-  ASSERT_EQ(edgellm_service_create(model_path().c_str(), &p, &fresh), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_create(model_path().c_str(), &p, &fresh), EDGELLM_OK);
   EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(edgellm_last_error()).find("KV"), std::string::npos) << edgellm_last_error();
-  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_destroy(fresh), EDGELLM_OK);
   p.kv_type = EDGELLM_KV_F16;
-  ASSERT_EQ(edgellm_service_create(edgellm::test::shared_model("tiny-zh-poems.gguf").c_str(), &p, &fresh),
+  ASSERT_EQ(edgellm_runtime_create(edgellm::test::shared_model("tiny-zh-poems.gguf").c_str(), &p, &fresh),
             EDGELLM_OK);
   EXPECT_EQ(run(fresh, path.c_str(), unused), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(edgellm_last_error()).find("another model"), std::string::npos) << edgellm_last_error();
-  ASSERT_EQ(edgellm_service_destroy(fresh), EDGELLM_OK);
+  ASSERT_EQ(edgellm_runtime_destroy(fresh), EDGELLM_OK);
   EXPECT_EQ(unused.finals, 0);
   std::remove(path.c_str());
 }

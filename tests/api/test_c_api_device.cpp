@@ -1,6 +1,6 @@
 // The device-fitness functions of the C ABI, as an app calls them (libedgellm.so only):
 // install a model into a registry (verified, the old version kept on a bad digest), resolve it
-// to a verified path, create a service from that path, plan over the registry, and the
+// to a verified path, create a runtime from that path, plan over the registry, and the
 // refusals (NULLs, bad JSON, bad digests, a tampered file) with statuses and no crash.
 #include <gtest/gtest.h>
 
@@ -57,12 +57,12 @@ TEST(CApiDevice, RegistryInstallResolveListAndServe) {
   });
   ASSERT_EQ(st, EDGELLM_OK) << edgellm_last_error();
   EXPECT_NE(path.find("tiny@1.gguf"), std::string::npos);
-  edgellm_service* svc = nullptr;
-  ASSERT_EQ(edgellm_service_create(path.c_str(), nullptr, &svc), EDGELLM_OK) << edgellm_last_error();
-  const std::string info = call_json(&st, [&](char* b, size_t c, size_t* l) { return edgellm_model_info_json(svc, b, c, l); });
+  edgellm_runtime* rt = nullptr;
+  ASSERT_EQ(edgellm_runtime_create(path.c_str(), nullptr, &rt), EDGELLM_OK) << edgellm_last_error();
+  const std::string info = call_json(&st, [&](char* b, size_t c, size_t* l) { return edgellm_model_info_json(rt, b, c, l); });
   EXPECT_NE(info.find("\"memory\": {"), std::string::npos) << info;
   EXPECT_NE(info.find("\"total_bytes\""), std::string::npos);
-  EXPECT_EQ(edgellm_service_destroy(svc), EDGELLM_OK);
+  EXPECT_EQ(edgellm_runtime_destroy(rt), EDGELLM_OK);
 
   const std::string list = call_json(&st, [&](char* b, size_t c, size_t* l) {
     return edgellm_registry_list_json(reg.c_str(), b, c, l);
@@ -77,7 +77,7 @@ TEST(CApiDevice, RegistryInstallResolveListAndServe) {
     f.put('\x11');
   }
   EXPECT_EQ(edgellm_registry_resolve(reg.c_str(), "tiny", small, sizeof small, &len), EDGELLM_ERR_INVALID_FILE);
-  EXPECT_EQ(edgellm_registry_resolve(reg.c_str(), "nothing", small, sizeof small, &len), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_registry_resolve(reg.c_str(), "nothing", small, sizeof small, &len), EDGELLM_ERR_NOT_FOUND);
 }
 
 TEST(CApiDevice, PlanJson) {
@@ -110,14 +110,16 @@ TEST(CApiDevice, PlanJson) {
 namespace {
 
 // A greedy answer through the C ABI; the finish callback copies the text.
-std::string greedy_answer(edgellm_service* svc) {
+std::string greedy_answer(edgellm_runtime* rt) {
   struct Done {
     std::string text;
     std::atomic<bool> finished{false};
   } done;
   edgellm_request_params r = edgellm_request_default_params();
   r.prompt = "Once upon a time";
-  r.sampling.temperature = 0;
+  edgellm_sampling greedy = edgellm_sampling_default();
+  greedy.temperature = 0;
+  r.sampling = &greedy;
   r.max_tokens = 24;
   r.user_data = &done;
   r.on_finish = [](const edgellm_result* res, void* u) {
@@ -126,37 +128,37 @@ std::string greedy_answer(edgellm_service* svc) {
     d->finished.store(true, std::memory_order_release);
   };
   edgellm_request_id id = 0;
-  if (edgellm_submit(svc, &r, &id) != EDGELLM_OK) return "<submit failed>";
+  if (edgellm_submit(rt, &r, &id) != EDGELLM_OK) return "<submit failed>";
   while (!done.finished.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return done.text;
 }
 
 TEST(CApiDevice, PowerModesSetThreadsPerPhaseAndKeepTheAnswer) {
   const std::string stories = edgellm::test::shared_model("stories260K.gguf");
-  edgellm_service_params p = edgellm_service_default_params();
+  edgellm_runtime_params p = edgellm_runtime_default_params();
   EXPECT_EQ(p.power_mode, EDGELLM_POWER_NONE);
   p.n_ctx = 128;
   p.n_threads = 1;
   p.n_threads_batch = 1;
-  edgellm_service* svc = nullptr;
-  ASSERT_EQ(edgellm_service_create(stories.c_str(), &p, &svc), EDGELLM_OK) << edgellm_last_error();
-  const std::string reference = greedy_answer(svc);
+  edgellm_runtime* rt = nullptr;
+  ASSERT_EQ(edgellm_runtime_create(stories.c_str(), &p, &rt), EDGELLM_OK) << edgellm_last_error();
+  const std::string reference = greedy_answer(rt);
   ASSERT_FALSE(reference.empty());
-  edgellm_service_destroy(svc);
+  edgellm_runtime_destroy(rt);
 
   for (edgellm_power_mode mode : {EDGELLM_POWER_PERFORMANCE, EDGELLM_POWER_BALANCED, EDGELLM_POWER_EFFICIENCY}) {
-    p = edgellm_service_default_params();
+    p = edgellm_runtime_default_params();
     p.n_ctx = 128;
     p.power_mode = mode;
     p.n_threads_batch = 2;  // explicit: wins over the mode; decode threads come from the mode
-    ASSERT_EQ(edgellm_service_create(stories.c_str(), &p, &svc), EDGELLM_OK) << edgellm_last_error();
-    EXPECT_EQ(greedy_answer(svc), reference) << "mode " << mode;
-    edgellm_metrics m{};
-    ASSERT_EQ(edgellm_get_metrics(svc, &m), EDGELLM_OK);
+    ASSERT_EQ(edgellm_runtime_create(stories.c_str(), &p, &rt), EDGELLM_OK) << edgellm_last_error();
+    EXPECT_EQ(greedy_answer(rt), reference) << "mode " << mode;
+    edgellm_metrics m = edgellm_metrics_init();
+    ASSERT_EQ(edgellm_metrics_get(rt, &m), EDGELLM_OK);
     EXPECT_EQ(m.n_threads_batch, 2);
     EXPECT_GE(m.n_threads, 1);
     edgellm_status st;
-    const std::string json = call_json(&st, [&](char* b, size_t c, size_t* l) { return edgellm_metrics_json(svc, b, c, l); });
+    const std::string json = call_json(&st, [&](char* b, size_t c, size_t* l) { return edgellm_metrics_json(rt, b, c, l); });
     EXPECT_NE(json.find("\"decode_placement\": \"cpus "), std::string::npos) << json;
     if (mode == EDGELLM_POWER_EFFICIENCY) {
       EXPECT_NE(json.find("nice 10"), std::string::npos) << json;
@@ -164,12 +166,12 @@ TEST(CApiDevice, PowerModesSetThreadsPerPhaseAndKeepTheAnswer) {
     if (m.thread_priority_denied > 0) {  // performance asks for nice -5: granted with CAP_SYS_NICE, else noted
       EXPECT_NE(json.find("not permitted"), std::string::npos) << json;
     }
-    edgellm_service_destroy(svc);
+    edgellm_runtime_destroy(rt);
   }
 
-  p = edgellm_service_default_params();
+  p = edgellm_runtime_default_params();
   p.power_mode = static_cast<edgellm_power_mode>(7);
-  EXPECT_EQ(edgellm_service_create(stories.c_str(), &p, &svc), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(edgellm_runtime_create(stories.c_str(), &p, &rt), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(edgellm_last_error()).find("power_mode"), std::string::npos);
 }
 

@@ -1,6 +1,6 @@
 // Pack files through the C ABI (libedgellm.so only): edgellm_pack_model's refusals (NULL path,
 // missing file, a model with nothing to repack, a folder that does not exist) are statuses that
-// leave no file behind, and service_params.pack_dir says where loads look: beside the model by
+// leave no file behind, and runtime_params.pack_dir says where loads look: beside the model by
 // default, in the folder given, nowhere for "". (Writing and mapping a real pack file, and its
 // logits against repacking at load, are tests/model/test_pack_file.cpp and the NAPI suite,
 // which quantize a model first: this test links nothing but the library.)
@@ -14,7 +14,7 @@
 
 namespace {
 
-std::string info_json(edgellm_service* s) {
+std::string info_json(edgellm_runtime* s) {
   size_t len = 0;
   edgellm_model_info_json(s, nullptr, 0, &len);
   std::string out(len + 1, '\0');
@@ -23,16 +23,16 @@ std::string info_json(edgellm_service* s) {
   return out;
 }
 
-// The "pack_file" status of a service made with pack_dir (the library's JSON, not parsed: the
+// The "pack_file" status of a runtime made with pack_dir (the library's JSON, not parsed: the
 // value is a plain string without escapes here).
 std::string pack_status(const std::string& model, const char* pack_dir) {
-  edgellm_service_params p = edgellm_service_default_params();
+  edgellm_runtime_params p = edgellm_runtime_default_params();
   p.pack_dir = pack_dir;
-  edgellm_service* s = nullptr;
-  EXPECT_EQ(edgellm_service_create(model.c_str(), &p, &s), EDGELLM_OK) << edgellm_last_error();
+  edgellm_runtime* s = nullptr;
+  EXPECT_EQ(edgellm_runtime_create(model.c_str(), &p, &s), EDGELLM_OK) << edgellm_last_error();
   if (s == nullptr) return "";
   const std::string json = info_json(s);
-  edgellm_service_destroy(s);
+  edgellm_runtime_destroy(s);
   const std::string key = "\"pack_file\": \"";
   const size_t at = json.find(key);
   if (at == std::string::npos) return "(no pack_file in " + json + ")";

@@ -1,5 +1,7 @@
 // The pieces of the addon that meet in module.cpp: load() (load.cpp), the Model class
-// (model.cpp) and Model.generate (generation.cpp), Model.warmup (warmup.cpp). JS thread only.
+// (model.cpp: its synchronous methods and the ones on worker threads; sessions.cpp), generate
+// (generation.cpp), warmup / trim (warmup.cpp), setRouter (router.cpp), the registry and the
+// planner (registry.cpp). JS thread only.
 #ifndef EDGELLM_NAPI_ADDON_H
 #define EDGELLM_NAPI_ADDON_H
 
@@ -27,11 +29,17 @@ napi_value load(napi_env env, napi_callback_info info);
 napi_value pack(napi_env env, napi_callback_info info);
 
 // Model.generate: a Generation { id, result, cancel } (never throws for bad input: the result
-// promise rejects). core may hold a released service (result rejects with SHUT_DOWN).
+// promise rejects). core may hold a released runtime (result rejects with SHUT_DOWN).
 napi_value generate(napi_env env, const std::shared_ptr<ModelCore>& core, napi_value input, napi_value options,
                     napi_value on_token);
-// Model.warmup -> Promise<void>, settled when the library's warm-up callback ran (or skipped).
+// Model.warmup -> Promise<{ran, reason}>, settled when the library's warm-up callback ran (or
+// skipped); Model.trim -> Promise<bytes released> (warmup.cpp).
 napi_value warmup(napi_env env, const std::shared_ptr<ModelCore>& core);
+napi_value trim(napi_env env, const std::shared_ptr<ModelCore>& core);
+
+// Module functions over the registry and the planner, each -> Promise (registry.cpp):
+// registryInstall, registryResolve, registryList, registrySetCurrent, registryRemove, plan.
+bool define_registry_functions(napi_env env, napi_value exports);
 
 }  // namespace edgellm_napi
 

@@ -1,16 +1,17 @@
-// AsyncOp: an operation whose completion arrives on the service's scheduler thread (a generation,
-// a warm-up) and must reach JS. Its channel is one thread-safe function (TSFN): the scheduler
-// thread posts Messages without blocking (unbounded queue, napi_tsfn_nonblocking) and the JS
+// AsyncOp: an operation whose completion arrives on one of the runtime's threads (a generation:
+// the scheduler thread, or the router thread for routed answers; a warm-up, a trim: the
+// scheduler thread) and must reach JS. Its channel is one thread-safe function (TSFN): those
+// threads post Messages without blocking (unbounded queue, napi_tsfn_nonblocking) and the JS
 // thread delivers them in the order posted, so a generation's final result always follows its
 // last token. JS is called only from Message::deliver, on the JS thread.
 //
-// Lifetime: the op is created on the JS thread, shared with the scheduler thread through the C
+// Lifetime: the op is created on the JS thread, shared with the runtime's threads through the C
 // callbacks' user_data, and deleted by the TSFN's finalizer on the JS thread after close() (the
-// scheduler thread's last touch) and after every queued message was delivered.
+// runtime's last touch) and after every queued message was delivered.
 //
 // Env teardown (process exit, worker termination) with the op still running: Node-API frees
 // thread-safe functions then, even if a thread still posts to them. So each open op registers an
-// env cleanup hook that destroys the service first (ModelCore::destroy_now: the library finishes
+// env cleanup hook that destroys the runtime first (ModelCore::destroy_now: the library finishes
 // every request, calling on_finish, before it returns); the hook is registered after the TSFN,
 // and hooks run in reverse order of registration, so it runs before the TSFN's own cleanup.
 #ifndef EDGELLM_NAPI_ASYNC_OP_H

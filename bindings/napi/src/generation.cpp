@@ -1,6 +1,7 @@
-// Model.generate: one request of the service, streamed to JS.
+// Model.generate: one request of the runtime, streamed to JS (routed requests too: their answer
+// may arrive as one piece at the end, from the router thread).
 //
-//   JS thread                      scheduler thread (the library's)        JS thread, later
+//   JS thread                      scheduler / router thread (the library's) JS thread, later
 //   generate(): parse, open the    on_token: copy the piece, post a        TokenMessage: onToken(piece)
 //   channel, edgellm_submit  --->  TokenMessage (never waits)        --->  FinalMessage: settle result
 //   return { id, result, cancel }  on_finish: fill the FinalMessage         (after every token: the
@@ -37,8 +38,14 @@ class FinalMessage final : public Message {
   Generation* g_;
   edgellm_finish_reason reason_ = EDGELLM_FINISH_ERROR;
   edgellm_status status_ = EDGELLM_ERR_INTERNAL;
-  std::string error_message_, text_, stop_string_;
+  std::string error_message_, text_, stop_string_, model_version_;
   edgellm_request_stats stats_{};
+  // The router's decision (route_.empty(): not routed).
+  std::string route_, route_reason_, route_tier_;
+  double score_ = -1, mean_p_ = -1, min_p_ = -1, route_latency_ms_ = 0;
+  bool retry_in_cloud_ = false;
+  bool session_stored_ = false;
+  edgellm_status session_save_status_ = EDGELLM_OK;
 };
 
 class TokenMessage final : public Message {
@@ -87,10 +94,21 @@ void FinalMessage::fill(const edgellm_result& r) noexcept {
   reason_ = r.finish_reason;
   status_ = r.status;
   stats_ = r.stats;
+  score_ = r.route.score;
+  mean_p_ = r.route.mean_p;
+  min_p_ = r.route.min_p;
+  route_latency_ms_ = r.route.latency_ms;
+  retry_in_cloud_ = r.route.retry_in_cloud;
+  session_stored_ = r.session_stored;
+  session_save_status_ = r.session_save_status;
   try {
     error_message_ = r.error_message ? r.error_message : "";
     text_.assign(r.text ? r.text : "", r.text ? r.text_len : 0);
     stop_string_ = r.stop_string ? r.stop_string : "";
+    model_version_ = r.model_version ? r.model_version : "";
+    route_ = r.route.route ? r.route.route : "";
+    route_reason_ = r.route.reason ? r.route.reason : "";
+    route_tier_ = r.route.tier ? r.route.tier : "";
   } catch (...) {
     reason_ = EDGELLM_FINISH_ERROR;
     status_ = EDGELLM_ERR_OUT_OF_MEMORY;
@@ -108,15 +126,42 @@ napi_value FinalMessage::result_object(napi_env env) const {
             set_property(env, timings, "totalMs", js_number(env, stats_.total_ms)) &&
             set_property(env, timings, "prefillTokensPerSecond", js_number(env, stats_.prefill_tokens_per_second)) &&
             set_property(env, timings, "decodeTokensPerSecond", js_number(env, stats_.decode_tokens_per_second));
+  napi_value route = nullptr;
+  if (route_.empty()) {
+    napi_get_null(env, &route);
+  } else {
+    route = js_object(env);
+    ok = ok && set_property(env, route, "route", js_string(env, route_)) &&
+         set_property(env, route, "reason", js_string(env, route_reason_)) &&
+         set_property(env, route, "tier", js_string(env, route_tier_)) &&
+         set_property(env, route, "score", js_number(env, score_)) &&
+         set_property(env, route, "meanP", js_number(env, mean_p_)) &&
+         set_property(env, route, "minP", js_number(env, min_p_)) &&
+         set_property(env, route, "latencyMs", js_number(env, route_latency_ms_)) &&
+         set_property(env, route, "retryInCloud", js_bool(env, retry_in_cloud_));
+  }
+  napi_value save_error = nullptr;
+  if (session_save_status_ == EDGELLM_OK) {
+    napi_get_null(env, &save_error);
+  } else {
+    save_error = js_string(env, status_code(session_save_status_));
+  }
   napi_value result = js_object(env);
   ok = ok && set_property(env, result, "id", js_number(env, static_cast<double>(g_->id_))) &&
        set_property(env, result, "text", js_string(env, text_)) &&
        set_property(env, result, "finishReason", js_string(env, edgellm_finish_reason_name(reason_))) &&
        set_property(env, result, "stopString", js_string(env, stop_string_)) &&
        set_property(env, result, "promptTokens", js_number(env, stats_.prompt_tokens)) &&
+       set_property(env, result, "cachedTokens", js_number(env, stats_.cached_tokens)) &&
        set_property(env, result, "completionTokens", js_number(env, stats_.completion_tokens)) &&
+       set_property(env, result, "sanitizedChars", js_number(env, stats_.sanitized_chars)) &&
+       set_property(env, result, "kvBlocks", js_number(env, stats_.kv_blocks)) &&
        set_property(env, result, "timings", timings) &&
-       set_property(env, result, "peakRssBytes", js_number(env, static_cast<double>(stats_.peak_rss_bytes)));
+       set_property(env, result, "peakRssBytes", js_number(env, static_cast<double>(stats_.peak_rss_bytes))) &&
+       set_property(env, result, "modelVersion", js_string(env, model_version_)) &&
+       set_property(env, result, "route", route) &&
+       set_property(env, result, "sessionStored", js_bool(env, session_stored_)) &&
+       set_property(env, result, "sessionSaveError", save_error);
   return ok ? result : nullptr;
 }
 
@@ -156,7 +201,7 @@ void TokenMessage::deliver(napi_env env) {
       exception = make_error(env, "INTERNAL", "onToken could not be called");
     }
     if (exception) napi_create_reference(env, exception, 1, &g->thrown_);
-    if (edgellm_service* s = g->core()->service()) edgellm_cancel(s, g->id_);
+    if (edgellm_runtime* rt = g->core()->runtime()) edgellm_cancel(rt, g->id_);
   }
 }
 
@@ -173,7 +218,7 @@ napi_value cancel(napi_env env, napi_callback_info info) {
   auto* target = static_cast<CancelTarget*>(data);
   if (std::shared_ptr<ModelCore> core = target->core.lock()) {
     // NOT_FOUND (finished already) and a released model (destroy cancelled it) need nothing.
-    if (edgellm_service* s = core->service()) edgellm_cancel(s, target->id);
+    if (edgellm_runtime* rt = core->runtime()) edgellm_cancel(rt, target->id);
   }
   return js_undefined(env);
 }
@@ -222,7 +267,7 @@ napi_value generate(napi_env env, const std::shared_ptr<ModelCore>& core, napi_v
   if (callback_type != napi_undefined && callback_type != napi_null && callback_type != napi_function) {
     return reject("INVALID_ARGUMENT", "onToken must be a function");
   }
-  if (!core->service()) return reject(status_code(EDGELLM_ERR_SHUT_DOWN), "the model was released");
+  if (!core->runtime()) return reject(status_code(EDGELLM_ERR_SHUT_DOWN), "the model was released");
 
   auto* g = new Generation(core, deferred);
   if (callback_type == napi_function) {
@@ -242,7 +287,7 @@ napi_value generate(napi_env env, const std::shared_ptr<ModelCore>& core, napi_v
   config.params.on_finish = &Generation::on_finish;
   config.params.user_data = g;
   edgellm_request_id id = 0;
-  edgellm_status st = edgellm_submit(core->service(), &config.params, &id);
+  edgellm_status st = edgellm_submit(core->runtime(), &config.params, &id);
   if (st != EDGELLM_OK) {
     // Nothing was queued and no callback will come: settle here and close the channel.
     std::string message = last_error_message(st);

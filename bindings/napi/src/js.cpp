@@ -110,6 +110,39 @@ bool set_property(napi_env env, napi_value obj, const char* name, napi_value val
   return obj && value && napi_set_named_property(env, obj, name, value) == napi_ok;
 }
 
+static napi_value json_function(napi_env env, const char* name, napi_value* json) {
+  napi_value global = nullptr, fn = nullptr;
+  if (napi_get_global(env, &global) != napi_ok || napi_get_named_property(env, global, "JSON", json) != napi_ok ||
+      napi_get_named_property(env, *json, name, &fn) != napi_ok) {
+    return nullptr;
+  }
+  return fn;
+}
+
+napi_value parse_json(napi_env env, std::string_view text) {
+  napi_value json = nullptr, parsed = nullptr, s = js_string(env, text);
+  napi_value parse = s ? json_function(env, "parse", &json) : nullptr;
+  if (!parse || napi_call_function(env, json, parse, 1, &s, &parsed) != napi_ok) {
+    throw_napi_failure(env, "JSON.parse");
+    return nullptr;
+  }
+  return parsed;
+}
+
+bool stringify_json(napi_env env, napi_value value, std::string* out) {
+  napi_value json = nullptr, text = nullptr;
+  napi_value stringify = json_function(env, "stringify", &json);
+  if (!stringify || napi_call_function(env, json, stringify, 1, &value, &text) != napi_ok) {
+    throw_napi_failure(env, "JSON.stringify");
+    return false;
+  }
+  if (!read_string(env, text, out)) {
+    throw_error(env, "INVALID_ARGUMENT", "the value cannot be written as JSON");
+    return false;
+  }
+  return true;
+}
+
 napi_valuetype type_of(napi_env env, napi_value value) {
   napi_valuetype t = napi_undefined;
   if (!value || napi_typeof(env, value, &t) != napi_ok) return napi_undefined;
@@ -195,6 +228,23 @@ void OptionReader::number(const char* name, float* out) {
     return;
   }
   *out = static_cast<float>(x);
+}
+
+void OptionReader::number(const char* name, double* out) {
+  napi_value v = field(name);
+  if (!v) return;
+  double x = 0;
+  if (type_of(env_, v) != napi_number || napi_get_value_double(env_, v, &x) != napi_ok || !std::isfinite(x)) {
+    fail(what_ + "." + name + " must be a finite number");
+    return;
+  }
+  *out = x;
+}
+
+void OptionReader::string(const char* name, std::string* out) {
+  napi_value v = field(name);
+  if (!v) return;
+  if (!read_string(env_, v, out)) fail(what_ + "." + name + " must be a string");
 }
 
 void OptionReader::boolean(const char* name, bool* out) {

@@ -47,6 +47,26 @@ napi_value js_object(napi_env env);
 // obj[name] = value; false on failure.
 bool set_property(napi_env env, napi_value obj, const char* name, napi_value value);
 
+// JSON.parse(text) / JSON.stringify(value) with the engine's own JSON object (nullptr / false
+// with an exception pending on failure).
+napi_value parse_json(napi_env env, std::string_view text);
+bool stringify_json(napi_env env, napi_value value, std::string* out);
+
+// A library text output by the caller-owned-buffer convention: fill(buf, capacity, &length).
+// Asks the size first, then fills; retries while the output grew (metrics). Only for calls
+// without side effects.
+template <typename Fill>
+edgellm_status read_library_text(Fill fill, std::string* out) {
+  size_t length = 0;
+  edgellm_status st = fill(nullptr, 0, &length);
+  for (int attempt = 0; attempt < 8 && st == EDGELLM_ERR_BUFFER_TOO_SMALL; ++attempt) {
+    out->assign(length + 1 + (attempt == 0 ? 0 : length / 4 + 256), '\0');
+    st = fill(out->data(), out->size(), &length);
+  }
+  if (st == EDGELLM_OK) out->resize(length);
+  return st;
+}
+
 // Reads a JS string as UTF-8 into *out; false (nothing thrown) when value is not a string.
 bool read_string(napi_env env, napi_value value, std::string* out);
 napi_valuetype type_of(napi_env env, napi_value value);
@@ -63,7 +83,9 @@ class OptionReader {
   void int64(const char* name, int64_t min, int64_t max, int64_t* out);
   void uint64(const char* name, uint64_t* out);  // a non-negative safe integer
   void number(const char* name, float* out);
+  void number(const char* name, double* out);
   void boolean(const char* name, bool* out);
+  void string(const char* name, std::string* out);
   // One of `choices` (nullptr-terminated); *out receives its index.
   void choice(const char* name, const char* const* choices, int* out);
   // The raw value of a field (undefined when absent or when there is no object).

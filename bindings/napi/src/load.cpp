@@ -1,7 +1,8 @@
-// load(modelPath, options?): edgellm_service_create maps and checks the file and starts the
-// scheduler thread, which takes long: it runs on a libuv worker thread (napi_async_work) and the
-// promise settles on the JS thread with a Model, or rejects with Error{code} (IO,
-// INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY, INVALID_ARGUMENT).
+// load(modelPath, options?): edgellm_runtime_create maps and checks the file (with registryDir:
+// resolves and verifies the registry name first) and starts the runtime's threads, which takes
+// long: it runs on a libuv worker thread (napi_async_work) and the promise settles on the JS
+// thread with a Model, or rejects with Error{code} (IO, INVALID_FILE, UNSUPPORTED, OUT_OF_MEMORY,
+// INVALID_ARGUMENT).
 #include <memory>
 #include <string>
 
@@ -18,22 +19,22 @@ struct LoadWork {
   napi_deferred deferred = nullptr;
   napi_async_work work = nullptr;
   // Written by the worker thread, read on the JS thread after (the async work orders them).
-  edgellm_service* service = nullptr;
+  edgellm_runtime* runtime = nullptr;
   edgellm_status status = EDGELLM_OK;
   std::string error;
 };
 
 void execute(napi_env, void* data) {
   auto* w = static_cast<LoadWork*>(data);
-  w->status = edgellm_service_create(w->config.model_path.c_str(), &w->config.params, &w->service);
+  w->status = edgellm_runtime_create(w->config.model_path.c_str(), &w->config.params, &w->runtime);
   if (w->status != EDGELLM_OK) w->error = last_error_message(w->status);
 }
 
 void complete(napi_env env, napi_status status, void* data) {
   std::unique_ptr<LoadWork> w(static_cast<LoadWork*>(data));
   napi_delete_async_work(env, w->work);
-  // The core owns the service from here, whatever happens next (freed if no Model is made).
-  auto core = std::make_shared<ModelCore>(w->service);
+  // The core owns the runtime from here, whatever happens next (freed if no Model is made).
+  auto core = std::make_shared<ModelCore>(w->runtime);
   napi_value outcome = nullptr;
   bool resolve = false;
   if (status != napi_ok) {

@@ -1,4 +1,5 @@
-// Module entry: exports { load, pack, Model, version } and registers with the host
+// Module entry: exports { load, pack, Model, version, abiVersion, registryInstall, registryResolve,
+// registryList, registrySetCurrent, registryRemove, plan } and registers with the host
 // (compat.h: NAPI_MODULE for Node.js, napi_module_register from a constructor for OHOS).
 #include "addon.h"
 #include "js.h"
@@ -27,6 +28,10 @@ napi_value version(napi_env env, napi_callback_info) {
   return js_string(env, edgellm_version());
 }
 
+napi_value abi_version(napi_env env, napi_callback_info) {
+  return js_number(env, edgellm_abi_version());
+}
+
 napi_value init(napi_env env, napi_value exports) {
   if (edgellm_abi_version() != EDGELLM_ABI_VERSION) {
     throw_error(env, "INTERNAL", "libedgellm ABI version differs from the header the addon was built with");
@@ -48,8 +53,10 @@ napi_value init(napi_env env, napi_value exports) {
     throw_napi_failure(env, "napi_set_instance_data");
     return nullptr;
   }
-  napi_value load_fn = nullptr, pack_fn = nullptr, version_fn = nullptr;
-  if (!define_model_class(env, exports, data) ||
+  napi_value load_fn = nullptr, pack_fn = nullptr, version_fn = nullptr, abi_fn = nullptr;
+  if (!define_model_class(env, exports, data) || !define_registry_functions(env, exports) ||
+      napi_create_function(env, "abiVersion", NAPI_AUTO_LENGTH, abi_version, nullptr, &abi_fn) != napi_ok ||
+      !set_property(env, exports, "abiVersion", abi_fn) ||
       napi_create_function(env, "load", NAPI_AUTO_LENGTH, load, nullptr, &load_fn) != napi_ok ||
       napi_create_function(env, "pack", NAPI_AUTO_LENGTH, pack, nullptr, &pack_fn) != napi_ok ||
       napi_create_function(env, "version", NAPI_AUTO_LENGTH, version, nullptr, &version_fn) != napi_ok ||

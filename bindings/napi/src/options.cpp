@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -20,6 +22,8 @@ const char* const kKvTypes[] = {"f16", "f32", "q8_0", "q4_0", nullptr};  // edge
 const char* const kRepack[] = {"auto", "on", "off", nullptr};    // edgellm_repack order
 const char* const kPriorities[] = {"interactive", "background", nullptr};
 const char* const kRoles[] = {"system", "user", "assistant", "tool", nullptr};
+const char* const kRoutes[] = {"off", "auto", "local", "cloud", nullptr};      // edgellm_route order
+const char* const kInputPolicies[] = {"refuse", "strip", nullptr};             // edgellm_input_policy order
 
 bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::string* error) {
   uint32_t n = 0;
@@ -58,7 +62,11 @@ bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::stri
   }
   // Pointers only once the vectors no longer grow.
   for (size_t i = 0; i < out->roles.size(); ++i) {
-    out->messages.push_back(edgellm_message{out->roles[i].c_str(), out->contents[i].c_str()});
+    edgellm_message m{};
+    m.struct_size = sizeof m;
+    m.role = out->roles[i].c_str();
+    m.content = out->contents[i].c_str();
+    out->messages.push_back(m);
   }
   out->params.messages = out->messages.data();
   out->params.n_messages = out->messages.size();
@@ -93,6 +101,56 @@ bool read_stops(napi_env env, napi_value stop, RequestConfig* out, std::string* 
   return true;
 }
 
+// logitBias: [{token, bias}, ...]; bias a number or -Infinity (bans the token). The ranges are
+// the library's (request_limits.h): only the JS types are checked here.
+bool read_logit_bias(napi_env env, napi_value list, RequestConfig* out, std::string* error) {
+  bool is_array = false;
+  uint32_t n = 0;
+  if (napi_is_array(env, list, &is_array) != napi_ok || !is_array || napi_get_array_length(env, list, &n) != napi_ok) {
+    *error = "options.logitBias must be an array of { token, bias }";
+    return false;
+  }
+  out->logit_bias.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string where = "options.logitBias[" + std::to_string(i) + "]";
+    napi_value entry = nullptr, bias = nullptr;
+    if (napi_get_element(env, list, i, &entry) != napi_ok || type_of(env, entry) != napi_object) {
+      *error = where + " must be an object { token, bias }";
+      return false;
+    }
+    OptionReader r(env, entry, where.c_str());
+    int32_t token = -1;
+    r.integer("token", kI32Min, kI32Max, &token);
+    bias = r.field("bias");
+    double b = 0;
+    if (r.ok() && (!bias || type_of(env, bias) != napi_number || napi_get_value_double(env, bias, &b) != napi_ok ||
+                   std::isnan(b))) {
+      r.fail(where + ".bias must be a number (-Infinity bans the token)");
+    }
+    if (r.ok() && !r.field("token")) r.fail(where + ".token must be a token id");
+    if (!r.ok()) {
+      *error = r.error();
+      return false;
+    }
+    // Out of float's range is out of the library's range too: keep it out (not inf) unless -inf.
+    const float f = std::isinf(b) ? static_cast<float>(b) : static_cast<float>(std::clamp(b, -1e30, 1e30));
+    out->logit_bias.push_back(edgellm_logit_bias{token, f});
+  }
+  out->sampling.logit_bias = out->logit_bias.data();
+  out->sampling.n_logit_bias = out->logit_bias.size();
+  return true;
+}
+
+// An optional string option whose value the params point to: set only when present.
+void optional_string(OptionReader& r, const char* name, std::string* storage, const char** field) {
+  std::string value;
+  if (!r.field(name)) return;
+  r.string(name, &value);
+  if (!r.ok()) return;
+  *storage = std::move(value);
+  *field = storage->c_str();
+}
+
 }  // namespace
 
 bool read_load_config(napi_env env, napi_value path, napi_value options, LoadConfig* out, std::string* error) {
@@ -100,8 +158,8 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
     *error = "modelPath must be a string";
     return false;
   }
-  edgellm_service_params& p = out->params;
-  p = edgellm_service_default_params();
+  edgellm_runtime_params& p = out->params;
+  p = edgellm_runtime_default_params();
   OptionReader r(env, options, "options");
   int power = -1;
   r.choice("powerMode", kPowerModes, &power);
@@ -113,6 +171,7 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
   r.integer("parallel", kI32Min, kI32Max, &p.n_parallel);
   r.integer("stepTokens", kI32Min, kI32Max, &p.step_tokens);
   r.uint64("kvBudgetBytes", &p.kv_budget_bytes);
+  r.number("kvBudgetFraction", &p.kv_budget_fraction);
   r.boolean("pinThreads", &p.pin_threads);
   int kv = p.kv_type;
   r.choice("kvType", kKvTypes, &kv);
@@ -123,14 +182,17 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
   int repack = p.repack;
   r.choice("repack", kRepack, &repack);
   p.repack = static_cast<edgellm_repack>(repack);
-  if (napi_value t = r.field("chatTemplate")) {
-    if (!read_string(env, t, &out->chat_template)) r.fail("options.chatTemplate must be a string");
-    p.chat_template = out->chat_template.c_str();
-  }
-  if (napi_value d = r.field("packDir")) {
-    if (!read_string(env, d, &out->pack_dir)) r.fail("options.packDir must be a string");
-    p.pack_dir = out->pack_dir.c_str();
-  }
+  int policy = p.input_policy;
+  r.choice("inputPolicy", kInputPolicies, &policy);
+  p.input_policy = static_cast<edgellm_input_policy>(policy);
+  optional_string(r, "chatTemplate", &out->chat_template, &p.chat_template);
+  optional_string(r, "packDir", &out->pack_dir, &p.pack_dir);
+  optional_string(r, "modelVersion", &out->model_version, &p.model_version);
+  optional_string(r, "registryDir", &out->registry_dir, &p.registry_dir);
+  r.integer("maxSessions", kI32Min, kI32Max, &p.max_sessions);
+  r.uint64("maxSessionBytes", &p.max_session_bytes);
+  r.boolean("linuxPressure", &p.linux_pressure);
+  r.integer("recoverMs", kI32Min, kI32Max, &p.recover_ms);
   if (!r.ok()) {
     *error = r.error();
     return false;
@@ -152,16 +214,19 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   }
 
   OptionReader r(env, options, "options");
+  edgellm_sampling& sp = out->sampling;
+  sp = edgellm_sampling_default();
+  p.sampling = &sp;
   r.integer("maxTokens", kI32Min, kI32Max, &p.max_tokens);
-  r.number("temperature", &p.sampling.temperature);
-  r.integer("topK", kI32Min, kI32Max, &p.sampling.top_k);
-  r.number("topP", &p.sampling.top_p);
-  r.number("minP", &p.sampling.min_p);
-  r.number("repeatPenalty", &p.sampling.repeat_penalty);
-  r.number("frequencyPenalty", &p.sampling.frequency_penalty);
-  r.number("presencePenalty", &p.sampling.presence_penalty);
-  r.integer("penaltyLastN", kI32Min, kI32Max, &p.sampling.penalty_last_n);
-  r.uint64("seed", &p.sampling.seed);
+  r.number("temperature", &sp.temperature);
+  r.integer("topK", kI32Min, kI32Max, &sp.top_k);
+  r.number("topP", &sp.top_p);
+  r.number("minP", &sp.min_p);
+  r.number("repeatPenalty", &sp.repeat_penalty);
+  r.number("frequencyPenalty", &sp.frequency_penalty);
+  r.number("presencePenalty", &sp.presence_penalty);
+  r.integer("penaltyLastN", kI32Min, kI32Max, &sp.penalty_last_n);
+  r.uint64("seed", &sp.seed);
   r.int64("deadlineMs", std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2,
           &p.deadline_ms);
   int priority = p.priority;
@@ -170,11 +235,21 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   r.boolean("ignoreEos", &p.ignore_eos);
   r.boolean("addSpecial", &p.add_special);
   r.boolean("parseSpecial", &p.parse_special);
+  r.boolean("contextShift", &p.context_shift);
+  r.integer("nKeep", kI32Min, kI32Max, &p.n_keep);
+  optional_string(r, "sessionId", &out->session_id, &p.session_id);
+  optional_string(r, "sessionLoadPath", &out->session_load_path, &p.session_load_path);
+  optional_string(r, "sessionSavePath", &out->session_save_path, &p.session_save_path);
+  int route = p.route;
+  r.choice("route", kRoutes, &route);
+  p.route = static_cast<edgellm_route>(route);
   napi_value stop = r.field("stop");
+  napi_value logit_bias = r.field("logitBias");
   if (!r.ok()) {
     *error = r.error();
     return false;
   }
+  if (logit_bias && !read_logit_bias(env, logit_bias, out, error)) return false;
   return !stop || read_stops(env, stop, out, error);
 }
 

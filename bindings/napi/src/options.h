@@ -1,5 +1,5 @@
 // JS options -> C ABI parameter structs. A field that is absent keeps the C ABI default
-// (edgellm_service_default_params / edgellm_request_default_params); a field of the wrong type or
+// (edgellm_runtime_default_params / edgellm_request_default_params); a field of the wrong type or
 // out of range makes the whole call fail with INVALID_ARGUMENT and a message naming the field.
 // Values in range for their type but rejected by the library (e.g. a negative context size) fail
 // there, with its message. JS thread only.
@@ -15,23 +15,28 @@
 
 namespace edgellm_napi {
 
-// LoadOptions: { contextSize, threads, batchThreads, kvType: 'f16'|'f32'|'q8_0', maxQueued,
-// parallel, stepTokens, kvBudgetBytes, repack: 'auto'|'on'|'off', chatTemplate, pinThreads,
-// powerMode: 'performance'|'balanced'|'efficiency', packDir }.
+// LoadOptions: { contextSize, threads, batchThreads, kvType / kvTypeV: 'f16'|'f32'|'q8_0'|'q4_0',
+// maxQueued, parallel, stepTokens, kvBudgetBytes, kvBudgetFraction, repack: 'auto'|'on'|'off',
+// chatTemplate, pinThreads, powerMode: 'performance'|'balanced'|'efficiency', packDir,
+// inputPolicy: 'refuse'|'strip', modelVersion, registryDir, maxSessions, maxSessionBytes,
+// linuxPressure, recoverMs }.
 struct LoadConfig {
-  std::string model_path;
+  std::string model_path;     // a GGUF path, or with registryDir a registry name
   std::string chat_template;  // params.chat_template points here when set
   std::string pack_dir;       // params.pack_dir points here when set
-  edgellm_service_params params{};
+  std::string model_version;  // params.model_version points here when set
+  std::string registry_dir;   // params.registry_dir points here when set
+  edgellm_runtime_params params{};
 };
-// False with *error set when the path or an option is malformed.
 bool read_load_config(napi_env env, napi_value path, napi_value options, LoadConfig* out, std::string* error);
 
 // The input (a string prompt or Message[]) and GenerateOptions: { maxTokens, temperature, topK,
-// topP, minP, repeatPenalty, frequencyPenalty, presencePenalty, penaltyLastN, seed, stop: string |
-// string[], deadlineMs, priority: 'interactive'|'background', ignoreEos, addSpecial, parseSpecial }.
-// Owns every string the params point to; params.on_token/on_finish/user_data are left for the
-// caller. Not copyable: params points into the members.
+// topP, minP, repeatPenalty, frequencyPenalty, presencePenalty, penaltyLastN, seed, logitBias:
+// {token, bias}[], stop: string | string[], deadlineMs, priority: 'interactive'|'background',
+// ignoreEos, addSpecial, parseSpecial, contextShift, nKeep, sessionId, sessionLoadPath,
+// sessionSavePath, route: 'off'|'auto'|'local'|'cloud' }.
+// Owns every string and array the params point to; params.on_token/on_finish/user_data are left
+// for the caller. Not copyable: params points into the members.
 struct RequestConfig {
   RequestConfig() = default;
   RequestConfig(const RequestConfig&) = delete;
@@ -42,6 +47,9 @@ struct RequestConfig {
   std::vector<edgellm_message> messages;
   std::vector<std::string> stops;
   std::vector<const char*> stop_ptrs;
+  std::vector<edgellm_logit_bias> logit_bias;
+  std::string session_id, session_load_path, session_save_path;
+  edgellm_sampling sampling{};
   edgellm_request_params params{};
 };
 bool read_request_config(napi_env env, napi_value input, napi_value options, RequestConfig* out, std::string* error);

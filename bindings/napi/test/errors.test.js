@@ -34,7 +34,11 @@ test('load rejects: missing file, truncated GGUF, not a GGUF, bad options', asyn
   for (const [p, o] of [[42, undefined], [h.stories, 'fast'], [h.stories, { contextSize: 'big' }],
     [h.stories, { contextSize: 1.5 }], [h.stories, { kvType: 'f8' }], [h.stories, { threads: -3 }],
     [h.stories, { kvTypeV: 'q4_1' }],
-    [h.stories, { powerMode: 'turbo' }], [h.stories, { chatTemplate: 7 }], [h.stories, { parallel: 0 }]]) {
+    [h.stories, { powerMode: 'turbo' }], [h.stories, { chatTemplate: 7 }], [h.stories, { parallel: 0 }],
+    [h.stories, { inputPolicy: 'clean' }], [h.stories, { modelVersion: '' }], [h.stories, { maxSessions: -1 }],
+    [h.stories, { recoverMs: -5 }], [h.stories, { kvBudgetFraction: 2 }], [h.stories, { registryDir: 5 }],
+    [h.stories, { linuxPressure: 'yes' }], [h.stories, { maxSessionBytes: -1 }],
+    ['nothing', { registryDir: os.tmpdir() }]]) {
     const e = await loadError(p, o);
     assert.equal(e.code, 'INVALID_ARGUMENT', `${JSON.stringify(o)}: ${e.message}`);
   }
@@ -61,7 +65,11 @@ test('generate rejects its result: bad input, bad options, a prompt longer than 
       [42, undefined], [{ role: 'user' }, undefined], [[{ role: 'robot', content: 'hi' }], undefined],
       [[{ role: 'user', content: 5 }], undefined], ['hi', { temperature: 'hot' }], ['hi', { temperature: -1 }],
       ['hi', { topK: 2.5 }], ['hi', { stop: [1, 2] }], ['hi', { priority: 'urgent' }], ['hi', 'greedy'],
-      ['hi', { seed: -1 }], ['hi', { topP: 7 }],
+      ['hi', { seed: -1 }], ['hi', { topP: 7 }], ['hi', { route: 'sky' }], ['hi', { logitBias: { 5: 1 } }],
+      ['hi', { logitBias: [{ token: 5 }] }], ['hi', { logitBias: [{ token: 1e9, bias: 1 }] }],
+      ['hi', { logitBias: [{ token: 5, bias: 1000 }] }], ['hi', { nKeep: -2 }], ['hi', { sessionId: '' }],
+      ['hi', { sessionId: 'a/b' }], ['hi', { sessionId: 5 }], ['hi', { contextShift: 'yes' }],
+      ['a\u0007b', undefined], [[{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'x' }], undefined],
     ];
     for (const [input, options] of cases) {
       const g = m.generate(input, options);
@@ -91,6 +99,25 @@ test('synchronous calls throw with codes', async () => {
     assert.throws(() => m.detokenize([1, 1e9]), { code: 'INVALID_ARGUMENT' });
     assert.throws(() => m.metrics.call({}), TypeError);  // V8 checks the receiver first
     assert.throws(() => new edgellm.Model(), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.detokenize([1], { renderSpecial: 1 }), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.applyTemplate('hi'), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.applyTemplate([{ role: 'wizard', content: 'hi' }]), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.setPressure({ memoryLevel: 9 }), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.setPressure({ memoryLevel: 'high' }), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.setPressure('high'), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.setRouter({ localThreshold: 0.5, cloudThreshold: 0.9 }), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.setRouter({ transport: 'https://x' }), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.setRouter({ cloudTimeoutMs: 0 }), { code: 'INVALID_ARGUMENT' });
+    assert.throws(() => m.deleteSession(7), { code: 'INVALID_ARGUMENT' });
+    assert.equal(m.deleteSession('none-here'), false);
+    for (const call of [() => m.swapModel(7, '2'), () => m.swapModel(h.stories, 2), () => m.exportSession(7),
+      () => m.importSession('x', 'bytes'), () => m.loadSessionFile('x', 7), () => m.saveSessionFile(7, '/tmp/x'),
+      () => m.setFallbackModel(7), () => m.swapModel(h.stories, '')]) {
+      assert.equal((await h.rejection(call())).code, 'INVALID_ARGUMENT', call.toString());
+    }
+    assert.equal((await h.rejection(m.swapModel('/no/such.gguf', '2'))).code, 'IO');
+    assert.equal((await h.rejection(m.importSession('x', new ArrayBuffer(8)))).code, 'INVALID_FILE');
+    assert.equal((await h.rejection(m.reloadRegistry())).code, 'INVALID_ARGUMENT');  // not from a registry
   } finally {
     await m.release();
   }
@@ -107,11 +134,17 @@ test('release, then every use is an error; a generation in flight ends cancelled
   assert.equal(r.text, pieces.join(''));
 
   for (const call of [() => m.tokenize('x'), () => m.detokenize([1]), () => m.info(), () => m.metrics(),
-    () => m.pause(), () => m.resume(), () => m.trim()]) {
+    () => m.pause(), () => m.resume(), () => m.applyTemplate([{ role: 'user', content: 'x' }]),
+    () => m.metricsJson(), () => m.metricsPrometheus(), () => m.degradation(), () => m.setPressure({}),
+    () => m.setRouter({}), () => m.deleteSession('x'), () => m.listSessions()]) {
     assert.throws(call, { code: 'SHUT_DOWN' });
   }
   assert.equal((await h.rejection(m.generate('x').result)).code, 'SHUT_DOWN');
-  assert.equal((await h.rejection(m.warmup())).code, 'SHUT_DOWN');
+  for (const call of [() => m.warmup(), () => m.trim(), () => m.swapModel(h.stories, '2'), () => m.reloadRegistry(),
+    () => m.setFallbackModel(null), () => m.exportSession('x'), () => m.importSession('x', new ArrayBuffer(8)),
+    () => m.loadSessionFile('x', '/tmp/x'), () => m.saveSessionFile('x', '/tmp/x')]) {
+    assert.equal((await h.rejection(call())).code, 'SHUT_DOWN', call.toString());
+  }
   g.cancel();  // no-op
   await m.release();  // twice: resolves
 });

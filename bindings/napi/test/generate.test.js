@@ -133,8 +133,12 @@ test('pause holds the stream, resume continues it unchanged', async () => {
     m.resume();
     const r = await g.result;
     assert.deepEqual(Buffer.from(r.text), h.cliGreedy(h.stories, 'Once upon a time', 64));
-    await m.warmup();
-    m.trim();
+    const w = await m.warmup();
+    assert.equal(typeof w.ran, 'boolean');
+    assert.equal(typeof w.reason, 'string');
+    assert.ok(w.ran || w.reason.length > 0, 'a skipped warm-up says why');
+    const released = await m.trim();
+    assert.ok(Number.isInteger(released) && released >= 0);
   } finally {
     await m.release();
   }
@@ -148,6 +152,10 @@ test('tokenize / detokenize round trip, info and metrics', async () => {
     assert.equal(m.detokenize(ids), 'Once upon a time');
     const withBos = m.tokenize('Once upon a time');
     assert.equal(withBos.length, ids.length + 1);
+    assert.equal(m.detokenize(withBos), 'Once upon a time');
+    assert.equal(m.detokenize(withBos, { renderSpecial: true }), '<s>Once upon a time');  // stories260K's BOS
+    assert.equal(edgellm.abiVersion(), 5);
+    assert.match(edgellm.version(), /^\d+\.\d+\.\d+$/);
     const info = m.info();
     assert.equal(info.architecture, 'llama');
     assert.equal(info.n_ctx, 256);
@@ -156,7 +164,18 @@ test('tokenize / detokenize round trip, info and metrics', async () => {
     const body = dts.slice(dts.indexOf('export interface ModelInfo {'));
     const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^  (\w+):/gm)].map((x) => x[1]);
     assert.deepEqual(declared.sort(), Object.keys(info).sort());
-    assert.equal(typeof m.metrics().kvBlocksTotal, 'number');
+    // The same for Metrics (every field of edgellm_metrics, by its camelCase name).
+    const metrics = m.metrics();
+    const mbody = dts.slice(dts.indexOf('export interface Metrics {'));
+    const mdeclared = [...mbody.slice(0, mbody.indexOf('\n}')).matchAll(/^  (\w+):/gm)].map((x) => x[1]);
+    assert.deepEqual(mdeclared.sort(), Object.keys(metrics).sort());
+    assert.equal(typeof metrics.kvBlocksTotal, 'number');
+    // Threads: info() and metrics() report the counts the runtime runs with.
+    assert.ok(info.n_threads >= 1 && info.n_threads_batch >= 1);
+    assert.equal(metrics.threads, info.n_threads);
+    assert.equal(metrics.batchThreads, info.n_threads_batch);
+    assert.equal(info.model_version, '1');
+    assert.equal(info.input_policy, 'refuse');
   } finally {
     await m.release();
   }

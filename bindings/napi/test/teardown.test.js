@@ -1,8 +1,9 @@
 'use strict';
 // The env goes away while the addon is busy: process.exit() mid-stream, a worker thread
-// terminated mid-stream, a script that ends with a model never released. Each runs in a child
-// process, which must exit cleanly (no crash, no hang: the services are destroyed before
-// Node-API frees the thread-safe functions their scheduler threads post to).
+// terminated mid-stream, a script that ends with a model never released, a router waiting for
+// a JS transport that never answers. Each runs in a child process, which must exit cleanly (no
+// crash, no hang: the runtimes are destroyed before Node-API frees the thread-safe functions
+// their threads post to).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
@@ -73,4 +74,34 @@ test('a script that ends with a loaded model and a paused request', () => {
       setTimeout(() => { console.log('done'); process.exit(0); }, 50);
     });`);
   assert.equal(out.trim(), 'done');
+});
+
+test('process.exit() while the router waits for a JS transport', () => {
+  const out = runChild(`
+    const e = require(process.env.ADDON);
+    e.load(process.env.MODEL).then((m) => {
+      m.setRouter({ localThreshold: 1, cloudThreshold: 1, transport: () => {
+        setImmediate(() => { console.log('exit'); process.exit(0); });
+        return new Promise(() => {});  // never settles
+      } });
+      m.generate([{ role: 'user', content: 'hi' }], { route: 'cloud', maxTokens: 4 });
+    });`);
+  assert.equal(out.trim(), 'exit');
+});
+
+test('a worker thread terminated while the router waits for its transport', () => {
+  const out = runChild(`
+    const { Worker } = require('node:worker_threads');
+    const w = new Worker(\`
+      const { parentPort } = require('node:worker_threads');
+      const e = require(process.env.ADDON);
+      e.load(process.env.MODEL).then((m) => {
+        m.setRouter({ localThreshold: 1, cloudThreshold: 1, transport: () => {
+          parentPort.postMessage('calling');
+          return new Promise(() => {});
+        } });
+        m.generate([{ role: 'user', content: 'hi' }], { route: 'cloud', maxTokens: 4 });
+      });\`, { eval: true });
+    w.on('message', async () => { await w.terminate(); console.log('terminated'); });`);
+  assert.equal(out.trim(), 'terminated');
 });
