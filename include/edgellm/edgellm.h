@@ -58,7 +58,7 @@ extern "C" {
 EDGELLM_API const char* edgellm_version(void);
 /* Bumped whenever a struct or a signature of this header changes: compare it with
  * EDGELLM_ABI_VERSION to detect a header / library mismatch. */
-#define EDGELLM_ABI_VERSION 4
+#define EDGELLM_ABI_VERSION 5
 EDGELLM_API uint32_t edgellm_abi_version(void);
 
 /* ------------------------------------------------------------------------------ statuses */
@@ -363,7 +363,8 @@ EDGELLM_API edgellm_status edgellm_cancel(edgellm_service* service, edgellm_requ
 
 /* Pause: the step in flight is abandoned (and redone on resume, so outputs do not change), no
  * forward pass runs, KV memory is kept; cancellations and deadlines still end requests (deadlines
- * keep running). Resume continues. Both return at once. */
+ * keep running). Resume continues. Both return at once: a step already past its last abort check
+ * may still stream its tokens; edgellm_metrics.paused_idle (ABI 5) turns true once nothing runs. */
 EDGELLM_API edgellm_status edgellm_pause(edgellm_service* service);
 EDGELLM_API edgellm_status edgellm_resume(edgellm_service* service);
 
@@ -408,6 +409,12 @@ typedef struct edgellm_metrics {
    * mode asked for was refused (no CAP_SYS_NICE; the threads keep theirs). */
   int32_t n_threads, n_threads_batch;
   uint64_t thread_priority_denied;
+  /* ABI 5. max_decode_batch: the most requests decoded in one step (prompt chunks not counted):
+   * above 1 only when requests ran batched. paused_idle: paused, and the scheduler has seen it:
+   * no step runs and no token is streamed until edgellm_resume (edgellm_pause only asks; this
+   * says the step in flight, if any, has ended). */
+  int32_t max_decode_batch;
+  bool paused_idle;
 } edgellm_metrics;
 
 EDGELLM_API edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* out);

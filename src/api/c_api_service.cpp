@@ -380,6 +380,8 @@ edgellm_status edgellm_get_metrics(edgellm_service* service, edgellm_metrics* ou
     r.n_threads = m.n_threads;
     r.n_threads_batch = m.n_threads_batch;
     r.thread_priority_denied = m.thread_priority_denied;
+    r.max_decode_batch = m.max_decode_batch;
+    r.paused_idle = m.paused_idle;
     *out = r;
     return EDGELLM_OK;
   });

@@ -175,6 +175,7 @@ void DegradationController::run() {
       if (steps.empty()) break;
       lock.unlock();
       apply(steps.front());
+      if (config_.on_step) config_.on_step(steps.front());  // set at construction only: no lock needed
       lock.lock();
       if (stopping_) break;
     }

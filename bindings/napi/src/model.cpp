@@ -209,7 +209,8 @@ napi_value m_metrics(napi_env env, napi_callback_info info) {
       num("queueMsMean", m.queue_ms_mean) && num("running", m.running) && num("waiting", m.waiting) &&
       num("kvBlocksUsed", m.kv_blocks_used) && num("kvBlocksTotal", m.kv_blocks_total) &&
       set_property(env, o, "paused", js_bool(env, m.paused)) && num("rssBytes", static_cast<double>(m.rss_bytes)) &&
-      num("peakRssBytes", static_cast<double>(m.peak_rss_bytes));
+      num("peakRssBytes", static_cast<double>(m.peak_rss_bytes)) && num("maxDecodeBatch", m.max_decode_batch) &&
+      set_property(env, o, "pausedIdle", js_bool(env, m.paused_idle));
   return ok ? o : nullptr;
 }
 
