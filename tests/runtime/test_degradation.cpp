@@ -201,6 +201,9 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   // halved one (128); stories260K spells it in far more byte tokens.
   std::string long_prompt;
   for (int i = 0; i < 30; ++i) long_prompt += "床前明月光";
+  // Two requests held at their third token (below); declared before the host so that they
+  // outlive its services, and opened on every way out of the test before those shut down.
+  Gated a, b;
   ModelHost host(big, "big", base_params());
   DegradationConfig cfg;
   cfg.base_model_path = big;
@@ -235,6 +238,14 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   };
   DegradationController c(host, cfg);
   controller = &c;
+  struct OpenGates {
+    Gated& a;
+    Gated& b;
+    ~OpenGates() {
+      a.release();
+      b.release();
+    }
+  } open_gates{a, b};
 
   const std::string ref_base = solo(big, base_params(), zh_prompt, 40);
   const std::string ref_small = solo(small, c.params_for(Rung::kSmallerModel), "Once upon a time", 20);
@@ -249,7 +260,6 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   }
   // A request streaming (held at its third token) while the ladder steps down, one rung at a
   // time: power-save (rung 1), then memory moderate (rung 2), then memory high (rungs 3 and 4).
-  Gated a;
   start_gated(c, a, zh_prompt, 40);
   ASSERT_TRUE(a.wait_arrived());
   for (const PressureSignals& s :
@@ -278,7 +288,6 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
 
   // Critical: a running request (held at its third token) survives rung 5 (refuse new) and is
   // ended by rung 6.
-  Gated b;
   start_gated(c, b, "Once upon a time", 100);
   ASSERT_TRUE(b.wait_arrived());
   c.set_signals({3, 0, false});
