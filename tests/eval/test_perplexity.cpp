@@ -33,9 +33,10 @@ constexpr double kErrTolerance = 0.002;  // the +- is printed with 3 decimals
 constexpr double kQ8RelativeTolerance = 0.01;
 // tiny-zh-poems' perplexity with an F16 / Q8_0 KV cache against the F32 cache's (F32 weights, ctx
 // 128), relative: measured 3.3-3.5e-6 (F16) and 8.1-8.2e-5 (Q8_0) on AVX-512 VNNI, AVX2 and
-// scalar (AMD EPYC); bounds at 10x. (Was 1 % for both.)
+// scalar (AMD EPYC), the same to two digits on every path; bounds at 10x and 5x. (Was 1 % for
+// both.) A Q8_0 cache whose codes are truncated instead of rounded measured 5.0e-4.
 constexpr double kF16KvRelTol = 3.5e-5;
-constexpr double kQ8KvRelTol = 8e-4;
+constexpr double kQ8KvRelTol = 4e-4;
 // Self-KL: the base file stores log-probs as uint16 over a 40-nat range (step ~6e-4 nats); after
 // renormalisation the residual KL is second order in that step, far below 1e-5.
 constexpr double kSelfKlTolerance = 1e-5;
