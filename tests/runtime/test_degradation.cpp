@@ -180,11 +180,9 @@ struct Live {
   ErrorCode long_prompt_code = ErrorCode::kInternal;
 };
 
-// The KV pool of n_seq sequences of n_ctx positions of `model` in K / V types, by hand: blocks of
+// The KV pool of n_seq sequences of n_ctx positions of a model in K / V types, by hand: blocks of
 // 16 positions, each holding a K and a V row of head_dim values per layer and KV head.
-uint64_t pool_bytes_by_hand(const std::string& model_path, int32_t n_seq, int32_t n_ctx, TensorType k, TensorType v) {
-  const auto m = Model::load(model_path);
-  const HParams& hp = m->hparams();
+uint64_t pool_bytes_by_hand(const HParams& hp, int32_t n_seq, int32_t n_ctx, TensorType k, TensorType v) {
   const auto row = [&](TensorType t) {
     return t == TensorType::F16 ? uint64_t{2} * static_cast<uint64_t>(hp.head_dim)
                                 : uint64_t{34} * static_cast<uint64_t>(hp.head_dim) / 32;  // Q8_0: 34 bytes per 32
@@ -325,6 +323,7 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
     EXPECT_EQ(d.get_future().get().text, ref_base) << "after recovery the base configuration serves again";
   }
 
+  const HParams big_hp = Model::load(big)->hparams(), small_hp = Model::load(small)->hparams();
   // Each configuration as its live service had it: down 1, 2, 3, 4; up 4 (from rung 5: nothing
   // rebuilt), 3, 2, 1, 0. The int8-KV rung is seen live twice: on the big model going down and
   // after the swap back going up.
@@ -346,7 +345,7 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
     const TensorType kv = r >= 3 && !small_model ? TensorType::Q8_0 : TensorType::F16;
     EXPECT_EQ(l.kv_k, kv);
     EXPECT_EQ(l.kv_v, kv);
-    EXPECT_EQ(l.pool_bytes, pool_bytes_by_hand(small_model ? small : big, l.n_seq, l.n_ctx, kv, kv));
+    EXPECT_EQ(l.pool_bytes, pool_bytes_by_hand((small_model ? small_hp : big_hp), l.n_seq, l.n_ctx, kv, kv));
     if (r >= 2) {
       EXPECT_EQ(l.long_prompt, FinishReason::kError);
       EXPECT_EQ(l.long_prompt_code, ErrorCode::kContextFull) << "a prompt longer than the shortened context";
