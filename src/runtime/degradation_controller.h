@@ -49,8 +49,9 @@ struct DegradationConfig {
   bool read_linux_signals = false;  // also read /proc/pressure, memory.events, thermal zones
   // Called on the controller's thread after each step is applied (the host's current service is
   // that rung's), with no lock held: it may call the host and this controller (not its
-  // destructor), and the ladder takes no further step until it returns. For a host that reports
-  // degradation (UI, logs) and for tests that look at each rung's live service.
+  // destructor), and the ladder takes no further step until it returns (an exception it throws
+  // is logged). For a host that reports degradation (UI, logs) and for tests that look at each
+  // rung's live service.
   std::function<void(const DegradationLadder::Step& step)> on_step;
 };
 
