@@ -431,7 +431,8 @@ EDGELLM_API edgellm_status edgellm_cancel(edgellm_runtime* runtime, edgellm_requ
 
 /* Pause: the step in flight is abandoned (and redone on resume, so outputs do not change), no
  * forward pass runs, KV memory is kept; cancellations and deadlines still end requests (deadlines
- * keep running). Resume continues. Both return at once. */
+ * keep running). Resume continues. Both return at once: a step already past its last abort check
+ * may still stream its tokens; edgellm_metrics.paused_idle turns true once nothing runs. */
 EDGELLM_API edgellm_status edgellm_pause(edgellm_runtime* runtime);
 EDGELLM_API edgellm_status edgellm_resume(edgellm_runtime* runtime);
 
@@ -681,6 +682,12 @@ typedef struct edgellm_metrics {
   /* Sessions kept by id. */
   int32_t sessions;
   uint64_t session_bytes;
+  /* max_decode_batch: the most requests decoded in one step (prompt chunks not counted): above 1
+   * only when requests ran batched. paused_idle: paused, and the scheduler has seen it: no step
+   * runs and no token is streamed until edgellm_resume (edgellm_pause only asks; this says the
+   * step in flight, if any, has ended). */
+  int32_t max_decode_batch;
+  bool paused_idle;
 } edgellm_metrics;
 
 EDGELLM_API edgellm_metrics edgellm_metrics_init(void);

@@ -87,6 +87,8 @@ edgellm_status edgellm_metrics_get(edgellm_runtime* runtime, edgellm_metrics* ou
     r.failure_fallbacks = c.failure_fallbacks;
     r.sessions = static_cast<int32_t>(rt.sessions().count());
     r.session_bytes = rt.sessions().bytes();
+    r.max_decode_batch = m.max_decode_batch;
+    r.paused_idle = m.paused_idle;
     // Only the caller's size: a program built against an older header has a smaller struct.
     // struct_size then says what was written: the caller's size, or this library's when the
     // caller's struct is larger (a newer program: its fields past ours were not written).

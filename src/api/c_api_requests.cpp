@@ -30,7 +30,7 @@ static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sam
 static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
 static_assert(sizeof(edgellm_runtime_params) == 144 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
 static_assert(sizeof(edgellm_router_params) == 80 || sizeof(void*) != 8, "edgellm_router_params changed size");
-static_assert(sizeof(edgellm_metrics) == 360 || sizeof(void*) != 8, "edgellm_metrics changed size");
+static_assert(sizeof(edgellm_metrics) == 368 || sizeof(void*) != 8, "edgellm_metrics changed size");
 static_assert(sizeof(edgellm_pressure) == 16, "edgellm_pressure changed size");
 
 namespace edgellm::capi {

@@ -203,6 +203,13 @@ void DegradationController::run() {
       if (steps.empty()) break;
       lock.unlock();
       apply(steps.front());
+      if (config_.on_step) {  // set at construction only: no lock needed
+        try {
+          config_.on_step(steps.front());
+        } catch (const std::exception& e) {
+          log_message(LogLevel::kError, std::string("degradation: the on_step hook threw: ") + e.what());
+        }
+      }
       lock.lock();
       if (stopping_) break;
     }

@@ -19,10 +19,9 @@
 // a callback). Steps run on the controller's thread, never under a lock a callback may need.
 #pragma once
 
-#include "platform/thread_placement.h"
-
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -32,6 +31,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "platform/thread_placement.h"
 #include "runtime/degradation_ladder.h"
 #include "runtime/model_host.h"
 #include "runtime/pressure_signals.h"
@@ -47,6 +47,12 @@ struct DegradationConfig {
   int64_t recover_ms = 10000;   // hysteresis before each step back up
   int64_t tick_ms = 250;        // how often the ladder is re-evaluated
   bool read_linux_signals = false;  // also read /proc/pressure, memory.events, thermal zones
+  // Called on the controller's thread after each step is applied (the host's current service is
+  // that rung's), with no lock held: it may call the host and this controller (not its
+  // destructor), and the ladder takes no further step until it returns (an exception it throws
+  // is logged). For a host that reports degradation (UI, logs) and for tests that look at each
+  // rung's live service.
+  std::function<void(const DegradationLadder::Step& step)> on_step;
 };
 
 class DegradationController {

@@ -198,6 +198,7 @@ void InferenceService::resume() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     paused_ = false;
+    paused_idle_ = false;
   }
   wake_.notify_one();
 }
@@ -236,6 +237,7 @@ ServiceMetrics InferenceService::metrics() const {
     m.kv_evictions = kv_.evictions;
     m.kv_fragmentation = kv_.fragmentation;
     m.paused = paused_;
+    m.paused_idle = paused_idle_;
   }
   const ProcessMemory pm = read_process_memory();
   m.rss_bytes = pm.rss_bytes;
@@ -301,6 +303,7 @@ void InferenceService::run() {
       for (;;) {
         const Clock::time_point now = Clock::now();
         if (has_work_locked(now)) break;
+        paused_idle_ = paused_;  // between steps with nothing to do: paused, nothing runs until resume()
         const Clock::time_point wake_at = next_deadline_locked();
         if (wake_at == Clock::time_point::max()) {
           wake_.wait(lock);
@@ -313,6 +316,7 @@ void InferenceService::run() {
       interrupt_.store(false, std::memory_order_relaxed);
       stop = stopping_;
       paused = paused_;
+      paused_idle_ = paused;  // this pass does housekeeping only when paused: no step
       cancels.swap(cancels_);
       cancelled_queued.swap(cancelled_queued_);
       trims.swap(trims_);
@@ -703,10 +707,13 @@ void InferenceService::step() {
     for (size_t i = running_.size(); i-- > 0;) finish_running(i, FinishReason::kError, ErrorCode::kInternal, e.what());
     return;
   }
+  const auto decoded =
+      static_cast<int32_t>(std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.prefill == 0; }));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++metrics_.steps;
     metrics_.step_tokens += batch.size();
+    metrics_.max_decode_batch = std::max(metrics_.max_decode_batch, decoded);
     metrics_.forward_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   }
 

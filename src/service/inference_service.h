@@ -114,7 +114,8 @@ class InferenceService {
 
   // pause(): the step in flight is abandoned (and redone after resume(), so outputs do not
   // change), nothing is scheduled, KV is kept; cancellations and deadlines still end requests.
-  // resume() continues. Deadlines keep running while paused. Any thread.
+  // resume() continues. Deadlines keep running while paused. Any thread. pause() returns at once;
+  // metrics().paused_idle turns true when the scheduler has seen it (the step in flight ended).
   void pause();
   void resume();
   bool paused() const;
@@ -196,6 +197,7 @@ class InferenceService {
   std::vector<std::function<void(bool, const std::string&)>> warmups_;
   RequestId next_id_ = 1;
   bool paused_ = false;
+  bool paused_idle_ = false;  // paused_ seen by the scheduler between steps (set there, cleared by resume)
   bool stopping_ = false;
   ServiceMetrics metrics_;  // counters; gauges filled in by metrics()
   int32_t held_ = 0;        // requests the scheduler holds (running + blocked on KV)

@@ -70,6 +70,7 @@ Json ServiceMetrics::to_json() const {
   j.set("steps", steps);
   j.set("step_tokens", step_tokens);
   j.set("aborted_steps", aborted_steps);
+  j.set("max_decode_batch", static_cast<int>(max_decode_batch));
   j.set("warmups", warmups);
   j.set("warmups_skipped", warmups_skipped);
   j.set("trims", trims);
@@ -90,6 +91,7 @@ Json ServiceMetrics::to_json() const {
   j.set("kv_evictions", kv_evictions);
   j.set("kv_fragmentation", kv_fragmentation);
   j.set("paused", paused);
+  j.set("paused_idle", paused_idle);
   Json th = Json::object();
   th.set("decode", n_threads);
   th.set("prefill", n_threads_batch);
@@ -165,6 +167,7 @@ std::string ServiceMetrics::to_prometheus() const {
   metric(out, "steps_total", "counter", "Scheduler steps that ran a forward pass.", d(steps));
   metric(out, "step_tokens_total", "counter", "Batch entries forwarded over all steps.", d(step_tokens));
   metric(out, "aborted_steps_total", "counter", "Forward passes abandoned between layers.", d(aborted_steps));
+  metric(out, "max_decode_batch", "gauge", "The most sequences decoded in one step.", max_decode_batch);
   metric(out, "warmups_total", "counter", "Warm-up forwards run.", d(warmups));
   metric(out, "warmups_skipped_total", "counter", "Warm-ups skipped.", d(warmups_skipped));
   metric(out, "trims_total", "counter", "Memory trims.", d(trims));
@@ -185,6 +188,7 @@ std::string ServiceMetrics::to_prometheus() const {
   metric(out, "kv_fragmentation", "gauge", "Unused slots in the KV blocks running sequences hold, as a fraction.",
          kv_fragmentation);
   metric(out, "paused", "gauge", "1 while the service is paused.", paused ? 1 : 0);
+  metric(out, "paused_idle", "gauge", "1 once the paused scheduler runs no step until resumed.", paused_idle ? 1 : 0);
   metric(out, "resident_memory_bytes", "gauge", "Process resident set size.", static_cast<double>(rss_bytes));
   metric(out, "peak_resident_memory_bytes", "gauge", "Process peak resident set size.", static_cast<double>(peak_rss_bytes));
   histogram(out, "time_to_first_token_seconds", "Submit to first token.", ttft_ms);

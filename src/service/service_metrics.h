@@ -42,6 +42,9 @@ struct ServiceMetrics {
   uint64_t steps = 0;                // scheduler steps that ran a forward pass
   uint64_t step_tokens = 0;          // batch entries over those steps
   uint64_t aborted_steps = 0;        // forwards abandoned between layers (cancel, deadline, pause)
+  int32_t max_decode_batch = 0;      // the most sequences decoded in one step (decode entries of
+                                     // one forward; prompt chunks not counted): above 1 only when
+                                     // requests were batched
   uint64_t warmups = 0;              // warm-up forwards run
   uint64_t warmups_skipped = 0;      // warm-ups skipped (low memory, busy, shut down)
   uint64_t trims = 0;
@@ -64,6 +67,10 @@ struct ServiceMetrics {
   uint64_t kv_evictions = 0;         // cached blocks reused for new content (counter)
   double kv_fragmentation = 0;       // unused slots / slots of the blocks the running sequences hold
   bool paused = false;
+  bool paused_idle = false;  // paused, and the scheduler has seen it: no forward step runs
+                             // (no token is streamed) until resume(); cancellations and
+                             // deadlines are still handled. pause() only asks: this says
+                             // the step in flight, if any, has ended.
   // Threads (ContextParams, device/power_mode.h): per phase, where they run, and what applying
   // that did (a refused priority is counted and noted, never an error).
   int32_t n_threads = 0;             // decode

@@ -62,6 +62,8 @@ struct Sink {
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
   int cancel_after = -1;  // on_token returns false at this index
+  edgellm_runtime* pause_service = nullptr;  // with pause_at: on_token pauses it at this index
+  int pause_at = -1;
 
   bool wait_final(std::chrono::milliseconds limit = 60s) {
     std::unique_lock<std::mutex> lock(mutex);
@@ -85,6 +87,9 @@ bool on_token(const edgellm_token_event* ev, void* user) {
     if (ev->token >= 0) s->tokens.push_back(ev->token);
     ++s->events;
     s->cv.notify_all();  // under the lock: the waiter may destroy the Sink once it sees the change
+  }
+  if (s->pause_service != nullptr && ev->index == s->pause_at) {
+    EXPECT_EQ(edgellm_pause(s->pause_service), EDGELLM_OK);
   }
   return s->cancel_after < 0 || ev->index < s->cancel_after;
 }
@@ -399,26 +404,57 @@ TEST_F(CApi, QueueFullIsBusyInUnderAMillisecond) {
   EXPECT_EQ(sinks[12].finals, 0);
 }
 
+// Paused from the request's own fifth token callback, so it is certainly still running (40
+// tokens): no step follows, which paused_idle reports (no sleeping); two trims make the scheduler
+// run two more passes while paused, and nothing streams or steps in them. The KV stays held, and
+// after resume the output equals the uninterrupted run.
 TEST_F(CApi, PauseResumeKeepsTheOutput) {
   Sink ref;
   ASSERT_EQ(submit(greedy(ref, "The little dog", 40)), EDGELLM_OK);
   ASSERT_TRUE(ref.wait_final());
   Sink sink;
+  sink.pause_service = rt_;
+  sink.pause_at = 4;
   ASSERT_EQ(submit(greedy(sink, "The little dog", 40)), EDGELLM_OK);
-  ASSERT_TRUE(sink.wait_events(5));
-  ASSERT_EQ(edgellm_pause(rt_), EDGELLM_OK);
-  std::this_thread::sleep_for(30ms);
-  const int n = sink.n_events();
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(sink.n_events(), n) << "tokens while paused";
-  const edgellm_metrics m = metrics_of(rt_);
+  edgellm_metrics m = edgellm_metrics_init();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  do {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "paused_idle never turned true";
+    std::this_thread::sleep_for(1ms);  // polling an observable state, bounded by the deadline
+    m = metrics_of(rt_);
+  } while (!m.paused_idle);
   EXPECT_TRUE(m.paused);
-  if (sink.finals == 0) {
-    EXPECT_GT(m.kv_blocks_used, 0);
+  EXPECT_EQ(sink.n_events(), 5) << "tokens streamed after the pause";
+  EXPECT_GT(m.kv_blocks_used, 0) << "pause released the KV";
+  const uint64_t steps = m.steps;
+  struct Trimmed {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int done = 0;
+  } trimmed;
+  for (int round = 1; round <= 2; ++round) {
+    ASSERT_EQ(edgellm_trim(
+                  rt_,
+                  [](uint64_t, void* user) {
+                    auto* t = static_cast<Trimmed*>(user);
+                    std::lock_guard<std::mutex> lock(t->mutex);
+                    ++t->done;
+                    t->cv.notify_all();
+                  },
+                  &trimmed),
+              EDGELLM_OK);
+    std::unique_lock<std::mutex> lock(trimmed.mutex);
+    ASSERT_TRUE(trimmed.cv.wait_for(lock, 30s, [&] { return trimmed.done == round; }));
   }
+  m = metrics_of(rt_);
+  EXPECT_EQ(m.steps, steps) << "a step ran while paused";
+  EXPECT_EQ(sink.n_events(), 5) << "tokens streamed while paused";
+  EXPECT_EQ(sink.finals, 0);
   ASSERT_EQ(edgellm_resume(rt_), EDGELLM_OK);
   ASSERT_TRUE(sink.wait_final());
   EXPECT_EQ(sink.tokens, ref.tokens);
+  m = metrics_of(rt_);
+  EXPECT_FALSE(m.paused_idle);
 }
 
 TEST(CApiLifecycle, DestroyWithRequestsInFlight) {

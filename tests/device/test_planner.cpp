@@ -33,6 +33,42 @@ std::vector<PlanCandidate> two_models() {
           {"zh", test::shared_model("tiny-zh-poems.gguf"), std::nullopt}};
 }
 
+// The chosen configuration's memory terms, recomputed without plan_memory: the KV pool and the
+// logits by hand from the hyper-parameters (memory_plan.h's formula: blocks of 16 positions x
+// layers x KV heads x a K row and a V row in their types; one logits row per sequence, at most
+// n_batch), the weights from the file's tensor sizes (F32 models: nothing is repacked; an untied
+// token_embd is read row by row and not counted), and KV + scratch + logits against what a
+// Context of that configuration actually holds (Context::allocated_bytes: its pool, its forward
+// pass's buffers and its logits, each by its real size).
+void expect_terms_hold(const Model& model, const PlanOption& c, const ThreadPlan& threads) {
+  SCOPED_TRACE("choice " + c.label + " ctx " + std::to_string(c.n_ctx));
+  const HParams& hp = model.hparams();
+  const MemoryPlan& m = c.memory;
+  const size_t blocks = static_cast<size_t>((c.n_ctx + 15) / 16) * static_cast<size_t>(m.n_seq_max);
+  const size_t row_k = tensor_row_bytes(c.kv_type, hp.head_dim), row_v = tensor_row_bytes(c.kv_type_v, hp.head_dim);
+  EXPECT_EQ(m.kv, blocks * 16 * static_cast<size_t>(hp.n_layer) * static_cast<size_t>(hp.n_head_kv) * (row_k + row_v));
+  EXPECT_EQ(m.logits, static_cast<size_t>(std::min(c.n_batch, m.n_seq_max)) * static_cast<size_t>(hp.n_vocab) * 4);
+  size_t weights = 0;
+  const bool tied = model.gguf().find_tensor("output.weight") == nullptr;
+  for (const auto& t : model.gguf().tensors()) {
+    if (!tied && t.name == "token_embd.weight") continue;
+    ASSERT_EQ(t.type, TensorType::F32) << t.name << ": the hand count assumes an F32 file (no repacking)";
+    weights += t.n_bytes;
+  }
+  EXPECT_EQ(m.weights_touched, weights);
+  ContextParams cp;
+  cp.n_ctx = c.n_ctx;
+  cp.n_batch = c.n_batch;
+  cp.n_seq_max = m.n_seq_max;
+  cp.kv_type = c.kv_type;
+  if (c.kv_type_v != c.kv_type) cp.kv_type_v = c.kv_type_v;
+  cp.n_threads = threads.decode;
+  cp.n_threads_batch = threads.prefill;
+  Context ctx(model, cp);
+  EXPECT_EQ(ctx.kv_cache().pool().total_bytes(), m.kv);
+  EXPECT_EQ(ctx.allocated_bytes(), m.kv + m.scratch + m.logits);
+}
+
 TEST(Planner, ChoiceIsTheMostCapableConfigurationThatFits) {
   for (double limit : {8.0, 12.0, 20.0, 30.0, 60.0}) {
     const DeviceProfile d = small_device(limit);
@@ -68,7 +104,7 @@ TEST(Planner, ChoiceIsTheMostCapableConfigurationThatFits) {
     };
     const auto& c = *p.choice;
     const KvTypePair chosen{c.kv_type, c.kv_type_v};
-    EXPECT_EQ(plan_for(c.n_ctx, chosen, c.n_batch), c.memory.total());
+    expect_terms_hold(*model, c, p.threads);
     const auto& ladder = plan_kv_ladder();
     size_t rung = 0;
     while (rung < ladder.size() && (ladder[rung].k != chosen.k || ladder[rung].v != chosen.v)) ++rung;

@@ -132,7 +132,8 @@ TEST(RepackModel, AutoFollowsTheKernelAvailability) {
 // Seed 1 has none, so the plumbing (lanes, strides, the tied head) is checked at kLogitRelTol.
 TEST(RepackModel, Q5KRepacksOnAvx512) {
   const auto isas = kernels::supported_isas();
-  if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx512) == isas.end()) GTEST_SKIP() << "no AVX-512";
+  if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx512) == isas.end())
+    GTEST_SKIP() << "NOT CHECKED ON THIS HOST: no AVX-512 on this CPU";
   const IsaScope avx512(kernels::Isa::kAvx512);
   for (const bool tied : {false, true}) {
     auto s = spec_for(TensorType::Q5_K, tied, 320);
@@ -148,7 +149,8 @@ TEST(RepackModel, Q5KRepacksOnAvx512) {
 
 TEST(RepackModel, AutoOnAvx2RepacksEveryPackedType) {
   const auto isas = kernels::supported_isas();
-  if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx2) == isas.end()) GTEST_SKIP() << "no AVX2";
+  if (std::find(isas.begin(), isas.end(), kernels::Isa::kAvx2) == isas.end())
+    GTEST_SKIP() << "NOT CHECKED ON THIS HOST: no AVX2 on this CPU";
   const IsaScope avx2(kernels::Isa::kAvx2);
   const auto q4 = load(spec_for(TensorType::Q4_0, false, 320), RepackMode::kAuto);
   const auto q8 = load(spec_for(TensorType::Q8_0, false, 320), RepackMode::kAuto);

@@ -9,16 +9,17 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "model/model.h"
+#include "support/test_env.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/eval/kl_divergence.h"
 #include "tools/eval/logprob_file.h"
 #include "tools/eval/perplexity.h"
-#include "model/model.h"
 #include "tools/quant/quantize_model.h"
-#include "support/test_env.h"
-#include "tokenizer/tokenizer.h"
 
 namespace edgellm::eval {
 namespace {
@@ -30,6 +31,12 @@ constexpr double kPplTolerance = 0.01;
 constexpr double kErrTolerance = 0.002;  // the +- is printed with 3 decimals
 // Q8_0 weights (and the engine's F16 KV) must stay within 1% of the F32 perplexity.
 constexpr double kQ8RelativeTolerance = 0.01;
+// tiny-zh-poems' perplexity with an F16 / Q8_0 KV cache against the F32 cache's (F32 weights, ctx
+// 128), relative: measured 3.3-3.5e-6 (F16) and 8.1-8.2e-5 (Q8_0) on AVX-512 VNNI, AVX2 and
+// scalar (AMD EPYC), the same to two digits on every path; bounds at 10x and 5x. (Was 1 % for
+// both.) A Q8_0 cache whose codes are truncated instead of rounded measured 5.0e-4.
+constexpr double kF16KvRelTol = 3.5e-5;
+constexpr double kQ8KvRelTol = 4e-4;
 // Self-KL: the base file stores log-probs as uint16 over a 40-nat range (step ~6e-4 nats); after
 // renormalisation the residual KL is second order in that step, far below 1e-5.
 constexpr double kSelfKlTolerance = 1e-5;
@@ -145,11 +152,14 @@ TEST(Perplexity, TinyZhPoemsMatchesEstablishedValueAndKvTypes) {
   EXPECT_NEAR(r.ppl, kZhPpl, kPplTolerance);
   EXPECT_NEAR(r.ppl_error, kZhPplErr, kErrTolerance);
   // The KV cache type changes the numbers only slightly (head_dim 32 allows a Q8_0 cache;
-  // stories260K's head_dim 8 does not).
-  for (TensorType kv : {TensorType::F16, TensorType::Q8_0}) {
+  // stories260K's head_dim 8 does not): relative to the F32 cache's perplexity, bounded at about
+  // 10x what was measured on every x86 path (kF16KvRelTol, kQ8KvRelTol).
+  for (const auto& [kv, bound] : {std::pair{TensorType::F16, kF16KvRelTol}, std::pair{TensorType::Q8_0, kQ8KvRelTol}}) {
     const double p = compute_perplexity(*l.model, l.tokens, ctx_params(128, kv), true, l.tok->bos()).ppl;
-    std::printf("tiny-zh-poems F32 weights, %s KV: PPL %.4f\n", tensor_type_name(kv), p);
-    EXPECT_NEAR(p, r.ppl, r.ppl * kQ8RelativeTolerance) << tensor_type_name(kv);
+    const double rel = std::fabs(p - r.ppl) / r.ppl;
+    std::printf("tiny-zh-poems F32 weights, %s KV: PPL %.6f, relative to the F32 cache's %.2e (bound %.0e)\n",
+                tensor_type_name(kv), p, rel, bound);
+    EXPECT_LE(rel, bound) << tensor_type_name(kv);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -21,10 +22,31 @@
 namespace edgellm::kernels {
 namespace {
 
-// A score or an output element is an F32 sum of at most a few hundred products (hd <= 128 for
-// scores, cnt <= 40 rows plus the initial value for accumulate) in some summation order:
-// relative to the sum of |terms| the error stays below ~n * 2^-24 ~ 1e-5.
-constexpr double kSumRelTol = 1e-5;
+// A score or an output element is an F32 sum of at most a few hundred products (hd <= 256 for
+// scores, cnt <= 129 rows plus the initial value for accumulate) in some summation order; its
+// error relative to the sum of |terms| is bounded by ~n * 2^-24 in the worst case, and each
+// test prints the worst it measured (WorstRelative): 4.9e-7 (accumulate), 2.9e-7 (scores),
+// 7.9e-8 (the int8-weighted V sum against its coded weights) on AVX-512, AVX2 and scalar (AMD
+// EPYC), and the same on NEON, dotprod and i8mm under qemu. The bound is about 10x the worst.
+constexpr double kSumRelTol = 5e-6;
+
+// The worst |got - reference| / (sum of |terms|) a test saw against kSumRelTol, printed when the
+// test ends, so the margin between the bound and the measured error stays visible.
+class WorstRelative {
+ public:
+  explicit WorstRelative(const char* what) : what_(what) {}
+  ~WorstRelative() {
+    std::printf("  %s on %s: worst |error| / sum |terms| %.2e (kSumRelTol %.0e)\n", what_, isa_name(active_isa()),
+                worst_, kSumRelTol);
+  }
+  void add(double got, double ref, double mag) {
+    if (mag > 0) worst_ = std::max(worst_, std::fabs(got - ref) / mag);
+  }
+
+ private:
+  const char* what_;
+  double worst_ = 0;
+};
 // Guard value written around every output area; the kernels must not touch it.
 constexpr float kGuard = -12345.0f;
 
@@ -120,6 +142,7 @@ std::string where(const Shape& sh, int64_t cnt, int64_t g, int64_t pad) {
 }
 
 TEST_P(Attention, ScoresMatchReference) {
+  WorstRelative worst("scores");
   uint32_t seed = 100;
   for (const Shape& sh : kShapes) {
     for (int64_t pad : {0, 6}) {
@@ -147,6 +170,7 @@ TEST_P(Attention, ScoresMatchReference) {
                 ref += t;
                 mag += std::fabs(t);
               }
+              worst.add(got, scale * ref, scale * mag);
               ASSERT_NEAR(got, scale * ref, kSumRelTol * scale * mag + 1e-30)
                   << where(sh, cnt, g, pad) << " h=" << h << " s=" << s;
             }
@@ -158,6 +182,7 @@ TEST_P(Attention, ScoresMatchReference) {
 }
 
 TEST_P(Attention, AccumulateMatchesReference) {
+  WorstRelative worst("accumulate");
   uint32_t seed = 900;
   for (const Shape& sh : kShapes) {
     for (int64_t pad : {0, 6}) {
@@ -192,6 +217,7 @@ TEST_P(Attention, AccumulateMatchesReference) {
                 ref += t;
                 mag += std::fabs(t);
               }
+              worst.add(got, ref, mag);
               ASSERT_NEAR(got, ref, kSumRelTol * mag + 1e-30) << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
             }
           }
@@ -493,6 +519,7 @@ GroupWeights group_weights(const Rows& v, size_t row_bytes, const float* p, int6
 TEST_P(Attention, WeightedValueSumMatchesReference) {
   if (attention_kernels(TensorType::Q4_0, 32).accumulate_weighted == nullptr)
     GTEST_SKIP() << "no int8-weighted V sum on this ISA";
+  WorstRelative worst("weighted V sum against the coded weights");
   uint32_t seed = 5000;
   for (int64_t hd : {32, 64, 96, 128, 160, 256}) {
     for (int64_t pad : {0, 6}) {
@@ -560,6 +587,7 @@ TEST_P(Attention, WeightedValueSumMatchesReference) {
                 continue;
               }
               const double m0 = std::fabs(out0[at]);
+              worst.add(out[at], coded[static_cast<size_t>(i)], mag[static_cast<size_t>(i)] + m0);
               ASSERT_NEAR(out[at], coded[static_cast<size_t>(i)], kSumRelTol * (mag[static_cast<size_t>(i)] + m0) + 1e-30)
                   << where(sh, cnt, g, pad) << " h=" << h << " i=" << i;
               double exact = out0[at], exact_mag = m0;

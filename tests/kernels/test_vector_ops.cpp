@@ -163,7 +163,8 @@ TEST_P(VectorOps, SiluMul) {
 // one at 8): AVX-512 equals AVX2 bit for bit, tails included (lengths around 8 and 16).
 TEST(VectorOpsX86, SiluMulAvx512EqualsAvx2) {
   const auto isas = supported_isas();
-  if (std::find(isas.begin(), isas.end(), Isa::kAvx512) == isas.end()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (std::find(isas.begin(), isas.end(), Isa::kAvx512) == isas.end())
+    GTEST_SKIP() << "NOT CHECKED ON THIS HOST: no AVX-512 on this CPU";
   const Isa saved = active_isa();
   for (int64_t n : kLengths) {
     auto g = randn(static_cast<size_t>(n), 20, 6.0f);

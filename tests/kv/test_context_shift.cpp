@@ -24,6 +24,7 @@
 #include "engine/context.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
+#include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -306,21 +307,43 @@ TEST(ContextShiftVsNaive, OneLayerModelsMatchAtEveryStepF32Kv) {
 }
 
 // F16 / Q8_0 / Q4_0 KV: the re-rotated rows are stored again in the cache type (one more rounding
-// per shift a row lives through); the difference to the naive reference of the same KV type stays
-// within a bound about 10x (F16: measured 1.7e-3) and 4x (Q8_0: measured 4.6e-2; Q4_0, whose step
-// is 16x coarser: 6.8e-1) the measured one (docs/context-shift.md). Before the first shift all
-// three match the reference to 3.4e-6.
+// per shift a row lives through), so after the first shift the stream drifts from the naive
+// reference of the same KV type by about one such rounding: bounded relative to the largest
+// reference logit, at 10x (F16) and about 4x (Q8_0, Q4_0) the measured drift (docs/context-shift.md). Before the first
+// shift the stream and its reference hold the same rows, and differ only in how they are read: the reference prefills
+// (F32 queries), the stream decodes, which on an ISA with integer scores (AttentionKernels::scores_q8: scalar twin,
+// AVX-512 VNNI, ARM dotprod) scores Q8_0 / Q4_0 K against an int8 query, and sums Q4_0 V with int8 weights where it has
+// those (accumulate_weighted). So "before" is bounded by float rounding alone (F16 KV; any ISA without integer scores),
+// or by about 4x the int8 query's measured effect.
 TEST(ContextShiftVsNaive, OneLayerModelQuantizedKvWithinTolerance) {
   const ArchCase a = arch_cases(1)[0];
   auto model = Model::from_gguf(test::synthetic_model(a.spec));
-  for (const auto& [type, bound] :
-       {std::pair{TensorType::F16, 2e-2}, std::pair{TensorType::Q8_0, 2e-1}, std::pair{TensorType::Q4_0, 3.0}}) {
-    SCOPED_TRACE(tensor_type_name(type));
-    const StreamDiff d = stream_vs_naive(*model, type, 64, 5, 200, random_prompt(20, 300, 7));
-    std::printf("  llama %s KV: %d shifts, max |logit - naive| before %.2e, after %.2e, at boundaries %.2e\n",
-                tensor_type_name(type), d.shifts, d.before.max_abs, d.after.max_abs, d.boundary.max_abs);
+  struct Bound {
+    TensorType type;
+    double before_int8;  // before the first shift, with integer scores (relative)
+    double after;        // from the first shift on (relative)
+  };
+  // Measured worst relative errors over AVX-512 VNNI, AVX2 and scalar (AMD EPYC; stories of 200
+  // tokens, 6 shifts): before the first shift 7.7e-7 with float scores (any type; F16 on every
+  // ISA), 6.5e-3 (Q8_0) and 1.5e-2 (Q4_0) with int8 scores (AVX-512, scalar); after it 4.5e-4
+  // (F16), 1.5e-2 (Q8_0), 1.7e-1 (Q4_0, AVX2). Bounds: 10x for float rounding, about 4x where a
+  // quantization step decides (one code more or less moves a logit by a large part of it).
+  constexpr double kBeforeFloat = 8e-6;
+  for (const Bound& b : {Bound{TensorType::F16, kBeforeFloat, 4.5e-3}, Bound{TensorType::Q8_0, 3e-2, 6e-2},
+                         Bound{TensorType::Q4_0, 7e-2, 7e-1}}) {
+    SCOPED_TRACE(tensor_type_name(b.type));
+    const StreamDiff d = stream_vs_naive(*model, b.type, 64, 5, 200, random_prompt(20, 300, 7));
+    const bool int8_scores = kernels::attention_kernels(b.type, model->hparams().head_dim).scores_q8 != nullptr;
+    const double before = d.before.max_abs / d.before.max_ref, after = d.after.max_abs / d.after.max_ref;
+    const double before_bound = int8_scores ? b.before_int8 : kBeforeFloat;
+    std::printf(
+        "  llama %s KV: %d shifts, max |logit - naive| / max |logit| before %.2e (bound %.0e, %s), after %.2e "
+        "(bound %.0e), at boundaries %.2e\n",
+        tensor_type_name(b.type), d.shifts, before, before_bound, int8_scores ? "int8 scores" : "float scores", after,
+        b.after, d.boundary.max_abs / d.boundary.max_ref);
     EXPECT_GE(d.shifts, 5);
-    EXPECT_LT(d.after.max_abs, bound);
+    EXPECT_LT(before, before_bound);
+    EXPECT_LT(after, b.after);
   }
 }
 

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -160,12 +162,167 @@ TEST(PrefixCache, EvictsLeastRecentlyReleasedTailFirstAndNeverABlockInUse) {
   expect_consistent(c, {{}, b, {a.begin(), a.begin() + 8}});
 }
 
+// A naive model of the pool and the prefix cache, written from their documented behaviour
+// (block_pool.h, kv_cache.h) with none of their data structures: blocks are records made here,
+// a registered block is known by the whole token prefix it completes (what its chained hash
+// stands for), the cache is searched by comparing those prefixes, and the LRU order is a release
+// counter. It predicts how many positions a prompt reuses, whether a growth or a fork fits, and
+// the pool's counts, independently of KvCache's own answers (cached_prefix_length included).
+class NaivePool {
+ public:
+  NaivePool(int32_t n_blocks, int32_t n_seq, int32_t n_ctx)
+      : n_blocks_(n_blocks), n_ctx_(n_ctx), seqs_(static_cast<size_t>(n_seq)) {}
+
+  // seq_reuse_prefix: the longer of what the sequence holds itself and the cache's full blocks,
+  // at most n_max positions.
+  int32_t reuse_prefix(int32_t seq, const std::vector<int32_t>& tokens, int32_t n_max) {
+    Seq& s = seqs_[static_cast<size_t>(seq)];
+    const int32_t n = static_cast<int32_t>(tokens.size());
+    n_max = std::max(0, std::min({n_max, n, n_ctx_}));
+    int32_t own = 0;
+    while (own < n_max && own < static_cast<int32_t>(s.tokens.size()) &&
+           s.tokens[static_cast<size_t>(own)] == tokens[static_cast<size_t>(own)])
+      ++own;
+    std::vector<int> found;
+    for (int32_t i = 0; i < (n_max + kT - 1) / kT && (i + 1) * kT <= n; ++i) {
+      const int b = lookup({tokens.begin(), tokens.begin() + (i + 1) * kT});
+      if (b < 0) break;
+      found.push_back(b);
+    }
+    const int32_t cached = std::min(n_max, static_cast<int32_t>(found.size()) * kT);
+    if (cached <= own) {
+      truncate(seq, own);
+      return own;
+    }
+    for (int b : found) ++blocks_.at(b).refs;  // a cached block leaves the LRU order
+    truncate(seq, 0);
+    s.table = found;
+    s.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(found.size()) * kT);
+    s.published = found.size();
+    truncate(seq, cached);
+    return cached;
+  }
+  // One position written at the end of `seq` (the test's append): false when it does not fit.
+  bool append(int32_t seq, int32_t token) {
+    Seq& s = seqs_[static_cast<size_t>(seq)];
+    const int32_t len = static_cast<int32_t>(s.tokens.size());
+    if (len + 1 > n_ctx_) return false;
+    const size_t need = static_cast<size_t>((len + 1 + kT - 1) / kT);
+    const bool partial = len % kT != 0;
+    const bool copy = partial && blocks_.at(s.table.back()).refs > 1;
+    if (need - s.table.size() + (copy ? 1 : 0) > static_cast<size_t>(available())) return false;
+    if (copy) {
+      const int fresh = allocate();
+      release(s.table.back());
+      s.table.back() = fresh;
+    } else if (partial) {
+      unregister(s.table.back());  // its content is about to change
+    }
+    while (s.table.size() < need) s.table.push_back(allocate());
+    s.tokens.push_back(token);
+    // Publish: every full block not yet registered, under the prefix it completes.
+    while (s.published < s.tokens.size() / kT) {
+      const size_t i = s.published++;
+      register_block(s.table[i], {s.tokens.begin(), s.tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * kT)});
+    }
+    return true;
+  }
+  void truncate(int32_t seq, int32_t n_keep) {
+    Seq& s = seqs_[static_cast<size_t>(seq)];
+    if (n_keep >= static_cast<int32_t>(s.tokens.size())) return;
+    while (s.table.size() > static_cast<size_t>((n_keep + kT - 1) / kT)) {  // tail first
+      release(s.table.back());
+      s.table.pop_back();
+    }
+    s.tokens.resize(static_cast<size_t>(n_keep));
+    s.published = std::min(s.published, static_cast<size_t>(n_keep / kT));
+  }
+  // seq_fork: false (dst left empty) when the partial last block has no block to be copied to.
+  bool fork(int32_t src, int32_t dst) {
+    truncate(dst, 0);
+    const Seq& s = seqs_[static_cast<size_t>(src)];
+    Seq& d = seqs_[static_cast<size_t>(dst)];
+    const bool partial = s.tokens.size() % kT != 0;
+    if (partial && available() == 0) return false;
+    d = s;
+    for (size_t i = 0; i + (partial ? 1 : 0) < d.table.size(); ++i) ++blocks_.at(d.table[i]).refs;
+    if (partial) d.table.back() = allocate();
+    return true;
+  }
+  const std::vector<int32_t>& tokens(int32_t seq) const { return seqs_[static_cast<size_t>(seq)].tokens; }
+  int32_t in_use() const {
+    return static_cast<int32_t>(
+        std::count_if(blocks_.begin(), blocks_.end(), [](const auto& b) { return b.second.refs > 0; }));
+  }
+  int32_t cached() const { return static_cast<int32_t>(blocks_.size()) - in_use(); }
+  uint64_t evictions() const { return evictions_; }
+
+ private:
+  struct Block {
+    int refs = 0;
+    std::vector<int32_t> key;  // the prefix it completes when registered, else empty
+    uint64_t released = 0;     // when its last reference went (LRU order of cached blocks)
+  };
+  struct Seq {
+    std::vector<int> table;
+    std::vector<int32_t> tokens;
+    size_t published = 0;  // leading full blocks already offered to the cache
+  };
+  // Blocks with a record are in use or cached; the rest of the pool is free.
+  int32_t available() const { return n_blocks_ - in_use(); }
+  int allocate() {
+    if (static_cast<int32_t>(blocks_.size()) == n_blocks_) {  // no free block: evict the cached one released first
+      auto oldest = blocks_.end();
+      for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+        if (it->second.refs == 0 && (oldest == blocks_.end() || it->second.released < oldest->second.released))
+          oldest = it;
+      }
+      EXPECT_NE(oldest, blocks_.end()) << "allocation with every block in use";
+      if (oldest == blocks_.end()) return -1;
+      blocks_.erase(oldest);
+      ++evictions_;
+    }
+    blocks_[next_id_].refs = 1;
+    return next_id_++;
+  }
+  void release(int b) {
+    Block& blk = blocks_.at(b);
+    if (--blk.refs > 0) return;
+    if (blk.key.empty()) {
+      blocks_.erase(b);
+    } else {
+      blk.released = ++clock_;
+    }
+  }
+  void unregister(int b) {
+    blocks_.at(b).key.clear();
+    if (blocks_.at(b).refs == 0) blocks_.erase(b);
+  }
+  void register_block(int b, std::vector<int32_t> key) {
+    if (!blocks_.at(b).key.empty() || lookup(key) >= 0) return;  // one block per content
+    blocks_.at(b).key = std::move(key);
+  }
+  int lookup(const std::vector<int32_t>& key) const {
+    for (const auto& [id, b] : blocks_) {
+      if (b.key == key) return id;
+    }
+    return -1;
+  }
+
+  int32_t n_blocks_, n_ctx_;
+  std::vector<Seq> seqs_;
+  std::map<int, Block> blocks_;
+  int next_id_ = 0;
+  uint64_t clock_ = 0, evictions_ = 0;
+};
+
 TEST(PrefixCache, RandomOperationsMatchTheNaiveReference) {
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937 rng(seed);
     const int32_t n_blocks = 6 + static_cast<int32_t>(seed % 7);  // small: evictions and full pools
     KvCache c(params(n_blocks));
+    NaivePool naive(n_blocks, 3, c.params().n_ctx);
     std::vector<std::vector<int32_t>> tokens(3);
     // Prompts from 3 stems so that prefixes repeat.
     std::vector<std::vector<int32_t>> stems;
@@ -174,6 +331,19 @@ TEST(PrefixCache, RandomOperationsMatchTheNaiveReference) {
       for (int i = 0; i < 30; ++i) stem.push_back(static_cast<int32_t>(rng() % 3) + 10 * s);
       stems.push_back(stem);
     }
+    // The real append and the model's: both fit or both fail (kContextFull, nothing changed).
+    const auto append_both = [&](int32_t seq, const std::vector<int32_t>& all, int32_t pos) {
+      bool fits = true;
+      try {
+        append(c, seq, all, pos);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kContextFull);
+        fits = false;
+      }
+      EXPECT_EQ(naive.append(seq, all[static_cast<size_t>(pos)]), fits) << "seq " << seq << " pos " << pos;
+      return fits;
+    };
+    int reused = 0, evicting = 0;
     for (int op = 0; op < 300; ++op) {
       const int32_t seq = static_cast<int32_t>(rng() % 3);
       std::vector<int32_t>& mine = tokens[static_cast<size_t>(seq)];
@@ -183,54 +353,55 @@ TEST(PrefixCache, RandomOperationsMatchTheNaiveReference) {
         prompt.resize(1 + rng() % 30);
         if (rng() % 2) prompt.back() = static_cast<int32_t>(rng() % 50);
         const int32_t n = static_cast<int32_t>(prompt.size());
-        const int32_t n_max = n - 1;
-        // Reference of the reuse: own common prefix, or the cache's full blocks.
-        const int32_t own = std::min<int32_t>(n_max, static_cast<int32_t>(common_prefix(mine, prompt).size()));
-        const int32_t cached = std::min(n_max, c.cached_prefix_length(prompt.data(), n));
-        const int32_t got = c.seq_reuse_prefix(seq, prompt.data(), n, n_max);
-        ASSERT_EQ(got, std::max(own, cached));
+        const int32_t got = c.seq_reuse_prefix(seq, prompt.data(), n, n - 1);
+        ASSERT_EQ(got, naive.reuse_prefix(seq, prompt, n - 1)) << "op " << op;
+        reused += got > static_cast<int32_t>(common_prefix(mine, prompt).size()) ? 1 : 0;
         mine.assign(prompt.begin(), prompt.begin() + got);
         for (int32_t pos = got; pos < n; ++pos) {
-          try {
-            append(c, seq, prompt, pos);
-            mine.push_back(prompt[static_cast<size_t>(pos)]);
-          } catch (const Error& e) {
-            ASSERT_EQ(e.code(), ErrorCode::kContextFull);
-            break;
-          }
+          if (!append_both(seq, prompt, pos)) break;
+          mine.push_back(prompt[static_cast<size_t>(pos)]);
         }
       } else if (kind < 6) {  // decode a few tokens
         for (int k = 0; k < 3 && static_cast<int32_t>(mine.size()) < 40; ++k) {
           std::vector<int32_t> next = mine;
           next.push_back(static_cast<int32_t>(rng() % 3));
-          try {
-            append(c, seq, next, static_cast<int32_t>(mine.size()));
-            mine = next;
-          } catch (const Error& e) {
-            ASSERT_EQ(e.code(), ErrorCode::kContextFull);
-            break;
-          }
+          if (!append_both(seq, next, static_cast<int32_t>(mine.size()))) break;
+          mine = next;
         }
       } else if (kind < 8) {
         const int32_t keep = mine.empty() ? 0 : static_cast<int32_t>(rng() % mine.size());
         c.seq_truncate(seq, keep);
+        naive.truncate(seq, keep);
         mine.resize(static_cast<size_t>(keep));
       } else if (kind < 9) {
         c.seq_clear(seq);
+        naive.truncate(seq, 0);
         mine.clear();
       } else {
         const int32_t dst = (seq + 1) % 3;
+        bool forked = true;
         try {
           c.seq_fork(seq, dst);
           tokens[static_cast<size_t>(dst)] = mine;
         } catch (const Error& e) {
           ASSERT_EQ(e.code(), ErrorCode::kContextFull);
           tokens[static_cast<size_t>(dst)].clear();
+          forked = false;
         }
+        ASSERT_EQ(naive.fork(seq, dst), forked) << "op " << op;
       }
       expect_consistent(c, tokens);
+      for (int32_t s2 = 0; s2 < 3; ++s2) ASSERT_EQ(naive.tokens(s2), tokens[static_cast<size_t>(s2)]) << "seq " << s2;
+      ASSERT_EQ(c.pool().n_in_use(), naive.in_use()) << "op " << op;
+      ASSERT_EQ(c.pool().n_cached(), naive.cached()) << "op " << op;
+      ASSERT_EQ(c.pool().evictions(), naive.evictions()) << "op " << op;
+      evicting = static_cast<int>(naive.evictions());
       if (testing::Test::HasFatalFailure() || testing::Test::HasFailure()) return;
     }
+    // The seeds exercise what the model predicts: prompts served from the cache, evictions.
+    EXPECT_GT(reused, 0);
+    std::printf("  seed %2u, %2d blocks: %3d prompts took cached blocks, %3d evictions\n", seed, n_blocks, reused,
+                evicting);
   }
 }
 

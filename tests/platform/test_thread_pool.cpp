@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -64,14 +66,30 @@ TEST(ThreadPool, WorkersSleepAndWakeUp) {
 }
 
 TEST(ThreadPool, WorkersTakePartInLongJobs) {
-  // The caller runs tasks too and closes the job when none are left; with tasks this long the
-  // workers must have joined.
+  // The caller runs tasks too and closes the job when none are left, so a job only shows that the
+  // workers join when a task outlasts their wake-up. The first task to start waits until a task
+  // has run on another thread: with working workers that happens within microseconds (whichever
+  // thread holds the first task, the others take the rest); a pool whose workers never join this
+  // job leaves it waiting until the 30 s deadline and fails. No timing is assumed below that.
   ThreadPool pool(3);
+  std::mutex mutex;
+  std::condition_variable cv;
+  int first = -1;          // the thread that took the first task
+  bool other_ran = false;  // a task ran on another thread
+  bool timed_out = false;
   std::vector<std::atomic<int>> by_thread(3);
   pool.parallel_for(60, [&](int64_t, int thread) {
     by_thread[static_cast<size_t>(thread)].fetch_add(1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::unique_lock<std::mutex> lock(mutex);
+    if (first < 0) {
+      first = thread;
+      timed_out = !cv.wait_for(lock, std::chrono::seconds(30), [&] { return other_ran; });
+    } else if (thread != first) {
+      other_ran = true;
+      cv.notify_all();
+    }
   });
+  EXPECT_FALSE(timed_out) << "no worker joined while the first task waited 30 s";
   int used = 0;
   for (auto& c : by_thread) used += c.load() > 0 ? 1 : 0;
   EXPECT_GE(used, 2);

@@ -10,18 +10,23 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "device/power_mode.h"
-#include "core/atomic_file.h"
 #include "runtime/degradation_controller.h"
 #include "runtime/degradation_ladder.h"
 #include "runtime/model_host.h"
 #include "runtime/pressure_signals.h"
+#include "support/service_fixture.h"
 #include "support/test_env.h"
 
 namespace edgellm {
@@ -101,22 +106,13 @@ TEST(PressureSignals, LinuxFilesToLevels) {
 }
 
 ServiceParams base_params() {
-  ServiceParams p;
-  p.context.n_ctx = 256;
-  p.context.n_seq_max = 4;
+  ServiceParams p = test::service_params(256, 4, 4);
   p.context.n_threads = 2;
-  p.max_queued = 4;
   return p;
 }
 
 ServiceRequest greedy(const std::string& prompt, int max_tokens) {
-  ServiceRequest r;
-  r.prompt = prompt;
-  r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eog = true;
-  r.deadline_ms = 0;
-  return r;
+  return test::greedy_request(prompt, max_tokens);
 }
 
 std::string solo(const std::string& path, const ServiceParams& p, const std::string& prompt, int max_tokens) {
@@ -128,29 +124,84 @@ std::string solo(const std::string& path, const ServiceParams& p, const std::str
   return done.get_future().get();
 }
 
-struct Running {
+// A request that stops in its third token's callback until the test opens the gate: it is
+// certainly still running (on the service that admitted it) while the ladder steps.
+struct Gated {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool arrived = false, open = false;
+  int tokens = 0;  // token events so far (the scheduler thread writes, under the mutex)
   std::promise<RequestResult> done;
   std::future<RequestResult> result = done.get_future();
-  std::atomic<int> tokens{0};
-  ModelHost::Submitted submitted;
+
+  bool wait_arrived() {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return arrived; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    open = true;
+    cv.notify_all();
+  }
+  int count() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return tokens;
+  }
 };
 
-// Starts a request whose token callback sleeps 4 ms, so it keeps streaming while steps happen.
-void start_slow(DegradationController& c, Running& run, const std::string& prompt, int max_tokens) {
+void start_gated(DegradationController& c, Gated& g, const std::string& prompt, int max_tokens) {
   ServiceRequest r = greedy(prompt, max_tokens);
-  r.on_token = [&run](const TokenEvent&) {
-    ++run.tokens;
-    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+  r.on_token = [&g](const TokenEvent& ev) {
+    std::unique_lock<std::mutex> lock(g.mutex);
+    ++g.tokens;
+    if (ev.index == 2) {
+      g.arrived = true;
+      g.cv.notify_all();
+      g.cv.wait(lock, [&] { return g.open; });  // the test opens it after its checks (no deadline needed here:
+                                                // every path of the test opens it)
+    }
     return true;
   };
-  r.on_finish = [&run](const RequestResult& res) { run.done.set_value(res); };
-  run.submitted = c.submit(std::move(r));
+  r.on_finish = [&g](const RequestResult& res) { g.done.set_value(res); };
+  (void)c.submit(std::move(r));
+}
+
+// What one rung's live service is: read in DegradationConfig::on_step, right after the rung's
+// configuration took over, from the host's current service, and one request through it: a
+// prompt longer than the shortened context.
+struct Live {
+  Rung rung = Rung::kNormal;
+  std::string version;
+  int32_t n_ctx = 0, n_threads = 0;
+  TensorType kv_k = TensorType::F32, kv_v = TensorType::F32;
+  uint64_t pool_bytes = 0;
+  int32_t n_seq = 0;
+  FinishReason long_prompt = FinishReason::kError;
+  ErrorCode long_prompt_code = ErrorCode::kInternal;
+};
+
+// The KV pool of n_seq sequences of n_ctx positions of a model in K / V types, by hand: blocks of
+// 16 positions, each holding a K and a V row of head_dim values per layer and KV head.
+uint64_t pool_bytes_by_hand(const HParams& hp, int32_t n_seq, int32_t n_ctx, TensorType k, TensorType v) {
+  const auto row = [&](TensorType t) {
+    return t == TensorType::F16 ? uint64_t{2} * static_cast<uint64_t>(hp.head_dim)
+                                : uint64_t{34} * static_cast<uint64_t>(hp.head_dim) / 32;  // Q8_0: 34 bytes per 32
+  };
+  return static_cast<uint64_t>(n_seq) * static_cast<uint64_t>((n_ctx + 15) / 16) * 16 *
+         static_cast<uint64_t>(hp.n_layer) * static_cast<uint64_t>(hp.n_head_kv) * (row(k) + row(v));
 }
 
 TEST(DegradationController, DownAndBackUpWhileStreaming) {
   const std::string big = test::shared_model("tiny-zh-poems.gguf");
   const std::string small = test::shared_model("stories260K.gguf");
   const std::string zh_prompt = "春眠不觉晓";
+  // 151 tokens for tiny-zh-poems (one per character, and BOS): fits the base context (256), not a
+  // halved one (128); stories260K spells it in far more byte tokens.
+  std::string long_prompt;
+  for (int i = 0; i < 30; ++i) long_prompt += "床前明月光";
+  // Two requests held at their third token (below); declared before the host so that they
+  // outlive its services, and opened on every way out of the test before those shut down.
+  Gated a, b;
   ModelHost host(big, "big", base_params());
   DegradationConfig cfg;
   cfg.base_model_path = big;
@@ -158,7 +209,41 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   cfg.smaller_models = {{small, "small"}};
   cfg.recover_ms = 150;
   cfg.tick_ms = 20;
+  std::mutex live_mutex;
+  std::vector<Live> live;  // one per configuration step, in order
+  DegradationController* controller = nullptr;
+  cfg.on_step = [&](const DegradationLadder::Step& step) {
+    if (static_cast<int>(step.to) > static_cast<int>(Rung::kSmallerModel)) return;  // rungs 5, 6: no configuration
+    Live l;
+    l.rung = step.to;
+    l.version = host.current_version();
+    const std::shared_ptr<InferenceService> svc = host.current_service();
+    l.n_ctx = svc->context_params().n_ctx;
+    l.n_threads = svc->context_params().n_threads;
+    l.kv_k = svc->context_params().kv_k();
+    l.kv_v = svc->context_params().kv_v();
+    l.n_seq = svc->context_params().n_seq_max;
+    l.pool_bytes = svc->metrics().kv_pool_bytes;
+    std::promise<RequestResult> done;
+    ServiceRequest r = greedy(long_prompt, 4);
+    r.on_finish = [&](const RequestResult& res) { done.set_value(res); };
+    (void)controller->submit(std::move(r));
+    const RequestResult res = done.get_future().get();
+    l.long_prompt = res.finish_reason;
+    l.long_prompt_code = res.error_code;
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.push_back(l);
+  };
   DegradationController c(host, cfg);
+  controller = &c;
+  struct OpenGates {
+    Gated& a;
+    Gated& b;
+    ~OpenGates() {
+      a.release();
+      b.release();
+    }
+  } open_gates{a, b};
 
   const std::string ref_base = solo(big, base_params(), zh_prompt, 40);
   const std::string ref_small = solo(small, c.params_for(Rung::kSmallerModel), "Once upon a time", 20);
@@ -171,27 +256,25 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
     EXPECT_EQ(c.submit(std::move(r)).version, "big");
     EXPECT_EQ(d.get_future().get().text, ref_base);
   }
-  // A request streaming while the ladder steps down to rung 4.
-  Running a;
-  start_slow(c, a, zh_prompt, 40);
-  while (a.tokens < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  c.set_signals({2, 0, false});
-  ASSERT_TRUE(c.wait_settled(std::chrono::seconds(20)));
+  // A request streaming (held at its third token) while the ladder steps down, one rung at a
+  // time: power-save (rung 1), then memory moderate (rung 2), then memory high (rungs 3 and 4).
+  start_gated(c, a, zh_prompt, 40);
+  ASSERT_TRUE(a.wait_arrived());
+  for (const PressureSignals& s :
+       {PressureSignals{0, 0, true}, PressureSignals{1, 0, false}, PressureSignals{2, 0, false}}) {
+    c.set_signals(s);
+    ASSERT_TRUE(c.wait_settled(std::chrono::seconds(20)));
+  }
   EXPECT_EQ(c.rung(), Rung::kSmallerModel);
-  EXPECT_LT(a.tokens, 40) << "the steps happened while it streamed";
+  EXPECT_EQ(a.count(), 3) << "still held at its third token: the steps happened while it streamed";
+  a.release();
   const RequestResult ra = a.result.get();
   EXPECT_EQ(ra.finish_reason, FinishReason::kLength) << "no step before the last ends a running request";
   EXPECT_EQ(ra.text, ref_base) << "admitted before the steps: served to the end by the base service";
   EXPECT_EQ(host.current_version(), "small");
-  // stories260K's head_dim (8) takes no Q8_0 KV: the smaller model keeps F16 (tiny-zh's 32
-  // did take it at rung 3: checked through params_for below).
-  EXPECT_EQ(host.current_params().context.kv_type, TensorType::F16);
-  EXPECT_EQ(c.params_for(Rung::kInt8Kv).context.kv_type, TensorType::Q8_0);
   // Rung 1 moved decode to the efficiency placement (a lower priority); the base has none.
   EXPECT_EQ(c.params_for(Rung::kFewerThreads).context.placement.nice, kEfficiencyDecodeNice);
   EXPECT_TRUE(c.params_for(Rung::kNormal).context.placement.empty());
-  EXPECT_EQ(host.current_params().context.n_ctx, 128);
-  EXPECT_EQ(host.current_params().context.n_threads, 1);
   const double planned_small = c.metrics_json().at("planned_bytes").as_number();
   {
     std::promise<RequestResult> d;
@@ -201,10 +284,10 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
     EXPECT_EQ(d.get_future().get().text, ref_small);
   }
 
-  // Critical: a running request survives rung 5 (refuse new) and is ended by rung 6.
-  Running b;
-  start_slow(c, b, "Once upon a time", 100);
-  while (b.tokens < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Critical: a running request (held at its third token) survives rung 5 (refuse new) and is
+  // ended by rung 6.
+  start_gated(c, b, "Once upon a time", 100);
+  ASSERT_TRUE(b.wait_arrived());
   c.set_signals({3, 0, false});
   ASSERT_TRUE(c.wait_settled(std::chrono::seconds(20)));
   EXPECT_EQ(c.rung(), Rung::kRefuseNew);
@@ -217,28 +300,62 @@ TEST(DegradationController, DownAndBackUpWhileStreaming) {
   }
   EXPECT_EQ(b.result.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout) << "still running at rung 5";
   c.set_signals({4, 0, false});
+  ASSERT_TRUE(c.wait_settled(std::chrono::seconds(20)));
+  EXPECT_EQ(c.rung(), Rung::kEndRunning);
+  b.release();
   const RequestResult rb = b.result.get();
   EXPECT_EQ(rb.finish_reason, FinishReason::kError);
   EXPECT_EQ(rb.error_code, ErrorCode::kDegraded);
   EXPECT_NE(rb.error.find("memory pressure free now"), std::string::npos) << rb.error;
   EXPECT_FALSE(rb.text.empty());
-  EXPECT_LT(rb.stats.completion_tokens, 100);
-  ASSERT_TRUE(c.wait_settled(std::chrono::seconds(20)));
-  EXPECT_EQ(c.rung(), Rung::kEndRunning);
+  EXPECT_EQ(rb.stats.completion_tokens, 3) << "ended at the first step after its third token";
 
   // The pressure eases: back up, one rung per hold, in reverse order.
   c.set_signals({0, 0, false});
   ASSERT_TRUE(c.wait_settled(std::chrono::seconds(30)));
   EXPECT_EQ(c.rung(), Rung::kNormal);
   EXPECT_EQ(host.current_version(), "big");
-  EXPECT_EQ(host.current_params().context.kv_type, TensorType::F16);
-  EXPECT_EQ(host.current_params().context.n_ctx, 256);
   {
     std::promise<RequestResult> d;
     ServiceRequest r = greedy(zh_prompt, 40);
     r.on_finish = [&](const RequestResult& res) { d.set_value(res); };
     c.submit(std::move(r));
     EXPECT_EQ(d.get_future().get().text, ref_base) << "after recovery the base configuration serves again";
+  }
+
+  const HParams big_hp = Model::load(big)->hparams(), small_hp = Model::load(small)->hparams();
+  // Each configuration as its live service had it: down 1, 2, 3, 4; up 4 (from rung 5: nothing
+  // rebuilt), 3, 2, 1, 0. The int8-KV rung is seen live twice: on the big model going down and
+  // after the swap back going up.
+  std::lock_guard<std::mutex> lock(live_mutex);
+  const std::vector<Rung> order = {Rung::kFewerThreads,   Rung::kShorterContext, Rung::kInt8Kv,
+                                   Rung::kSmallerModel,   Rung::kSmallerModel,   Rung::kInt8Kv,
+                                   Rung::kShorterContext, Rung::kFewerThreads,   Rung::kNormal};
+  ASSERT_EQ(live.size(), order.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    const Live& l = live[i];
+    SCOPED_TRACE("step " + std::to_string(i) + " to " + rung_name(l.rung));
+    EXPECT_EQ(l.rung, order[i]);
+    const int r = static_cast<int>(l.rung);
+    const bool small_model = l.rung == Rung::kSmallerModel;
+    EXPECT_EQ(l.version, small_model ? "small" : "big");
+    EXPECT_EQ(l.n_threads, r >= 1 ? 1 : 2);
+    EXPECT_EQ(l.n_ctx, r >= 2 ? 128 : 256);
+    // int8 KV where the model's head_dim allows it: tiny-zh-poems (32) does, stories260K (8) not.
+    const TensorType kv = r >= 3 && !small_model ? TensorType::Q8_0 : TensorType::F16;
+    EXPECT_EQ(l.kv_k, kv);
+    EXPECT_EQ(l.kv_v, kv);
+    EXPECT_EQ(l.pool_bytes, pool_bytes_by_hand((small_model ? small_hp : big_hp), l.n_seq, l.n_ctx, kv, kv));
+    if (r >= 2) {
+      EXPECT_EQ(l.long_prompt, FinishReason::kError);
+      EXPECT_EQ(l.long_prompt_code, ErrorCode::kContextFull) << "a prompt longer than the shortened context";
+    } else {
+      EXPECT_EQ(l.long_prompt, FinishReason::kLength) << "the same prompt fits the full context";
+    }
+    std::printf("  live at %-15s %-5s n_ctx %3d, %d threads, KV %s/%s, pool %7llu bytes, long prompt: %s\n",
+                rung_name(l.rung), l.version.c_str(), l.n_ctx, l.n_threads, tensor_type_name(l.kv_k),
+                tensor_type_name(l.kv_v), static_cast<unsigned long long>(l.pool_bytes),
+                l.long_prompt == FinishReason::kError ? error_code_name(l.long_prompt_code) : "served");
   }
   const Json m = c.metrics_json();
   EXPECT_LT(planned_small, m.at("planned_bytes").as_number()) << "the smaller configuration costs less by the formula";

@@ -4,8 +4,6 @@
 // (an independent run of that model on a fresh service); both versions served; after the swap
 // drains, the old file is no longer in /proc/self/maps. A swap to a file that does not load
 // changes nothing; reconfigure() keeps the model mapped once.
-#include "runtime/model_host.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,6 +16,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "runtime/model_host.h"
+#include "support/service_fixture.h"
 #include "support/test_env.h"
 
 namespace edgellm {
@@ -26,21 +26,13 @@ namespace {
 const std::vector<std::string> kPrompts = {"Once upon a time", "The little dog", "Lily was", "He saw a big"};
 
 ServiceParams params() {
-  ServiceParams p;
-  p.context.n_ctx = 128;
-  p.context.n_seq_max = 4;
+  ServiceParams p = test::service_params(128, 4, 4);
   p.context.n_threads = 1;
-  p.max_queued = 4;
   return p;
 }
 
 ServiceRequest request(size_t prompt) {
-  ServiceRequest r;
-  r.prompt = kPrompts[prompt];
-  r.sampling.temperature = 0;
-  r.max_tokens = 8;
-  r.deadline_ms = 0;
-  return r;
+  return test::greedy_request(kPrompts[prompt], 8, /*stop_at_eog=*/true);
 }
 
 // Greedy outputs of a model run alone on its own service: the reference.
@@ -117,7 +109,9 @@ TEST(ModelHost, HotSwapUnderLoad) {
       }
     });
   }
-  while (finished < kClients * kPerClient / 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Half way through the load (a deadline, not a sleep: the clients may be slow on a loaded machine).
+  const bool half = test::wait_until([&] { return finished >= kClients * kPerClient / 2; }, std::chrono::seconds(120));
+  EXPECT_TRUE(half) << finished << " requests finished";
   host.swap_model(b, "2", params());
   EXPECT_EQ(host.current_version(), "2");
   for (auto& t : clients) t.join();

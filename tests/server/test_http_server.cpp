@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <cstdio>
 #include <cstdlib>
 #include <chrono>
@@ -419,9 +420,20 @@ TEST(HttpServer, DisconnectCancelsWithoutAnotherStep) {
   const std::string head = s.read_until("data: ");
   ASSERT_EQ(status_of(head), 200) << head;
   r.service().pause();
-  // pause() only asks: a step already past its last abort check may still complete.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // pause() only asks: a step already past its last abort check may still complete. Once the
+  // scheduler reports paused_idle, no step runs until resume().
+  const Clock::time_point idle_limit = Clock::now() + std::chrono::seconds(10);
+  while (!r.service().metrics().paused_idle) {
+    ASSERT_LT(Clock::now(), idle_limit) << "the paused scheduler never reported paused_idle";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   const uint64_t steps_before = r.service().metrics().steps;
+  // One more pass of the scheduler while paused (a trim runs even then): the running request
+  // must not step in it.
+  std::promise<void> trimmed;
+  r.service().trim([&](size_t) { trimmed.set_value(); });
+  ASSERT_EQ(trimmed.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(r.service().metrics().steps, steps_before) << "a step ran while paused";
   const uint64_t cancels_before = r.service().metrics().cancellations;
   // (The KV gauge is published before each step, so it may still read 0 after the first one.)
   EXPECT_EQ(r.service().metrics().running, 1);

@@ -133,6 +133,66 @@ class Listener {
   int port_ = 0;
 };
 
+// The cloud's front door in the tests: records every request body it gets, then forwards it to
+// the EdgeLLM server behind it and answers with that server's answer.
+class RecordingProxy {
+ public:
+  explicit RecordingProxy(int backend_port) {
+    server_.Post("/v1/chat/completions", [this, backend_port](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bodies_.push_back(req.body);
+      }
+      httplib::Client c("127.0.0.1", backend_port);
+      c.set_read_timeout(30, 0);
+      auto r = c.Post("/v1/chat/completions", req.body, "application/json");
+      if (!r) {
+        res.status = 502;
+        return;
+      }
+      res.status = r->status;
+      res.set_content(r->body, "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~RecordingProxy() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<std::string> bodies() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bodies_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = -1;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<std::string> bodies_;
+};
+
+// What the local model answers to `messages` (greedy, its chat template and stop strings, at most
+// max_tokens), computed with generate() on a fresh Context: the independent reference of a
+// local run through the server.
+std::string local_greedy_answer(const InferenceService& service, const Json& messages, int32_t max_tokens) {
+  const Model& model = service.model();
+  const Tokenizer& tok = service.tokenizer();
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.kv_type = TensorType::F32;
+  Context ctx(model, cp);
+  SamplerParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp, model.hparams().n_vocab);
+  GenerationParams gp;
+  gp.max_tokens = max_tokens;
+  gp.stop = chat_stop_strings(service.chat_template(), tok, {});
+  return generate(ctx, sampler, &tok, chat_prompt_tokens(service.chat_template(), tok, messages), gp).text;
+}
+
 TEST(Router, ScoreIsTheGeometricMeanOfTheModelsTokenProbabilities) {
   ServerOptions so;
   so.router.privacy = true;  // local answers only
@@ -187,8 +247,9 @@ TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
   cloud_opts.log_prompts = true;
   cloud_opts.model_name = "cloud-model";
   Running cloud(cloud_opts);
+  RecordingProxy front(cloud.port());
   ServerOptions so;
-  so.router.cloud_url = cloud.url();
+  so.router.cloud_url = front.url();
   so.router.cloud_model = "big-model";
   so.router.local_threshold = 1.5;  // every score is below both: always the cloud
   so.router.cloud_threshold = 1.4;
@@ -228,6 +289,25 @@ TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
   ASSERT_EQ(sent.size(), 2 + expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(sent.at(2 + i).at("content").as_string(), expected[i]);
   EXPECT_EQ(seen.find("\"question number 1\""), std::string::npos);
+
+  // The request on the wire: the configured cloud model, the client's sampling fields, the
+  // messages above, and a summary that is the local model's summary of exactly the older turns
+  // (turns 1 and 2, as "role: content" lines), recomputed here with generate().
+  const std::vector<std::string> bodies = front.bodies();
+  ASSERT_EQ(bodies.size(), 1u);
+  const Json wire = Json::parse(bodies[0]);
+  EXPECT_EQ(wire.at("model").as_string(), "big-model");
+  EXPECT_EQ(wire.at("max_tokens").as_int(), 24);
+  EXPECT_EQ(wire.at("temperature").as_number(), 0.0);
+  EXPECT_EQ(wire.at("messages").dump(), sent.dump());
+  Json ask = Json::array();
+  ask.push_back(message("system", "Summarize this conversation in a few sentences."));
+  ask.push_back(message("user",
+                        "user: question number 1\nassistant: answer number 1\nuser: question number 2\n"
+                        "assistant: answer number 2\n"));
+  const std::string summary = local_greedy_answer(local.service(), ask, 128);
+  EXPECT_FALSE(summary.empty());
+  EXPECT_EQ(wire.at("messages").at(1).at("content").as_string(), "Summary of the earlier conversation: " + summary);
 
   // The cloud's answer is what the client got: the same request straight to the cloud.
   Json direct = Json::object();

@@ -4,7 +4,8 @@
 // alone with generate() on a fresh Context — an independent driver of the same engine.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include "generation/generate.h"
 #include "model/model.h"
 #include "service/inference_service.h"
+#include "support/service_fixture.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,92 +40,70 @@ const Case kPoems{"tiny-zh-poems.gguf",
                   {"床前明月光", "春眠不觉晓，处处闻啼鸟。夜来风雨声，", "白日依山尽", "山", "千山鸟飞绝，万径人踪灭。",
                    "红豆生南国", "锄禾日当午，汗滴禾下土。谁知盘中餐，", "江"}};
 
-std::vector<int32_t> solo_tokens(const Model& model, const Tokenizer& tok, const std::vector<int32_t>& prompt,
-                                 int32_t n_ctx) {
-  ContextParams cp;
-  cp.n_ctx = n_ctx;
-  cp.kv_type = TensorType::F32;
-  Context ctx(model, cp);
-  SamplerParams sp;
-  sp.temperature = 0;
-  Sampler sampler(sp, model.hparams().n_vocab);
-  GenerationParams gp;
-  gp.max_tokens = kMaxTokens;
-  return generate(ctx, sampler, &tok, prompt, gp).tokens;
-}
-
-struct Collected {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::vector<std::vector<int32_t>> tokens;
-  std::vector<FinishReason> reasons;
-  int finished = 0;
-};
-
 void run_case(const Case& c, int n, int32_t step_tokens) {
   SCOPED_TRACE(std::string(c.model) + " N=" + std::to_string(n) + " step_tokens=" + std::to_string(step_tokens));
-  std::shared_ptr<const Model> model = Model::load(test::shared_model(c.model));
+  std::shared_ptr<const Model> model = test::shared_service_model(c.model);
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
   constexpr int32_t kCtx = 192;
 
-  ServiceParams params;
-  params.context.n_ctx = kCtx;
-  params.context.n_seq_max = n;
-  params.context.kv_type = TensorType::F32;
-  params.max_queued = 8;
+  ServiceParams params = test::service_params(kCtx, n, 8, TensorType::F32);
   params.step_tokens = step_tokens;
   InferenceService service(model, params);
 
-  Collected got;
-  got.tokens.resize(static_cast<size_t>(n));
-  got.reasons.resize(static_cast<size_t>(n), FinishReason::kError);
+  std::vector<test::Outcome> got(static_cast<size_t>(n));
+  test::Finishes finished;
   std::vector<char> chained(static_cast<size_t>(n), 0);  // scheduler thread only
   // Request i + 1 arrives from request i's third token: prompts join while others decode.
   std::function<void(int)> submit = [&](int i) {
-    ServiceRequest r;
-    r.prompt = c.prompts[static_cast<size_t>(i)];
-    r.sampling.temperature = 0;
-    r.max_tokens = kMaxTokens;
-    r.deadline_ms = 0;
+    ServiceRequest r = test::greedy_request(c.prompts[static_cast<size_t>(i)], kMaxTokens, /*stop_at_eog=*/true);
     auto chain = [&, i] {
       if (chained[static_cast<size_t>(i)] || i + 1 >= n) return;
       chained[static_cast<size_t>(i)] = 1;
       submit(i + 1);
     };
-    r.on_token = [&, i, chain](const TokenEvent& ev) {
-      if (ev.token >= 0) {
-        std::lock_guard<std::mutex> lock(got.mutex);
-        got.tokens[static_cast<size_t>(i)].push_back(ev.token);
-      }
-      if (ev.index == 2) chain();
+    got[static_cast<size_t>(i)].attach(r, [chain](int index) {
+      if (index == 2) chain();
       return true;
-    };
-    r.on_finish = [&, i, chain](const RequestResult& res) {
+    });
+    auto record = std::move(r.on_finish);
+    r.on_finish = [&finished, chain, record](const RequestResult& res) {
       chain();  // a request that ended before its third token
-      std::lock_guard<std::mutex> lock(got.mutex);
-      got.reasons[static_cast<size_t>(i)] = res.finish_reason;
-      ++got.finished;
-      got.cv.notify_all();
+      record(res);
+      finished.add();
     };
     service.submit(std::move(r));
   };
   submit(0);
-  {
-    std::unique_lock<std::mutex> lock(got.mutex);
-    ASSERT_TRUE(got.cv.wait_for(lock, std::chrono::seconds(120), [&] { return got.finished == n; }))
-        << got.finished << " of " << n << " finished";
-  }
+  ASSERT_TRUE(finished.wait(n)) << finished.count() << " of " << n << " finished";
   const ServiceMetrics m = service.metrics();
+  std::vector<size_t> lengths, prompt_lengths;
   for (int i = 0; i < n; ++i) {
     const std::vector<int32_t> prompt = tok->encode(c.prompts[static_cast<size_t>(i)], true, false);
-    const std::vector<int32_t> want = solo_tokens(*model, *tok, prompt, kCtx);
-    EXPECT_NE(got.reasons[static_cast<size_t>(i)], FinishReason::kError) << "request " << i;
-    EXPECT_EQ(got.tokens[static_cast<size_t>(i)], want) << "request " << i << " differs from its solo run";
+    prompt_lengths.push_back(prompt.size());
+    test::SoloParams sp;
+    sp.n_ctx = kCtx;
+    sp.max_tokens = kMaxTokens;
+    const std::vector<int32_t> want = test::solo_greedy(*model, tok.get(), prompt, sp).tokens;
+    const test::Outcome& o = got[static_cast<size_t>(i)];
+    EXPECT_NE(o.result.finish_reason, FinishReason::kError) << "request " << i;
+    EXPECT_EQ(o.tokens, want) << "request " << i << " differs from its solo run";
+    lengths.push_back(want.size());
   }
-  if (n > 1) {
-    // Batching happened: more batch entries than steps (several sequences per forward).
-    EXPECT_GT(m.step_tokens, m.steps);
+  // Batching happened: several sequences were decoded in one forward. Request 1 is queued from
+  // request 0's third token and admitted in the next step, which prefills up to step_tokens - 1
+  // of its prompt beside request 0's decode token; after p such steps it has its first token and
+  // decodes in the next one, beside request 0 if request 0 is still running then, i.e. if it
+  // samples more than 3 + p tokens (its solo run says how many).
+  EXPECT_LE(m.max_decode_batch, n);
+  if (n == 1) {
+    EXPECT_EQ(m.max_decode_batch, 1);
+  } else {
+    const size_t p = (prompt_lengths[1] + static_cast<size_t>(step_tokens) - 2) / static_cast<size_t>(step_tokens - 1);
+    ASSERT_GT(lengths[0], 3 + p) << "this case cannot show batching: request 0 ends before request 1 decodes";
+    EXPECT_GE(m.max_decode_batch, 2) << "requests that overlapped were never decoded in one step";
   }
+  std::printf("  %s N=%d step_tokens %d: at most %d sequences decoded in one step, %llu steps\n", c.model, n,
+              step_tokens, m.max_decode_batch, static_cast<unsigned long long>(m.steps));
 }
 
 TEST(BatchingExact, StoriesEveryWidth) {

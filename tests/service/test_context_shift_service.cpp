@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "engine/context.h"
+#include "engine/memory_plan.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
-#include "engine/memory_plan.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "service/inference_service.h"
+#include "support/service_fixture.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,68 +30,34 @@ constexpr int32_t kMaxTokens = 300;
 
 std::vector<int32_t> solo_tokens(const Model& model, const std::vector<int32_t>& prompt, int32_t n_keep,
                                  int32_t* shifts) {
-  ContextParams cp;
-  cp.n_ctx = kCtx;
-  cp.kv_type = TensorType::F32;
-  Context ctx(model, cp);
-  SamplerParams sp;
-  sp.temperature = 0;
-  Sampler sampler(sp, model.hparams().n_vocab);
-  GenerationParams gp;
-  gp.max_tokens = kMaxTokens;
-  gp.ignore_eog = true;
-  gp.context_shift = true;
-  gp.n_keep = n_keep;
-  GenerationResult r = generate(ctx, sampler, nullptr, prompt, gp);
-  EXPECT_EQ(r.finish_reason, FinishReason::kLength) << r.error;
+  test::SoloParams sp;
+  sp.n_ctx = kCtx;
+  sp.max_tokens = kMaxTokens;
+  sp.ignore_eog = true;
+  sp.context_shift = true;
+  sp.n_keep = n_keep;
+  const test::SoloRun r = test::solo_greedy(model, nullptr, prompt, sp);
+  EXPECT_EQ(r.finish_reason, FinishReason::kLength);
   *shifts = r.context_shifts;
   return r.tokens;
 }
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  RequestResult result;
-};
+using test::Finishes;
+using test::Outcome;
 
-struct Waiter {
-  std::mutex mutex;
-  std::condition_variable cv;
-  int finished = 0;
-  // Waits until `n` requests have finished (false on timeout).
-  bool wait_for(int n, int seconds) {
-    std::unique_lock<std::mutex> lock(mutex);
-    return cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return finished == n; });
-  }
-};
-
-// A greedy context-shift stream past end-of-text; its tokens go to out->tokens, its result to
-// out->result, and w counts it finished.
+// A greedy context-shift stream past end-of-text; its tokens and result go to `out`, and `w`
+// counts it finished.
 ServiceRequest stream_request(const std::vector<int32_t>& prompt, int32_t max_tokens, int32_t n_keep, Outcome* out,
-                              Waiter* w) {
-  ServiceRequest r;
-  r.tokens = prompt;
-  r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eog = true;
-  r.deadline_ms = 0;
+                              Finishes* w) {
+  ServiceRequest r = test::greedy_request(prompt, max_tokens);
   r.context_shift = true;
   r.n_keep = n_keep;
-  r.on_token = [out, w](const TokenEvent& ev) {
-    std::lock_guard<std::mutex> lock(w->mutex);
-    if (ev.token >= 0) out->tokens.push_back(ev.token);
-    return true;
-  };
-  r.on_finish = [out, w](const RequestResult& res) {
-    std::lock_guard<std::mutex> lock(w->mutex);
-    out->result = res;
-    ++w->finished;
-    w->cv.notify_all();
-  };
+  out->attach(r, {}, w);
   return r;
 }
 
 TEST(ContextShiftService, ConcurrentStreamsEqualTheirSoloRuns) {
-  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  std::shared_ptr<const Model> model = test::shared_service_model("stories260K.gguf");
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
   ServiceParams params;
   params.context.n_ctx = kCtx;
@@ -103,12 +70,12 @@ TEST(ContextShiftService, ConcurrentStreamsEqualTheirSoloRuns) {
   const std::vector<std::string> tails = {" One day", " Her dog", " The sun was"};
   const std::vector<int32_t> keeps = {4, 9, -1};
   std::vector<Outcome> outs(tails.size() + 1);  // the last: the first request
-  Waiter w;
+  Finishes w;
   std::vector<std::vector<int32_t>> prompts;
   // A first request leaves the shared prefix's full blocks in the prefix cache; the streams
   // then map them into their tables (shared by all three) and their first shift rewrites them.
   service.submit(stream_request(tok->encode(system, true, false), 1, 4, &outs.back(), &w));
-  ASSERT_TRUE(w.wait_for(1, 60));
+  ASSERT_TRUE(w.wait(1, std::chrono::seconds(60)));
   // Paused while they are submitted (as in the test below): a stream admitted alone could shift,
   // and so take the shared blocks out of the prefix cache, before the next one arrives; then the
   // count below fails (seen: 16 cached tokens instead of 48, 2 runs in ~25 under ctest -j2).
@@ -118,7 +85,7 @@ TEST(ContextShiftService, ConcurrentStreamsEqualTheirSoloRuns) {
     service.submit(stream_request(prompts.back(), kMaxTokens, keeps[i], &outs[i], &w));
   }
   service.resume();
-  ASSERT_TRUE(w.wait_for(4, 120));
+  ASSERT_TRUE(w.wait(4, std::chrono::seconds(120)));
   outs.pop_back();
   for (size_t i = 0; i < outs.size(); ++i) {
     SCOPED_TRACE("stream " + std::to_string(i));
@@ -139,7 +106,7 @@ TEST(ContextShiftService, ConcurrentStreamsEqualTheirSoloRuns) {
 // their holders): two streams fit at a time (3 shared + 2 x 3 own + 3 copies = 12), the third
 // waits. Without the copies in the count it was admitted, and a shift found no free block.
 TEST(ContextShiftService, SharedBlocksInATightPoolAreCopiedWithoutRunningOut) {
-  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  std::shared_ptr<const Model> model = test::shared_service_model("stories260K.gguf");
   ServiceParams params;
   params.context.n_ctx = kCtx;
   params.context.n_seq_max = 3;
@@ -153,11 +120,11 @@ TEST(ContextShiftService, SharedBlocksInATightPoolAreCopiedWithoutRunningOut) {
   std::vector<int32_t> system = {1};
   for (int32_t i = 0; i < 47; ++i) system.push_back(20 + 7 * i % 400);
   std::vector<Outcome> outs(4);
-  Waiter w;
+  Finishes w;
   std::vector<int32_t> warm = system;
   warm.push_back(5);
   service.submit(stream_request(warm, 1, 4, &outs[0], &w));
-  ASSERT_TRUE(w.wait_for(1, 60));
+  ASSERT_TRUE(w.wait(1, std::chrono::seconds(60)));
   // Paused while they are submitted, so all three are queued when admission looks at them (a
   // stream admitted alone could shift, and so unregister the shared blocks, before the next one
   // arrives).
@@ -169,7 +136,7 @@ TEST(ContextShiftService, SharedBlocksInATightPoolAreCopiedWithoutRunningOut) {
     service.submit(stream_request(prompts.back(), kMaxTokens, 4, &outs[static_cast<size_t>(i) + 1], &w));
   }
   service.resume();
-  ASSERT_TRUE(w.wait_for(4, 120));
+  ASSERT_TRUE(w.wait(4, std::chrono::seconds(120)));
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE("stream " + std::to_string(i));
     const RequestResult& res = outs[i + 1].result;
@@ -186,7 +153,7 @@ TEST(ContextShiftService, SharedBlocksInATightPoolAreCopiedWithoutRunningOut) {
 
 // A request whose n_keep leaves no window ends with an error, not a crash.
 TEST(ContextShiftService, KeepWithoutRoomIsAnError) {
-  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  std::shared_ptr<const Model> model = test::shared_service_model("stories260K.gguf");
   ServiceParams params;
   params.context.n_ctx = kCtx;
   params.context.n_seq_max = 1;
@@ -195,21 +162,12 @@ TEST(ContextShiftService, KeepWithoutRoomIsAnError) {
   r.tokens = {1, 400, 500};
   r.context_shift = true;
   r.n_keep = kCtx - 1;
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  RequestResult result;
-  r.on_finish = [&](const RequestResult& res) {
-    std::lock_guard<std::mutex> lock(mutex);
-    result = res;
-    done = true;
-    cv.notify_all();
-  };
+  Outcome out;
+  out.attach(r);
   service.submit(std::move(r));
-  std::unique_lock<std::mutex> lock(mutex);
-  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
-  EXPECT_EQ(result.finish_reason, FinishReason::kError);
-  EXPECT_NE(result.error.find("context shift"), std::string::npos) << result.error;
+  ASSERT_TRUE(out.wait_final(std::chrono::seconds(60)));
+  EXPECT_EQ(out.result.finish_reason, FinishReason::kError);
+  EXPECT_NE(out.result.error.find("context shift"), std::string::npos) << out.result.error;
 }
 
 }  // namespace

@@ -17,12 +17,13 @@
 
 #include "core/error.h"
 #include "engine/context.h"
-#include "engine/sampler.h"
 #include "engine/memory_plan.h"
+#include "engine/sampler.h"
 #include "generation/generate.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "service/inference_service.h"
+#include "support/service_fixture.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,57 +34,21 @@ constexpr int32_t kCtx = 256;
 constexpr int32_t kMaxTokens = 12;
 
 std::vector<int32_t> solo_tokens(const Model& model, const std::vector<int32_t>& prompt) {
-  ContextParams cp;
-  cp.n_ctx = kCtx;
-  cp.kv_type = TensorType::F32;
-  Context ctx(model, cp);
-  SamplerParams sp;
-  sp.temperature = 0;
-  Sampler sampler(sp, model.hparams().n_vocab);
-  GenerationParams gp;
-  gp.max_tokens = kMaxTokens;
-  gp.ignore_eog = true;
-  return generate(ctx, sampler, nullptr, prompt, gp).tokens;
+  test::SoloParams sp;
+  sp.n_ctx = kCtx;
+  sp.max_tokens = kMaxTokens;
+  sp.ignore_eog = true;
+  return test::solo_greedy(model, nullptr, prompt, sp).tokens;
 }
 
-struct Outcome {
-  std::vector<int32_t> tokens;
-  RequestResult result;
-  bool done = false;
-};
+using test::Finishes;
+using test::Outcome;
 
-struct Waiter {
-  std::mutex mutex;
-  std::condition_variable cv;
-  int finished = 0;
-};
-
-ServiceRequest token_request(const std::vector<int32_t>& prompt, Outcome* out, Waiter* w) {
-  ServiceRequest r;
-  r.tokens = prompt;
-  r.sampling.temperature = 0;
-  r.max_tokens = kMaxTokens;
-  r.ignore_eog = true;  // every answer has kMaxTokens tokens: the KV it leaves is known exactly
-  r.deadline_ms = 0;
-  r.on_token = [out, w](const TokenEvent& ev) {
-    std::lock_guard<std::mutex> lock(w->mutex);
-    if (ev.token >= 0) out->tokens.push_back(ev.token);
-    return true;
-  };
-  r.on_finish = [out, w](const RequestResult& res) {
-    std::lock_guard<std::mutex> lock(w->mutex);
-    out->result = res;
-    out->done = true;
-    ++w->finished;
-    w->cv.notify_all();
-  };
+// Every answer has kMaxTokens tokens (end-of-generation ignored): the KV it leaves is known exactly.
+ServiceRequest token_request(const std::vector<int32_t>& prompt, Outcome* out, Finishes* w) {
+  ServiceRequest r = test::greedy_request(prompt, kMaxTokens);
+  out->attach(r, {}, w);
   return r;
-}
-
-void wait_for(Waiter& w, int n) {
-  std::unique_lock<std::mutex> lock(w.mutex);
-  ASSERT_TRUE(w.cv.wait_for(lock, std::chrono::seconds(120), [&] { return w.finished >= n; }))
-      << w.finished << " of " << n << " finished";
 }
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -115,7 +80,7 @@ std::vector<std::vector<int32_t>> shared_prompts(const std::vector<int32_t>& bas
 
 void run_sequential(const char* model_name, const std::string& text) {
   SCOPED_TRACE(model_name);
-  std::shared_ptr<const Model> model = Model::load(test::shared_model(model_name));
+  std::shared_ptr<const Model> model = test::shared_service_model(model_name);
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
   ServiceParams params;
   params.context.n_ctx = kCtx;
@@ -135,9 +100,9 @@ void run_sequential(const char* model_name, const std::string& text) {
     SCOPED_TRACE("request " + std::to_string(i));
     const std::vector<int32_t>& prompt = prompts[i];
     Outcome out;
-    Waiter w;
+    Finishes w;
     service.submit(token_request(prompt, &out, &w));
-    wait_for(w, 1);
+    ASSERT_TRUE(w.wait(1));
     ASSERT_EQ(out.result.finish_reason, FinishReason::kLength) << out.result.error;
     EXPECT_EQ(out.tokens, solo_tokens(*model, prompt)) << "differs from the solo run without cache";
     // Reference of the reuse: the longest common prefix with any earlier KV, in whole blocks,
@@ -181,7 +146,7 @@ TEST(PrefixCacheService, PoemsSequentialPrefixesEqualSoloRuns) { run_sequential(
 // requests over 4 prefix families at once: admission makes requests wait for blocks, allocation evicts cached blocks, and every
 // request still equals its solo run; the blocks in use never exceed the pool.
 TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
-  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  std::shared_ptr<const Model> model = test::shared_service_model("stories260K.gguf");
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
   ServiceParams params;
   params.context.n_ctx = kCtx;
@@ -205,7 +170,7 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
     prompts.push_back(p);
   }
   std::vector<Outcome> outs(prompts.size() + 1);
-  Waiter w;
+  Finishes w;
   for (size_t i = 0; i < prompts.size(); ++i) service.submit(token_request(prompts[i], &outs[i], &w));
   // One request that can never fit: more blocks than the pool.
   std::vector<int32_t> huge(base.begin(), base.begin() + 20);
@@ -217,11 +182,7 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
     const ServiceMetrics m = service.metrics();
     max_used = std::max(max_used, m.kv_blocks_used);
     EXPECT_LE(m.kv_blocks_used + m.kv_blocks_cached, m.kv_blocks_total);
-    std::unique_lock<std::mutex> lock(w.mutex);
-    if (w.cv.wait_for(lock, std::chrono::milliseconds(2),
-                      [&] { return w.finished == static_cast<int>(outs.size()); })) {
-      break;
-    }
+    if (w.wait(static_cast<int>(outs.size()), std::chrono::milliseconds(2))) break;
   }
   EXPECT_LE(max_used, 12);
   EXPECT_EQ(outs.back().result.finish_reason, FinishReason::kError);
@@ -242,7 +203,7 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
 // one such reservation, but the 6 shared blocks plus 2 of each request's own fit 3 at a time.
 // Counted by reservations alone they ran one after another.
 TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
-  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  std::shared_ptr<const Model> model = test::shared_service_model("stories260K.gguf");
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
   ServiceParams params;
   params.context.n_ctx = kCtx;
@@ -257,7 +218,7 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
   std::vector<int32_t> system = tok->encode(kStoryText, true, false);
   for (int32_t i = 0; static_cast<int32_t>(system.size()) < 96; ++i) system.push_back(200 + i);
   system.resize(96);
-  Waiter w;
+  Finishes w;
   std::vector<Outcome> outs(5);
   {
     std::vector<int32_t> warm = system;
@@ -265,11 +226,12 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
     ServiceRequest r = token_request(warm, &outs[0], &w);
     r.max_tokens = 1;
     service.submit(std::move(r));
-    std::unique_lock<std::mutex> lock(w.mutex);
-    ASSERT_TRUE(w.cv.wait_for(lock, std::chrono::seconds(60), [&] { return w.finished == 1; }));
+    ASSERT_TRUE(w.wait(1, std::chrono::seconds(60)));
   }
   std::vector<std::vector<int32_t>> prompts;
+  std::mutex active_mutex;  // the scheduler thread counts, the test reads at the end
   int active = 0, max_active = 0;
+  std::vector<char> started(4, 0);
   service.pause();  // all four queued before admission looks at them (none finishes first)
   for (int i = 0; i < 4; ++i) {
     std::vector<int32_t> p = system;
@@ -277,18 +239,20 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
     prompts.push_back(p);
     ServiceRequest r = token_request(p, &outs[static_cast<size_t>(i) + 1], &w);
     auto on_token = r.on_token;
-    Outcome* out = &outs[static_cast<size_t>(i) + 1];
-    r.on_token = [on_token, out, &w, &active, &max_active](const TokenEvent& ev) {
+    r.on_token = [on_token, i, &started, &active_mutex, &active, &max_active](const TokenEvent& ev) {
       {
-        std::lock_guard<std::mutex> lock(w.mutex);
-        if (ev.token >= 0 && out->tokens.empty()) max_active = std::max(max_active, ++active);
+        std::lock_guard<std::mutex> lock(active_mutex);
+        if (ev.token >= 0 && !started[static_cast<size_t>(i)]) {
+          started[static_cast<size_t>(i)] = 1;
+          max_active = std::max(max_active, ++active);
+        }
       }
       return on_token(ev);
     };
     auto on_finish = r.on_finish;
-    r.on_finish = [on_finish, &w, &active](RequestResult& res) {
+    r.on_finish = [on_finish, &active_mutex, &active](RequestResult& res) {
       {
-        std::lock_guard<std::mutex> lock(w.mutex);
+        std::lock_guard<std::mutex> lock(active_mutex);
         --active;
       }
       on_finish(res);
@@ -296,16 +260,14 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
     service.submit(std::move(r));
   }
   service.resume();
-  {
-    std::unique_lock<std::mutex> lock(w.mutex);
-    ASSERT_TRUE(w.cv.wait_for(lock, std::chrono::seconds(60), [&] { return w.finished == 5; }));
-  }
+  ASSERT_TRUE(w.wait(5, std::chrono::seconds(60)));
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE("request " + std::to_string(i));
     ASSERT_EQ(outs[i + 1].result.finish_reason, FinishReason::kLength) << outs[i + 1].result.error;
     EXPECT_EQ(outs[i + 1].tokens, solo_tokens(*model, prompts[i]));
     EXPECT_EQ(outs[i + 1].result.stats.cached_tokens, 96);
   }
+  std::lock_guard<std::mutex> lock(active_mutex);
   EXPECT_EQ(max_active, 3) << "requests sharing the system prompt's blocks ran side by side";
 }
 
@@ -318,7 +280,7 @@ namespace {
 // The pool from a fraction of the available memory: a large fraction is capped at twice the
 // full sequences, a tiny one is a clear out-of-KV-memory error, an out-of-range one invalid.
 TEST(KvBudget, FractionOfAvailableMemory) {
-  std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  std::shared_ptr<const Model> model = test::shared_service_model("stories260K.gguf");
   ContextParams cp;
   cp.n_ctx = 64;
   cp.n_seq_max = 2;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "service/inference_service.h"
+#include "support/service_fixture.h"
 #include "support/test_env.h"
 
 namespace edgellm {
@@ -27,80 +29,26 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// What one request streamed and how it ended; shared between the scheduler thread and the test.
-struct Outcome {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::vector<int32_t> tokens;
-  std::string streamed;
-  int token_events = 0;
-  int finals = 0;
-  RequestResult result;
-
-  bool wait_final(std::chrono::milliseconds limit = 30s) {
-    std::unique_lock<std::mutex> lock(mutex);
-    return cv.wait_for(lock, limit, [&] { return finals > 0; });
-  }
-  bool wait_tokens(int n, std::chrono::milliseconds limit = 30s) {
-    std::unique_lock<std::mutex> lock(mutex);
-    return cv.wait_for(lock, limit, [&] { return token_events >= n || finals > 0; });
-  }
-  int events() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return token_events;
-  }
-};
+using test::Outcome;
 
 class ServiceTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { model_ = Model::load(test::shared_model("stories260K.gguf")).release(); }
-  static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-  }
-  static std::shared_ptr<const Model> model() {
-    return std::shared_ptr<const Model>(model_, [](const Model*) {});  // the suite owns it
-  }
-  static ServiceParams params(int parallel = 2, int queued = 3) {
-    ServiceParams p;
-    p.context.n_ctx = 256;
-    p.context.n_seq_max = parallel;
-    p.max_queued = queued;
-    return p;
-  }
+  static std::shared_ptr<const Model> model() { return test::shared_service_model("stories260K.gguf"); }
+  static ServiceParams params(int parallel = 2, int queued = 3) { return test::service_params(256, parallel, queued); }
   // A greedy request whose events land in `out`; `hook(index)` runs inside on_token.
   static ServiceRequest request(Outcome& out, const std::string& prompt = "Once upon a time", int max_tokens = 64,
                                 std::function<bool(int)> hook = {}) {
-    ServiceRequest r;
-    r.prompt = prompt;
-    r.sampling.temperature = 0;
-    r.max_tokens = max_tokens;
-    r.ignore_eog = true;
-    r.deadline_ms = 0;
-    r.on_token = [&out, hook](const TokenEvent& ev) {
-      {
-        std::lock_guard<std::mutex> lock(out.mutex);
-        if (ev.token >= 0) out.tokens.push_back(ev.token);
-        out.streamed += ev.text;
-        ++out.token_events;
-        out.cv.notify_all();  // under the lock: the waiter may destroy `out` once it sees the change
-      }
-      return hook ? hook(ev.index) : true;
-    };
-    r.on_finish = [&out](const RequestResult& res) {
-      {
-        std::lock_guard<std::mutex> lock(out.mutex);
-        ++out.finals;
-        out.result = res;
-        out.cv.notify_all();
-      }
-    };
+    ServiceRequest r = test::greedy_request(prompt, max_tokens);
+    out.attach(r, std::move(hook));
     return r;
   }
-  static Model* model_;
+  // Makes the scheduler run one more pass (a trim, which runs even while paused) and waits for it.
+  static void scheduler_pass(InferenceService& s) {
+    std::promise<void> done;
+    s.trim([&](size_t) { done.set_value(); });
+    ASSERT_EQ(done.get_future().wait_for(30s), std::future_status::ready);
+  }
 };
-
-Model* ServiceTest::model_ = nullptr;
 
 TEST_F(ServiceTest, GreedyResultMatchesItsStream) {
   InferenceService s(model(), params());
@@ -230,12 +178,16 @@ TEST_F(ServiceTest, PauseStreamsNothingKeepsKvAndChangesNothing) {
     if (index == 10) s.pause();
     return true;
   }));
-  ASSERT_TRUE(b.wait_tokens(11));
-  std::this_thread::sleep_for(20ms);  // the step in flight (if any) delivers
-  const int before = b.events();
+  // Paused from its 11th token's callback: the scheduler sees it before another step.
+  ASSERT_TRUE(test::wait_until([&] { return s.metrics().paused_idle; }));
   const ServiceMetrics paused = s.metrics();
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(b.events(), before) << "tokens streamed while paused";
+  EXPECT_EQ(b.events(), 11) << "tokens streamed after the pause";
+  // Two more passes of the scheduler while paused: a step, had one run in the first, would have
+  // streamed its token by the end of the second.
+  scheduler_pass(s);
+  scheduler_pass(s);
+  EXPECT_EQ(b.events(), 11) << "tokens streamed while paused";
+  EXPECT_EQ(s.metrics().steps, paused.steps) << "a step ran while paused";
   EXPECT_TRUE(paused.paused);
   EXPECT_GT(paused.kv_blocks_used, 0) << "pause released the KV";
   EXPECT_EQ(b.finals, 0);
@@ -332,8 +284,8 @@ TEST_F(ServiceTest, KvAdmissionWaitsForBlocks) {
   }
   ServiceParams p = params(2);
   const size_t block =
-      KvCache::block_bytes(KvCacheParams{model_->hparams().n_layer, model_->hparams().n_head_kv, model_->hparams().head_dim,
-                                         TensorType::F16, TensorType::F16, 16, 1, 256, 1});
+      KvCache::block_bytes(KvCacheParams{model()->hparams().n_layer, model()->hparams().n_head_kv,
+                                         model()->hparams().head_dim, TensorType::F16, TensorType::F16, 16, 1, 256, 1});
   p.context.kv_budget_bytes = block * 4;  // 64 positions: one request of prompt + 40 tokens
   InferenceService s(model(), p);
   Outcome a, b;
@@ -343,6 +295,9 @@ TEST_F(ServiceTest, KvAdmissionWaitsForBlocks) {
   ASSERT_TRUE(b.wait_final());
   EXPECT_EQ(a.tokens, solo);
   EXPECT_EQ(b.tokens, solo);
+  // b could not be admitted beside a: its first token came after a had finished (both
+  // callbacks run on the one scheduler thread, in order).
+  EXPECT_GT(b.first_token_order, a.finish_order) << "b ran beside a in a pool that holds one of them";
   EXPECT_GT(b.result.stats.queue_ms, 0.0);
 
   Outcome c;  // can never fit

@@ -283,7 +283,8 @@ napi_value m_metrics(napi_env env, napi_callback_info info) {
       u64("routedLocal", m.routed_local) && u64("routedLowConfidence", m.routed_low_confidence) &&
       u64("routedCloud", m.routed_cloud) && u64("cloudFailures", m.cloud_failures) &&
       u64("privacyBlocks", m.privacy_blocks) && u64("failureFallbacks", m.failure_fallbacks) &&
-      num("sessions", m.sessions) && u64("sessionBytes", m.session_bytes);
+      num("sessions", m.sessions) && u64("sessionBytes", m.session_bytes) &&
+      num("maxDecodeBatch", m.max_decode_batch) && set_property(env, o, "pausedIdle", js_bool(env, m.paused_idle));
   return ok ? o : nullptr;
 }
 

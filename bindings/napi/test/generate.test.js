@@ -29,11 +29,26 @@ test('stories260K: greedy stream equals the CLI byte for byte', async () => {
   }
 });
 
+// Waits (with a deadline) until the paused service's scheduler has seen the pause: from then on
+// no step runs until resume().
+async function pausedIdle(m) {
+  const deadline = Date.now() + 10000;
+  while (!m.metrics().pausedIdle) {
+    assert.ok(Date.now() < deadline, 'the scheduler never reported paused_idle');
+    await h.sleep(1);
+  }
+}
+
 test('two concurrent generations on one model each equal their solo CLI output', async () => {
   const m = await edgellm.load(h.stories, { parallel: 2 });
   try {
+    // Both are queued while paused, so one admission pass takes both and they decode side by
+    // side: maxDecodeBatch shows they overlapped (a scheduler serving one request at a time
+    // would leave it at 1).
+    m.pause();
     const a = h.stream(m, 'Once upon a time', { temperature: 0, maxTokens: 100 });
     const b = h.stream(m, 'Tom had a red ball', { temperature: 0, maxTokens: 100 });
+    m.resume();
     const [ra, rb] = await Promise.all([a, b]);
     assert.notEqual(ra.id, rb.id);
     assert.deepEqual(Buffer.from(ra.pieces.join('')), h.cliGreedy(h.stories, 'Once upon a time', 100));
@@ -43,6 +58,7 @@ test('two concurrent generations on one model each equal their solo CLI output',
     const metrics = m.metrics();
     assert.equal(metrics.requestsFinished, 2);
     assert.equal(metrics.running, 0);
+    assert.equal(metrics.maxDecodeBatch, 2, 'the two requests were decoded in the same steps');
   } finally {
     await m.release();
   }
@@ -128,8 +144,11 @@ test('pause holds the stream, resume continues it unchanged', async () => {
     assert.equal(m.metrics().paused, true);
     const pieces = [];
     const g = m.generate('Once upon a time', { temperature: 0, maxTokens: 64 }, (p) => pieces.push(p));
-    await h.sleep(100);
-    assert.equal(pieces.length, 0, 'nothing runs while paused');
+    await pausedIdle(m);
+    const held = m.metrics();
+    assert.equal(held.steps, 0, 'nothing ran while paused');
+    assert.equal(held.waiting + held.running, 1);
+    assert.equal(pieces.length, 0);
     m.resume();
     const r = await g.result;
     assert.deepEqual(Buffer.from(r.text), h.cliGreedy(h.stories, 'Once upon a time', 64));

@@ -563,35 +563,10 @@ void widen_transposed(const void* k_rows, size_t row_bytes, int64_t cnt, int64_t
 
 }  // namespace
 
-void widen_transposed_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
-  widen_transposed<F32Rows>(k, rb, cnt, hd, kt, kts);
-}
-void widen_transposed_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
-  widen_transposed<F16Rows>(k, rb, cnt, hd, kt, kts);
-}
-void widen_transposed_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
-  widen_transposed<Q8_0Rows>(k, rb, cnt, hd, kt, kts);
-}
-void widen_transposed_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, float* kt, int64_t kts) {
-  widen_transposed<Q4_0Rows>(k, rb, cnt, hd, kt, kts);
-}
+// scores_<type>, accumulate_<type> and widen_transposed_<type> of every row type (attention_impl.h).
+EDGELLM_ATTENTION_ROW_TYPES(EDGELLM_ATTENTION_TRAMPOLINES)
+EDGELLM_ATTENTION_ROW_TYPES(EDGELLM_ATTENTION_WIDEN_TRAMPOLINES)
 
-void scores_f32(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
-                float* s, int64_t ss) {
-  scores<F32Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
-}
-void scores_f16(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
-                float* s, int64_t ss) {
-  scores<F16Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
-}
-void scores_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
-                 float* s, int64_t ss) {
-  scores<Q8_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
-}
-void scores_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const float* q, int64_t qs, int64_t g, float scale,
-                 float* s, int64_t ss) {
-  scores<Q4_0Rows>(k, rb, cnt, hd, q, qs, g, scale, s, ss);
-}
 void scores_q8_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t qs, int64_t g,
                     float* s, int64_t ss) {
   scores_q8<Q8_0Bytes>(k, rb, cnt, hd, q, qs, g, s, ss);
@@ -599,22 +574,6 @@ void scores_q8_q8_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const Que
 void scores_q8_q4_0(const void* k, size_t rb, int64_t cnt, int64_t hd, const QueryBlockQ8* q, int64_t qs, int64_t g,
                     float* s, int64_t ss) {
   scores_q8<Q4_0Bytes>(k, rb, cnt, hd, q, qs, g, s, ss);
-}
-void accumulate_f32(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
-                    float* out, int64_t os) {
-  accumulate<F32Rows>(v, rb, cnt, hd, p, ps, g, out, os);
-}
-void accumulate_f16(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
-                    float* out, int64_t os) {
-  accumulate<F16Rows>(v, rb, cnt, hd, p, ps, g, out, os);
-}
-void accumulate_q8_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
-                     float* out, int64_t os) {
-  accumulate<Q8_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
-}
-void accumulate_q4_0(const void* v, size_t rb, int64_t cnt, int64_t hd, const float* p, int64_t ps, int64_t g,
-                     float* out, int64_t os) {
-  accumulate<Q4_0Rows>(v, rb, cnt, hd, p, ps, g, out, os);
 }
 
 }  // namespace edgellm::kernels::attention_avx512

@@ -171,6 +171,8 @@ export interface Metrics {
   failureFallbacks: number;
   sessions: number;
   sessionBytes: number;
+  maxDecodeBatch: number;  // the most requests decoded in one step (1: never batched)
+  pausedIdle: boolean;     // paused and the scheduler has seen it: nothing streams until resume()
 }
 
 // The library's model description (edgellm_model_info_json, field names as it writes them).
