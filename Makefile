@@ -12,9 +12,10 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG).
 SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1"
 # TSan: the thread pool (platform), the parallel forward pass and repacking (engine), the service,
-# the model host and degradation ladder (runtime) and the C ABI (api: tests/api and the examples).
+# the model host and degradation ladder (runtime), the C ABI (api: tests/api and the examples) and
+# the HTTP server's I/O thread, workers and service callbacks (server: built without the CLI).
 # Only these areas' tests are built.
-TSAN_AREAS ?= platform;engine;service;runtime;api
+TSAN_AREAS ?= platform;engine;service;runtime;api;server
 
 .PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
 

@@ -5,9 +5,11 @@ set -euo pipefail
 
 # musl-dev, libc++-14-dev, libc++abi-14-dev: scripts/check-musl.sh (HarmonyOS / musl check).
 # libcurl4-openssl-dev: the CLI's resumable model downloads (src/tools/fetch, edgellm registry install URL).
-# pkg-config, libcpp-httplib-dev: `edgellm serve` (src/server, not the shipped library).
+# pkg-config, libcpp-httplib-dev, libboost-dev: `edgellm serve` (src/server, not the shipped library):
+# Boost.Beast / Boost.Asio (headers only) for its HTTP transport, cpp-httplib for the router's
+# cloud client and the server tests' client.
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates libcurl4-openssl-dev
-  musl-dev libc++-14-dev libc++abi-14-dev pkg-config libcpp-httplib-dev)
+  musl-dev libc++-14-dev libc++abi-14-dev pkg-config libcpp-httplib-dev libboost-dev)
 # --server-tests (make test-server): headless Chromium for the chat page test; Node.js + npm
 # for the openai-client and page tests when no node is installed.
 if [[ " $* " == *" --server-tests "* ]]; then

@@ -1,5 +1,4 @@
-// The OpenAI-compatible HTTP front of one InferenceService (cpp-httplib, one worker thread per
-// connection from a bounded pool).
+// The OpenAI-compatible HTTP front of one InferenceService (docs/server.md):
 //
 //   POST /v1/chat/completions, /v1/completions   generation, SSE streaming or one JSON body
 //   GET  /v1/models, /health, /metrics           model list, liveness, Prometheus text
@@ -8,19 +7,22 @@
 //   POST /v1/sessions/import, /v1/sessions/{id}/export, DELETE /v1/sessions/{id}
 //                                                a conversation's KV moving between devices
 //
-// A generation request is submitted to the service (BUSY -> 429 + Retry-After); its worker
-// waits for the first token (errors before it get their own HTTP status), then writes the
-// answer. Between chunks the worker checks that the client is still there; when it is gone the
-// request is cancelled at once (CompletionChannel::abandon + InferenceService::cancel), so its
-// sequence and KV blocks are free after the step in flight.
+// This file is the router path and policy; the pieces live beside it:
+//   http_transport.h       connections, parsing, limits, deadlines (Boost.Beast)
+//   generation_endpoint.h  the OpenAI generation (streamed and not); routed_chat.h its router path
+//   helper_endpoints.h     tokenize, detokenize, apply-template, models, health, metrics, page
+//   session_endpoints.h    import, export, delete
+//   request_policy.h       Host and Origin checks (DNS rebinding, cross-site requests)
+//   service_calls.h        the seven calls the endpoints make to the model side
 //
-// Sessions: a generation naming "x_edgellm_session": ID continues from the session stored under
-// ID (ServiceRequest::session_in: only the new part of the prompt is prefilled) and stores its
-// own KV under ID when it ends (session_out). Import checks the bytes against this service's
-// model file and KV type (InferenceService::check_session) before storing them.
+// For each request head (on the I/O thread, before any body is read) the server decides, in
+// this order: Host allowed (keyless server), Origin allowed, CORS preflight, the endpoint (404,
+// 405), the API key (all but / and /health), then admission: the body's bytes within the
+// in-flight budget (503), a helper slot for /tokenize, /detokenize, /apply-template (429), the
+// one session-import slot (429). Generation is admitted by the service's queue (429 at submit).
 //
-// Thread-safety: construct, then serve() on one thread; stop() from any thread (e.g. a signal
-// watcher) ends serve(). The service must outlive the server.
+// Thread-safety: construct, bind(), then serve() on one thread; stop() from any other thread
+// (e.g. a signal watcher) ends serve(). The service must outlive the server.
 #pragma once
 
 #include <atomic>
@@ -28,77 +30,67 @@
 #include <string>
 #include <vector>
 
-#include "core/json.h"
+#include "server/admission.h"
+#include "server/http_transport.h"
+#include "server/listening_socket.h"
 #include "server/server_counters.h"
 #include "server/server_options.h"
-#include "runtime/session_store.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace edgellm {
 class InferenceService;
-struct RequestResult;
-struct ServiceRequest;
 }
 
 namespace edgellm::server {
 
-enum class Endpoint;
-struct ParsedRequest;
-struct ResponseHead;
+struct ServerContext;
 
-class HttpServer {
+class HttpServer : private HttpApplication {
  public:
-  // Throws Error(kInvalidArgument) when options.host is not loopback and there is no api_key.
+  // Throws Error(kInvalidArgument) when options.host is not loopback and there is no api_key, or
+  // a limit is not positive.
   static void check_options(const ServerOptions& options);
-  // check_options(options), then sets up the routes (nothing is bound yet).
+  // check_options(options); nothing is bound yet (bind()).
   HttpServer(InferenceService& service, ServerOptions options);
-  ~HttpServer();
+  // The same on a socket bound before the model was loaded (ListeningSocket::open).
+  HttpServer(InferenceService& service, ServerOptions options, ListeningSocket socket);
+  ~HttpServer() override;
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds host:port (port 0: a free one) and returns the port. Throws Error(kIo) when the
-  // address cannot be bound.
+  // Binds host:port (port 0: a free one) unless constructed with a socket, starts the workers
+  // and returns the port. Throws Error(kIo) naming the address when it cannot be bound.
   int bind();
-  // Accepts connections until stop(). bind() first.
+  // Serves until stop(). bind() first.
   void serve();
-  // Ends serve(): open generations are cancelled, workers finish their responses. Any thread.
+  // Ends serve(): open generations are cancelled, workers finish their responses. Any thread
+  // but serve()'s.
   void stop();
 
   int port() const { return port_; }
-  const ServerCounters& counters() const { return counters_; }
+  const ServerCounters& counters() const;
 
  private:
-  void install_routes();
-  void handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
-  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
-  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
-  void handle_apply_template(const httplib::Request& req, httplib::Response& res);
-  void handle_models(httplib::Response& res);
-  void handle_session_import(const httplib::Request& req, httplib::Response& res);
-  void handle_session_export(const std::string& id, httplib::Response& res);
-  void handle_session_delete(const std::string& id, httplib::Response& res);
-  // Stores a finished generation's session bytes under id; the x_edgellm.session of its body.
-  Json keep_session(const std::string& id, RequestResult& result);
-  // Non-streamed chat with the router on (router.h): local answer, score, maybe the cloud.
-  void answer_routed(const Json& body, ParsedRequest p, const ResponseHead& head, httplib::Response& res);
-  // Runs one request on the local service to the end (no streaming); throws ApiError when it
-  // is refused or fails. *probabilities: the answer's token probabilities (when requested).
-  RequestResult run_local(ServiceRequest request, std::vector<float>* probabilities);
+  RequestPlan plan(const RequestHead& head) override;
+  HttpResponse error_response(int status, const std::string& code, const std::string& message) override;
+  void on_response(int status) override;
+  void on_event(TransportEvent event) override;
 
-  InferenceService& service_;
-  ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
-  ServerCounters counters_;
-  SessionStore sessions_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<uint64_t> next_response_id_{1};
+  TransportLimits transport_limits() const;
+  // A worker's handler, with errors turned into responses and memory given back when idle.
+  using Handler = std::function<void(HttpRequest&, ResponseWriter&)>;
+  Handler guarded(Handler fn, bool heavy);
+  void release_memory_when_idle();
+
+  std::unique_ptr<ServerContext> ctx_;
+  std::vector<std::string> allowed_hosts_;  // keyless: the Host names answered
+  Admission body_bytes_;                    // request bodies in memory (bytes)
+  Admission helpers_;                       // /tokenize, /detokenize, /apply-template running
+  Admission imports_;                       // session imports running (1)
+  std::atomic<int> busy_workers_{0};
+  std::atomic<bool> trim_due_{false};       // a heavy request ran since memory was last given back
+  ListeningSocket socket_;                  // until bind() hands it to the transport
   int port_ = -1;
-  int listen_fd_ = -1;  // set by httplib's socket-options callback during bind()
+  std::unique_ptr<HttpTransport> transport_;  // last: its workers use everything above
 };
 
 }  // namespace edgellm::server

@@ -19,6 +19,14 @@ std::string ServerCounters::to_prometheus() const {
   counter(out, "edgellm_http_client_disconnects_total", "Generations cancelled because the client disconnected.",
           client_disconnects.load());
   counter(out, "edgellm_http_streams_total", "Streamed (SSE) responses started.", streams.load());
+  counter(out, "edgellm_http_connections_total", "Connections accepted.", connections.load());
+  counter(out, "edgellm_http_connections_refused_total",
+          "Connections refused over --max-connections or --max-client-connections.", connections_refused.load());
+  counter(out, "edgellm_http_timeouts_total", "Request heads, bodies or writes that missed their deadline.",
+          timeouts.load());
+  counter(out, "edgellm_http_overloaded_total",
+          "Requests answered 503 because every worker was busy or the request-body budget was spent.",
+          overloaded.load());
   out += "# HELP edgellm_router_decisions_total Routed chat requests by the route that answered.\n"
          "# TYPE edgellm_router_decisions_total counter\n";
   out += "edgellm_router_decisions_total{route=\"local\"} " + std::to_string(route_local.load()) + "\n";

@@ -9,12 +9,19 @@
 namespace edgellm::server {
 
 struct ServerCounters {
-  std::atomic<uint64_t> http_requests{0};        // every request httplib routed or refused
+  std::atomic<uint64_t> http_requests{0};        // every request head read (answered or refused)
   std::atomic<uint64_t> http_4xx{0};             // client errors (429 included)
   std::atomic<uint64_t> http_429{0};             // queue full
   std::atomic<uint64_t> http_5xx{0};
   std::atomic<uint64_t> client_disconnects{0};   // generation cancelled because the client left
   std::atomic<uint64_t> streams{0};              // SSE responses started
+  // The transport (http_transport.h): connections accepted, refused over a connection limit,
+  // head / body / write deadlines missed, requests refused 503 because no worker was free (or
+  // the request-body budget was spent).
+  std::atomic<uint64_t> connections{0};
+  std::atomic<uint64_t> connections_refused{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> overloaded{0};
   // Router decisions (router.h): by final route, cloud calls that failed (answered locally),
   // cloud routes refused by privacy mode, and the sums behind the mean score and latency.
   std::atomic<uint64_t> route_local{0};

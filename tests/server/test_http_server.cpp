@@ -538,9 +538,10 @@ TEST(HttpServer, HostileRequestsGet4xxAndServerStaysHealthy) {
   const Clock::time_point t_end = Clock::now() + std::chrono::seconds(60);
   // 1. Malformed bodies and random bytes on both generation endpoints (one keep-alive client).
   httplib::Client c = r.client();
-  // 3000 by default (a few seconds); EDGELLM_HOSTILE_REQUESTS=10000 for the full run.
+  // 1000 by default (the 10,000-request mix of every hostile kind is test_hostile_mix.cpp);
+  // EDGELLM_HOSTILE_REQUESTS=10000 for more.
   const char* n_env = std::getenv("EDGELLM_HOSTILE_REQUESTS");
-  const int n_requests = n_env != nullptr ? std::atoi(n_env) : 3000;
+  const int n_requests = n_env != nullptr ? std::atoi(n_env) : 1000;
   for (int i = 0; i < n_requests && Clock::now() < t_end; ++i) {
     std::string body;
     if (i < static_cast<int>(bodies.size()) * 4) {
@@ -588,7 +589,7 @@ TEST(HttpServer, HostileRequestsGet4xxAndServerStaysHealthy) {
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
     ++checked;
   }
-  EXPECT_GT(checked, std::min(n_requests, 1000));
+  EXPECT_GT(checked, n_requests * 9 / 10);
   std::printf("hostile requests answered: %d\n", checked);
 
   // Healthy and correct afterwards.

@@ -1,8 +1,10 @@
 // `edgellm serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md).
 //   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
 //                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] [--sessions N] ...
-// Loopback only unless --api-key is given. SIGINT / SIGTERM stop it cleanly (open requests are
-// cancelled, the model is unloaded).
+// Loopback only unless --api-key is given. The port is bound before the model is loaded, so a
+// busy port is reported at once. SIGINT / SIGTERM stop it cleanly (open requests are cancelled,
+// the model is unloaded).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -20,6 +22,7 @@
 #include "generation_options.h"
 #include "registry/model_registry.h"
 #include "server/http_server.h"
+#include "server/listening_socket.h"
 #include "service/inference_service.h"
 
 namespace edgellm::cli {
@@ -67,7 +70,26 @@ int cmd_serve(const std::vector<std::string>& args) {
              "sessions kept in memory for x_edgellm_session and /v1/sessions (LRU; 0 = off; default 16)", 0, 1 << 16);
   ap.add_int("--sessions-max-mib", &max_session_mib, "N",
              "their total size in MiB, also the largest session import (LRU; default 256)", 1, 1 << 20);
-  ap.add_string("--cors-origin", &so.cors_origin, "ORIGIN", "allow browser pages from ORIGIN (default: CORS off)");
+  ap.add_string("--cors-origin", &so.cors_origin, "ORIGIN",
+                "allow browser pages from ORIGIN to call the server ('*': any page; default: CORS off)");
+  ap.add_custom("--allowed-hosts", "H1,H2", "without an API key, also answer requests whose Host is one of these "
+                "names (default: localhost, 127.0.0.1, [::1] and --host; '*': any)",
+                [&](const std::string& v) {
+                  for (size_t start = 0; start <= v.size();) {
+                    const size_t comma = std::min(v.find(',', start), v.size());
+                    std::string name = v.substr(start, comma - start);
+                    while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+                    while (!name.empty() && name.back() == ' ') name.pop_back();
+                    if (!name.empty()) so.allowed_hosts.push_back(name);
+                    start = comma + 1;
+                  }
+                });
+  int32_t max_connections = static_cast<int32_t>(so.max_connections);
+  int32_t max_client_connections = static_cast<int32_t>(so.max_client_connections);
+  ap.add_int("--max-connections", &max_connections, "N", "open connections in all; more are refused 503 (default 512)",
+             1, 1 << 20);
+  ap.add_int("--max-client-connections", &max_client_connections, "N",
+             "open connections from one client address; more are refused 503 (default 64)", 1, 1 << 20);
   ap.add_flag("--log-prompts", &so.log_prompts, "log request text (default: only ids, sizes and timings)");
   ap.add_string("--alias", &so.model_name, "NAME", "model id in /v1/models and responses (default: the file name)");
   ap.add_string("--chat-template", &chat_template, "NAME|FILE", "chat template (default: the model's own)");
@@ -111,6 +133,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;
   so.max_sessions = static_cast<size_t>(max_sessions);
   so.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
+  so.max_connections = static_cast<size_t>(max_connections);
+  so.max_client_connections = static_cast<size_t>(max_client_connections);
   // With --registry: the current (or named) version, re-hashed unless it is unchanged since its
   // last verification; a file that fails is not served.
   const std::string model = resolve_model_path(model_opt);
@@ -122,14 +146,16 @@ int cmd_serve(const std::vector<std::string>& args) {
   sp.load = model_load_params(ctx);
   sp.max_queued = max_queued;
   sp.chat_template = chat_template;
-  // Refuse a public bind before spending seconds on loading the model.
+  // Refuse a public bind, and take the port, before spending seconds on loading the model: a
+  // port that is in use is reported now, naming it.
   server::HttpServer::check_options(so);
+  server::ListeningSocket socket = server::ListeningSocket::open(so.host, so.port);
   // Info messages (request ids, timings; prompts with --log-prompts) to stderr.
   set_log_sink([](LogLevel level, const char* message, void*) {
     std::fprintf(stderr, "[%s] %s\n", log_level_name(level), message);
   }, nullptr, LogLevel::kInfo);
   std::unique_ptr<InferenceService> service = InferenceService::open(model, sp);
-  server::HttpServer http(*service, so);
+  server::HttpServer http(*service, so, std::move(socket));
   const int bound = http.bind();
   if (!no_warmup) service->warmup();
   std::fprintf(stderr, "edgellm serve: %s on http://%s:%d (%d parallel, %d queued)%s%s\n", so.model_name.c_str(),
@@ -137,7 +163,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                so.router.privacy ? ", router: privacy mode" : so.router.cloud_url.empty() ? "" : ", router: cloud on");
   std::fflush(stderr);
 
-  // httplib blocks in serve(); a watcher thread turns SIGINT/SIGTERM into stop().
+  // serve() blocks; a watcher thread turns SIGINT/SIGTERM into stop().
   std::signal(SIGPIPE, SIG_IGN);  // a client that left must not kill the server mid-write
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);

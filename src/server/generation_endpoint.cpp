@@ -1,0 +1,169 @@
+#include "server/generation_endpoint.h"
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/api_error.h"
+#include "server/api_response.h"
+#include "server/completion_channel.h"
+#include "server/openai_request.h"
+#include "server/routed_chat.h"
+#include "server/session_endpoints.h"
+
+namespace edgellm::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often a waiting worker looks at its client when no token arrives (prefill of a long
+// prompt, a paused service): the bound on noticing a disconnect between tokens.
+constexpr std::chrono::milliseconds kPollInterval{20};
+
+// body.x_edgellm.session = info.
+void set_session_info(Json& body, Json info) {
+  Json x = body.find("x_edgellm") != nullptr ? *body.find("x_edgellm") : Json::object();
+  x.set("session", std::move(info));
+  body.set("x_edgellm", std::move(x));
+}
+
+}  // namespace
+
+void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, Endpoint endpoint) {
+  const Json body = parse_json_request(request, ctx.options.max_json_depth);
+  std::string().swap(request.body);
+  ParsedRequest p = endpoint == Endpoint::kChat ? parse_chat_request(body) : parse_completion_request(body);
+
+  ResponseHead head;
+  head.endpoint = endpoint;
+  head.id = ctx.next_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+  head.created = static_cast<int64_t>(std::time(nullptr));
+  head.model = p.model.empty() ? ctx.options.model_name : p.model;
+
+  // A request that continues a session is answered here (the cloud holds no KV of it).
+  if (endpoint == Endpoint::kChat && !p.stream && ctx.options.router.enabled() && p.session_id.empty()) {
+    out.send(answer_routed(ctx, body, std::move(p), head));
+    return;
+  }
+
+  const bool stream = p.stream;
+  const bool include_usage = p.stream && p.include_usage;
+  std::string session_id;  // x_edgellm_session: store the request's KV under it when it ends
+  auto channel = std::make_shared<CompletionChannel>();
+
+  ServiceRequest& sr = p.request;
+  sr.deadline_ms = ctx.options.deadline_ms;
+  if (!p.session_id.empty()) {
+    if (ctx.options.max_sessions == 0) {
+      throw ApiError::bad_field("x_edgellm_session", "sessions are off on this server (--sessions 0)");
+    }
+    // Unknown id: a new session, stored when this request ends.
+    if (std::shared_ptr<const std::string> saved = ctx.sessions.get(p.session_id)) sr.session_in = *saved;
+    sr.session_out = true;
+    session_id = p.session_id;
+  }
+  sr.on_token = [channel](const TokenEvent& ev) { return channel->on_token(ev); };
+  sr.on_finish = [channel](const RequestResult& r) { channel->on_finish(r); };
+  const std::string prompt_for_log =
+      ctx.options.log_prompts ? (sr.messages.is_null() ? sr.prompt : sr.messages.dump()) : std::string();
+  RequestId id = 0;
+  try {
+    id = ctx.service.submit(std::move(sr));
+  } catch (const Error& e) {
+    throw api_error_from(e);  // kBusy: 429 (Retry-After added with the response)
+  }
+  if (ctx.options.log_prompts) {
+    log_message(LogLevel::kInfo, head.id + " request " + std::to_string(id) + " prompt: " + prompt_for_log);
+  }
+  auto client_left = [&] {
+    // Counted first: whoever sees the cancellation in the metrics also sees the disconnect.
+    ctx.counters.client_disconnects.fetch_add(1);
+    channel->abandon();     // the next token callback returns false ...
+    ctx.service.cancel(id);  // ... and a request without tokens yet ends too
+  };
+
+  // Until the first token the request may still fail with its own status (context full, a
+  // template error); the wait is bounded by the deadline, stop() and the client.
+  const Clock::time_point give_up = Clock::now() + std::chrono::milliseconds(ctx.options.deadline_ms + 5000);
+  while (!channel->wait_started(kPollInterval)) {
+    if (out.client_gone()) {
+      client_left();
+      return;
+    }
+    if (ctx.stopping.load() || Clock::now() > give_up) ctx.service.cancel(id);
+  }
+  CompletionChannel::Batch b = channel->take(std::chrono::milliseconds(0));
+  if (b.finished && b.text.empty() && b.result.finish_reason == FinishReason::kError) {
+    throw api_error_from(Error(b.result.error_code, b.result.error));
+  }
+  if (b.finished && b.result.finish_reason == FinishReason::kCancelled && b.text.empty()) {
+    throw ApiError(503, "server_error", "cancelled", "the request was cancelled (server stopping or deadline)");
+  }
+
+  if (stream) ctx.counters.streams.fetch_add(1);
+  HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  if (endpoint == Endpoint::kChat && ctx.options.router.enabled()) {
+    // Streamed chat with the router on: always local (the score needs the whole answer).
+    ctx.counters.route_local.fetch_add(1);
+    headers.emplace_back("x-edgellm-route", "local");
+  }
+  // The head goes out now, with status 200; what follows is the body. A probe (written only to
+  // a client that closed its sending side) is an SSE comment or JSON whitespace: ignored.
+  out.begin_stream(200, stream ? "text/event-stream" : "application/json", std::move(headers),
+                   stream ? ": \n\n" : " ");
+  auto write = [&](const Json& event) { return out.write(stream ? "data: " + wire_json(event) + "\n\n" : wire_json(event)); };
+  if (stream && endpoint == Endpoint::kChat && !write(role_chunk(head, include_usage))) {
+    client_left();
+    return;
+  }
+  // Tokens of batches that had no text yet (held back: incomplete UTF-8, a possible stop-string
+  // start): counted into the next chunk written, so the chunks' x_edgellm.tokens add up.
+  int32_t untold_tokens = 0;
+  for (;;) {
+    if (out.client_gone()) {
+      client_left();
+      return;
+    }
+    if (ctx.stopping.load() && !b.finished) ctx.service.cancel(id);
+    untold_tokens += b.tokens;
+    // Not streaming: the answer is the result's text, written whole at the end.
+    if (stream && !b.text.empty()) {
+      const int32_t tokens = std::exchange(untold_tokens, 0);
+      if (!write(text_chunk(head, b.text, tokens, b.decode_ms, include_usage))) {
+        client_left();
+        return;
+      }
+    }
+    if (b.finished) break;
+    b = channel->take(kPollInterval);
+  }
+
+  RequestResult& r = b.result;
+  Json session_info;  // null unless the request named a session
+  if (!session_id.empty() && r.finish_reason != FinishReason::kError) session_info = keep_session(ctx, session_id, r);
+  if (stream) {
+    if (r.finish_reason == FinishReason::kError) {
+      write(api_error_from(Error(r.error_code, r.error)).to_json());
+    } else {
+      Json fin = final_chunk(head, r, include_usage);
+      if (!session_info.is_null()) set_session_info(fin, std::move(session_info));
+      write(fin);
+      if (include_usage) write(usage_chunk(head, r));
+    }
+    out.write("data: [DONE]\n\n");
+  } else if (r.finish_reason == FinishReason::kError) {
+    // The status line is out already (200); the body says what went wrong.
+    write(api_error_from(Error(r.error_code, r.error)).to_json());
+  } else {
+    Json body_out = completion_body(head, r);
+    if (!session_info.is_null()) set_session_info(body_out, std::move(session_info));
+    write(body_out);
+  }
+  out.end_stream();
+}
+
+}  // namespace edgellm::server
