@@ -1,0 +1,172 @@
+#include "grammar/compiled_grammar.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "core/error.h"
+#include "engine/token_bitset.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/stack_machine.h"
+
+namespace edgellm::grammar {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void check_token_ids(const Expr& e, int32_t n_vocab) {
+  if (e.kind == Expr::Kind::kToken) {
+    require(e.token >= 0 && e.token < n_vocab, ErrorCode::kInvalidArgument, [&] {
+      return "grammar: token id " + std::to_string(e.token) + " is outside the vocabulary [0, " +
+             std::to_string(n_vocab) + ")";
+    });
+  }
+  for (const Expr& i : e.items) check_token_ids(i, n_vocab);
+}
+
+// Walks the vocabulary trie from one automaton state (see compiled_grammar.h).
+class MaskWalker {
+ public:
+  MaskWalker(const Automaton& a, const TokenVocabulary& v) : a_(a), v_(v), m_(a) {
+    accepted_.resize(v.size());
+    const size_t depth = v.max_token_bytes() + 1;
+    levels_.resize(depth);
+    marks_.resize(depth, 0);
+  }
+
+  StateMask compute(uint32_t state, uint64_t& steps) {
+    const AutomatonState& st = a_.states[state];
+    const bool knows_end = st.rule == a_.root && !a_.rule_called[a_.root];
+    m_.clear();
+    m_.set_bottom(knows_end ? StackMachine::Bottom::kEnd : StackMachine::Bottom::kUnknownCaller, st.rule);
+    accepted_.clear_all();
+    uncertain_.clear();
+
+    for (uint32_t i = st.tokens_begin; i < st.tokens_end; ++i) {
+      const TokenEdge& e = a_.token_edges[i];
+      if (e.negated) {
+        for (int32_t t = 0; t < v_.size(); ++t) {
+          if (t != e.token && !v_.is_eog(t)) accepted_.set(t);
+        }
+      } else if (!v_.is_eog(e.token)) {
+        accepted_.set(e.token);
+      }
+    }
+
+    const std::vector<TrieNode>& nodes = v_.trie();
+    const std::vector<int32_t>& tokens = v_.trie_tokens();
+    const size_t n = v_.trie_size();
+    levels_[0].assign(1, Head{-1, state});
+    marks_[0] = m_.mark();
+    size_t i = 0;
+    while (i < n) {
+      const TrieNode& nd = nodes[i];
+      const size_t d = nd.depth;
+      m_.undo(marks_[d - 1]);
+      std::vector<Head>& level = levels_[d];
+      m_.step_byte(levels_[d - 1], nd.byte, level);
+      marks_[d] = m_.mark();
+      ++steps;
+      if (level.empty()) {
+        i = nd.subtree_end;
+        continue;
+      }
+      bool alive = false, uncertain = false;
+      for (const Head& h : level) {
+        if (h.state == kUncertainState) {
+          uncertain = true;
+        } else {
+          alive = true;  // a real state, or the rule / the output ended exactly here
+        }
+      }
+      const uint32_t own_end = nodes[i + 1].tokens_begin;
+      if (alive) {
+        for (uint32_t t = nd.tokens_begin; t < own_end; ++t) accepted_.set(tokens[t]);
+      } else {
+        for (uint32_t t = nd.tokens_begin; t < own_end; ++t) uncertain_.push_back(tokens[t]);
+      }
+      bool continues = false;
+      for (const Head& h : level) continues |= h.state < kAcceptState || h.state == kPoppedState;
+      if (!continues) {
+        // Only "past the end" paths remain: every extension is uncertain (kUncertain) or
+        // rejected (kAccept: nothing may follow the end).
+        if (uncertain) {
+          const uint32_t sub_end = nodes[nd.subtree_end].tokens_begin;
+          for (uint32_t t = own_end; t < sub_end; ++t) uncertain_.push_back(tokens[t]);
+        }
+        i = nd.subtree_end;
+        continue;
+      }
+      ++i;
+    }
+
+    StateMask out;
+    std::sort(uncertain_.begin(), uncertain_.end());
+    const size_t n_acc = accepted_.count();
+    const size_t n_rej = static_cast<size_t>(v_.size()) - n_acc - uncertain_.size();
+    out.complement = n_acc > n_rej;
+    if (out.complement) {
+      out.ids.reserve(n_rej);
+      size_t u = 0;
+      for (int32_t t = 0; t < v_.size(); ++t) {
+        if (accepted_.test(t)) continue;
+        if (u < uncertain_.size() && uncertain_[u] == t) {
+          ++u;
+          continue;
+        }
+        out.ids.push_back(t);
+      }
+    } else {
+      out.ids.reserve(n_acc);
+      accepted_.for_each([&](int32_t t) { out.ids.push_back(t); });
+    }
+    out.uncertain = uncertain_;
+    return out;
+  }
+
+ private:
+  const Automaton& a_;
+  const TokenVocabulary& v_;
+  StackMachine m_;
+  TokenBitset accepted_;
+  std::vector<int32_t> uncertain_;
+  std::vector<std::vector<Head>> levels_;
+  std::vector<size_t> marks_;
+};
+
+}  // namespace
+
+std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
+                                                                std::shared_ptr<const TokenVocabulary> vocab,
+                                                                const CompileOptions& options) {
+  require(vocab != nullptr, ErrorCode::kInvalidArgument, "grammar: no vocabulary to compile for");
+  for (const Rule& r : grammar.rules) check_token_ids(r.body, vocab->size());
+  std::shared_ptr<CompiledGrammar> g(new CompiledGrammar());
+  auto t0 = std::chrono::steady_clock::now();
+  g->automaton_ = Automaton::build(grammar, options.limits);
+  g->stats_.automaton = g->automaton_.stats;
+  g->stats_.automaton_ms = ms_since(t0);
+  g->vocab_ = std::move(vocab);
+  g->gbnf_ = print_gbnf(grammar);
+
+  t0 = std::chrono::steady_clock::now();
+  const Automaton& a = g->automaton_;
+  g->masks_.resize(a.states.size());
+  MaskWalker walker(a, *g->vocab_);
+  for (uint32_t s = 0; s < a.states.size(); ++s) {
+    if (!a.states[s].has_input_edges()) continue;
+    StateMask m = walker.compute(s, g->stats_.trie_steps);
+    g->stats_.mask_states++;
+    g->stats_.mask_bytes += (m.ids.size() + m.uncertain.size()) * sizeof(int32_t);
+    g->stats_.uncertain_tokens += m.uncertain.size();
+    g->stats_.max_uncertain = std::max<uint32_t>(g->stats_.max_uncertain, static_cast<uint32_t>(m.uncertain.size()));
+    g->masks_[s] = std::move(m);
+  }
+  g->stats_.masks_ms = ms_since(t0);
+  return g;
+}
+
+}  // namespace edgellm::grammar
