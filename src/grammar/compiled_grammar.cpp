@@ -104,11 +104,29 @@ class MaskWalker {
     }
 
     StateMask out;
+    // uncertain_ is in trie order: keep that order for the run-time walk, with prefix lengths.
+    out.uncertain_walk = uncertain_;
+    out.uncertain_lcp.resize(uncertain_.size());
+    std::string_view prev;
+    for (size_t k = 0; k < uncertain_.size(); ++k) {
+      const std::string_view b = v_.bytes(uncertain_[k]);
+      size_t l = 0;
+      while (l < prev.size() && l < b.size() && prev[l] == b[l]) ++l;
+      out.uncertain_lcp[k] = static_cast<uint16_t>(l);
+      prev = b;
+    }
     std::sort(uncertain_.begin(), uncertain_.end());
+    out.uncertain = uncertain_;
+    const size_t n_vocab = static_cast<size_t>(v_.size());
     const size_t n_acc = accepted_.count();
-    const size_t n_rej = static_cast<size_t>(v_.size()) - n_acc - uncertain_.size();
-    out.complement = n_acc > n_rej;
-    if (out.complement) {
+    const size_t n_rej = n_vocab - n_acc - uncertain_.size();
+    const size_t dense = n_vocab / 32;
+    if (n_acc <= dense) {
+      out.form = StateMask::Form::kAccepted;
+      out.ids.reserve(n_acc);
+      accepted_.for_each([&](int32_t t) { out.ids.push_back(t); });
+    } else if (n_rej <= dense) {
+      out.form = StateMask::Form::kRejected;
       out.ids.reserve(n_rej);
       size_t u = 0;
       for (int32_t t = 0; t < v_.size(); ++t) {
@@ -120,10 +138,9 @@ class MaskWalker {
         out.ids.push_back(t);
       }
     } else {
-      out.ids.reserve(n_acc);
-      accepted_.for_each([&](int32_t t) { out.ids.push_back(t); });
+      out.form = StateMask::Form::kBitset;
+      out.bits = accepted_.words();
     }
-    out.uncertain = uncertain_;
     return out;
   }
 
@@ -138,6 +155,23 @@ class MaskWalker {
 };
 
 }  // namespace
+
+bool StateMask::accepts(int32_t id) const {
+  switch (form) {
+    case Form::kAccepted: return std::binary_search(ids.begin(), ids.end(), id);
+    case Form::kRejected:
+      return !std::binary_search(ids.begin(), ids.end(), id) && !is_uncertain(id);
+    case Form::kBitset: return (bits[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1;
+  }
+  return false;
+}
+
+bool StateMask::is_uncertain(int32_t id) const { return std::binary_search(uncertain.begin(), uncertain.end(), id); }
+
+size_t StateMask::memory_bytes() const {
+  return (ids.size() + uncertain.size() + uncertain_walk.size()) * sizeof(int32_t) + bits.size() * sizeof(uint64_t) +
+         uncertain_lcp.size() * sizeof(uint16_t);
+}
 
 std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                                                 std::shared_ptr<const TokenVocabulary> vocab,
@@ -160,7 +194,7 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(const Grammar& g
     if (!a.states[s].has_input_edges()) continue;
     StateMask m = walker.compute(s, g->stats_.trie_steps);
     g->stats_.mask_states++;
-    g->stats_.mask_bytes += (m.ids.size() + m.uncertain.size()) * sizeof(int32_t);
+    g->stats_.mask_bytes += m.memory_bytes();
     g->stats_.uncertain_tokens += m.uncertain.size();
     g->stats_.max_uncertain = std::max<uint32_t>(g->stats_.max_uncertain, static_cast<uint32_t>(m.uncertain.size()));
     g->masks_[s] = std::move(m);

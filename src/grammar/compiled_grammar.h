@@ -29,9 +29,21 @@
 namespace edgellm::grammar {
 
 struct StateMask {
-  bool complement = false;         // `ids` are the rejected tokens; all others but `uncertain` are accepted
-  std::vector<int32_t> ids;        // sorted: the accepted tokens (or the rejected ones when complement)
-  std::vector<int32_t> uncertain;  // sorted: decided at run time against the stack
+  // How the accepted tokens are stored: a sorted list of them, a sorted list of the rejected ones
+  // (every other token not uncertain is accepted), or a bitset when both lists would be long
+  // (more than 1/32 of the vocabulary: the bitset is then smaller and ORs in a few microseconds).
+  enum class Form : uint8_t { kAccepted, kRejected, kBitset };
+  Form form = Form::kAccepted;
+  std::vector<int32_t> ids;             // kAccepted / kRejected, sorted
+  std::vector<uint64_t> bits;           // kBitset: the accepted tokens
+  std::vector<int32_t> uncertain;       // sorted by id: decided at run time against the stack
+  std::vector<int32_t> uncertain_walk;  // the same tokens in byte order (trie order) ...
+  std::vector<uint16_t> uncertain_lcp;  // ... with the bytes each shares with the one before it
+
+  // Accepted in every context (false for uncertain tokens).
+  bool accepts(int32_t id) const;
+  bool is_uncertain(int32_t id) const;
+  size_t memory_bytes() const;
 };
 
 struct CompileOptions {

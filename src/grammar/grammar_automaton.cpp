@@ -474,6 +474,33 @@ Automaton Automaton::build(const Grammar& grammar, const AutomatonLimits& limits
   }
   a.root = 0;
   const size_t n_rules = kept.size();
+
+  // Byte classes: two bytes share a class when every edge holds both or neither, i.e. no edge
+  // boundary lies between them.
+  {
+    std::array<bool, 257> cut{};
+    cut[0] = true;
+    for (const ByteEdge& e : a.byte_edges) {
+      cut[e.lo] = true;
+      cut[static_cast<size_t>(e.hi) + 1] = true;
+    }
+    uint32_t c = 0;
+    for (size_t b = 0; b < 256; ++b) {
+      if (b > 0 && cut[b]) ++c;
+      a.byte_class[b] = static_cast<uint8_t>(c);
+    }
+    a.n_classes = c + 1;
+    if (a.states.size() * a.n_classes <= Automaton::kMaxDenseEntries) {
+      a.next_by_class.assign(a.states.size() * a.n_classes, kNoState);
+      for (size_t s = 0; s < a.states.size(); ++s) {
+        const AutomatonState& st = a.states[s];
+        for (uint32_t i = st.bytes_begin; i < st.bytes_end; ++i) {
+          const ByteEdge& e = a.byte_edges[i];
+          for (uint32_t b = e.lo; b <= e.hi; ++b) a.next_by_class[s * a.n_classes + a.byte_class[b]] = e.target;
+        }
+      }
+    }
+  }
   a.stats.rules_kept = static_cast<uint32_t>(n_rules);
   a.stats.dfa_states = static_cast<uint32_t>(a.states.size());
 

@@ -90,10 +90,19 @@ class Automaton {
   uint32_t root = 0;
   AutomatonStats stats;
 
+  // Byte classes: bytes no edge tells apart share a class (JSON grammars: ~30 of 256), and
+  // `next_by_class` [state][class] is the byte transition table (absent for automata whose table
+  // would exceed kMaxDenseEntries; then the edges are scanned).
+  std::array<uint8_t, 256> byte_class{};
+  uint32_t n_classes = 0;
+  std::vector<uint32_t> next_by_class;
+  static constexpr size_t kMaxDenseEntries = size_t{4} << 20;
+
   const AutomatonState& state(uint32_t s) const { return states[s]; }
   // The target of the byte edge of state s that accepts b, or kNoState.
   static constexpr uint32_t kNoState = 0xFFFFFFFFu;
   uint32_t byte_target(uint32_t s, uint8_t b) const {
+    if (!next_by_class.empty()) return next_by_class[static_cast<size_t>(s) * n_classes + byte_class[b]];
     const AutomatonState& st = states[s];
     for (uint32_t i = st.bytes_begin; i < st.bytes_end; ++i) {
       const ByteEdge& e = byte_edges[i];

@@ -6,10 +6,6 @@
 
 namespace edgellm::grammar {
 
-namespace {
-bool contains(const std::vector<int32_t>& sorted, int32_t id) { return std::binary_search(sorted.begin(), sorted.end(), id); }
-}  // namespace
-
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, size_t max_rollback)
     : grammar_(std::move(grammar)),
       vocab_(grammar_->vocabulary()),
@@ -131,9 +127,47 @@ bool GrammarMatcher::check_from_head(const Head& h, int32_t id) {
 bool GrammarMatcher::head_allows(const Head& h, int32_t id) {
   if (h.state == kAcceptState) return false;
   const StateMask& m = grammar_->mask(h.state);
-  const bool listed = contains(m.ids, id);
-  if (m.complement ? !listed && !contains(m.uncertain, id) : listed) return true;
-  return contains(m.uncertain, id) && check_from_head(h, id);
+  if (m.accepts(id)) return true;
+  return m.is_uncertain(id) && check_from_head(h, id);
+}
+
+void GrammarMatcher::add_uncertain(const Head& h, const StateMask& m, TokenBitset& mask) {
+  // The uncertain tokens in byte order: each one resumes from the parse positions after the
+  // prefix it shares with the one before (levels_[d] = positions after d bytes), and a prefix
+  // that died rejects every following token that shares it.
+  const size_t mark0 = machine_.mark();
+  if (levels_.size() < vocab_.max_token_bytes() + 1) {
+    levels_.resize(vocab_.max_token_bytes() + 1);
+    level_marks_.resize(vocab_.max_token_bytes() + 1);
+  }
+  levels_[0].assign(1, h);
+  level_marks_[0] = mark0;
+  size_t valid = 0;               // levels_[0..valid] hold the previous token's prefix
+  size_t dead = SIZE_MAX;         // levels_[dead] is empty: prefixes of that length are rejected
+  for (size_t k = 0; k < m.uncertain_walk.size(); ++k) {
+    const int32_t id = m.uncertain_walk[k];
+    const size_t lcp = m.uncertain_lcp[k];
+    if (lcp >= dead) continue;  // shares the dead prefix
+    dead = SIZE_MAX;
+    if (mask.test(id)) {
+      valid = std::min(valid, lcp);
+      continue;
+    }
+    const std::string_view b = vocab_.bytes(id);
+    size_t d = std::min(valid, lcp);
+    machine_.undo(level_marks_[d]);
+    for (; d < b.size(); ++d) {
+      machine_.step_byte(levels_[d], static_cast<uint8_t>(b[d]), levels_[d + 1]);
+      level_marks_[d + 1] = machine_.mark();
+      if (levels_[d + 1].empty()) {
+        dead = d + 1;
+        break;
+      }
+    }
+    valid = dead == SIZE_MAX ? b.size() : dead;
+    if (dead == SIZE_MAX) mask.set(id);
+  }
+  machine_.undo(mark0);
 }
 
 bool GrammarMatcher::allows(int32_t id) {
@@ -155,18 +189,24 @@ void GrammarMatcher::fill_next_token_mask(TokenBitset& mask) {
       continue;
     }
     const StateMask& m = grammar_->mask(h.state);
-    if (m.complement) {
-      if (tmp_.size() != vocab_.size()) tmp_.resize(vocab_.size());
-      tmp_.set_all();
-      for (int32_t id : m.ids) tmp_.reset(id);
-      for (int32_t id : m.uncertain) tmp_.reset(id);
-      mask.or_with(tmp_);
-    } else {
-      for (int32_t id : m.ids) mask.set(id);
+    switch (m.form) {
+      case StateMask::Form::kAccepted:
+        for (int32_t id : m.ids) mask.set(id);
+        break;
+      case StateMask::Form::kRejected:
+        if (tmp_.size() != vocab_.size()) tmp_.resize(vocab_.size());
+        tmp_.set_all();
+        for (int32_t id : m.ids) tmp_.reset(id);
+        for (int32_t id : m.uncertain) tmp_.reset(id);
+        mask.or_with(tmp_);
+        break;
+      case StateMask::Form::kBitset: {
+        std::vector<uint64_t>& w = mask.words();
+        for (size_t i = 0; i < w.size(); ++i) w[i] |= m.bits[i];
+        break;
+      }
     }
-    for (int32_t id : m.uncertain) {
-      if (!mask.test(id) && check_from_head(h, id)) mask.set(id);
-    }
+    if (!m.uncertain_walk.empty()) add_uncertain(h, m, mask);
   }
 }
 

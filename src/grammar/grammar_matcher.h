@@ -73,6 +73,7 @@ class GrammarMatcher {
   bool run_bytes(const std::vector<Head>& from, std::string_view bytes, std::vector<Head>& out);
   bool head_allows(const Head& h, int32_t id);
   bool check_from_head(const Head& h, int32_t id);
+  void add_uncertain(const Head& h, const StateMask& m, TokenBitset& mask);
   void commit(std::vector<Head>&& next, size_t mark);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
@@ -84,6 +85,8 @@ class GrammarMatcher {
   std::deque<Saved> history_;
   // scratch
   std::vector<Head> a_, b_, one_;
+  std::vector<std::vector<Head>> levels_;
+  std::vector<size_t> level_marks_;
   TokenBitset tmp_;
 };
 
