@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <thread>
 
 #include "core/error.h"
 #include "engine/token_bitset.h"
@@ -179,28 +180,80 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(const Grammar& g
   require(vocab != nullptr, ErrorCode::kInvalidArgument, "grammar: no vocabulary to compile for");
   for (const Rule& r : grammar.rules) check_token_ids(r.body, vocab->size());
   std::shared_ptr<CompiledGrammar> g(new CompiledGrammar());
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   g->automaton_ = Automaton::build(grammar, options.limits);
   g->stats_.automaton = g->automaton_.stats;
   g->stats_.automaton_ms = ms_since(t0);
   g->vocab_ = std::move(vocab);
   g->gbnf_ = print_gbnf(grammar);
-
-  t0 = std::chrono::steady_clock::now();
-  const Automaton& a = g->automaton_;
-  g->masks_.resize(a.states.size());
-  MaskWalker walker(a, *g->vocab_);
-  for (uint32_t s = 0; s < a.states.size(); ++s) {
-    if (!a.states[s].has_input_edges()) continue;
-    StateMask m = walker.compute(s, g->stats_.trie_steps);
-    g->stats_.mask_states++;
-    g->stats_.mask_bytes += m.memory_bytes();
-    g->stats_.uncertain_tokens += m.uncertain.size();
-    g->stats_.max_uncertain = std::max<uint32_t>(g->stats_.max_uncertain, static_cast<uint32_t>(m.uncertain.size()));
-    g->masks_[s] = std::move(m);
+  const size_t n = g->automaton_.states.size();
+  g->masks_ = std::make_unique<std::atomic<const StateMask*>[]>(n);
+  for (size_t s = 0; s < n; ++s) {
+    g->masks_[s].store(nullptr, std::memory_order_relaxed);
+    g->stats_.input_states += g->automaton_.states[s].has_input_edges() ? 1 : 0;
   }
-  g->stats_.masks_ms = ms_since(t0);
+  if (options.precompute) g->precompute_all(options.n_threads);
   return g;
+}
+
+CompiledGrammar::~CompiledGrammar() {
+  if (!masks_) return;
+  for (size_t s = 0; s < automaton_.states.size(); ++s) delete masks_[s].load(std::memory_order_acquire);
+}
+
+const StateMask& CompiledGrammar::publish(uint32_t state, StateMask&& m) const {
+  auto* fresh = new StateMask(std::move(m));
+  const StateMask* expected = nullptr;
+  if (masks_[state].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    ready_.fetch_add(1, std::memory_order_relaxed);
+    ready_bytes_.fetch_add(fresh->memory_bytes(), std::memory_order_relaxed);
+    return *fresh;
+  }
+  delete fresh;  // another thread published it first
+  return *expected;
+}
+
+const StateMask& CompiledGrammar::mask(uint32_t state) const {
+  if (const StateMask* m = masks_[state].load(std::memory_order_acquire)) return *m;
+  MaskWalker walker(automaton_, *vocab_);
+  uint64_t steps = 0;
+  return publish(state, walker.compute(state, steps));
+}
+
+void CompiledGrammar::precompute_all(int n_threads) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint32_t> todo;
+  for (uint32_t s = 0; s < automaton_.states.size(); ++s) {
+    if (automaton_.states[s].has_input_edges() && mask_if_ready(s) == nullptr) todo.push_back(s);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> steps{0};
+  const auto work = [&] {
+    MaskWalker walker(automaton_, *vocab_);
+    uint64_t my_steps = 0;
+    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) {
+      if (mask_if_ready(todo[i]) == nullptr) publish(todo[i], walker.compute(todo[i], my_steps));
+    }
+    steps.fetch_add(my_steps);
+  };
+  const int threads = std::max(1, std::min<int>(n_threads, static_cast<int>(todo.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  if (precomputed_) return;
+  precomputed_ = true;
+  stats_.masks_ms = ms_since(t0);
+  stats_.trie_steps = steps.load();
+  for (uint32_t s = 0; s < automaton_.states.size(); ++s) {
+    const StateMask* m = mask_if_ready(s);
+    if (m == nullptr) continue;
+    stats_.mask_states++;
+    stats_.mask_bytes += m->memory_bytes();
+    stats_.uncertain_tokens += m->uncertain.size();
+    stats_.max_uncertain = std::max<uint32_t>(stats_.max_uncertain, static_cast<uint32_t>(m->uncertain.size()));
+  }
 }
 
 }  // namespace edgellm::grammar

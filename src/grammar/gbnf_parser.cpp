@@ -518,6 +518,18 @@ Grammar parse_gbnf(std::string_view text, const TokenResolver& tokens, std::stri
   return Parser(text, tokens).parse(root);
 }
 
+std::string gbnf_literal(std::string_view utf8_text) {
+  std::string out;
+  print_expr(out, utf8_text.empty() ? Expr::empty() : Expr::literal(std::string(utf8_text)), Grammar{}, false);
+  return out;
+}
+
+std::string gbnf_class(const std::vector<CodePointRange>& ranges) {
+  std::string out;
+  print_expr(out, Expr::chars(ranges), Grammar{}, false);
+  return out;
+}
+
 std::string print_gbnf(const Grammar& grammar) {
   std::string out;
   for (const Rule& r : grammar.rules) {

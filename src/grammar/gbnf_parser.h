@@ -47,4 +47,9 @@ Grammar parse_gbnf(std::string_view text, const TokenResolver& tokens = {}, std:
 // round-trip check).
 std::string print_gbnf(const Grammar& grammar);
 
+// GBNF spellings for generated grammars: a quoted literal of UTF-8 bytes ("a\"b"), and a
+// character class of normalized ranges ([a-z\-]; an empty set prints as a class matching nothing).
+std::string gbnf_literal(std::string_view utf8_text);
+std::string gbnf_class(const std::vector<CodePointRange>& ranges);
+
 }  // namespace edgellm::grammar

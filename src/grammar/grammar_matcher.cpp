@@ -10,7 +10,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, s
     : grammar_(std::move(grammar)),
       vocab_(grammar_->vocabulary()),
       machine_(grammar_->automaton()),
-      max_rollback_(max_rollback) {
+      max_rollback_(std::max<size_t>(1, max_rollback)) {
   reset();
 }
 
@@ -53,8 +53,14 @@ bool GrammarMatcher::run_bytes(const std::vector<Head>& from, std::string_view b
   return !a_.empty();
 }
 
+std::string_view GrammarMatcher::token_bytes(int32_t id) const {
+  std::string_view b = vocab_.bytes(id);
+  if (strip_space_ && !b.empty() && b[0] == ' ') b.remove_prefix(1);
+  return b;
+}
+
 void GrammarMatcher::commit(std::vector<Head>&& next, size_t mark) {
-  history_.push_back({std::move(heads_), mark, ended_});
+  history_.push_back({std::move(heads_), mark, ended_, strip_space_});
   if (history_.size() > max_rollback_) history_.pop_front();
   heads_ = std::move(next);
 }
@@ -71,13 +77,19 @@ bool GrammarMatcher::accept_token(int32_t id) {
   const size_t mark = machine_.mark();
   std::vector<Head> next;
   machine_.step_token_edges(heads_, id, next);
-  const std::string_view bytes = vocab_.bytes(id);
-  if (!bytes.empty()) run_bytes(heads_, bytes, next);
+  const bool has_text = !vocab_.bytes(id).empty();
+  const std::string_view bytes = token_bytes(id);
+  if (!bytes.empty()) {
+    run_bytes(heads_, bytes, next);
+  } else if (has_text) {
+    next = heads_;  // a lone space that the detokenizer drops: no text, nothing to match
+  }
   if (next.empty()) {
     machine_.undo(mark);
     return false;
   }
   commit(std::move(next), mark);
+  if (has_text) strip_space_ = false;
   return true;
 }
 
@@ -102,6 +114,7 @@ bool GrammarMatcher::rollback(size_t n) {
     history_.pop_back();
     heads_ = std::move(s.heads);
     ended_ = s.ended;
+    strip_space_ = s.strip_space;
     // Frames made after the mark are only referenced by the heads just dropped.
     machine_.undo(s.frames_mark);
   }
@@ -126,9 +139,12 @@ bool GrammarMatcher::check_from_head(const Head& h, int32_t id) {
 
 bool GrammarMatcher::head_allows(const Head& h, int32_t id) {
   if (h.state == kAcceptState) return false;
-  const StateMask& m = grammar_->mask(h.state);
-  if (m.accepts(id)) return true;
-  return m.is_uncertain(id) && check_from_head(h, id);
+  // One token: the state's mask answers when it is computed; otherwise running the token
+  // through the automata costs less than computing the mask.
+  const StateMask* m = grammar_->mask_if_ready(h.state);
+  if (m == nullptr) return check_from_head(h, id);
+  if (m->accepts(id)) return true;
+  return m->is_uncertain(id) && check_from_head(h, id);
 }
 
 void GrammarMatcher::add_uncertain(const Head& h, const StateMask& m, TokenBitset& mask) {
@@ -170,9 +186,18 @@ void GrammarMatcher::add_uncertain(const Head& h, const StateMask& m, TokenBitse
   machine_.undo(mark0);
 }
 
+bool GrammarMatcher::allows_slow(int32_t id) {
+  if (accept_token(id)) {
+    rollback(1);
+    return true;
+  }
+  return false;
+}
+
 bool GrammarMatcher::allows(int32_t id) {
   if (id < 0 || id >= vocab_.size() || ended_) return false;
   if (vocab_.is_eog(id)) return can_end();
+  if (strip_space_) return allows_slow(id);
   for (const Head& h : heads_) {
     if (head_allows(h, id)) return true;
   }
@@ -183,6 +208,12 @@ void GrammarMatcher::fill_next_token_mask(TokenBitset& mask) {
   if (mask.size() != vocab_.size()) mask.resize(vocab_.size());
   mask.clear_all();
   if (ended_) return;
+  if (strip_space_) {
+    for (int32_t id = 0; id < vocab_.size(); ++id) {
+      if (allows(id)) mask.set(id);
+    }
+    return;
+  }
   for (const Head& h : heads_) {
     if (h.state == kAcceptState) {
       for (int32_t id : vocab_.eog_ids()) mask.set(id);

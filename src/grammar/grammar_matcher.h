@@ -23,13 +23,14 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/sampler.h"
 #include "engine/token_bitset.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/stack_machine.h"
 
 namespace edgellm::grammar {
 
-class GrammarMatcher {
+class GrammarMatcher : public TokenConstraint {
  public:
   // max_rollback: how many accepted tokens rollback() can undo.
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, size_t max_rollback = 16);
@@ -41,9 +42,16 @@ class GrammarMatcher {
   // force a prefix. Returns false and changes nothing when the grammar refuses them.
   bool accept_bytes(std::string_view bytes);
   // Whether accept_token(id) would succeed; changes nothing.
-  bool allows(int32_t id);
+  bool allows(int32_t id) override;
   // Every token accept_token would take now. `mask` is resized to the vocabulary.
   void fill_next_token_mask(TokenBitset& mask);
+  void fill_allowed(TokenBitset& allowed) override { fill_next_token_mask(allowed); }
+
+  // The streaming detokenizer drops one leading space from the first text token of an output that
+  // starts a sequence (SentencePiece's space prefix). When set, the next token with text is
+  // matched without that space, so the grammar sees exactly the text the caller receives. Masks
+  // are then computed token by token (once per generation, on SentencePiece vocabularies).
+  void set_strip_leading_space(bool on) { strip_space_ = on; }
 
   // The output so far is a complete sentence of the grammar (an end-of-generation token may come).
   bool can_end() const;
@@ -69,7 +77,10 @@ class GrammarMatcher {
     std::vector<Head> heads;
     size_t frames_mark;
     bool ended;
+    bool strip_space;
   };
+  std::string_view token_bytes(int32_t id) const;
+  bool allows_slow(int32_t id);
   bool run_bytes(const std::vector<Head>& from, std::string_view bytes, std::vector<Head>& out);
   bool head_allows(const Head& h, int32_t id);
   bool check_from_head(const Head& h, int32_t id);
@@ -81,6 +92,7 @@ class GrammarMatcher {
   StackMachine machine_;
   std::vector<Head> heads_;
   bool ended_ = false;
+  bool strip_space_ = false;
   size_t max_rollback_;
   std::deque<Saved> history_;
   // scratch
