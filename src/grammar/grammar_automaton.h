@@ -58,8 +58,8 @@ inline bool byteset_has(const ByteSet& s, uint8_t b) { return (s[b >> 6] >> (b &
 inline void byteset_add(ByteSet& s, uint8_t b) { s[b >> 6] |= uint64_t{1} << (b & 63); }
 
 struct AutomatonLimits {
-  uint32_t max_nfa_states = 4'000'000;  // over all rules, after inlining and repetition
-  uint32_t max_dfa_states = 1'000'000;
+  uint32_t max_nfa_states = 2'000'000;  // over all rules, after inlining and repetition
+  uint32_t max_dfa_states = 200'000;  // bounds the time an ambiguous grammar can take (subset blow-up)
   // Inlining: a non-recursive rule used more than once is copied only up to this many NFA
   // states, and only when it has no character class of >= kWideClass code points.
   uint32_t inline_max_states = 256;

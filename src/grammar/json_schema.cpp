@@ -753,7 +753,7 @@ class Converter {
   // integers 0 <= a <= b (b < 0: unbounded).
   std::string unsigned_decimal(int64_t a, bool a_excl, int64_t b, bool b_excl) {
     const std::string frac = "(\".\" " + builtin("decimal-part") + ")";
-    const std::string nonzero_frac = "(\".\" [0-9]{0,15} [1-9] [0-9]{0,15})";  // > 0 after the point
+    const std::string nonzero_frac = "(\".\" \"0\"{0,15} [1-9] [0-9]{0,15})";  // > 0: zeros, then a non-zero digit
     const std::string zero_frac = "(\".\" \"0\"{1,16})";
     std::vector<std::string> alts;
     if (b >= 0 && a == b) {

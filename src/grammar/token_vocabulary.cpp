@@ -16,17 +16,49 @@ constexpr size_t kMaxTrieDepth = 0xFFFF;
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(const Tokenizer& tokenizer) {
   std::vector<std::string> pieces(static_cast<size_t>(tokenizer.n_vocab()));
-  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) pieces[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, false);
-  return from_pieces(pieces, tokenizer.eog_ids());
+  std::vector<std::pair<std::string, int32_t>> texts;
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    pieces[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, false);
+    if (pieces[static_cast<size_t>(id)].empty()) texts.emplace_back(tokenizer.token_text(id), id);
+  }
+  return from_pieces(pieces, tokenizer.eog_ids(), texts);
 }
 
-std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_pieces(const std::vector<std::string>& pieces,
-                                                                   const std::vector<int32_t>& eog_ids) {
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_pieces(
+    const std::vector<std::string>& pieces, const std::vector<int32_t>& eog_ids,
+    const std::vector<std::pair<std::string, int32_t>>& texts) {
   require(!pieces.empty(), ErrorCode::kInvalidArgument, "grammar vocabulary: no tokens");
   require(pieces.size() < 0x7FFFFFFF, ErrorCode::kInvalidArgument, "grammar vocabulary: too many tokens");
   std::shared_ptr<TokenVocabulary> v(new TokenVocabulary());
   v->build(pieces, eog_ids);
+  for (const auto& [text, id] : texts) {
+    if (id >= 0 && id < v->size() && !text.empty()) v->texts_.emplace_back(text, id);
+  }
+  std::sort(v->texts_.begin(), v->texts_.end());
   return v;
+}
+
+std::optional<int32_t> TokenVocabulary::find_token(std::string_view text) const {
+  const auto it = std::lower_bound(texts_.begin(), texts_.end(), text,
+                                   [](const std::pair<std::string, int32_t>& e, std::string_view t) { return e.first < t; });
+  if (it != texts_.end() && it->first == text) {
+    const auto next = it + 1;
+    if (next != texts_.end() && next->first == text) return std::nullopt;  // ambiguous
+    return it->second;
+  }
+  // Follow the bytes down the trie; the tokens of the node reached are those with exactly them.
+  size_t i = 0;
+  for (size_t d = 0; d < text.size(); ++d) {
+    const auto b = static_cast<uint8_t>(text[d]);
+    // Siblings at depth d + 1 under the current node: scan them, skipping subtrees.
+    while (i < trie_size() && nodes_[i].depth == d + 1 && nodes_[i].byte != b) i = nodes_[i].subtree_end;
+    if (i >= trie_size() || nodes_[i].depth != d + 1 || nodes_[i].byte != b) return std::nullopt;
+    if (d + 1 < text.size()) ++i;  // to the first child
+  }
+  if (text.empty() || i >= trie_size()) return std::nullopt;
+  const uint32_t begin = nodes_[i].tokens_begin, end = nodes_[i + 1].tokens_begin;
+  if (end - begin != 1) return std::nullopt;
+  return trie_tokens_[begin];
 }
 
 void TokenVocabulary::build(const std::vector<std::string>& pieces, const std::vector<int32_t>& eog_ids) {
@@ -94,7 +126,9 @@ void TokenVocabulary::build(const std::vector<std::string>& pieces, const std::v
 }
 
 size_t TokenVocabulary::memory_bytes() const {
-  return data_.capacity() + offsets_.capacity() * sizeof(uint32_t) + eog_.capacity() +
+  size_t texts = 0;
+  for (const auto& t : texts_) texts += t.first.capacity() + sizeof(t);
+  return texts + data_.capacity() + offsets_.capacity() * sizeof(uint32_t) + eog_.capacity() +
          eog_ids_.capacity() * sizeof(int32_t) + nodes_.capacity() * sizeof(TrieNode) +
          trie_tokens_.capacity() * sizeof(int32_t);
 }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +39,16 @@ class TokenVocabulary {
   // From a model's tokenizer (token_to_piece(id, false), is_eog).
   static std::shared_ptr<const TokenVocabulary> from_tokenizer(const Tokenizer& tokenizer);
   // From explicit byte strings (tests, benchmarks): pieces[id] is token id's output bytes.
-  static std::shared_ptr<const TokenVocabulary> from_pieces(const std::vector<std::string>& pieces,
-                                                            const std::vector<int32_t>& eog_ids);
+  // `texts` (optional): the written form of tokens without output bytes ("<|im_end|>"), which
+  // GBNF's `<text>` token syntax may name.
+  static std::shared_ptr<const TokenVocabulary> from_pieces(
+      const std::vector<std::string>& pieces, const std::vector<int32_t>& eog_ids,
+      const std::vector<std::pair<std::string, int32_t>>& texts = {});
+
+  // The one token `text` names (GBNF `<text>`): a token without output bytes written that way
+  // ("<|im_end|>", "<think>" when it is a control token), or else the single token whose bytes
+  // are exactly `text`. nullopt when none or several match.
+  std::optional<int32_t> find_token(std::string_view text) const;
 
   int32_t size() const { return static_cast<int32_t>(offsets_.size()) - 1; }
   std::string_view bytes(int32_t id) const {
@@ -70,6 +79,7 @@ class TokenVocabulary {
   std::vector<TrieNode> nodes_;
   std::vector<int32_t> trie_tokens_;
   size_t max_len_ = 0;
+  std::vector<std::pair<std::string, int32_t>> texts_;  // sorted by text
 };
 
 }  // namespace edgellm::grammar
