@@ -183,24 +183,26 @@ bool value_has_type(const Json& v, const std::string& t) {
   return type_name(v) == t || (t == "number" && v.is_number());
 }
 
-class Converter {
- public:
-  Converter(const Json& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
+}  // namespace
 
-  std::string run() {
-    const std::string root_expr = visit(root_, "", "root");
-    std::string out = "root ::= " + root_expr + "\n";
+class JsonGrammarBuilder::Converter {
+ public:
+  explicit Converter(const JsonSchemaOptions& options) : options_(options) {}
+
+  std::string add(const Json& schema, const std::string& hint) {
+    root_ = &schema;
+    ref_rules_.clear();  // $refs resolve within their own document
+    return visit(schema, "", hint);
+  }
+
+  std::string rules() const {
+    std::string out;
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     for (const Builtin& b : builtins()) {
       if (used_builtins_.count(b.name)) out += std::string(b.name) + " ::= " + b.body + "\n";
     }
     if (used_formats_) out += kFormatHelpers;
     return out;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw Error(ErrorCode::kInvalidArgument, "json_schema: " + (path.empty() ? std::string("/") : path) + ": " + what);
   }
 
   std::string builtin(const std::string& name) {
@@ -212,6 +214,11 @@ class Converter {
       }
     }
     return name;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw Error(ErrorCode::kInvalidArgument, "json_schema: " + (path.empty() ? std::string("/") : path) + ": " + what);
   }
 
   std::string new_rule_name(const std::string& hint) {
@@ -236,7 +243,7 @@ class Converter {
   // Resolves a local reference ("#", "#/$defs/a", "#/properties/x/items", ...).
   const Json& resolve(const std::string& ref, const std::string& path) {
     if (ref.empty() || ref[0] != '#') fail(path, "$ref \"" + ref + "\": only references inside the schema (\"#...\") are supported");
-    const Json* cur = &root_;
+    const Json* cur = root_;
     size_t pos = 1;
     if (pos < ref.size() && ref[pos] != '/') fail(path, "$ref \"" + ref + "\": anchors are not supported, use a JSON pointer");
     while (pos < ref.size()) {
@@ -797,8 +804,8 @@ class Converter {
     return out;
   }
 
-  const Json& root_;
-  const JsonSchemaOptions& options_;
+  const Json* root_ = nullptr;
+  JsonSchemaOptions options_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::set<std::string> names_;
   std::set<std::string> used_builtins_;
@@ -806,10 +813,18 @@ class Converter {
   bool used_formats_ = false;
 };
 
-}  // namespace
+JsonGrammarBuilder::JsonGrammarBuilder(const JsonSchemaOptions& options) : c_(std::make_unique<Converter>(options)) {}
+JsonGrammarBuilder::~JsonGrammarBuilder() = default;
+std::string JsonGrammarBuilder::add_schema(const Json& schema, const std::string& name_hint) {
+  return c_->add(schema, name_hint);
+}
+std::string JsonGrammarBuilder::builtin(const std::string& name) { return c_->builtin(name); }
+std::string JsonGrammarBuilder::rules() const { return c_->rules(); }
 
 std::string json_schema_to_gbnf(const Json& schema, const JsonSchemaOptions& options) {
-  return Converter(schema, options).run();
+  JsonGrammarBuilder b(options);
+  const std::string root = b.add_schema(schema, "root");
+  return "root ::= " + root + "\n" + b.rules();
 }
 
 std::string json_object_gbnf() { return json_schema_to_gbnf(Json::parse(R"({"type": "object", "additionalProperties": true})")); }

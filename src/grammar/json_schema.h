@@ -23,6 +23,7 @@
 // document (recursion included), true / {} (any JSON value).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/json.h"
@@ -39,6 +40,31 @@ struct JsonSchemaOptions {
 
 // Throws Error(kInvalidArgument) as described above.
 std::string json_schema_to_gbnf(const Json& schema, const JsonSchemaOptions& options = {});
+
+// Several schemas in one grammar (tool calls: one argument schema per tool), sharing the
+// building blocks (space, string, number, ...):
+//   JsonGrammarBuilder b;
+//   const std::string args = b.add_schema(tool_parameters, "get-weather-args");   // a GBNF expression
+//   std::string gbnf = "root ::= \"{\" ... " + args + " ...\n" + b.rules();
+class JsonGrammarBuilder {
+ public:
+  explicit JsonGrammarBuilder(const JsonSchemaOptions& options = {});
+  ~JsonGrammarBuilder();
+  JsonGrammarBuilder(const JsonGrammarBuilder&) = delete;
+  JsonGrammarBuilder& operator=(const JsonGrammarBuilder&) = delete;
+
+  // The rules of `schema` (its $refs resolve within it); returns an expression matching it.
+  // Throws as json_schema_to_gbnf. Rule names derive from name_hint and never collide.
+  std::string add_schema(const Json& schema, const std::string& name_hint);
+  // One of the building blocks by name ("space", "string", "char", "value", ...), added if needed.
+  std::string builtin(const std::string& name);
+  // Every rule added so far, as GBNF lines (no start rule).
+  std::string rules() const;
+
+ private:
+  class Converter;
+  std::unique_ptr<Converter> c_;
+};
 // Any JSON object (response_format "json_object").
 std::string json_object_gbnf();
 // Any JSON value.
