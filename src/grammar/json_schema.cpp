@@ -94,7 +94,7 @@ const std::set<std::string_view> kHandled = {
     "$defs",         "definitions", "properties",  "required", "additionalProperties", "minProperties",
     "maxProperties", "items",       "prefixItems", "minItems", "maxItems",     "uniqueItems",   "minLength",
     "maxLength",     "pattern",     "format",      "minimum",  "maximum",      "exclusiveMinimum",
-    "exclusiveMaximum", "multipleOf", "additionalItems"};
+    "exclusiveMaximum", "multipleOf", "additionalItems", "propertyNames"};
 
 // Digits of a non-negative integer, and the GBNF of all decimal spellings (no leading zeros) of
 // the integers in [lo, hi] (both with the same number of digits) -- the classic range split:
@@ -287,7 +287,6 @@ class JsonGrammarBuilder::Converter {
           {"then", "conditional schemas are not supported"},
           {"else", "conditional schemas are not supported"},
           {"patternProperties", "keys by pattern are not supported"},
-          {"propertyNames", "constraints on key names are not supported"},
           {"dependentRequired", "dependencies between keys are not supported"},
           {"dependentSchemas", "dependencies between keys are not supported"},
           {"dependencies", "dependencies between keys are not supported"},
@@ -449,7 +448,40 @@ class JsonGrammarBuilder::Converter {
   // The content of a key that is none of `names`: a trie of the names, where each node allows
   // a character that leaves the trie (then anything), a child's character, or the end of the
   // key when no name ends there.
-  std::string excluded_key(const std::vector<std::string>& names) {
+  // Key lengths from "propertyNames" ({"minLength", "maxLength"} only); {0, -1} when absent.
+  std::pair<int64_t, int64_t> key_lengths(const Json& s, const std::string& path) {
+    const Json* pn = s.find("propertyNames");
+    if (pn == nullptr) return {0, -1};
+    const std::string where = path + "/propertyNames";
+    if (pn->is_bool()) {
+      if (!pn->as_bool()) fail(where, "'propertyNames': false allows no key");
+      return {0, -1};
+    }
+    if (!pn->is_object()) fail(where, "must be a schema");
+    for (const auto& [k, v] : pn->as_object()) {
+      (void)v;
+      if (k != "minLength" && k != "maxLength" && k != "type" && !kAnnotations.count(k)) {
+        fail(where, "only 'minLength' and 'maxLength' are supported in 'propertyNames' (not '" + k + "')");
+      }
+    }
+    if (const Json* t = pn->find("type"); t != nullptr && !(t->is_string() && t->as_string() == "string")) {
+      fail(where, "'type' must be \"string\"");
+    }
+    const int64_t lo = std::max<int64_t>(count_at(*pn, "minLength", where), 0);
+    const int64_t hi = count_at(*pn, "maxLength", where);
+    if (hi >= 0 && hi < lo) fail(where, "'maxLength' is below 'minLength'");
+    if (lo > kMaxRepetition || hi > static_cast<int64_t>(kMaxRepetition)) fail(where, "lengths above 2000 are not supported");
+    return {lo, hi};
+  }
+
+  static std::string count_suffix(int64_t lo, int64_t hi) {
+    if (hi < 0) return lo == 0 ? "*" : "{" + std::to_string(lo) + ",}";
+    return "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+  }
+
+  // The content of a key that is none of `names` and has min_len..max_len characters
+  // (max_len < 0: unbounded).
+  std::string excluded_key(const std::vector<std::string>& names, int64_t min_len, int64_t max_len) {
     struct Node {
       std::map<uint32_t, Node> children;
       bool terminal = false;
@@ -465,7 +497,8 @@ class JsonGrammarBuilder::Converter {
       cur->terminal = true;
     }
     const std::string kc = builtin("key-char");
-    std::function<std::string(const Node&)> build = [&](const Node& node) {
+    std::function<std::string(const Node&, int64_t)> build = [&](const Node& node, int64_t depth) -> std::string {
+      const bool room = max_len < 0 || depth < max_len;  // another character fits
       std::vector<CodePointRange> out;
       for (const auto& [cp, child] : node.children) out.push_back({cp, cp});
       const std::vector<CodePointRange> key_chars = complement_ranges(normalize_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0x7F, 0x7F}}));
@@ -478,16 +511,21 @@ class JsonGrammarBuilder::Converter {
         }
       }
       std::vector<std::string> alts;
-      if (!others.empty()) alts.push_back(gbnf_class(normalize_ranges(others)) + " " + kc + "*");
-      for (const auto& [cp, child] : node.children) {
-        alts.push_back(gbnf_literal(utf8::encode(cp)) + " " + build(child));
+      if (room && !others.empty()) {
+        const int64_t rest_lo = std::max<int64_t>(0, min_len - depth - 1);
+        const int64_t rest_hi = max_len < 0 ? -1 : max_len - depth - 1;
+        alts.push_back(gbnf_class(normalize_ranges(others)) + " " + kc + count_suffix(rest_lo, rest_hi));
       }
-      if (!node.terminal) alts.push_back("\"\"");
+      for (const auto& [cp, child] : node.children) {
+        if (room) alts.push_back(gbnf_literal(utf8::encode(cp)) + " " + build(child, depth + 1));
+      }
+      if (!node.terminal && depth >= min_len) alts.push_back("\"\"");
+      if (alts.empty()) return "[^\\x00-\\U0010FFFF]";  // no key fits
       std::string body;
       for (size_t i = 0; i < alts.size(); ++i) body += (i ? " | " : "") + alts[i];
       return "(" + body + ")";
     };
-    return build(root);
+    return build(root, 0);
   }
 
   std::string object(const Json& s, const std::string& path, const std::string& hint) {
@@ -521,12 +559,26 @@ class JsonGrammarBuilder::Converter {
     const int64_t max_props = count_at(s, "maxProperties", path);
     const std::string sp = builtin("space");
 
+    const auto [key_min, key_max] = key_lengths(s, path);
+    const bool key_bounds = key_min > 0 || key_max >= 0;
+    if (key_bounds) {
+      for (const auto& [name, schema] : props) {
+        (void)schema;
+        size_t cps = 0;
+        for (size_t i = 0; i < name.size(); i += utf8::decode(name, i).length) ++cps;
+        if (static_cast<int64_t>(cps) < key_min || (key_max >= 0 && static_cast<int64_t>(cps) > key_max)) {
+          fail(path, "property '" + name + "' does not satisfy 'propertyNames'");
+        }
+      }
+    }
     if (props.empty()) {
       if (add_value.empty()) {
         if (min_props > 0) fail(path, "'minProperties' > 0 but no property is allowed");
         return "(\"{\" " + sp + " \"}\" " + sp + ")";
       }
-      const std::string kv = add_rule(hint + "-kv", builtin("string") + " \":\" " + sp + " " + add_value);
+      const std::string key = key_bounds ? "\"\\\"\" " + builtin("key-char") + count_suffix(key_min, key_max) + " \"\\\"\" " + sp
+                                         : builtin("string");
+      const std::string kv = add_rule(hint + "-kv", key + " \":\" " + sp + " " + add_value);
       const int64_t lo = std::max<int64_t>(min_props, 0);
       const int64_t hi = max_props;  // -1: unbounded
       if (hi == 0) return "(\"{\" " + sp + " \"}\" " + sp + ")";
@@ -556,7 +608,8 @@ class JsonGrammarBuilder::Converter {
     }
     std::string add_kv;
     if (!add_value.empty()) {
-      add_kv = add_rule(hint + "-additional-kv", "\"\\\"\" " + excluded_key(names) + " \"\\\"\" " + sp + " \":\" " + sp + " " + add_value);
+      add_kv = add_rule(hint + "-additional-kv", "\"\\\"\" " + excluded_key(names, key_min, key_max) + " \"\\\"\" " + sp +
+                                                     " \":\" " + sp + " " + add_value);
     }
     // rest[i]: what may follow once the properties before i are decided; every present item is
     // preceded by a comma.

@@ -144,11 +144,15 @@ class NaiveGrammarMatcher {
 
 // A random code point of the ranges, half of the time from the first 128 of the first range
 // (grammars are mostly ASCII) and otherwise anywhere.
+// Never U+0000: C-string based matchers (llama.cpp's) stop at it, and no grammar test needs it.
 inline uint32_t random_code_point(const std::vector<CodePointRange>& ranges, std::mt19937& rng) {
-  const CodePointRange& r = ranges[rng() % ranges.size()];
-  const uint32_t span = r.hi - r.lo;
-  if (rng() % 2 == 0) return r.lo + static_cast<uint32_t>(rng() % (std::min<uint32_t>(span, 127) + 1));
-  return r.lo + static_cast<uint32_t>(rng() % (uint64_t{span} + 1));
+  for (;;) {
+    const CodePointRange& r = ranges[rng() % ranges.size()];
+    const uint32_t span = r.hi - r.lo;
+    const uint32_t cp = rng() % 2 == 0 ? r.lo + static_cast<uint32_t>(rng() % (std::min<uint32_t>(span, 127) + 1))
+                                       : r.lo + static_cast<uint32_t>(rng() % (uint64_t{span} + 1));
+    if (cp != 0 || (r.lo == 0 && r.hi == 0 && ranges.size() == 1)) return cp == 0 ? 1 : cp;
+  }
 }
 
 // Random sentences: below a depth of 8 every choice is uniform; deeper, alternatives and

@@ -79,6 +79,17 @@ TEST(JsonSchema, AdditionalProperties) {
                {R"({"name": "x", "name": 1})", R"({"name": "x", "n": "s"})", R"({"name": "x", "na\u006de": 1})"});
   const Schema map(R"({"type": "object", "additionalProperties": true, "minProperties": 1, "maxProperties": 2})");
   expect_cases(map, {R"({"a": 1})", R"({"a": [1, {"b": null}], "c": "d"})"}, {"{}", R"({"a": 1, "b": 2, "c": 3})"});
+  // Key lengths from propertyNames, also for the keys that must avoid the declared names.
+  const Schema named(R"({"type": "object", "properties": {"ab": {"type": "integer"}}, "propertyNames": {"maxLength": 3},
+                        "additionalProperties": {"type": "integer"}})");
+  expect_cases(named, {R"({"ab": 1, "a": 2, "abc": 3, "xyz": 4})", R"({"b": 1})"},
+               {R"({"ab": 1, "abcd": 2})", R"({"wxyz": 1})", R"({"ab": 1, "ab": 2})"});
+  const Schema lengths(R"({"type": "object", "propertyNames": {"minLength": 2, "maxLength": 4}, "additionalProperties": {"type": "null"}})");
+  expect_cases(lengths, {R"({"ab": null, "abcd": null})", "{}"}, {R"({"a": null})", R"({"abcde": null})"});
+  EXPECT_NE(error_of(R"({"type": "object", "propertyNames": {"pattern": "^a"}})").find("only 'minLength' and 'maxLength'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"properties": {"long-name": {}}, "propertyNames": {"maxLength": 3}})").find("does not satisfy 'propertyNames'"),
+            std::string::npos);
   // The specification's default, on request.
   JsonSchemaOptions spec;
   spec.allow_additional_properties_by_default = true;
@@ -251,6 +262,7 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
       {R"({"properties": {"x": {"not": {"type": "string"}}}})", "/properties/x: keyword 'not' is not supported"},
       {R"({"type": "array", "uniqueItems": true})", "'uniqueItems': true is not supported"},
       {R"({"type": "object", "patternProperties": {"^a": {}}})", "keyword 'patternProperties' is not supported"},
+      {R"({"type": "object", "dependentRequired": {"a": ["b"]}})", "keyword 'dependentRequired' is not supported"},
       {R"({"if": {}, "then": {}})", "keyword 'if' is not supported"},
       {R"({"type": "integer", "multipleOf": 5})", "'multipleOf' is supported only as 1"},
       {R"({"$ref": "https://example.com/s.json"})", "only references inside the schema"},
