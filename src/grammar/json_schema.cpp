@@ -591,7 +591,14 @@ class JsonGrammarBuilder::Converter {
       if (lo == 0) list = "(" + list + ")?";
       return add_rule(hint, "\"{\" " + sp + " " + list + " \"}\" " + sp);
     }
-    if (min_props >= 0 || max_props >= 0) fail(path, "'minProperties' / 'maxProperties' together with 'properties' are not supported");
+    const bool all_required = std::all_of(props.begin(), props.end(), [&](const auto& p) { return required.count(p.first) != 0; });
+    if ((min_props >= 0 || max_props >= 0) && !all_required) {
+      fail(path, "'minProperties' / 'maxProperties' together with optional properties are not supported");
+    }
+    const int64_t n_declared = static_cast<int64_t>(props.size());
+    if (max_props >= 0 && max_props < n_declared) fail(path, "'maxProperties' is below the number of required properties");
+    if (max_props >= 0 && max_props > static_cast<int64_t>(kMaxRepetition)) fail(path, "'maxProperties' above 2000");
+    if (min_props > n_declared && add_value.empty()) fail(path, "'minProperties' needs more properties than are allowed");
 
     const size_t n = props.size();
     std::vector<std::string> kv(n);
@@ -614,7 +621,10 @@ class JsonGrammarBuilder::Converter {
     // rest[i]: what may follow once the properties before i are decided; every present item is
     // preceded by a comma.
     std::vector<std::string> rest(n + 1);
-    rest[n] = add_kv.empty() ? "" : "(\",\" " + sp + " " + add_kv + ")*";
+    // With all properties required, min/maxProperties bound the additional ones.
+    const int64_t add_lo = std::max<int64_t>(0, min_props - n_declared);
+    const int64_t add_hi = max_props < 0 ? -1 : max_props - n_declared;
+    rest[n] = add_kv.empty() || add_hi == 0 ? "" : "(\",\" " + sp + " " + add_kv + ")" + count_suffix(add_lo, add_hi);
     for (size_t i = n; i-- > 1;) {
       const std::string item = "\",\" " + sp + " " + kv[i];
       std::string body = req[i] ? item : "(" + item + ")?";

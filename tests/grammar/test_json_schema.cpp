@@ -90,6 +90,11 @@ TEST(JsonSchema, AdditionalProperties) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"properties": {"long-name": {}}, "propertyNames": {"maxLength": 3}})").find("does not satisfy 'propertyNames'"),
             std::string::npos);
+  // min/maxProperties with declared properties, all of them required: bounds on the others.
+  const Schema counted(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "minProperties": 2,
+                          "maxProperties": 3, "additionalProperties": {"type": "integer"}})");
+  expect_cases(counted, {R"({"a": 1, "b": 2})", R"({"a": 1, "b": 2, "c": 3})"}, {R"({"a": 1})", R"({"a": 1, "b": 2, "c": 3, "d": 4})"});
+  EXPECT_NE(error_of(R"({"properties": {"a": {}}, "maxProperties": 3})").find("together with optional properties"), std::string::npos);
   // The specification's default, on request.
   JsonSchemaOptions spec;
   spec.allow_additional_properties_by_default = true;
