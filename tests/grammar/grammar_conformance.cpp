@@ -7,6 +7,8 @@
 //   edgellm_grammar_conformance verdicts GRAMMAR.gbnf STRINGS   "1" (the whole string is a sentence)
 //                                                               or "0" per line of STRINGS
 //   edgellm_grammar_conformance schema SCHEMA.json              the GBNF of a JSON Schema
+//   edgellm_grammar_conformance test-grammars DIR               writes tests/grammar/test_grammars.h's
+//                                                               grammars to DIR/<name>.gbnf
 //
 // Verdicts use the byte-level matcher (GrammarMatcher::accept_bytes + can_end), the path every
 // token takes.
@@ -23,6 +25,7 @@
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema.h"
 #include "naive_grammar.h"
+#include "test_grammars.h"
 
 namespace {
 
@@ -60,6 +63,13 @@ int main(int argc, char** argv) {
     const std::string cmd = argc > 1 ? argv[1] : "";
     if (cmd == "schema" && argc == 3) {
       std::fputs(json_schema_to_gbnf(Json::parse(read(argv[2]))).c_str(), stdout);
+      return 0;
+    }
+    if (cmd == "test-grammars" && argc == 3) {
+      for (const test::NamedGrammar& g : test::kTestGrammars) {
+        std::ofstream f(std::string(argv[2]) + "/" + g.name + ".gbnf", std::ios::binary);
+        f << g.gbnf;
+      }
       return 0;
     }
     if (cmd == "strings" && argc == 5) {
