@@ -33,6 +33,7 @@ struct RuleInfo {
   bool recursive = false;
   bool inlined = false;
   bool wide = false;           // after inlining its callees
+  bool loops = false;          // has an unbounded repetition (after inlining its callees)
   uint64_t size = 0;           // estimated NFA states after inlining its callees
   uint32_t uses = 0;           // reference sites in other rules' bodies
 };
@@ -53,8 +54,14 @@ class Inliner {
         RuleInfo& ri = info_[r];
         ri.size = size_of(g_.rules[r].body);
         ri.wide = wide(g_.rules[r].body);
+        ri.loops = loops(g_.rules[r].body);
+        // A wide rule with a loop (a string body) is kept as one rule that every caller calls:
+        // copied into each, its many-token states would be walked once per copy, while as a
+        // rule it is left only at its end (a quote) and few tokens cross that. A wide rule
+        // without a loop (one character) is copied: as a rule nearly every token would leave it
+        // and be "uncertain".
         ri.inlined = !ri.recursive && r != g_.root &&
-                     (ri.uses <= 1 || (!ri.wide && ri.size <= limits_.inline_max_states));
+                     (ri.uses <= 1 || (ri.size <= limits_.inline_max_states && (!ri.wide || !ri.loops)));
       }
     }
     return std::move(info_);
@@ -93,6 +100,15 @@ class Inliner {
     if (e.kind == Expr::Kind::kRuleRef) return info_[e.rule].inlined && info_[e.rule].wide;
     for (const Expr& i : e.items) {
       if (wide(i)) return true;
+    }
+    return false;
+  }
+
+  bool loops(const Expr& e) const {
+    if (e.kind == Expr::Kind::kRepeat && e.max == kUnbounded) return true;
+    if (e.kind == Expr::Kind::kRuleRef) return info_[e.rule].inlined && info_[e.rule].loops;
+    for (const Expr& i : e.items) {
+      if (loops(i)) return true;
     }
     return false;
   }

@@ -61,7 +61,8 @@ struct AutomatonLimits {
   uint32_t max_nfa_states = 2'000'000;  // over all rules, after inlining and repetition
   uint32_t max_dfa_states = 200'000;  // bounds the time an ambiguous grammar can take (subset blow-up)
   // Inlining: a non-recursive rule used more than once is copied only up to this many NFA
-  // states, and only when it has no character class of >= kWideClass code points.
+  // states, and not when it loops over a wide character class (>= 64 code points: a string
+  // body), which stays one rule shared by its callers.
   uint32_t inline_max_states = 256;
 };
 
