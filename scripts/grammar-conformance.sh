@@ -51,11 +51,11 @@ for g in "$work"/g/*.gbnf; do
   printf '%-36s %8d %9d %9d %13d\n' "$name" "$n" "$acc" $((n - acc)) "$diff_n"
   if [ "$diff_n" -ne 0 ]; then
     status=1
-    paste "$work/s.txt" "$work/ours.txt" "$work/theirs.txt" | awk '$2 != $3' | head -3 >&2
+    paste "$work/s.txt" "$work/ours.txt" "$work/theirs.txt" | awk '$2 != $3 && shown++ < 3' >&2
   fi
   if [ "${CI_UPDATE:-0}" = 1 ] && [[ $name != llamacpp-* ]]; then
     mkdir -p "$root/tests/grammar/conformance"
-    paste -d ' ' "$work/s.txt" "$work/theirs.txt" | head -n "$ci_n" > "$root/tests/grammar/conformance/$name.txt"
+    paste -d ' ' "$work/s.txt" "$work/theirs.txt" | awk -v n="$ci_n" 'NR <= n' > "$root/tests/grammar/conformance/$name.txt"
   fi
 done
 exit $status
