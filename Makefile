@@ -14,7 +14,7 @@ SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 
 # TSan: the thread pool (platform), the parallel forward pass and repacking (engine), the service,
 # the model host and degradation ladder (runtime) and the C ABI (api: tests/api and the examples).
 # Only these areas' tests are built.
-TSAN_AREAS ?= platform;engine;service;runtime;api
+TSAN_AREAS ?= platform;engine;service;runtime;api;grammar
 
 .PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
 

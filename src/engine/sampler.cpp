@@ -308,6 +308,8 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab) : params_(params)
 
 void Sampler::reset() {
   rng_.seed(static_cast<std::mt19937::result_type>(params_.seed ^ (params_.seed >> 32)));
+  refusal_rate_ = 0.0;
+  constrained_steps_ = 0;
   window_.clear();
   counts_.clear();
 }
@@ -327,8 +329,18 @@ void Sampler::accept(int32_t id) {
 int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded, TokenConstraint* constraint) {
   require(logits != nullptr, ErrorCode::kInvalidArgument, "sampler: logits pointer is null");
   last_needed_mask_ = false;
-  const int32_t id = sample_chain(logits, excluded, nullptr);
-  if (constraint == nullptr || constraint->allows(id)) return id;
+  if (constraint == nullptr) return sample_chain(logits, excluded, nullptr);
+  // Check-first pays a whole-vocabulary chain that is wasted when the pick is refused. While most
+  // picks are refused (a model that does not follow the format yet), build the mask first
+  // instead; every kProbeEvery-th step still checks first, to notice when the model starts
+  // following the format.
+  const bool mask_first = refusal_rate_ > 0.5 && ++constrained_steps_ % kProbeEvery != 0;
+  if (!mask_first) {
+    const int32_t id = sample_chain(logits, excluded, nullptr);
+    const bool ok = constraint->allows(id);
+    refusal_rate_ = 0.75 * refusal_rate_ + (ok ? 0.0 : 0.25);
+    if (ok) return id;
+  }
   last_needed_mask_ = true;
   if (allowed_.size() != n_vocab_) allowed_.resize(n_vocab_);
   constraint->fill_allowed(allowed_);

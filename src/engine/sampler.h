@@ -89,13 +89,15 @@ double uniform01(std::mt19937& rng);
 int32_t pick_random(const CandidateSet& cands, std::mt19937& rng);
 
 // What may come next, when the output must follow a grammar or a JSON Schema
-// (grammar/grammar_constraint.h). The sampler first runs its chain as usual and asks about the
-// one token it picked; only when that token is refused does it ask for the whole set, mask the
-// logits of every other token and run the chain again over the allowed ones. For greedy decoding
-// and plain temperature sampling the result has exactly the distribution of sampling from the
-// masked logits (a refused first pick is redrawn from the renormalised allowed mass); with top-k /
-// top-p / min-p the first pick is truncated against the whole vocabulary, as llama.cpp's
-// "grammar after the chain" does. Unconstrained sampling never touches this.
+// (grammar/grammar_matcher.h implements it). The sampler first runs its chain as usual and asks
+// about the one token it picked; only when that token is refused does it ask for the whole set,
+// mask the logits of every other token and run the chain again over the allowed ones. For greedy
+// decoding and plain temperature sampling the result has exactly the distribution of sampling
+// from the masked logits (a refused first pick is redrawn from the renormalised allowed mass);
+// with top-k / top-p / min-p the first pick is truncated against the whole vocabulary, as
+// llama.cpp's "grammar after the chain" does. While most recent picks were refused (more than
+// half, a moving average), the sampler masks first and runs the chain once (every 8th step still
+// checks first). Unconstrained sampling never touches this.
 class TokenConstraint {
  public:
   virtual ~TokenConstraint() = default;
@@ -143,6 +145,10 @@ class Sampler {
   CandidateSet cands_;
   TokenBitset allowed_;
   bool last_needed_mask_ = false;
+  // Check-first or mask-first (see TokenConstraint): moving average of refused first picks.
+  static constexpr uint32_t kProbeEvery = 8;
+  double refusal_rate_ = 0.0;
+  uint32_t constrained_steps_ = 0;
 
   // One run of the chain; `allowed` (may be null) restricts the candidates.
   int32_t sample_chain(const float* logits, std::span<const int32_t> excluded, const TokenBitset* allowed);

@@ -79,6 +79,7 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   ContextOptions copt;
   int32_t n_tokens = 128, pairs = 5, walks = 20, walk_steps = 64;
   float temperature = 1.0f;
+  bool no_lazy_run = false;
   ArgParser ap("bench-grammar", "-m MODEL (--json-schema-file F | --grammar-file F | ...) [options]");
   ap.add_string("-m,--model", &model_path, "FILE", "GGUF model (its vocabulary and, for the decode pairs, its weights)");
   add_grammar_options(ap, &gopt);
@@ -89,6 +90,7 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   ap.add_int("--walks", &walks, "N", "random walks for the mask timing (default 20)", 0);
   ap.add_int("--walk-steps", &walk_steps, "N", "tokens per random walk (default 64)", 1);
   ap.add_float("--temp", &temperature, "T", "temperature of the decode pairs (default 1.0; no top-k/p, min-p)", 0.0);
+  ap.add_flag("--no-lazy-run", &no_lazy_run, "skip the constrained generation on the lazily masked grammar");
   if (!ap.parse(args)) return 0;
   require(!model_path.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   require(gopt.any(), ErrorCode::kInvalidArgument, "give a grammar or a JSON Schema");
@@ -178,7 +180,7 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   // 3. Paired decode (on the precomputed grammar); first, one constrained generation on the lazy
   // grammar `g`, whose masks are computed as the generation reaches their states: the cost of a
   // schema's first request.
-  if (pairs > 0) {
+  if (pairs > 0 && !no_lazy_run) {
     Context ctx(*model, context_params(copt));
     SamplerParams sp;
     sp.temperature = temperature;
