@@ -15,7 +15,7 @@ SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 
 # the model host and degradation ladder (runtime), the C ABI (api: tests/api and the examples) and
 # the HTTP server's I/O thread, workers and service callbacks (server: built without the CLI).
 # Only these areas' tests are built.
-TSAN_AREAS ?= platform;engine;service;runtime;api;server
+TSAN_AREAS ?= platform;engine;service;runtime;api;server;grammar
 
 .PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
 

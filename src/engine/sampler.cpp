@@ -308,6 +308,8 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab) : params_(params)
 
 void Sampler::reset() {
   rng_.seed(static_cast<std::mt19937::result_type>(params_.seed ^ (params_.seed >> 32)));
+  refusal_rate_ = 0.0;
+  constrained_steps_ = 0;
   window_.clear();
   counts_.clear();
 }
@@ -324,8 +326,33 @@ void Sampler::accept(int32_t id) {
   }
 }
 
-int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) {
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded, TokenConstraint* constraint) {
   require(logits != nullptr, ErrorCode::kInvalidArgument, "sampler: logits pointer is null");
+  last_needed_mask_ = false;
+  if (constraint == nullptr) return sample_chain(logits, excluded, nullptr);
+  // Check-first pays a whole-vocabulary chain that is wasted when the pick is refused. While most
+  // picks are refused (a model that does not follow the format yet), build the mask first
+  // instead; every kProbeEvery-th step still checks first, to notice when the model starts
+  // following the format.
+  const bool mask_first = refusal_rate_ > 0.5 && ++constrained_steps_ % kProbeEvery != 0;
+  if (!mask_first) {
+    const int32_t id = sample_chain(logits, excluded, nullptr);
+    const bool ok = constraint->allows(id);
+    refusal_rate_ = 0.75 * refusal_rate_ + (ok ? 0.0 : 0.25);
+    if (ok) return id;
+  }
+  last_needed_mask_ = true;
+  if (allowed_.size() != n_vocab_) allowed_.resize(n_vocab_);
+  constraint->fill_allowed(allowed_);
+  for (const int32_t e : excluded) {
+    if (e >= 0 && e < n_vocab_) allowed_.reset(e);
+  }
+  require(!allowed_.none(), ErrorCode::kInvalidArgument,
+          "sampler: the output constraint (grammar) allows no token here");
+  return sample_chain(logits, excluded, &allowed_);
+}
+
+int32_t Sampler::sample_chain(const float* logits, std::span<const int32_t> excluded, const TokenBitset* allowed) {
   const bool greedy = params_.temperature <= 0.0f;
   const bool penalties_active =
       !counts_.empty() && (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
@@ -333,18 +360,26 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) 
   const auto is_excluded = [&](int32_t id) {
     return std::find(excluded.begin(), excluded.end(), id) != excluded.end();
   };
-  // What every "nothing allowed to pick" case returns: the lowest id not excluded.
+  // What every "nothing allowed to pick" case returns: the lowest id not excluded (and allowed).
   const auto lowest_allowed = [&] {
     int32_t id = 0;
-    while (id < n_vocab_ - 1 && is_excluded(id)) ++id;
+    while (id < n_vocab_ - 1 && (is_excluded(id) || (allowed != nullptr && !allowed->test(id)))) ++id;
     return id;
   };
   if (greedy && params_.logit_bias.empty() && !penalties_active) {
     // Plain argmax over the raw row: no candidate copy (the common case of greedy decoding).
-    // Excluded ids are checked only where a token would become the best so far.
+    // Excluded ids are checked only where a token would become the best so far. With a mask,
+    // only its ids are looked at (excluded ones were removed from it).
     int32_t best = -1;
-    for (int32_t i = 0; i < n_vocab_; ++i) {
-      if (!std::isnan(logits[i]) && (best < 0 || logits[i] > logits[best]) && !is_excluded(i)) best = i;
+    const auto consider = [&](int32_t i) {
+      if (!std::isnan(logits[i]) && (best < 0 || logits[i] > logits[best])) best = i;
+    };
+    if (allowed != nullptr) {
+      allowed->for_each(consider);
+    } else {
+      for (int32_t i = 0; i < n_vocab_; ++i) {
+        if (!std::isnan(logits[i]) && (best < 0 || logits[i] > logits[best]) && !is_excluded(i)) best = i;
+      }
     }
     // Nothing allowed is finite: the chain's answer (all "never pick" -> lowest allowed id).
     if (best < 0 || logits[best] == -INFINITY) best = lowest_allowed();
@@ -353,10 +388,25 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> excluded) 
     cands_.by_id = false;
     return best;
   }
-  cands_.assign(logits, n_vocab_);
-  apply_logit_bias(cands_, params_.logit_bias);
-  for (const int32_t id : excluded) {  // cands_ is still by id: assign, then the bias in place
-    if (id >= 0 && id < n_vocab_) cands_.data[static_cast<size_t>(id)].logit = -INFINITY;
+  if (allowed != nullptr) {
+    // Only the allowed ids become candidates (a grammar usually allows a small part of the
+    // vocabulary); bias and penalties then take their by-lookup paths.
+    cands_.data.clear();
+    allowed->for_each([&](int32_t i) {
+      float l = logits[i];
+      if (std::isnan(l)) l = -std::numeric_limits<float>::infinity();
+      if (l == std::numeric_limits<float>::infinity()) l = std::numeric_limits<float>::max();
+      cands_.data.push_back({i, l});
+    });
+    cands_.sorted = false;
+    cands_.by_id = false;
+    apply_logit_bias(cands_, params_.logit_bias);
+  } else {
+    cands_.assign(logits, n_vocab_);
+    apply_logit_bias(cands_, params_.logit_bias);
+    for (const int32_t id : excluded) {  // cands_ is still by id: assign, then the bias in place
+      if (id >= 0 && id < n_vocab_) cands_.data[static_cast<size_t>(id)].logit = -INFINITY;
+    }
   }
   for (SamplerStage stage : params_.order) {
     switch (stage) {

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/token_bitset.h"
+
 namespace edgellm {
 
 enum class SamplerStage { kPenalties, kTopK, kTopP, kMinP, kTemperature };
@@ -86,6 +88,24 @@ double uniform01(std::mt19937& rng);
 // Draws one candidate with probability softmax(logit); uses exactly one uniform01 value.
 int32_t pick_random(const CandidateSet& cands, std::mt19937& rng);
 
+// What may come next, when the output must follow a grammar or a JSON Schema
+// (grammar/grammar_matcher.h implements it). The sampler first runs its chain as usual and asks
+// about the one token it picked; only when that token is refused does it ask for the whole set,
+// mask the logits of every other token and run the chain again over the allowed ones. For greedy
+// decoding and plain temperature sampling the result has exactly the distribution of sampling
+// from the masked logits (a refused first pick is redrawn from the renormalised allowed mass);
+// with top-k / top-p / min-p the first pick is truncated against the whole vocabulary, as
+// llama.cpp's "grammar after the chain" does. While most recent picks were refused (more than
+// half, a moving average), the sampler masks first and runs the chain once (every 8th step still
+// checks first). Unconstrained sampling never touches this.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  virtual bool allows(int32_t id) = 0;
+  // Sets exactly the allowed ids; `allowed` has n_vocab bits.
+  virtual void fill_allowed(TokenBitset& allowed) = 0;
+};
+
 class Sampler {
  public:
   // Throws kInvalidArgument for n_vocab <= 0, NaN/negative parameters, a logit-bias id out of
@@ -97,7 +117,9 @@ class Sampler {
   // `excluded`: ids that are never chosen (their logit becomes -inf before the chain; ids out of
   // range are ignored). ignore_eos passes the end-of-generation tokens here, as llama.cpp turns
   // ignore_eos into a -inf logit bias on them.
-  int32_t sample(const float* logits, std::span<const int32_t> excluded = {});
+  // `constraint` (may be null): see TokenConstraint. Throws Error(kInvalidArgument) when the
+  // constraint allows no token that is not excluded.
+  int32_t sample(const float* logits, std::span<const int32_t> excluded = {}, TokenConstraint* constraint = nullptr);
 
   // Adds a token to the penalty window (prompt tokens too, as llama.cpp does).
   void accept(int32_t id);
@@ -110,6 +132,9 @@ class Sampler {
   const TokenCounts& window_counts() const { return counts_; }
   // Candidates left after the last sample() call's chain (for tests and debugging).
   const CandidateSet& last_candidates() const { return cands_; }
+  // Whether the last sample() call with a constraint needed the full mask (its first pick was
+  // refused).
+  bool last_needed_mask() const { return last_needed_mask_; }
 
  private:
   SamplerParams params_;
@@ -118,6 +143,15 @@ class Sampler {
   std::deque<int32_t> window_;  // accepted tokens, oldest first, at most penalty_last_n
   TokenCounts counts_;          // kept in step with window_ so sample() never rescans it
   CandidateSet cands_;
+  TokenBitset allowed_;
+  bool last_needed_mask_ = false;
+  // Check-first or mask-first (see TokenConstraint): moving average of refused first picks.
+  static constexpr uint32_t kProbeEvery = 8;
+  double refusal_rate_ = 0.0;
+  uint32_t constrained_steps_ = 0;
+
+  // One run of the chain; `allowed` (may be null) restricts the candidates.
+  int32_t sample_chain(const float* logits, std::span<const int32_t> excluded, const TokenBitset* allowed);
 };
 
 }  // namespace edgellm

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ namespace edgellm {
 class Context;
 class Sampler;
 class Tokenizer;
+namespace grammar {
+class CompiledGrammar;
+}
 
 enum class FinishReason { kStop, kLength, kCancelled, kTimeout, kError };
 
@@ -49,6 +53,12 @@ struct GenerationParams {
   // system prompt. < 0: the whole prompt (with the positions the sequence held before it).
   // Must leave at least 2 positions of n_ctx for the window.
   int32_t n_keep = 4;
+  // Constrained output (docs/structured-output.md): the text must follow this grammar (GBNF, a
+  // JSON Schema, tool calls), compiled for the model's vocabulary (grammar::GrammarCompiler).
+  // End-of-generation is allowed only where the grammar may end, and generation stops (reason
+  // "stop") as soon as nothing else can follow. Shared, immutable: one compiled grammar serves
+  // any number of concurrent requests. Null: unconstrained, at no cost.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct GenerationTimings {
@@ -58,6 +68,8 @@ struct GenerationTimings {
   double ttft_seconds = 0;          // generate() start to the first sampled token (prefill + 1 sample)
   int32_t decode_tokens = 0;        // tokens sampled after the first one (= one-token forward passes)
   double decode_seconds = 0;        // wall time from the first to the last sampled token
+  double grammar_seconds = 0;       // GenerationParams::grammar: time spent checking tokens and building masks
+  int32_t grammar_masks = 0;        // sampled tokens the grammar refused (a full mask was built for each)
 
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0; }
   double decode_tokens_per_second() const { return decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0; }

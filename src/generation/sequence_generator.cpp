@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "core/error.h"
 #include "engine/sampler.h"
 #include "generation/answer_room.h"
+#include "grammar/grammar_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {
@@ -25,6 +28,28 @@ float softmax_at(const float* logits, int32_t n, int32_t id) {
 }
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Forwards the sampler's questions to the grammar and adds up the time they take.
+class TimedConstraint final : public TokenConstraint {
+ public:
+  TimedConstraint(grammar::GrammarMatcher& m, GenerationTimings& t) : m_(m), t_(t) {}
+  bool allows(int32_t id) override {
+    const Clock::time_point t0 = Clock::now();
+    const bool ok = m_.allows(id);
+    t_.grammar_seconds += seconds_between(t0, Clock::now());
+    return ok;
+  }
+  void fill_allowed(TokenBitset& allowed) override {
+    const Clock::time_point t0 = Clock::now();
+    m_.fill_allowed(allowed);
+    t_.grammar_seconds += seconds_between(t0, Clock::now());
+    t_.grammar_masks++;
+  }
+
+ private:
+  grammar::GrammarMatcher& m_;
+  GenerationTimings& t_;
+};
 
 // Validates the prompt against the vocabulary and the free context; returns the ids to prefill
 // (the prompt itself, or its truncated form when allowed).
@@ -82,17 +107,31 @@ SequenceGenerator::SequenceGenerator(Sampler& sampler, const Tokenizer* tokenize
     }
     n_keep_ = static_cast<int32_t>(keep);
   }
+  bool text_start = false;
   if (tokenizer != nullptr) {
     // The output is the start of the text only when nothing but BOS precedes it; after a real
     // prompt the first token's leading space is part of the continuation (" They ...").
-    const bool text_start = pos0 == 0 && prompt_.size() == 1 && prompt_.front() == tokenizer->bos();
+    text_start = pos0 == 0 && prompt_.size() == 1 && prompt_.front() == tokenizer->bos();
     detok_.emplace(*tokenizer, text_start);
+  }
+  if (params.grammar != nullptr) {
+    require(tokenizer != nullptr, ErrorCode::kInvalidArgument,
+            "generate: a grammar needs the model's tokenizer (to recognise end-of-generation tokens)");
+    const int32_t grammar_vocab = params.grammar->vocabulary().size();
+    require(grammar_vocab == n_vocab, ErrorCode::kInvalidArgument, [&] {
+      return "generate: the grammar was compiled for a vocabulary of " + std::to_string(grammar_vocab) +
+             " tokens but the model has " + std::to_string(n_vocab);
+    });
+    matcher_ = std::make_unique<grammar::GrammarMatcher>(params.grammar);
+    matcher_->set_strip_leading_space(text_start && tokenizer->strips_leading_space());
   }
   if (params.penalize_prompt) {
     for (int32_t id : prompt_) sampler_.accept(id);
   }
   result_.timings.prompt_tokens = static_cast<int32_t>(prompt_.size());
 }
+
+SequenceGenerator::~SequenceGenerator() = default;
 
 void SequenceGenerator::prefill_advanced(int32_t n) {
   if (n < 0 || n > prompt_remaining()) {
@@ -131,8 +170,15 @@ StepOutput SequenceGenerator::step(const float* logits) {
   // ignore_eog: end-of-generation tokens are never sampled (llama.cpp's ignore_eos). Passing them
   // through instead would put them into the context, where a model takes them as the end of a
   // document: small ones then repeat them, an answer of empty tokens.
-  const int32_t id = params_.ignore_eog && tokenizer_ != nullptr ? sampler_.sample(logits, tokenizer_->eog_ids())
-                                                                 : sampler_.sample(logits);
+  std::span<const int32_t> excluded;
+  if (params_.ignore_eog && tokenizer_ != nullptr) excluded = tokenizer_->eog_ids();
+  std::optional<TimedConstraint> constraint;
+  if (matcher_) constraint.emplace(*matcher_, result_.timings);
+  const int32_t id = sampler_.sample(logits, excluded, constraint ? &*constraint : nullptr);
+  if (matcher_ && !matcher_->accept_token(id)) {
+    throw Error(ErrorCode::kInternal, "SequenceGenerator: the sampler returned token " + std::to_string(id) +
+                                          ", which the grammar refuses");
+  }
   const float probability = params_.token_probability ? softmax_at(logits, sampler_.n_vocab(), id) : -1.0f;
   const Clock::time_point now = Clock::now();
   if (t_first_ == Clock::time_point{}) {
@@ -166,6 +212,16 @@ StepOutput SequenceGenerator::step(const float* logits) {
   const bool at_max = params_.max_tokens > 0 && static_cast<int64_t>(result_.tokens.size()) >= params_.max_tokens;
   // The sampled token needs a position of its own to be decoded at (a context shift makes one).
   const bool no_room = !params_.context_shift && n_ctx_ > 0 && next_pos() >= n_ctx_;
+  // The grammar is complete and nothing can extend it: the answer is whole (even where the
+  // model has no end-of-generation token or ignore_eog forbids it).
+  const bool grammar_done = matcher_ && matcher_->is_terminated();
+  if (grammar_done) {
+    StepOutput done = finished_output(FinishReason::kStop, release_tail());
+    done.token = id;
+    done.probability = probability;
+    done.text = std::move(out.text);
+    return done;
+  }
   if (at_max || no_room) {
     StepOutput done = finished_output(FinishReason::kLength, release_tail());
     done.token = id;

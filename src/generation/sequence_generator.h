@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ namespace edgellm {
 
 class Sampler;
 class Tokenizer;
+namespace grammar {
+class GrammarMatcher;
+}
 
 // What one step (or an outside finish) produced for the stream.
 struct StepOutput {
@@ -57,12 +61,16 @@ class SequenceGenerator {
   // Validates and keeps `prompt` (to be decoded at positions pos0, pos0 + 1, ... of a sequence
   // holding pos0 positions), truncating it when params.truncate_prompt allows (answer_room()).
   // Throws Error(kInvalidArgument) for an empty prompt, an id outside the vocabulary, stop strings
-  // without a tokenizer or a sampler of another vocabulary; Error(kContextFull) when the prompt
+  // without a tokenizer, a sampler of another vocabulary, or a grammar compiled for another
+  // vocabulary (or without a tokenizer); Error(kContextFull) when the prompt
   // does not fit n_ctx - pos0 positions and may not be truncated. The prompt tokens enter the
   // sampler's penalty window here (params.penalize_prompt). `sampler` and `tokenizer` (may be
   // null: ids only) must outlive the generator.
   SequenceGenerator(Sampler& sampler, const Tokenizer* tokenizer, int32_t n_vocab, int32_t n_ctx, int32_t pos0,
                     const std::vector<int32_t>& prompt, const GenerationParams& params);
+  ~SequenceGenerator();
+  SequenceGenerator(const SequenceGenerator&) = delete;
+  SequenceGenerator& operator=(const SequenceGenerator&) = delete;
 
   // ---- prefill
   // The prompt (after truncation) and the part of it not yet decoded.
@@ -101,6 +109,9 @@ class SequenceGenerator {
   StepOutput finish(FinishReason reason, const std::string& error = {});
 
   bool finished() const { return finished_; }
+  // With GenerationParams::grammar: where the output stands in the grammar (speculative decoding
+  // checks drafts with allows() / accept_token() / rollback()); null otherwise.
+  grammar::GrammarMatcher* grammar_matcher() { return matcher_.get(); }
   const GenerationResult& result() const { return result_; }
   GenerationResult take_result() { return std::move(result_); }
 
@@ -119,6 +130,7 @@ class SequenceGenerator {
   int32_t shifted_ = 0;   // positions dropped by shifts so far
   StopStringFilter stops_;
   std::optional<StreamingDecoder> detok_;
+  std::unique_ptr<grammar::GrammarMatcher> matcher_;
   int32_t last_token_ = -1;
   bool finished_ = false;
   GenerationResult result_;

@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "engine/batch.h"
 #include "engine/sampler.h"
+#include "generation/chat_session.h"
+#include "grammar/compiled_grammar.h"
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
@@ -124,6 +126,13 @@ RequestId InferenceService::submit(ServiceRequest request) {
   try {
     const int32_t n_vocab = model_->hparams().n_vocab;
     r->sanitized_chars = check_request(request, n_vocab, params_.input_policy);
+    if (request.grammar != nullptr) {
+      const int32_t grammar_vocab = request.grammar->vocabulary().size();
+      require(grammar_vocab == n_vocab, ErrorCode::kInvalidArgument, [&] {
+        return "request: the grammar was compiled for a vocabulary of " + std::to_string(grammar_vocab) +
+               " tokens but the model has " + std::to_string(n_vocab);
+      });
+    }
     if (!request.session_in.empty()) check_session(request.session_in);
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
@@ -533,6 +542,7 @@ void InferenceService::admit() {
     gp.token_probability = r->req.token_probability;
     gp.context_shift = r->req.context_shift;
     gp.n_keep = r->req.n_keep;
+    gp.grammar = r->req.grammar;
     try {
       // Built once the request is admitted: it feeds the prompt to the sampler's penalty window.
       // The generator sees the whole prompt; the prefix the KV cache already holds (full blocks
@@ -725,11 +735,20 @@ void InferenceService::step() {
     const float* logits = ctx_->logits(out_row++);
     if (r.gen->finished()) continue;  // max_tokens 0: prefill only
     if (r.first_token == Clock::time_point{}) r.first_token = Clock::now();
-    const StepOutput out = r.gen->step(logits);
+    StepOutput out;
+    try {
+      out = r.gen->step(logits);
+    } catch (const Error& e) {
+      // This request alone ends (e.g. its grammar allows no token of the vocabulary here).
+      r.error_code = e.code();
+      r.error_message = e.what();
+      out = r.gen->finish(FinishReason::kError, e.what());
+    }
     if (!deliver(r, out) && !r.gen->finished()) r.gen->finish(FinishReason::kCancelled);
   }
   for (size_t i = running_.size(); i-- > 0;) {
-    if (running_[i]->gen->finished()) finish_running(i, running_[i]->gen->result().finish_reason);
+    Live& r = *running_[i];
+    if (r.gen->finished()) finish_running(i, r.gen->result().finish_reason, r.error_code, r.error_message);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,6 +110,9 @@ struct ServiceRequest {
   // sequence drops the older half of its positions after the first n_keep and goes on.
   bool context_shift = false;
   int32_t n_keep = 4;
+  // Constrained output (GenerationParams::grammar): compiled for this model's vocabulary
+  // (grammar::GrammarCompiler); checked at submit. Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 

@@ -482,5 +482,99 @@ TEST(Sampler, NanLogitsAreNeverPicked) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(s.sample(l.data()), 1);
 }
 
+
+// ---- TokenConstraint: check the pick first, mask only when it is refused.
+
+// Allows a fixed set of ids; counts what the sampler asked.
+class SetConstraint : public TokenConstraint {
+ public:
+  explicit SetConstraint(std::vector<int32_t> ids) : ids_(std::move(ids)) {}
+  bool allows(int32_t id) override {
+    ++allows_calls;
+    return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
+  }
+  void fill_allowed(TokenBitset& allowed) override {
+    ++fills;
+    allowed.clear_all();
+    for (int32_t id : ids_) allowed.set(id);
+  }
+  int allows_calls = 0;
+  int fills = 0;
+
+ private:
+  std::vector<int32_t> ids_;
+};
+
+TEST(SamplerConstraint, GreedyTakesTheBestAllowedToken) {
+  std::vector<float> logits = {0.5f, 3.0f, 1.0f, 2.5f, -1.0f};
+  SamplerParams p;
+  p.temperature = 0.0f;
+  Sampler s(p, 5);
+  SetConstraint allow_best({1, 2});
+  EXPECT_EQ(s.sample(logits.data(), {}, &allow_best), 1);
+  EXPECT_EQ(allow_best.fills, 0);  // the argmax was allowed: no mask built
+  EXPECT_FALSE(s.last_needed_mask());
+  SetConstraint refuse_best({2, 3, 4});
+  EXPECT_EQ(s.sample(logits.data(), {}, &refuse_best), 3);
+  EXPECT_EQ(refuse_best.fills, 1);
+  EXPECT_TRUE(s.last_needed_mask());
+  // Excluded ids (ignore_eog) stay excluded under a constraint.
+  const std::vector<int32_t> excluded = {3};
+  EXPECT_EQ(s.sample(logits.data(), excluded, &refuse_best), 2);
+  SetConstraint none({3});
+  EXPECT_THROW(s.sample(logits.data(), excluded, &none), Error);
+}
+
+// Plain temperature sampling with a constraint draws from the softmax renormalised over the
+// allowed ids (a refused first pick is redrawn from the allowed mass). The empirical frequencies
+// of 40,000 draws against the exact probabilities computed here: each within 4 standard errors
+// (measured: at most 0.71 sigma, seed 11).
+TEST(SamplerConstraint, SamplingFollowsTheRenormalisedDistribution) {
+  const std::vector<float> logits = {1.0f, 2.0f, 0.0f, 3.0f, 1.5f, -0.5f, 2.5f, 0.2f};
+  const std::vector<int32_t> allowed = {0, 2, 4, 5, 7};
+  SamplerParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = 11;
+  Sampler s(p, 8);
+  SetConstraint c(allowed);
+  const int n = 40000;
+  std::vector<int> hits(8, 0);
+  for (int i = 0; i < n; ++i) hits[static_cast<size_t>(s.sample(logits.data(), {}, &c))]++;
+  double z = 0;
+  for (int32_t id : allowed) z += std::exp(static_cast<double>(logits[static_cast<size_t>(id)]));
+  for (int32_t id = 0; id < 8; ++id) {
+    const bool ok = std::find(allowed.begin(), allowed.end(), id) != allowed.end();
+    if (!ok) {
+      EXPECT_EQ(hits[static_cast<size_t>(id)], 0) << id;
+      continue;
+    }
+    const double prob = std::exp(static_cast<double>(logits[static_cast<size_t>(id)])) / z;
+    const double sigma = std::sqrt(prob * (1 - prob) / n);
+    EXPECT_NEAR(hits[static_cast<size_t>(id)] / static_cast<double>(n), prob, 4 * sigma) << id;
+  }
+  // The mask was built only for refused first picks (about the refused mass of the draws).
+  EXPECT_GT(c.fills, n / 4);
+  EXPECT_LT(c.fills, n);
+}
+
+// With a constraint that allows everything the sampler is the unconstrained one, draw for draw.
+TEST(SamplerConstraint, AnAllowAllConstraintChangesNothing) {
+  std::vector<float> logits(300);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (float& x : logits) x = nd(rng);
+  SamplerParams p;
+  p.seed = 3;
+  Sampler a(p, 300), b(p, 300);
+  std::vector<int32_t> all(300);
+  std::iota(all.begin(), all.end(), 0);
+  SetConstraint c(all);
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(a.sample(logits.data()), b.sample(logits.data(), {}, &c));
+  EXPECT_EQ(c.fills, 0);
+}
+
 }  // namespace
 }  // namespace edgellm

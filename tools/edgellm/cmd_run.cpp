@@ -53,6 +53,7 @@ struct RunOptions {
   int32_t parallel = 0;
   int32_t step_tokens = 256;
   int64_t deadline_ms = 0;
+  GrammarOptions grammar;
 };
 
 // Raw little-endian F32 rows, n_vocab per sampled position.
@@ -111,6 +112,9 @@ void print_stats(const GenerationResult& r, const ProcessMemory& mem, size_t wei
                t.decode_seconds * 1e3, t.decode_tokens_per_second());
   std::fprintf(stderr, "generated:     %8zu tokens, finish reason %s\n", r.tokens.size(),
                finish_reason_name(r.finish_reason));
+  if (t.grammar_seconds > 0 || t.grammar_masks > 0) {
+    std::fprintf(stderr, "grammar:       %8.1f ms checking tokens, %d full masks\n", t.grammar_seconds * 1e3, t.grammar_masks);
+  }
   if (mem.valid) {
     std::fprintf(stderr, "peak RSS:      %8.1f MiB\n", static_cast<double>(mem.peak_bytes) / (1024.0 * 1024.0));
   } else {
@@ -137,6 +141,7 @@ int run_command(const std::vector<std::string>& args) {
   add_sampling_options(ap, &s, &o.seed);
   add_sampler_order_option(ap, &s);
   ap.add_strings("--stop", &o.stop, "STR", "stop when STR is generated (repeatable; STR is not printed)");
+  add_grammar_options(ap, &o.grammar);
   add_kv_type_options(ap, &o.context.kv);
   ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
   ap.add_flag("--ignore-eos", &o.ignore_eos, "never sample end-of-text tokens (generate to -n)");
@@ -184,6 +189,7 @@ int run_command(const std::vector<std::string>& args) {
     po.load = model_load_params(o.context);
     resolve_seed(&o.seed, &s);
     po.sampling = s;
+    po.grammar = o.grammar;
     return run_parallel(po);
   }
 
@@ -233,6 +239,11 @@ int run_command(const std::vector<std::string>& args) {
   gp.truncate_prompt = o.truncate;
   gp.context_shift = o.context_shift;
   gp.n_keep = o.keep;
+  double grammar_ms = 0;
+  if (o.grammar.any()) {
+    require(tokenizer != nullptr, ErrorCode::kInvalidArgument, "a grammar needs the model's tokenizer");
+    gp.grammar = compile_grammar_options(o.grammar, *tokenizer, &grammar_ms);
+  }
 
   bool printed_any_id = false;
   GenerationCallbacks cb;
@@ -271,6 +282,11 @@ int run_command(const std::vector<std::string>& args) {
     timings.set("decode_tokens", static_cast<int>(r.timings.decode_tokens));
     timings.set("decode_s", r.timings.decode_seconds);
     timings.set("decode_tok_per_s", r.timings.decode_tokens_per_second());
+    if (gp.grammar != nullptr) {
+      timings.set("grammar_compile_ms", grammar_ms);
+      timings.set("grammar_s", r.timings.grammar_seconds);
+      timings.set("grammar_masks", static_cast<int>(r.timings.grammar_masks));
+    }
     Json memory = Json::object();
     memory.set("peak_rss_bytes", mem.valid ? Json(static_cast<uint64_t>(mem.peak_bytes)) : Json(nullptr));
     memory.set("weight_bytes", static_cast<uint64_t>(model->weight_bytes()));

@@ -3,12 +3,17 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <chrono>
 #include <random>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "device/power_mode.h"
 #include "registry/model_registry.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_vocabulary.h"
 
 namespace edgellm::cli {
 
@@ -123,6 +128,37 @@ void add_sampler_order_option(ArgParser& ap, SamplerParams* s) {
 void resolve_seed(int64_t* seed, SamplerParams* s) {
   if (*seed < 0) *seed = static_cast<int64_t>(std::random_device{}());
   s->seed = static_cast<uint64_t>(*seed);
+}
+
+void add_grammar_options(ArgParser& ap, GrammarOptions* g) {
+  ap.add_string("--grammar", &g->grammar, "GBNF", "constrain the output to a GBNF grammar (llama.cpp syntax)");
+  ap.add_string("--grammar-file", &g->grammar_file, "FILE", "constrain the output to the GBNF grammar in FILE");
+  ap.add_string("--json-schema", &g->json_schema, "JSON", "constrain the output to JSON valid against this JSON Schema");
+  ap.add_string("--json-schema-file", &g->json_schema_file, "FILE", "as --json-schema, the schema read from FILE");
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> compile_grammar_options(const GrammarOptions& g, const Tokenizer& tok,
+                                                                        double* compile_ms) {
+  const int given = (!g.grammar.empty()) + (!g.grammar_file.empty()) + (!g.json_schema.empty()) + (!g.json_schema_file.empty());
+  if (given == 0) return nullptr;
+  require(given == 1, ErrorCode::kInvalidArgument,
+          "give only one of --grammar, --grammar-file, --json-schema, --json-schema-file");
+  std::string gbnf;
+  if (!g.grammar.empty()) gbnf = g.grammar;
+  if (!g.grammar_file.empty()) gbnf = read_text_file(g.grammar_file, "grammar file");
+  if (!g.json_schema.empty() || !g.json_schema_file.empty()) {
+    const std::string text = !g.json_schema.empty() ? g.json_schema : read_text_file(g.json_schema_file, "JSON Schema file");
+    gbnf = grammar::json_schema_to_gbnf(Json::parse(text));
+  }
+  const auto vocab = grammar::TokenVocabulary::from_tokenizer(tok);
+  const auto t0 = std::chrono::steady_clock::now();
+  const grammar::TokenVocabulary* v = vocab.get();
+  auto compiled = grammar::CompiledGrammar::compile(
+      grammar::parse_gbnf(gbnf, [v](std::string_view t) { return v->find_token(t); }), vocab);
+  if (compile_ms != nullptr) {
+    *compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return compiled;
 }
 
 }  // namespace edgellm::cli

@@ -5,13 +5,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "cli_args.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
 #include "model/model.h"
+#include "grammar/compiled_grammar.h"
 #include "kernels/tensor_type.h"
+#include "tokenizer/tokenizer.h"
 
 namespace edgellm::cli {
 
@@ -74,5 +77,19 @@ void add_sampling_options(ArgParser& ap, SamplerParams* s, int64_t* seed);
 void add_sampler_order_option(ArgParser& ap, SamplerParams* s);
 // Replaces a negative *seed with a random one and copies it into the sampler parameters.
 void resolve_seed(int64_t* seed, SamplerParams* s);
+
+// Constrained output (docs/structured-output.md): --grammar TEXT / --grammar-file FILE (GBNF),
+// --json-schema JSON / --json-schema-file FILE, --json (any JSON object) is not offered: use
+// --json-schema '{"type": "object"}'. At most one of them.
+struct GrammarOptions {
+  std::string grammar, grammar_file, json_schema, json_schema_file;
+  bool any() const { return !grammar.empty() || !grammar_file.empty() || !json_schema.empty() || !json_schema_file.empty(); }
+};
+void add_grammar_options(ArgParser& ap, GrammarOptions* g);
+// The compiled grammar for the tokenizer's vocabulary (null without grammar options). Throws
+// Error(kInvalidArgument) with the grammar's or the schema's error. *compile_ms (optional)
+// receives the compile time.
+std::shared_ptr<const grammar::CompiledGrammar> compile_grammar_options(const GrammarOptions& g, const Tokenizer& tok,
+                                                                        double* compile_ms = nullptr);
 
 }  // namespace edgellm::cli

@@ -61,6 +61,8 @@ int run_parallel(const ParallelRunOptions& o) {
   const auto t_load = Clock::now();
   std::unique_ptr<InferenceService> service = InferenceService::open(o.model, sp);
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+  double grammar_ms = 0;
+  const auto grammar = compile_grammar_options(o.grammar, service->tokenizer(), &grammar_ms);
 
   std::mutex mutex;
   std::condition_variable cv;
@@ -75,6 +77,8 @@ int run_parallel(const ParallelRunOptions& o) {
     r.add_special = !o.no_bos;
     r.parse_special = true;
     r.sampling = o.sampling;
+    r.sampling.seed = o.sampling.seed + i;
+    r.grammar = grammar;
     r.max_tokens = o.max_tokens;
     r.stop = o.stop;
     r.ignore_eog = o.ignore_eos;
@@ -164,6 +168,11 @@ int run_parallel(const ParallelRunOptions& o) {
   sum.set("steps", m.steps);
   sum.set("mean_batch", m.steps > 0 ? static_cast<double>(m.step_tokens) / static_cast<double>(m.steps) : 0.0);
   sum.set("peak_rss_bytes", static_cast<uint64_t>(m.peak_rss_bytes));
+  if (grammar != nullptr) {
+    sum.set("grammar_compile_ms", grammar_ms);
+    sum.set("grammar_masks_computed", static_cast<uint64_t>(grammar->masks_ready()));
+    sum.set("grammar_mask_bytes", grammar->masks_bytes());
+  }
   Json line = Json::object();
   line.set("summary", std::move(sum));
   const std::string text = line.dump() + "\n";

@@ -9,6 +9,7 @@
 
 #include "engine/context.h"
 #include "engine/sampler.h"
+#include "generation_options.h"
 #include "model/model.h"
 
 namespace edgellm::cli {
@@ -26,7 +27,8 @@ struct ParallelRunOptions {
   bool json = false;          // one JSON line per prompt + a summary line, on stdout
   ContextParams context;
   ModelLoadParams load;
-  SamplerParams sampling;
+  SamplerParams sampling;     // request i samples with seed + i (distinct outputs for repeated prompts)
+  GrammarOptions grammar;     // constrained output, one compiled grammar shared by every request
 };
 
 // One prompt per non-empty line (a trailing '\r' is dropped). Throws Error(kInvalidArgument)

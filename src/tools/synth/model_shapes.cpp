@@ -32,6 +32,10 @@ const std::vector<ModelShape> kShapes = {
     {"tiny-llama", "Tiny-Llama", "llama", "2M", 1024, 256, 2, 512, 4, 2, 64, 512, 1e4f, 1e-5f, false, kTinyLlama3Scaling},
     {"tiny-qwen2", "Tiny-Qwen2", "qwen2", "2M", 1024, 256, 2, 512, 4, 2, 64, 512, 1e6f, 1e-6f, true, kNoScaling},
     {"tiny-qwen3", "Tiny-Qwen3", "qwen3", "2M", 1024, 256, 2, 512, 8, 4, 64, 512, 1e6f, 1e-6f, true, kNoScaling},
+    // tiny-qwen2-151k: Qwen2.5's vocabulary size (151,936 rows, room for the real tokenizer with
+    // --tokenizer) on a one-layer body: what a test of anything vocabulary-bound (grammars, the
+    // sampler) needs, at a few milliseconds per token.
+    {"tiny-qwen2-151k", "Tiny-Qwen2-151k", "qwen2", "20M", 151936, 128, 1, 256, 2, 1, 64, 4096, 1e6f, 1e-6f, true, kNoScaling},
 };
 
 }  // namespace
