@@ -40,6 +40,9 @@ struct Context::Impl {
 
 Context::Context(const Model& model, const ContextParams& params) : model_(model), params_(params) {
   const HParams& hp = model.hparams();
+  require(!hp.encoder, ErrorCode::kUnsupported,
+          hp.arch + " is an encoder model: it computes embeddings and rerank scores (engine/embedder.h, `edgellm "
+                    "embed`), not text");
   ContextParams& p = params_;
   require(p.n_ctx >= 0, ErrorCode::kInvalidArgument, "n_ctx " + std::to_string(p.n_ctx) + " must be >= 0");
   if (p.n_ctx == 0) p.n_ctx = std::min(hp.n_ctx_train, kDefaultContextCap);

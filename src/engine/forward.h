@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/matmul_group.h"
 #include "model/model.h"
 #include "platform/memory_stats.h"
 
@@ -54,13 +55,7 @@ class ForwardPass {
 
  private:
   struct Sizes;  // byte size of every buffer, computed in one place
-  struct MatmulJob {
-    const WeightView* w;
-    const float* x;  // [n_tokens, w->n_in]
-    float* y;        // [n_tokens, w->n_out]
-  };
-  // Runs several matmuls that share one parallel region; inputs are quantized once per distinct
-  // (input, activation type) pair.
+  // Runs several matmuls that share one parallel region (engine/matmul_group.h).
   void matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens);
   void rope_tables(const BatchEntry* entries, int32_t n);
   void apply_rope(float* head, int32_t entry) const;
