@@ -197,7 +197,7 @@ void ForwardPass::apply_rope(float* h, int32_t entry) const {
 }
 
 void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-                      const AbortCheck& abort, float* logits) {
+                      const AbortCheck& abort, float* logits, bool hidden_out) {
   if (n <= 0) return;
   if (n > n_batch_) throw Error(ErrorCode::kInternal, "forward: chunk larger than n_batch");
   pool_ = &pool;
@@ -287,11 +287,14 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
   }
   if (!out_rows_.empty()) {
     const int32_t n_out = static_cast<int32_t>(out_rows_.size());
+    float* normed = hidden_out ? logits : xn;
     for_entries(n_out, [&](int32_t j) {
-      kernels::rms_norm(x + out_rows_[static_cast<size_t>(j)] * E, model_.output_norm().data, xn + j * E, E, eps);
+      kernels::rms_norm(x + out_rows_[static_cast<size_t>(j)] * E, model_.output_norm().data, normed + j * E, E, eps);
     });
-    const MatmulJob head[1] = {{&model_.output(), xn, logits}};
-    matmuls(head, 1, n_out);
+    if (!hidden_out) {
+      const MatmulJob head[1] = {{&model_.output(), xn, logits}};
+      matmuls(head, 1, n_out);
+    }
   }
   pool_ = nullptr;
 }

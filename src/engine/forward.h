@@ -42,11 +42,12 @@ class ForwardPass {
   // Runs `n` entries. Preconditions (checked by Context): token ids valid, each entry's position
   // is allocated in its sequence (kv.seq_length > pos), positions of one sequence increasing.
   // Logits of the entries with want_logits are written consecutively to `logits`
-  // (rows of n_vocab floats).
+  // (rows of n_vocab floats); with `hidden_out`, their normed final states instead (rows of
+  // n_embd floats: rms_norm(x) * output_norm, llama.cpp's "result_norm"), and no head is run.
   // `abort` is polled before every layer; when it returns true run() throws Error(kCancelled)
   // (the K/V rows written so far belong to the chunk the caller rolls back).
   void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-           const AbortCheck& abort, float* logits);
+           const AbortCheck& abort, float* logits, bool hidden_out = false);
 
   size_t allocated_bytes() const;
   // What the constructor allocates, without allocating (memory planning, `edgellm info`).

@@ -149,7 +149,8 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   m.kv_blocks = kv_pool_blocks(p, kp);
   m.kv = static_cast<size_t>(m.kv_blocks) * KvCache::block_bytes(kp);
   m.scratch = ForwardPass::scratch_bytes(model, p.n_batch, p.n_ctx, p.kv_v(), m.n_threads);
-  m.logits = static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(hp.n_vocab) * sizeof(float);
+  const int32_t out_width = p.embeddings ? hp.n_embd : hp.n_vocab;  // embeddings contexts keep hidden states
+  m.logits = static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(out_width) * sizeof(float);
   m.tokenizer = tokenizer_bytes(model.gguf());
   // Decode at another worker priority than prefill runs on a pool of its own (Context): its
   // n_threads - 1 workers come on top.
