@@ -131,103 +131,117 @@ void Embedder::check_input(const EmbedInput& in, size_t index) const {
   }
 }
 
+size_t Embedder::output_floats(const EmbedInput& input, PoolingType pooling) const {
+  pooling = resolve_pooling(model_.hparams(), pooling);
+  const auto dims = static_cast<size_t>(pooled_dims(model_.hparams(), pooling));
+  return pooling == PoolingType::kNone ? dims * input.tokens.size() : dims;
+}
+
 void Embedder::embed(const std::vector<EmbedInput>& inputs, PoolingType pooling, int normalize,
                      std::vector<float>& out) {
-  pooling = resolve_pooling(model_.hparams(), pooling);
-  check_pooling(model_, pooling);
-  check_normalize(normalize);
-  for (size_t i = 0; i < inputs.size(); ++i) check_input(inputs[i], i);
-  const int32_t dims = pooled_dims(model_.hparams(), pooling);
-  // Output offsets: one row per input, or per token with pooling none.
+  check_pooling(model_, resolve_pooling(model_.hparams(), pooling));
+  std::vector<Job> jobs(inputs.size());
   size_t total = 0;
-  for (const EmbedInput& in : inputs) total += pooling == PoolingType::kNone ? in.tokens.size() : 1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    jobs[i] = Job{&inputs[i], pooling, normalize, nullptr};
+    total += output_floats(inputs[i], pooling);
+  }
   const size_t base = out.size();
-  out.resize(base + total * static_cast<size_t>(dims));
+  out.resize(base + total);
+  size_t at = base;
+  for (Job& j : jobs) {
+    j.out = out.data() + at;
+    at += output_floats(*j.input, pooling);
+  }
   try {
-    std::vector<const EmbedInput*> group;
-    size_t group_rows = 0, rows_done = 0;
-    int64_t group_tokens = 0;
-    const auto flush = [&] {
-      if (group.empty()) return;
-      run_forward(group, pooling, normalize, out.data() + base + rows_done * static_cast<size_t>(dims));
-      rows_done += group_rows;
-      group.clear();
-      group_rows = 0;
-      group_tokens = 0;
-    };
-    for (const EmbedInput& in : inputs) {
-      const auto n = static_cast<int64_t>(in.tokens.size());
-      if (group_tokens + n > n_batch_ || static_cast<int32_t>(group.size()) >= n_seq_max_) flush();
-      group.push_back(&in);
-      group_tokens += n;
-      group_rows += pooling == PoolingType::kNone ? in.tokens.size() : 1;
-    }
-    flush();
+    run(jobs.data(), jobs.size());
   } catch (...) {
     out.resize(base);
     throw;
   }
 }
 
-void Embedder::run_forward(const std::vector<const EmbedInput*>& group, PoolingType pooling, int normalize,
-                           float* out) {
-  if (model_.hparams().encoder) {
-    run_encoder(group, pooling, out);
-  } else {
-    run_decoder(group, pooling, out);
+void Embedder::run(Job* jobs, size_t n_jobs) {
+  for (size_t i = 0; i < n_jobs; ++i) {
+    jobs[i].pooling = resolve_pooling(model_.hparams(), jobs[i].pooling);
+    check_pooling(model_, jobs[i].pooling);
+    require(jobs[i].input != nullptr && jobs[i].out != nullptr, ErrorCode::kInvalidArgument,
+            "embedder: job " + std::to_string(i) + " has no input or no output");
+    check_normalize(jobs[i].normalize);
+    check_input(*jobs[i].input, i);
   }
-  ++forwards_;
-  if (pooling == PoolingType::kRank) return;  // scores, not vectors
-  const int32_t dims = model_.hparams().n_embd;
-  size_t rows = 0;
-  for (const EmbedInput* in : group) rows += pooling == PoolingType::kNone ? in->tokens.size() : 1;
-  for (size_t r = 0; r < rows; ++r) normalize_embedding(out + r * static_cast<size_t>(dims), dims, normalize);
+  size_t first = 0;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < n_jobs; ++i) {
+    const auto n = static_cast<int64_t>(jobs[i].input->tokens.size());
+    if (i > first && (tokens + n > n_batch_ || static_cast<int32_t>(i - first) >= n_seq_max_)) {
+      run_forward(jobs + first, i - first);
+      first = i;
+      tokens = 0;
+    }
+    tokens += n;
+  }
+  if (n_jobs > first) run_forward(jobs + first, n_jobs - first);
 }
 
-void Embedder::run_encoder(const std::vector<const EmbedInput*>& group, PoolingType pooling, float* out) {
+void Embedder::run_forward(const Job* jobs, size_t n) {
+  if (model_.hparams().encoder) {
+    run_encoder(jobs, n);
+  } else {
+    run_decoder(jobs, n);
+  }
+  ++forwards_;
+  const int32_t dims = model_.hparams().n_embd;
+  for (size_t j = 0; j < n; ++j) {
+    if (jobs[j].pooling == PoolingType::kRank) continue;  // scores, not vectors
+    const size_t rows = jobs[j].pooling == PoolingType::kNone ? jobs[j].input->tokens.size() : 1;
+    for (size_t r = 0; r < rows; ++r)
+      normalize_embedding(jobs[j].out + r * static_cast<size_t>(dims), dims, jobs[j].normalize);
+  }
+}
+
+void Embedder::run_encoder(const Job* jobs, size_t n) {
   const HParams& hp = model_.hparams();
   if (!encoder_) encoder_ = std::make_unique<EncoderPass>(model_, n_batch_, n_ctx_, n_threads_);  // after trim()
   // A model with one token-type row (or none) has no second segment: HF then feeds type 0 for
   // every token, which is what a null types pointer does.
   const bool use_types = hp.n_token_types >= 2;
   seqs_.clear();
-  for (const EmbedInput* in : group) {
-    seqs_.push_back({in->tokens.data(), use_types && !in->types.empty() ? in->types.data() : nullptr,
-                     static_cast<int32_t>(in->tokens.size())});
+  for (size_t j = 0; j < n; ++j) {
+    const EmbedInput& in = *jobs[j].input;
+    seqs_.push_back({in.tokens.data(), use_types && !in.types.empty() ? in.types.data() : nullptr,
+                     static_cast<int32_t>(in.tokens.size())});
   }
   encoder_->run(seqs_.data(), static_cast<int32_t>(seqs_.size()), *pool_, n_threads_, abort_);
   const int32_t E = hp.n_embd;
   int32_t t0 = 0;
-  float* o = out;
-  for (const EncoderSequence& s : seqs_) {
+  for (size_t j = 0; j < n; ++j) {
+    const EncoderSequence& s = seqs_[j];
     const float* h = encoder_->hidden(t0);
-    switch (pooling) {
-      case PoolingType::kNone:
-        std::copy(h, h + static_cast<int64_t>(s.n) * E, o);
-        o += static_cast<int64_t>(s.n) * E;
-        break;
+    switch (jobs[j].pooling) {
+      case PoolingType::kNone: std::copy(h, h + static_cast<int64_t>(s.n) * E, jobs[j].out); break;
       case PoolingType::kRank:
-        rank_head(model_, h, o);  // the [CLS] state
-        o += hp.n_cls_out;
+        rank_head(model_, h, jobs[j].out);  // the [CLS] state
         break;
-      default: pool_hidden(pooling, h, s.n, E, o); o += E;
+      default: pool_hidden(jobs[j].pooling, h, s.n, E, jobs[j].out);
     }
     t0 += s.n;
   }
 }
 
-void Embedder::run_decoder(const std::vector<const EmbedInput*>& group, PoolingType pooling, float* out) {
+void Embedder::run_decoder(const Job* jobs, size_t n) {
   const HParams& hp = model_.hparams();
   Context& ctx = *context_;
   ctx.clear();
   Batch batch;
-  for (size_t s = 0; s < group.size(); ++s) {
-    const std::vector<int32_t>& tokens = group[s]->tokens;
-    const auto n = static_cast<int32_t>(tokens.size());
-    for (int32_t i = 0; i < n; ++i) {
+  for (size_t s = 0; s < n; ++s) {
+    const std::vector<int32_t>& tokens = jobs[s].input->tokens;
+    const PoolingType pooling = jobs[s].pooling;
+    const auto len = static_cast<int32_t>(tokens.size());
+    for (int32_t i = 0; i < len; ++i) {
       bool want = true;  // none, mean: every token's state
       if (pooling == PoolingType::kCls) want = i == 0;
-      if (pooling == PoolingType::kLast || pooling == PoolingType::kRank) want = i == n - 1;
+      if (pooling == PoolingType::kLast || pooling == PoolingType::kRank) want = i == len - 1;
       batch.add(static_cast<int32_t>(s), tokens[static_cast<size_t>(i)], i, want);
     }
   }
@@ -242,29 +256,22 @@ void Embedder::run_decoder(const std::vector<const EmbedInput*>& group, PoolingT
   ctx.set_abort_check(AbortCheck{});
   const int32_t E = hp.n_embd;
   int32_t row = 0;
-  float* o = out;
-  for (const EmbedInput* in : group) {
-    const auto n = static_cast<int32_t>(in->tokens.size());
-    switch (pooling) {
+  for (size_t s = 0; s < n; ++s) {
+    const auto len = static_cast<int32_t>(jobs[s].input->tokens.size());
+    float* o = jobs[s].out;
+    switch (jobs[s].pooling) {
       case PoolingType::kNone:
-        for (int32_t i = 0; i < n; ++i, o += E) std::copy(ctx.embeddings(row + i), ctx.embeddings(row + i) + E, o);
-        row += n;
+        for (int32_t i = 0; i < len; ++i, o += E) std::copy(ctx.embeddings(row + i), ctx.embeddings(row + i) + E, o);
+        row += len;
         break;
-      case PoolingType::kMean: {
-        // The n rows of this sequence are consecutive in the output buffer.
-        pool_hidden(PoolingType::kMean, ctx.embeddings(row), n, E, o);
-        row += n;
-        o += E;
+      case PoolingType::kMean:  // this sequence's rows are consecutive in the output buffer
+        pool_hidden(PoolingType::kMean, ctx.embeddings(row), len, E, o);
+        row += len;
         break;
-      }
-      case PoolingType::kRank:
-        rank_head(model_, ctx.embeddings(row++), o);
-        o += hp.n_cls_out;
-        break;
+      case PoolingType::kRank: rank_head(model_, ctx.embeddings(row++), o); break;
       default:  // cls, last: the one output row of this sequence
         std::copy(ctx.embeddings(row), ctx.embeddings(row) + E, o);
         ++row;
-        o += E;
     }
   }
   ctx.clear();

@@ -78,6 +78,20 @@ class Embedder {
   // abort check fired (out unchanged).
   void embed(const std::vector<EmbedInput>& inputs, PoolingType pooling, int normalize, std::vector<float>& out);
 
+  // The general form: each job its own input, pooling and normalisation, its output written to
+  // `out` (output_floats(job) floats). Validates every job first (nothing is written on a bad
+  // one), then runs them in order in forwards of at most n_batch tokens (and n_seq_max
+  // sequences); jobs that fit one forward run in one. kUnspecified pooling means the default.
+  struct Job {
+    const EmbedInput* input = nullptr;
+    PoolingType pooling = PoolingType::kUnspecified;
+    int normalize = 2;
+    float* out = nullptr;
+  };
+  void run(Job* jobs, size_t n_jobs);
+  // Floats a job writes: pooled_dims(pooling), times the tokens with pooling none.
+  size_t output_floats(const EmbedInput& input, PoolingType pooling) const;
+
   // Polled between layers (AbortCheck{} removes it).
   void set_abort_check(AbortCheck check) { abort_ = check; }
   // Frees the forward's scratch (re-made by the next embed); returns the bytes released.
@@ -90,9 +104,9 @@ class Embedder {
   int64_t forwards() const { return forwards_; }  // forward calls since construction
 
  private:
-  void run_forward(const std::vector<const EmbedInput*>& group, PoolingType pooling, int normalize, float* out);
-  void run_encoder(const std::vector<const EmbedInput*>& group, PoolingType pooling, float* out);
-  void run_decoder(const std::vector<const EmbedInput*>& group, PoolingType pooling, float* out);
+  void run_forward(const Job* jobs, size_t n);
+  void run_encoder(const Job* jobs, size_t n);
+  void run_decoder(const Job* jobs, size_t n);
   void check_input(const EmbedInput& in, size_t index) const;
 
   const Model& model_;
