@@ -90,10 +90,22 @@ PoolingType Embedder::default_pooling() const {
 }
 
 size_t Embedder::planned_bytes(const Model& model, const EmbedderParams& params) {
-  const Resolved r = resolve(model, params);
-  if (model.hparams().encoder) return EncoderPass::scratch_bytes(model, r.n_batch, r.n_ctx, r.n_threads);
-  const MemoryPlan m = plan_memory(model, decoder_context_params(model, r, params), RepackMode::kOff);
+  const MemoryPlan m = plan_embedder_memory(model, params, RepackMode::kOff);
   return m.kv + m.scratch + m.logits;
+}
+
+EmbedderParams Embedder::resolved_params(const Model& model, const EmbedderParams& params) {
+  const Resolved r = resolve(model, params);
+  EmbedderParams p = params;
+  p.n_ctx = r.n_ctx;
+  p.n_batch = r.n_batch;
+  p.n_seq_max = r.n_seq_max;
+  p.n_threads = r.n_threads;
+  return p;
+}
+
+ContextParams Embedder::context_params(const Model& model, const EmbedderParams& params) {
+  return decoder_context_params(model, resolve(model, params), params);
 }
 
 size_t Embedder::trim() {

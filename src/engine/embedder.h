@@ -98,8 +98,12 @@ class Embedder {
   size_t trim();
   size_t allocated_bytes() const;
   // What the constructor allocates (planning): the encoder's scratch, or the Context's KV,
-  // scratch and output rows.
+  // scratch and output rows. plan_embedder_memory (memory_plan.h) gives every term.
   static size_t planned_bytes(const Model& model, const EmbedderParams& params);
+  // `params` with the defaults filled in as the constructor fills them (n_ctx, n_batch,
+  // n_seq_max, n_threads), and the embeddings Context a decoder runs in.
+  static EmbedderParams resolved_params(const Model& model, const EmbedderParams& params);
+  static ContextParams context_params(const Model& model, const EmbedderParams& params);
 
   int64_t forwards() const { return forwards_; }  // forward calls since construction
 

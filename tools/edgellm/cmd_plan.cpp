@@ -2,7 +2,8 @@
 // with the memory arithmetic (device/planner.h). Candidates are GGUF files or registry entries
 // (--registry DIR; with no candidate given, every installed model); --device this (default), a
 // built-in tier (phone-4gb, phone-8gb, phone-12gb, phone-16gb), --all-tiers for the four, or a
-// JSON profile file. --json prints the plan(s) as JSON.
+// JSON profile file. --with FILE counts an embedder / reranker held beside the model (docqa).
+// --json prints the plan(s) as JSON.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -31,7 +32,8 @@ int run_plan(const std::vector<std::string>& args) {
   bool json = false;
   ArgParser ap("plan", "[MODEL.gguf | NAME[@VERSION] ...] [--device this|phone-8gb|FILE] [--registry DIR] [--json]");
   ap.allow_positionals(&positionals, "MODEL");
-  ap.add_string("--device", &device, "NAME", "this (default), phone-4gb, phone-8gb, phone-12gb, phone-16gb or a JSON file");
+  ap.add_string("--device", &device, "NAME",
+                "this (default), phone-4gb, phone-8gb, phone-12gb, phone-16gb or a JSON file");
   ap.add_flag("--all-tiers", &all_tiers, "plan for the four built-in phone tiers");
   ap.add_string("--registry", &registry_dir, "DIR", "model registry: candidates by name, crash-loop guard marks");
   ap.add_int("-c,--ctx", &o.max_ctx, "N", "context wanted (default 4096)", 16, 1 << 20);
@@ -41,13 +43,19 @@ int run_plan(const std::vector<std::string>& args) {
   ap.add_string("--power", &power, "MODE", "performance, balanced (default) or efficiency");
   float min_tg = 0;
   ap.add_float("--min-decode-tps", &min_tg, "X", "skip candidates measured to decode slower than X tok/s here", 0.0f);
-  ap.add_int("--estimate-prompt", &o.estimate_prompt_tokens, "N", "prompt tokens of the time estimate (default 512)", 0);
-  ap.add_int("--estimate-answer", &o.estimate_answer_tokens, "N", "answer tokens of the time estimate (default 128)", 0);
+  ap.add_int("--estimate-prompt", &o.estimate_prompt_tokens, "N", "prompt tokens of the time estimate (default 512)",
+             0);
+  ap.add_int("--estimate-answer", &o.estimate_answer_tokens, "N", "answer tokens of the time estimate (default 128)",
+             0);
+  std::vector<std::string> companions;
+  ap.add_strings("--with", &companions, "FILE",
+                 "an embedding or reranking model the app holds beside it (counted first; repeatable)");
   ap.add_flag("--json", &json, "print JSON");
   if (!ap.parse(args)) return 0;
   o.headroom = headroom;
   o.power = parse_power_mode(power);
   o.min_decode_tokens_per_second = min_tg;
+  for (const std::string& c : companions) o.companions.push_back({c, c, EmbedderParams{}});
 
   std::optional<ModelRegistry> registry;
   std::optional<CrashLoopGuard> guard;
@@ -64,11 +72,12 @@ int run_plan(const std::vector<std::string>& args) {
   auto add_manifest = [&](const ModelManifest& m) {
     manifest_slot.push_back(candidates.size());
     manifests.push_back(m);
-    candidates.push_back({m.key(), registry->model_path(m), std::nullopt, m.prefill_tokens_per_second,
-                          m.decode_tokens_per_second});
+    candidates.push_back(
+        {m.key(), registry->model_path(m), std::nullopt, m.prefill_tokens_per_second, m.decode_tokens_per_second});
   };
   if (positionals.empty()) {
-    require(registry.has_value(), ErrorCode::kInvalidArgument, "plan needs MODEL files or --registry DIR\n" + ap.usage());
+    require(registry.has_value(), ErrorCode::kInvalidArgument,
+            "plan needs MODEL files or --registry DIR\n" + ap.usage());
     for (const auto& m : registry->list()) add_manifest(m);
     require(!candidates.empty(), ErrorCode::kInvalidArgument, "the registry '" + registry_dir + "' has no models");
   }
@@ -101,7 +110,8 @@ int run_plan(const std::vector<std::string>& args) {
   return exit_code;
 }
 
-const CommandRegistration kRegistration("plan", "recommend a model and configuration for a device, with the memory arithmetic",
+const CommandRegistration kRegistration("plan",
+                                        "recommend a model and configuration for a device, with the memory arithmetic",
                                         run_plan);
 
 }  // namespace
