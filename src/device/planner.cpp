@@ -76,6 +76,25 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
   require(o.min_decode_tokens_per_second >= 0 && o.estimate_prompt_tokens >= 0 && o.estimate_answer_tokens >= 0,
           ErrorCode::kInvalidArgument, "plan: speeds and token counts must be >= 0");
 
+  // Companions (an embedder, a reranker) run beside whichever candidate is chosen: their memory
+  // comes off the budget first.
+  for (const PlanCompanion& c : o.companions) {
+    CompanionPlan cp;
+    cp.label = c.label.empty() ? c.path : c.label;
+    cp.path = c.path;
+    try {
+      ModelLoadParams lp;
+      lp.repack = RepackMode::kOff;
+      const auto model = Model::load(c.path, lp);
+      cp.memory = plan_embedder_memory(*model, c.embedder, RepackMode::kAuto);
+      plan.companion_bytes += cp.memory.total();
+    } catch (const Error& e) {
+      cp.error = e.what();
+    }
+    plan.companions.push_back(std::move(cp));
+  }
+  const uint64_t budget = plan.budget_bytes > plan.companion_bytes ? plan.budget_bytes - plan.companion_bytes : 0;
+
   // Load each candidate's index and views (mmap, no repacking: cheap) to run the formula.
   std::vector<Ranked> ranked;
   for (const auto& c : candidates) {
@@ -92,7 +111,8 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
     }
     ranked.push_back(std::move(r));
   }
-  const bool all_scored = std::all_of(ranked.begin(), ranked.end(), [](const Ranked& r) { return r.c.task_score.has_value(); });
+  const bool all_scored =
+      std::all_of(ranked.begin(), ranked.end(), [](const Ranked& r) { return r.c.task_score.has_value(); });
   std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
     if (all_scored && *a.c.task_score != *b.c.task_score) return *a.c.task_score > *b.c.task_score;
     return a.weights > b.weights;
@@ -137,7 +157,7 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
           opt.memory = plan_memory(*r.model, cp, RepackMode::kAuto);
           opt.guard_key = plan_guard_key(r.c.label, ctx, kv.k, kv.v);
           smallest = opt;
-          if (opt.memory.total() > plan.budget_bytes) continue;
+          if (opt.memory.total() > budget) continue;
           std::string why;
           if (o.guard && o.guard->is_unfit(opt.guard_key, &why)) {
             last_unfit = opt.guard_key + ": " + why;
@@ -158,8 +178,9 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
       best.rejected = !last_unfit.empty()
                           ? "every configuration that fits is marked unfit (" + last_unfit + ")"
                           : "needs " + mib(smallest.memory.total()) + " even at ctx " + std::to_string(smallest.n_ctx) +
-                                ", " + kv_types_text(smallest) + " KV, batch " +
-                                std::to_string(smallest.n_batch) + "; the budget is " + mib(plan.budget_bytes);
+                                ", " + kv_types_text(smallest) + " KV, batch " + std::to_string(smallest.n_batch) +
+                                "; the budget is " + mib(budget) +
+                                (plan.companion_bytes ? " after " + mib(plan.companion_bytes) + " of companions" : "");
     }
     const double tg = r.c.decode_tokens_per_second;
     if (best.fits && tg > 0 && tg < o.min_decode_tokens_per_second) {
@@ -213,6 +234,20 @@ Json Plan::to_json() const {
     }
     return x;
   };
+  Json comps = Json::array();
+  for (const CompanionPlan& c : companions) {
+    Json x = Json::object();
+    x.set("model", c.label);
+    x.set("path", c.path);
+    if (c.error.empty()) {
+      x.set("memory", c.memory.to_json());
+    } else {
+      x.set("error", c.error);
+    }
+    comps.push_back(std::move(x));
+  }
+  j.set("companions", std::move(comps));
+  j.set("companion_bytes", companion_bytes);
   j.set("choice", choice ? option_json(*choice) : Json(nullptr));
   Json c = Json::array();
   for (const auto& o : considered) c.push_back(option_json(o));
@@ -225,8 +260,8 @@ std::string Plan::to_text() const {
   char line[512];
   std::snprintf(line, sizeof line, "device %s: %s RAM, %s available, app limit %s, %d cores in %zu clusters, %s\n",
                 device.name.c_str(), mib(device.ram_total_bytes).c_str(), mib(device.ram_available_bytes).c_str(),
-                device.app_limit_bytes ? mib(device.app_limit_bytes).c_str() : "none",
-                device.total_cores(), device.clusters.size(), device.isa.c_str());
+                device.app_limit_bytes ? mib(device.app_limit_bytes).c_str() : "none", device.total_cores(),
+                device.clusters.size(), device.isa.c_str());
   s += line;
   std::snprintf(line, sizeof line, "budget %s (the smaller of limit and available, less %.0f %% headroom)\n",
                 mib(budget_bytes).c_str(), headroom * 100);
@@ -236,9 +271,29 @@ std::string Plan::to_text() const {
                 threads.decode_on_efficiency_cores ? " efficiency cores" : "",
                 threads.decode_placement.to_string().c_str());
   s += line;
+  for (const CompanionPlan& c : companions) {
+    if (!c.error.empty()) {
+      s += "beside it: " + c.label + ": cannot be planned (" + c.error + "), counted as 0\n";
+      continue;
+    }
+    const MemoryPlan& m = c.memory;
+    std::snprintf(line, sizeof line,
+                  "beside it: %s (embedder): weights %s + KV %s + scratch %s + tokenizer %s + runtime %s = %s\n",
+                  c.label.c_str(), mib(m.weights_touched).c_str(), mib(m.kv).c_str(), mib(m.scratch + m.logits).c_str(),
+                  mib(m.tokenizer).c_str(), mib(m.runtime).c_str(), mib(m.total()).c_str());
+    s += line;
+  }
+  if (!companions.empty()) {
+    std::snprintf(line, sizeof line, "budget for the model: %s\n\n",
+                  mib(budget_bytes > companion_bytes ? budget_bytes - companion_bytes : 0).c_str());
+    s += line;
+  }
   for (const auto& o : considered) {
     const bool chosen = choice && choice->label == o.label;
-    std::snprintf(line, sizeof line, "%s %s (%s)\n", chosen ? "=> CHOSEN" : o.fits ? "   fits  " : "   no    ",
+    std::snprintf(line, sizeof line, "%s %s (%s)\n",
+                  chosen   ? "=> CHOSEN"
+                  : o.fits ? "   fits  "
+                           : "   no    ",
                   o.label.c_str(), o.weight_type.empty() ? "?" : o.weight_type.c_str());
     s += line;
     if (o.n_ctx > 0) {
@@ -250,8 +305,9 @@ std::string Plan::to_text() const {
                     "        total     %12s  %s budget %s\n",
                     o.n_ctx, m.n_seq_max, kv_types_text(o).c_str(), o.n_batch, mib(m.weights_touched).c_str(),
                     mib(m.kv).c_str(), mib(m.scratch).c_str(), mib(m.logits).c_str(), mib(m.tokenizer).c_str(),
-                    mib(m.runtime).c_str(), mib(m.total()).c_str(), m.total() <= budget_bytes ? "<=" : ">",
-                    mib(budget_bytes).c_str());
+                    mib(m.runtime).c_str(), mib(m.total()).c_str(),
+                    m.total() + companion_bytes <= budget_bytes ? "<=" : ">",
+                    mib(budget_bytes > companion_bytes ? budget_bytes - companion_bytes : 0).c_str());
       s += line;
     }
     if (o.prefill_tokens_per_second > 0 && o.decode_tokens_per_second > 0) {

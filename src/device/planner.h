@@ -20,6 +20,7 @@
 #include "core/json.h"
 #include "device/device_profile.h"
 #include "device/power_mode.h"
+#include "engine/embedder.h"
 #include "engine/memory_plan.h"
 
 namespace edgellm {
@@ -35,6 +36,15 @@ struct PlanCandidate {
   double decode_tokens_per_second = 0;
 };
 
+// A model that runs beside the planned one in the same app: an embedder or a reranker (its own
+// Runtime, role embed; docqa uses both). Its memory (plan_embedder_memory) comes off the budget
+// before the candidates are fitted.
+struct PlanCompanion {
+  std::string label;        // shown in the plan
+  std::string path;         // the GGUF file
+  EmbedderParams embedder;  // its n_ctx / n_batch / threads (defaults: the model's, as the runtime)
+};
+
 struct PlanOptions {
   int32_t max_ctx = 4096;  // the context wanted (capped at the model's training context)
   int32_t min_ctx = 512;   // a configuration below this is not offered
@@ -48,11 +58,19 @@ struct PlanOptions {
   // The request the time estimates are for: prompt tokens prefilled, answer tokens decoded.
   int32_t estimate_prompt_tokens = 512;
   int32_t estimate_answer_tokens = 128;
+  std::vector<PlanCompanion> companions;  // models held beside the candidate (counted first)
+};
+
+// A companion's memory, or why it could not be planned (it then counts as 0 and the plan says so).
+struct CompanionPlan {
+  std::string label, path;
+  MemoryPlan memory;
+  std::string error;
 };
 
 struct PlanOption {
   std::string label, path;
-  std::string weight_type;  // dominant matrix type of the file
+  std::string weight_type;               // dominant matrix type of the file
   double prefill_tokens_per_second = 0;  // measured (PlanCandidate); 0: not measured
   double decode_tokens_per_second = 0;
   int32_t n_ctx = 0;
@@ -69,7 +87,9 @@ struct Plan {
   DeviceProfile device;
   double headroom = 0;
   int32_t estimate_prompt_tokens = 0, estimate_answer_tokens = 0;
-  uint64_t budget_bytes = 0;
+  uint64_t budget_bytes = 0;  // the device's budget; candidates get it less companion_bytes
+  std::vector<CompanionPlan> companions;
+  uint64_t companion_bytes = 0;
   PowerMode power = PowerMode::kBalanced;
   ThreadPlan threads;
   std::optional<PlanOption> choice;

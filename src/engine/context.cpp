@@ -30,7 +30,8 @@ struct Context::Impl {
   std::shared_ptr<ThreadPool> pool;         // prefill (and decode unless decode_pool is set)
   std::shared_ptr<ThreadPool> decode_pool;  // null: decode runs on `pool`
   std::unique_ptr<ForwardPass> forward;
-  std::vector<float> logits;  // [n_outputs, n_vocab]; capacity n_batch rows reserved up front
+  std::vector<float> logits;  // [n_outputs, out_width]; capacity n_batch rows reserved up front
+  size_t out_width = 0;       // n_vocab, or n_embd in an embeddings context
   int32_t n_outputs = 0;
   uint64_t fingerprint = 0;  // the model file's (prefix-cache seed, session files)
   // decode() bookkeeping, reserved up front so a decode step does not touch the heap.
@@ -40,6 +41,9 @@ struct Context::Impl {
 
 Context::Context(const Model& model, const ContextParams& params) : model_(model), params_(params) {
   const HParams& hp = model.hparams();
+  require(!hp.encoder, ErrorCode::kUnsupported,
+          hp.arch + " is an encoder model: it computes embeddings and rerank scores (engine/embedder.h, `edgellm "
+                    "embed`), not text");
   ContextParams& p = params_;
   require(p.n_ctx >= 0, ErrorCode::kInvalidArgument, "n_ctx " + std::to_string(p.n_ctx) + " must be >= 0");
   if (p.n_ctx == 0) p.n_ctx = std::min(hp.n_ctx_train, kDefaultContextCap);
@@ -86,7 +90,8 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   // One row per sequence: a decode step of every sequence never allocates. A prompt that asks for
   // more rows (perplexity: every position) grows it once. Reserving n_batch rows up front would
   // be 311 MB of address space for a 151936-token vocabulary at n_batch 512.
-  impl_->logits.reserve(static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(hp.n_vocab));
+  impl_->out_width = static_cast<size_t>(p.embeddings ? hp.n_embd : hp.n_vocab);
+  impl_->logits.reserve(static_cast<size_t>(logits_rows_reserved(p)) * impl_->out_width);
   impl_->next_pos.resize(static_cast<size_t>(p.n_seq_max));
   impl_->grown.reserve(static_cast<size_t>(std::min(p.n_batch, p.n_seq_max)));
 }
@@ -133,7 +138,7 @@ size_t Context::trim() {
     impl_->forward.reset();
   }
   const size_t keep_rows = static_cast<size_t>(std::max(1, std::min(params_.n_batch, params_.n_seq_max)));
-  const size_t n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  const size_t n_vocab = impl_->out_width;
   if (impl_->logits.capacity() > keep_rows * n_vocab) {
     released += (impl_->logits.capacity() - keep_rows * n_vocab) * sizeof(float);
     std::vector<float> small;
@@ -189,7 +194,7 @@ void Context::decode(const Batch& batch) {
 
   // Grows only when a caller asks for more logit rows than ever before (e.g. every position for
   // perplexity); decode steps of up to n_seq_max sequences never allocate.
-  impl_->logits.resize(static_cast<size_t>(n_outputs) * static_cast<size_t>(hp.n_vocab));
+  impl_->logits.resize(static_cast<size_t>(n_outputs) * impl_->out_width);
   impl_->n_outputs = 0;
 
   int32_t out_done = 0;
@@ -227,7 +232,8 @@ void Context::decode(const Batch& batch) {
                                                        max_threads);
       }
       impl_->forward->run(chunk, cn, kv, pool, threads, abort_check_, matmul_observer_,
-                          impl_->logits.data() + static_cast<size_t>(out_done) * static_cast<size_t>(hp.n_vocab));
+                          impl_->logits.data() + static_cast<size_t>(out_done) * impl_->out_width,
+                          params_.embeddings);
     } catch (...) {
       for (const auto& g : grown) kv.seq_truncate(g.first, g.second);
       impl_->n_outputs = out_done;
@@ -244,12 +250,24 @@ void Context::decode(const Batch& batch) {
 }
 
 const float* Context::logits(int32_t i) const {
+  require(!params_.embeddings, ErrorCode::kInvalidArgument,
+          "logits: this context outputs embeddings (ContextParams::embeddings), not logits");
   if (i < 0 || i >= impl_->n_outputs) {
     throw Error(ErrorCode::kInvalidArgument, "logits index " + std::to_string(i) + " is outside [0, " +
                                                  std::to_string(impl_->n_outputs) +
                                                  ") (entries with want_logits in the last decode)");
   }
-  return impl_->logits.data() + static_cast<size_t>(i) * static_cast<size_t>(model_.hparams().n_vocab);
+  return impl_->logits.data() + static_cast<size_t>(i) * impl_->out_width;
+}
+
+const float* Context::embeddings(int32_t i) const {
+  require(params_.embeddings, ErrorCode::kInvalidArgument,
+          "embeddings: this context outputs logits (set ContextParams::embeddings for hidden states)");
+  require(i >= 0 && i < impl_->n_outputs, ErrorCode::kInvalidArgument, [&] {
+    return "embeddings index " + std::to_string(i) + " is outside [0, " + std::to_string(impl_->n_outputs) +
+           ") (entries with want_logits in the last decode)";
+  });
+  return impl_->logits.data() + static_cast<size_t>(i) * impl_->out_width;
 }
 
 int32_t Context::n_outputs() const { return impl_->n_outputs; }

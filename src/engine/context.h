@@ -49,6 +49,10 @@ struct ContextParams {
   // the prefix cache); 0 = enough blocks for n_seq_max full sequences. In (0, 1].
   double kv_budget_fraction = 0;
   bool pin_threads = false;       // pin worker threads to the big cores (sched_setaffinity)
+  // Outputs are the final hidden states after output_norm (n_embd floats, embeddings(i)) instead
+  // of logits: llama.cpp's `embeddings` context parameter, what a decoder used as an embedder
+  // (Qwen3-Embedding, engine/embedder.h) pools. The output head is not run.
+  bool embeddings = false;
   // Where decode (n_threads) and prefill (n_threads_batch) threads run and at which worker
   // priority (platform/thread_placement.h; device/power_mode.h fills them per power mode). Empty:
   // threads stay where they are. The thread calling decode() takes the phase's CPU set too.
@@ -107,7 +111,11 @@ class Context {
   size_t trim();
 
   // Logits (n_vocab floats) of the i-th entry that wanted logits in the last decode() call.
+  // Throws Error(kInvalidArgument) in an embeddings context.
   const float* logits(int32_t i) const;
+  // With ContextParams::embeddings: the normed final hidden state (n_embd floats) of the i-th
+  // entry that wanted an output. Throws Error(kInvalidArgument) otherwise.
+  const float* embeddings(int32_t i) const;
   int32_t n_outputs() const;
 
   // Sequence management. A sequence holds positions [0, seq_length).

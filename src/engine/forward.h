@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/matmul_group.h"
 #include "model/model.h"
 #include "platform/memory_stats.h"
 
@@ -42,12 +43,13 @@ class ForwardPass {
   // Runs `n` entries. Preconditions (checked by Context): token ids valid, each entry's position
   // is allocated in its sequence (kv.seq_length > pos), positions of one sequence increasing.
   // Logits of the entries with want_logits are written consecutively to `logits`
-  // (rows of n_vocab floats).
+  // (rows of n_vocab floats); with `hidden_out`, their normed final states instead (rows of
+  // n_embd floats: rms_norm(x) * output_norm, llama.cpp's "result_norm"), and no head is run.
   // `abort` is polled before every layer; when it returns true run() throws Error(kCancelled)
   // (the K/V rows written so far belong to the chunk the caller rolls back).
   // `observer` (may be null) sees every matmul's input (engine/matmul_observer.h).
   void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-           const AbortCheck& abort, MatmulObserver* observer, float* logits);
+           const AbortCheck& abort, MatmulObserver* observer, float* logits, bool hidden_out = false);
 
   size_t allocated_bytes() const;
   // What the constructor allocates, without allocating (memory planning, `edgellm info`).
@@ -56,13 +58,7 @@ class ForwardPass {
 
  private:
   struct Sizes;  // byte size of every buffer, computed in one place
-  struct MatmulJob {
-    const WeightView* w;
-    const float* x;  // [n_tokens, w->n_in]
-    float* y;        // [n_tokens, w->n_out]
-  };
-  // Runs several matmuls that share one parallel region; inputs are quantized once per distinct
-  // (input, activation type) pair.
+  // Runs several matmuls that share one parallel region (engine/matmul_group.h).
   void matmuls(const MatmulJob* jobs, int n_jobs, int32_t n_tokens);
   void rope_tables(const BatchEntry* entries, int32_t n);
   void apply_rope(float* head, int32_t entry) const;

@@ -4,6 +4,8 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "engine/embedder.h"
+#include "engine/encoder_pass.h"
 #include "engine/forward.h"
 #include "gguf/gguf_reader.h"
 #include "kernels/repack.h"
@@ -36,7 +38,9 @@ size_t tokenizer_bytes(const gguf::GgufFile& f) {
   return bytes;
 }
 
-size_t matrix_bytes(const WeightView& w) { return static_cast<size_t>(w.n_out) * w.row_bytes; }
+size_t matrix_bytes(const WeightView& w) {
+  return static_cast<size_t>(w.n_out) * w.row_bytes;
+}
 
 }  // namespace
 
@@ -100,7 +104,9 @@ int32_t kv_pool_blocks(const ContextParams& p, const KvCacheParams& kp) {
   return static_cast<int32_t>(std::min<size_t>(p.kv_budget_bytes / bb, INT32_MAX));
 }
 
-int32_t logits_rows_reserved(const ContextParams& p) { return std::max(1, std::min(p.n_batch, p.n_seq_max)); }
+int32_t logits_rows_reserved(const ContextParams& p) {
+  return std::max(1, std::min(p.n_batch, p.n_seq_max));
+}
 
 ContextParams resolved_context_params(const Model& model, ContextParams p) {
   if (p.n_ctx == 0) p.n_ctx = std::min(model.hparams().n_ctx_train, kDefaultContextCap);
@@ -109,17 +115,10 @@ ContextParams resolved_context_params(const Model& model, ContextParams p) {
   return p;
 }
 
-MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack) {
-  const ContextParams p = resolved_context_params(model, params);
-  const HParams& hp = model.hparams();
-  MemoryPlan m;
-  m.n_ctx = p.n_ctx;
-  m.n_seq_max = p.n_seq_max;
-  m.n_batch = p.n_batch;
-  m.n_threads = std::max(p.n_threads, p.n_threads_batch);
-  m.kv_type = p.kv_k();
-  m.kv_type_v = p.kv_v();
+namespace {
 
+// weights_touched, weights_repacked and weights_mapped_file of `m`.
+void plan_weights(const Model& model, RepackMode repack, MemoryPlan& m) {
   // Weights: every matrix the forward multiplies (each counted once: a tied output head is
   // token_embd), plus the F32 vectors (norms, biases), which are copied out of the file. A
   // matrix that will be repacked counts with its packed size (Q4_K: 148/144 of the file's), as
@@ -144,18 +143,54 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   m.weights_touched += vectors;
   m.weights_mapped_file = model.weight_bytes();
   if (model.repacked_bytes() > 0) m.weights_repacked = model.repacked_bytes();
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack) {
+  const ContextParams p = resolved_context_params(model, params);
+  const HParams& hp = model.hparams();
+  MemoryPlan m;
+  m.n_ctx = p.n_ctx;
+  m.n_seq_max = p.n_seq_max;
+  m.n_batch = p.n_batch;
+  m.n_threads = std::max(p.n_threads, p.n_threads_batch);
+  m.kv_type = p.kv_k();
+  m.kv_type_v = p.kv_v();
+  plan_weights(model, repack, m);
 
   const KvCacheParams kp = kv_cache_params(hp, p);
   m.kv_blocks = kv_pool_blocks(p, kp);
   m.kv = static_cast<size_t>(m.kv_blocks) * KvCache::block_bytes(kp);
   m.scratch = ForwardPass::scratch_bytes(model, p.n_batch, p.n_ctx, p.kv_v(), m.n_threads);
-  m.logits = static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(hp.n_vocab) * sizeof(float);
+  const int32_t out_width = p.embeddings ? hp.n_embd : hp.n_vocab;  // embeddings contexts keep hidden states
+  m.logits = static_cast<size_t>(logits_rows_reserved(p)) * static_cast<size_t>(out_width) * sizeof(float);
   m.tokenizer = tokenizer_bytes(model.gguf());
   // Decode at another worker priority than prefill runs on a pool of its own (Context): its
   // n_threads - 1 workers come on top.
   const bool decode_pool = p.placement.nice.value_or(0) != p.placement_batch.nice.value_or(0);
   const size_t threads = static_cast<size_t>(m.n_threads) + (decode_pool ? static_cast<size_t>(p.n_threads - 1) : 0);
   m.runtime = kRuntimeFixedBytes + threads * kRuntimePerThreadBytes;
+  return m;
+}
+
+MemoryPlan plan_embedder_memory(const Model& model, const EmbedderParams& params, RepackMode repack) {
+  if (!model.hparams().encoder) return plan_memory(model, Embedder::context_params(model, params), repack);
+  const EmbedderParams r = Embedder::resolved_params(model, params);
+  MemoryPlan m;
+  m.n_ctx = r.n_ctx;
+  m.n_seq_max = r.n_seq_max;
+  m.n_batch = r.n_batch;
+  m.n_threads = r.n_threads;
+  plan_weights(model, repack, m);
+  // An encoder reads the position rows of every forward, and one token-embedding row per token
+  // (like an untied embedding: its pages mostly stay on disk); plan_weights counted neither.
+  for (const WeightView* w : {&model.position_embd(), &model.token_types()}) {
+    if (w->present()) m.weights_touched += matrix_bytes(*w);
+  }
+  m.scratch = EncoderPass::scratch_bytes(model, r.n_batch, r.n_ctx, r.n_threads);
+  m.tokenizer = tokenizer_bytes(model.gguf());
+  m.runtime = kRuntimeFixedBytes + static_cast<size_t>(r.n_threads) * kRuntimePerThreadBytes;
   return m;
 }
 

@@ -42,7 +42,7 @@ struct MemoryPlan {
   TensorType kv_type_v = TensorType::F16;  // V
   int32_t kv_blocks = 0;
   size_t weights_touched = 0;
-  size_t weights_repacked = 0;  // part of weights_touched that is anonymous (repacked) memory
+  size_t weights_repacked = 0;     // part of weights_touched that is anonymous (repacked) memory
   size_t weights_mapped_file = 0;  // every tensor of the file (address space, not resident)
   size_t kv = 0;
   size_t scratch = 0;
@@ -68,5 +68,12 @@ ContextParams resolved_context_params(const Model& model, ContextParams params);
 // The plan for `model` under `params`. `repack`: how the model is (or will be) loaded; a model
 // loaded with repacking already has packed matrices and the mode does not matter.
 MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack);
+
+struct EmbedderParams;
+// The same terms for an Embedder (engine/embedder.h): an encoder has no KV and no logits, its
+// scratch is the EncoderPass's for n_batch tokens; a decoder used as an embedder is its
+// embeddings Context (KV for one forward's sequences, hidden-state rows instead of logits).
+// n_ctx, n_batch and n_seq_max report the embedder's; kv_type its K/V type.
+MemoryPlan plan_embedder_memory(const Model& model, const EmbedderParams& params, RepackMode repack);
 
 }  // namespace edgellm

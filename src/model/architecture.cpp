@@ -10,6 +10,8 @@ constexpr Architecture kArchitectures[] = {
     {"llama", RopeStyle::kNormal, /*qkv_bias=*/false, /*qk_norm=*/false},
     {"qwen2", RopeStyle::kNeox, /*qkv_bias=*/true, /*qk_norm=*/false},
     {"qwen3", RopeStyle::kNeox, /*qkv_bias=*/false, /*qk_norm=*/true},
+    // RoPE style unused (learned positions); Q/K/V biases present in every BERT checkpoint.
+    {"bert", RopeStyle::kNormal, /*qkv_bias=*/true, /*qk_norm=*/false, /*encoder=*/true},
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The registry of supported model architectures and what distinguishes them in the forward pass.
-// Everything else (tensor names, shapes, hyper-parameter keys) is shared by the llama family.
+// Two families: decoders of the llama block (llama, qwen2, qwen3; tensor names, shapes and
+// hyper-parameter keys shared) and encoders of the BERT block (bert), which serve embeddings and
+// reranking only (engine/encoder_pass.h).
 #pragma once
 
 #include <string>
@@ -19,12 +21,17 @@ struct Architecture {
   RopeStyle rope_style;
   bool qkv_bias;         // blk.N.attn_{q,k,v}.bias present (qwen2)
   bool qk_norm;          // blk.N.attn_{q,k}_norm.weight: per-head RMSNorm of Q and K before RoPE (qwen3)
+  // Encoder (bert): every token of a sequence attends to every other (no causal mask, no KV
+  // cache), LayerNorm (with bias) after each residual sum (post-norm), absolute positions as
+  // learned rows (position_embd) added to the token and token-type embeddings, a GELU feed-forward
+  // with biases, and no output head: the final hidden states are the result.
+  bool encoder = false;
 };
 
 // Throws Error(kUnsupported) naming `name` and listing the supported architectures.
 const Architecture& find_architecture(std::string_view name);
 std::vector<std::string> supported_architectures();
-// "llama, qwen2, qwen3"
+// "llama, qwen2, qwen3, bert"
 std::string supported_architectures_list();
 
 }  // namespace edgellm

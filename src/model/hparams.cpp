@@ -49,6 +49,7 @@ HParams read_hparams(const gguf::GgufFile& f) {
   const Architecture& a = find_architecture(*arch);
   hp.arch = a.name;
   hp.rope_style = a.rope_style;
+  hp.encoder = a.encoder;
   const std::string p = hp.arch + ".";
 
   hp.n_embd = int_key(f, p + "embedding_length", 1, kMaxDim);
@@ -108,6 +109,36 @@ HParams read_hparams(const gguf::GgufFile& f) {
   }
   hp.has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
 
+  // Embedding models. An encoder's LayerNorm epsilon is required (llama.cpp requires it too);
+  // its attention is bidirectional, which a file may not contradict.
+  if (hp.encoder) {
+    require(f.get_float(p + "attention.layer_norm_epsilon").has_value(), ErrorCode::kInvalidFile,
+            "GGUF key '" + p + "attention.layer_norm_epsilon' is missing (required for the model)");
+    hp.norm_eps = float_key(f, p + "attention.layer_norm_epsilon", 1e-30, 1.0, 1e-12);
+    hp.causal = false;
+    if (const auto causal = f.get_bool(p + "attention.causal")) {
+      require(!*causal, ErrorCode::kUnsupported, p + "attention.causal is true: causal encoders are not supported");
+    }
+  } else if (const auto causal = f.get_bool(p + "attention.causal")) {
+    require(*causal, ErrorCode::kUnsupported,
+            p + "attention.causal is false: bidirectional attention is supported for encoder architectures only");
+  }
+  if (const auto pooling = f.get_int(p + "pooling_type")) {
+    const auto type = pooling_type_from_gguf(*pooling);
+    require(type.has_value(), ErrorCode::kInvalidFile,
+            "GGUF key '" + p + "pooling_type' = " + std::to_string(*pooling) + " is out of range [0, 4]");
+    hp.pooling = *type;
+  }
+  const auto rows = [&](const char* name) -> int32_t {
+    const gguf::TensorInfo* t = f.find_tensor(name);
+    if (!t || t->n_dims != 2) return 0;
+    require(t->ne[1] >= 1 && t->ne[1] <= kMaxDim, ErrorCode::kInvalidFile,
+            std::string(name) + " has " + std::to_string(t->ne[1]) + " rows");
+    return static_cast<int32_t>(t->ne[1]);
+  };
+  hp.n_token_types = hp.encoder ? rows("token_types.weight") : 0;
+  hp.n_cls_out = rows("cls.output.weight");
+
   // Vocabulary: the tokenizer's token list is authoritative; a weights-only file uses the
   // embedding rows.
   if (const auto n_tokens = f.get_string_array_size("tokenizer.ggml.tokens")) {
@@ -133,7 +164,14 @@ std::string describe(const HParams& hp) {
     << hp.rope_freq_base;
   if (hp.rope_scaling == RopeScaling::kLinear) s << " linear x" << 1.0f / hp.rope_freq_scale;
   if (hp.has_rope_freqs) s << " +rope_freqs";
-  s << ", rms_eps " << hp.rms_eps << ", n_ctx_train " << hp.n_ctx_train;
+  if (hp.encoder) {
+    s << ", encoder (bidirectional), norm_eps " << hp.norm_eps << ", token types " << hp.n_token_types;
+  } else {
+    s << ", rms_eps " << hp.rms_eps;
+  }
+  if (hp.pooling != PoolingType::kUnspecified) s << ", pooling " << pooling_type_name(hp.pooling);
+  if (hp.n_cls_out > 0) s << ", classifier outputs " << hp.n_cls_out;
+  s << ", n_ctx_train " << hp.n_ctx_train;
   return s.str();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/architecture.h"
+#include "model/pooling_type.h"
 
 namespace edgellm {
 
@@ -33,6 +34,13 @@ struct HParams {
   float rope_freq_scale = 1.0f;    // 1 / rope.scaling.factor for linear scaling
   int32_t rope_orig_ctx = 0;       // <arch>.rope.scaling.original_context_length (informative)
   bool has_rope_freqs = false;     // rope_freqs.weight present (llama3 per-dimension factors)
+  // Embeddings and encoders.
+  bool encoder = false;            // Architecture::encoder
+  bool causal = true;              // <arch>.attention.causal (false for encoders)
+  float norm_eps = 1e-12f;         // <arch>.attention.layer_norm_epsilon (encoders' LayerNorm)
+  PoolingType pooling = PoolingType::kUnspecified;  // <arch>.pooling_type
+  int32_t n_token_types = 0;       // rows of token_types.weight (0: none)
+  int32_t n_cls_out = 0;           // rows of cls.output.weight: classification / rank outputs (0: none)
 
   int32_t n_embd_q() const { return n_head * head_dim; }    // width of Q and of attn_output's input
   int32_t n_embd_kv() const { return n_head_kv * head_dim; } // width of K and V

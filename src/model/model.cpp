@@ -31,8 +31,10 @@ namespace {
 
 std::string shape_str(int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; }
 
+}  // namespace
+
 // Binds tensors by name, checks them against the expected shapes and records what was used.
-class Binder {
+class Model::Binder {
  public:
   Binder(const gguf::GgufFile& f, const HParams& hp) : f_(f), hp_(hp) {}
 
@@ -110,8 +112,6 @@ class Binder {
   size_t bytes_ = 0;
 };
 
-}  // namespace
-
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadParams& params) {
   return from_gguf(gguf::GgufFile::open(path), params);
 }
@@ -128,8 +128,32 @@ void Model::bind(const ModelLoadParams& params) {
   hp_ = read_hparams(*file_);
   arch_ = &find_architecture(hp_.arch);
   Binder b(*file_, hp_);
-  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+  if (arch_->encoder) {
+    bind_encoder(b);
+  } else {
+    bind_decoder(b);
+  }
+  // Rerankers' classification head (bert cross-encoders; qwen3 rerankers carry cls.output only).
+  cls_ = b.matrix("cls.weight", hp_.n_embd, hp_.n_embd, /*required=*/false);
+  if (cls_.present()) cls_b_ = b.vector("cls.bias", hp_.n_embd, /*required=*/false);
+  if (hp_.n_cls_out > 0) {
+    cls_out_ = b.matrix("cls.output.weight", hp_.n_embd, hp_.n_cls_out);
+    cls_out_b_ = b.vector("cls.output.bias", hp_.n_cls_out, /*required=*/false);
+  }
+  weight_bytes_ = b.bytes();
+  own_vectors();
+  use_pack_file(params);    // matrices it holds are mapped, already in the packed layout...
+  repack_weights(params);   // ...so this repacks only the others (none with a complete pack file)
 
+  if (params.prefault) {
+    for (const auto& t : file_->tensors()) {
+      file_->mapping().prefault(static_cast<size_t>(t.data - file_->mapping().data()), t.n_bytes);
+    }
+  }
+}
+
+void Model::bind_decoder(Binder& b) {
+  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
   token_embd_ = b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
   output_norm_ = b.vector("output_norm.weight", n_embd);
   output_ = b.matrix("output.weight", n_embd, hp_.n_vocab, /*required=*/false);
@@ -160,34 +184,65 @@ void Model::bind(const ModelLoadParams& params) {
     l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, n_ff);
     l.ffn_down = b.matrix(p + "ffn_down.weight", n_ff, n_embd);
   }
-  weight_bytes_ = b.bytes();
-  own_vectors();
-  use_pack_file(params);    // matrices it holds are mapped, already in the packed layout...
-  repack_weights(params);   // ...so this repacks only the others (none with a complete pack file)
+}
 
-  if (params.prefault) {
-    for (const auto& t : file_->tensors()) {
-      file_->mapping().prefault(static_cast<size_t>(t.data - file_->mapping().data()), t.n_bytes);
-    }
+// The BERT block as llama.cpp's converter writes it (conversion/bert.py, src/models/bert.cpp):
+// token_embd, token_types (optional), position_embd ([n_embd, context_length]), token_embd_norm
+// (+ bias); per layer attn_q/k/v (+ bias), attn_output (+ bias), attn_output_norm (+ bias),
+// ffn_up / ffn_down (+ bias), layer_output_norm (+ bias). No output head.
+void Model::bind_encoder(Binder& b) {
+  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+  token_embd_ = b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
+  position_embd_ = b.matrix("position_embd.weight", n_embd, hp_.n_ctx_train);
+  if (hp_.n_token_types > 0) token_types_ = b.matrix("token_types.weight", n_embd, hp_.n_token_types);
+  embd_norm_ = b.vector("token_embd_norm.weight", n_embd);
+  embd_norm_b_ = b.vector("token_embd_norm.bias", n_embd);
+  layers_.resize(static_cast<size_t>(hp_.n_layer));
+  for (int i = 0; i < hp_.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = layers_[static_cast<size_t>(i)];
+    l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
+    l.wk = b.matrix(p + "attn_k.weight", n_embd, n_kv);
+    l.wv = b.matrix(p + "attn_v.weight", n_embd, n_kv);
+    l.bq = b.vector(p + "attn_q.bias", n_q, /*required=*/false);
+    l.bk = b.vector(p + "attn_k.bias", n_kv, /*required=*/false);
+    l.bv = b.vector(p + "attn_v.bias", n_kv, /*required=*/false);
+    l.wo = b.matrix(p + "attn_output.weight", n_q, n_embd);
+    l.bo = b.vector(p + "attn_output.bias", n_embd, /*required=*/false);
+    l.attn_out_norm = b.vector(p + "attn_output_norm.weight", n_embd);
+    l.attn_out_norm_b = b.vector(p + "attn_output_norm.bias", n_embd);
+    l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, n_ff);
+    l.ffn_up_b = b.vector(p + "ffn_up.bias", n_ff, /*required=*/false);
+    l.ffn_down = b.matrix(p + "ffn_down.weight", n_ff, n_embd);
+    l.ffn_down_b = b.vector(p + "ffn_down.bias", n_embd, /*required=*/false);
+    l.layer_out_norm = b.vector(p + "layer_output_norm.weight", n_embd);
+    l.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", n_embd);
   }
 }
 
 namespace {
 
 // Model::matrices() for a const or a mutable model (W = const WeightView or WeightView).
+// Absent matrices (an encoder's output and ffn_gate, a missing head) are left out.
 template <class W, class Layers>
-std::vector<W*> list_matrices(W& output, Layers& layers) {
-  std::vector<W*> out = {&output};
+std::vector<W*> list_matrices(W& output, Layers& layers, W& cls, W& cls_out) {
+  std::vector<W*> out;
+  const auto add = [&](W* w) {
+    if (w->present()) out.push_back(w);
+  };
+  add(&output);
   for (auto& l : layers) {
-    for (W* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) out.push_back(w);
+    for (W* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) add(w);
   }
+  add(&cls);
+  add(&cls_out);
   return out;
 }
 
 }  // namespace
 
-std::vector<const WeightView*> Model::matrices() const { return list_matrices(output_, layers_); }
-std::vector<WeightView*> Model::mutable_matrices() { return list_matrices(output_, layers_); }
+std::vector<const WeightView*> Model::matrices() const { return list_matrices(output_, layers_, cls_, cls_out_); }
+std::vector<WeightView*> Model::mutable_matrices() { return list_matrices(output_, layers_, cls_, cls_out_); }
 
 WeightView Model::swap_matrix(const WeightView& view) {
   std::vector<WeightView*> targets;
@@ -222,9 +277,12 @@ WeightView Model::swap_matrix(const WeightView& view) {
 // small reads alone kept ~140 MB of file pages resident (Qwen2.5-1.5B Q4_0, pp512: peak RSS
 // 1108 MiB; 975 MiB with the copy).
 void Model::own_vectors() {
-  std::vector<VectorView*> views = {&output_norm_, &rope_freqs_};
+  std::vector<VectorView*> views = {&output_norm_, &rope_freqs_, &embd_norm_, &embd_norm_b_, &cls_b_, &cls_out_b_};
   for (LayerWeights& l : layers_) {
-    for (VectorView* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm}) views.push_back(v);
+    for (VectorView* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.bo, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.ffn_up_b,
+                          &l.ffn_down_b, &l.attn_out_norm, &l.attn_out_norm_b, &l.layer_out_norm, &l.layer_out_norm_b}) {
+      views.push_back(v);
+    }
   }
   const auto padded = [](const VectorView& v) { return (static_cast<size_t>(v.n) * sizeof(float) + 63) / 64 * 64; };
   size_t total = 0;

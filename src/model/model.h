@@ -36,18 +36,25 @@ struct VectorView {
   bool present() const { return data != nullptr; }
 };
 
+// A layer of either family. Decoders (llama block) use attn_norm / ffn_norm before their
+// sub-blocks and ffn_gate; encoders (bert) use the biases and the LayerNorms after each residual
+// sum (attn_out_norm, layer_out_norm, each with a bias) and no ffn_gate.
 struct LayerWeights {
   VectorView attn_norm;            // [n_embd]
   WeightView wq;                   // [n_embd_q rows, n_embd]
   WeightView wk;                   // [n_embd_kv rows, n_embd]
   WeightView wv;                   // [n_embd_kv rows, n_embd]
   WeightView wo;                   // [n_embd rows, n_embd_q]
-  VectorView bq, bk, bv;           // qwen2: [n_embd_q], [n_embd_kv], [n_embd_kv]
+  VectorView bq, bk, bv;           // qwen2, bert: [n_embd_q], [n_embd_kv], [n_embd_kv]
+  VectorView bo;                   // bert: [n_embd]
   VectorView q_norm, k_norm;       // qwen3: [head_dim], shared by all heads
   VectorView ffn_norm;             // [n_embd]
   WeightView ffn_gate;             // [n_ff rows, n_embd]
   WeightView ffn_up;               // [n_ff rows, n_embd]
   WeightView ffn_down;             // [n_embd rows, n_ff]
+  VectorView ffn_up_b, ffn_down_b;             // bert: [n_ff], [n_embd]
+  VectorView attn_out_norm, attn_out_norm_b;   // bert: [n_embd] LayerNorm after attention + residual
+  VectorView layer_out_norm, layer_out_norm_b; // bert: [n_embd] LayerNorm after the FFN + residual
 };
 
 // Load-time repacking of Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K matrices into 16-row interleaved groups
@@ -103,11 +110,23 @@ class Model {
   const WeightView& output() const { return output_; }            // [n_vocab rows, n_embd]; token_embd when tied
   bool output_tied() const { return output_tied_; }
   const VectorView& rope_freqs() const { return rope_freqs_; }    // [n_rot / 2] or absent
+  // Encoders: the rows added to each token's embedding, and the LayerNorm after their sum.
+  const WeightView& position_embd() const { return position_embd_; }  // [n_ctx_train rows, n_embd]
+  const WeightView& token_types() const { return token_types_; }      // [n_token_types rows, n_embd] or absent
+  const VectorView& embd_norm() const { return embd_norm_; }          // [n_embd]
+  const VectorView& embd_norm_b() const { return embd_norm_b_; }      // [n_embd]
+  // The classification head of rerankers (pooling rank; llama.cpp's names, all optional):
+  // score = cls_out @ tanh(cls @ h + cls_b) + cls_out_b, the tanh layer only when cls is present.
+  const WeightView& cls() const { return cls_; }            // [n_embd rows, n_embd]
+  const VectorView& cls_b() const { return cls_b_; }        // [n_embd]
+  const WeightView& cls_out() const { return cls_out_; }    // [n_cls_out rows, n_embd]
+  const VectorView& cls_out_b() const { return cls_out_b_; }  // [n_cls_out]
   const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
   int n_layer() const { return hp_.n_layer; }
 
-  // The matrices the forward pass multiplies: the output head (token_embd when tied) and each
-  // layer's seven (wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down), in that order.
+  // The matrices the forward pass multiplies: the output head (token_embd when tied; absent for
+  // encoders), each layer's seven (wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down; ffn_gate absent
+  // for encoders), then the classification head (cls, cls_out) when present, in that order.
   std::vector<const WeightView*> matrices() const;
 
   // Points the matrix named view.name at other bytes and returns the view it replaced (swap that
@@ -132,7 +151,10 @@ class Model {
 
  private:
   Model() = default;
+  class Binder;  // model.cpp: binds tensors by name, checks shapes and types
   void bind(const ModelLoadParams& params);
+  void bind_decoder(Binder& b);
+  void bind_encoder(Binder& b);
   void repack_weights(const ModelLoadParams& params);  // model_repack.cpp
   void use_pack_file(const ModelLoadParams& params);   // model_pack.cpp
   void map_pack_file(const std::string& path, bool any_isa);
@@ -147,6 +169,10 @@ class Model {
   WeightView output_;
   bool output_tied_ = false;
   VectorView rope_freqs_;
+  WeightView position_embd_, token_types_;
+  VectorView embd_norm_, embd_norm_b_;
+  WeightView cls_, cls_out_;
+  VectorView cls_b_, cls_out_b_;
   std::vector<LayerWeights> layers_;
   size_t weight_bytes_ = 0;
   AlignedBuffer packed_;

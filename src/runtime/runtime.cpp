@@ -4,7 +4,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gguf/gguf_reader.h"
 #include "kv/session_file.h"
+#include "model/architecture.h"
 #include "model/model.h"
 #include "registry/model_registry.h"
 
@@ -23,7 +25,23 @@ void check_session_id(const std::string& id, size_t max_sessions) {
   require(max_sessions > 0, ErrorCode::kInvalidArgument, "session_id: sessions are off (max_sessions is 0)");
 }
 
+// Whether the file's architecture is an encoder (it can only embed). Any problem reading it is
+// left to the load that follows, which reports it.
+bool is_encoder_file(const std::string& path) {
+  try {
+    const auto file = gguf::GgufFile::open(path);
+    const auto arch = file->get_string("general.architecture");
+    return arch.has_value() && find_architecture(*arch).encoder;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
+
+const char* runtime_role_name(RuntimeRole role) {
+  return role == RuntimeRole::kEmbed ? "embed" : "generate";
+}
 
 Runtime::Runtime(RuntimeParams params)
     : params_(std::move(params)), sessions_(params_.max_sessions, params_.max_session_bytes) {
@@ -37,6 +55,12 @@ Runtime::Runtime(RuntimeParams params)
     params_.model_version = manifest->version;
   }
   require(!params_.model_path.empty(), ErrorCode::kInvalidArgument, "runtime: no model path");
+  role_ = params_.role;
+  if (role_ == RuntimeRole::kGenerate && is_encoder_file(params_.model_path)) role_ = RuntimeRole::kEmbed;
+  if (role_ == RuntimeRole::kEmbed) {
+    embedder_ = EmbeddingService::open(params_.model_path, params_.embedding);
+    return;
+  }
   host_ = std::make_unique<ModelHost>(params_.model_path, params_.model_version, params_.service);
   DegradationConfig dc;
   dc.base_model_path = params_.model_path;
@@ -64,7 +88,15 @@ Runtime::~Runtime() {
 }
 
 bool Runtime::on_callback_thread() const {
-  return (host_ && host_->on_scheduler_thread()) || (router_ && router_->on_router_thread());
+  return (host_ && host_->on_scheduler_thread()) || (router_ && router_->on_router_thread()) ||
+         (embedder_ && embedder_->on_scheduler_thread());
+}
+
+void Runtime::require_generator(const char* what) const {
+  require(host_ != nullptr, ErrorCode::kUnsupported,
+          std::string(what) +
+              ": this runtime serves embeddings (role embed); generation, sessions, model swaps and "
+              "the router need a runtime opened with a generation model");
 }
 
 void Runtime::shutdown() {
@@ -72,6 +104,11 @@ void Runtime::shutdown() {
           "the runtime cannot be shut down from its own callback (it would wait for itself)");
   std::lock_guard<std::mutex> once(shutdown_mutex_);
   if (shut_down_) return;
+  if (embedder_) {
+    embedder_->shutdown();  // every request gets on_finish (cancelled)
+    shut_down_ = true;
+    return;
+  }
   router_->shutdown();  // routed requests end (their local runs cancelled and delivered)
   ladder_->stop();      // no configuration change after this
   host_->shutdown();    // every other request gets on_finish (cancelled)
@@ -80,7 +117,23 @@ void Runtime::shutdown() {
 
 // ------------------------------------------------------------------------------ requests
 
+uint64_t Runtime::embed(EmbeddingRequest request) {
+  require(embedder_ != nullptr, ErrorCode::kUnsupported,
+          "embed: this runtime generates text; embeddings and rerank scores need a runtime opened with role embed "
+          "(an embedding or reranking model)");
+  request.on_finish = [version = params_.model_version, user = std::move(request.on_finish)](EmbeddingResult& res) {
+    res.model_version = version;
+    if (user) user(res);
+  };
+  return embedder_->submit(std::move(request));
+}
+
+EmbeddingMetrics Runtime::embedding_metrics() const {
+  return embedder_ ? embedder_->metrics() : EmbeddingMetrics{};
+}
+
 Runtime::Submitted Runtime::submit(ServiceRequest request) {
+  require_generator("submit");
   if (request.route != RouteMode::kOff) {
     const uint64_t id = router_->submit(std::move(request));
     return {id, host_->current_version()};
@@ -97,12 +150,14 @@ ModelHost::Submitted Runtime::submit_local(ServiceRequest r) {
     if (std::shared_ptr<const std::string> saved = sessions_.get(r.session_id)) r.session_in = *saved;
   }
   if (!r.session_load_path.empty()) {
-    require(r.session_in.empty(), ErrorCode::kInvalidArgument, "session_load_path: the request carries a session already");
+    require(r.session_in.empty(), ErrorCode::kInvalidArgument,
+            "session_load_path: the request carries a session already");
     r.session_in = read_session_file(r.session_load_path);  // checked against the model by the service
   }
   if (!r.session_id.empty() || !r.session_save_path.empty()) {
     r.session_out = true;
-    r.on_finish = [this, id = r.session_id, path = r.session_save_path, user = std::move(r.on_finish)](RequestResult& res) {
+    r.on_finish = [this, id = r.session_id, path = r.session_save_path,
+                   user = std::move(r.on_finish)](RequestResult& res) {
       if (!path.empty()) {
         if (res.session.empty()) {
           res.session_save_failed = true;
@@ -142,25 +197,35 @@ void Runtime::check_routed(ServiceRequest& request) const {
 }
 
 bool Runtime::cancel(uint64_t id) {
+  if (embedder_) return embedder_->cancel(id);
   if (router_->cancel(id)) return true;
   return host_->cancel(id);
 }
 
-void Runtime::pause() { host_->pause(); }
-void Runtime::resume() { host_->resume(); }
+void Runtime::pause() {
+  if (embedder_) return embedder_->pause();
+  host_->pause();
+}
+void Runtime::resume() {
+  if (embedder_) return embedder_->resume();
+  host_->resume();
+}
 
 bool Runtime::paused() const {
+  if (embedder_) return embedder_->paused();
   std::shared_ptr<InferenceService> svc = service();
   return svc != nullptr && svc->paused();
 }
 
 void Runtime::trim(std::function<void(size_t)> done) {
+  if (embedder_) return embedder_->trim(std::move(done));
   std::shared_ptr<InferenceService> svc = service();
   require(svc != nullptr, ErrorCode::kCancelled, "the runtime is shutting down");
   svc->trim(std::move(done));
 }
 
 void Runtime::warmup(std::function<void(bool, const std::string&)> done) {
+  if (embedder_) return embedder_->warmup(std::move(done));
   std::shared_ptr<InferenceService> svc = service();
   require(svc != nullptr, ErrorCode::kCancelled, "the runtime is shutting down");
   svc->warmup(std::move(done));
@@ -169,13 +234,16 @@ void Runtime::warmup(std::function<void(bool, const std::string&)> done) {
 // ------------------------------------------------------------------------------ the model
 
 void Runtime::swap_model(const std::string& path, const std::string& version) {
+  require_generator("swap_model");
   require(!version.empty() && version.size() <= 64, ErrorCode::kInvalidArgument, "version: must be 1 to 64 bytes");
   std::lock_guard<std::mutex> serial(swap_mutex_);
   ladder_->swap_base_model(path, version);
 }
 
 std::string Runtime::reload_from_registry() {
-  require(!params_.registry_dir.empty(), ErrorCode::kInvalidArgument, "reload: the runtime was not opened from a registry");
+  require_generator("reload_from_registry");
+  require(!params_.registry_dir.empty(), ErrorCode::kInvalidArgument,
+          "reload: the runtime was not opened from a registry");
   std::lock_guard<std::mutex> serial(swap_mutex_);
   ModelRegistry registry(params_.registry_dir);
   const std::string name = registry_base_name(params_.registry_name);
@@ -188,34 +256,59 @@ std::string Runtime::reload_from_registry() {
   return host_->current_version();
 }
 
-std::string Runtime::model_version() const { return host_->current_version(); }
-std::vector<std::string> Runtime::live_versions() const { return host_->live_versions(); }
-uint64_t Runtime::swaps() const { return host_->swaps(); }
-std::shared_ptr<InferenceService> Runtime::service() const { return host_->current_service(); }
+std::string Runtime::model_version() const {
+  return embedder_ ? params_.model_version : host_->current_version();
+}
+std::vector<std::string> Runtime::live_versions() const {
+  return embedder_ ? std::vector<std::string>{params_.model_version} : host_->live_versions();
+}
+uint64_t Runtime::swaps() const {
+  return embedder_ ? 0 : host_->swaps();
+}
+std::shared_ptr<InferenceService> Runtime::service() const {
+  return embedder_ ? nullptr : host_->current_service();
+}
 
 // ------------------------------------------------------------------------------ degradation
 
 void Runtime::set_pressure(const PressureSignals& s) {
   require(s.memory_level >= 0 && s.memory_level <= 4 && s.thermal_level >= 0 && s.thermal_level <= 3,
           ErrorCode::kInvalidArgument, "pressure: memory_level must be in [0, 4] and thermal_level in [0, 3]");
+  if (embedder_) {
+    // No ladder for an embedder (its model cannot be swapped for a smaller one): high memory
+    // pressure gives its scratch back, the next request makes it again.
+    if (s.memory_level >= 2) embedder_->trim();
+    return;
+  }
   ladder_->set_signals(s);
 }
 
 void Runtime::set_fallback_models(std::vector<std::pair<std::string, std::string>> models) {
+  require_generator("set_fallback_models");
   ladder_->set_smaller_models(std::move(models));
 }
 
-Rung Runtime::rung() const { return ladder_->rung(); }
-
-bool Runtime::wait_degradation_settled(std::chrono::milliseconds timeout) const {
-  return ladder_->wait_settled(timeout);
+Rung Runtime::rung() const {
+  return embedder_ ? Rung::kNormal : ladder_->rung();
 }
 
-Json Runtime::degradation_json() const { return ladder_->metrics_json(); }
+bool Runtime::wait_degradation_settled(std::chrono::milliseconds timeout) const {
+  return embedder_ ? true : ladder_->wait_settled(timeout);
+}
+
+Json Runtime::degradation_json() const {
+  if (embedder_) {
+    Json j = Json::object();
+    j.set("ladder", "none (embedding runtime: memory level >= 2 trims the embedder's scratch)");
+    return j;
+  }
+  return ladder_->metrics_json();
+}
 
 // ------------------------------------------------------------------------------ sessions
 
 int32_t Runtime::import_session(const std::string& id, std::string bytes) {
+  require_generator("import_session");
   check_session_id(id, params_.max_sessions);
   require(!bytes.empty(), ErrorCode::kInvalidArgument, "session: no bytes");
   std::shared_ptr<InferenceService> svc = service();
@@ -233,9 +326,12 @@ std::shared_ptr<const std::string> Runtime::export_session(const std::string& id
   return sessions_.get(id);
 }
 
-bool Runtime::delete_session(const std::string& id) { return SessionStore::valid_id(id) && sessions_.erase(id); }
+bool Runtime::delete_session(const std::string& id) {
+  return SessionStore::valid_id(id) && sessions_.erase(id);
+}
 
 int32_t Runtime::load_session_file(const std::string& id, const std::string& path) {
+  require_generator("load_session_file");
   check_session_id(id, params_.max_sessions);
   return import_session(id, read_session_file(path));
 }
@@ -249,8 +345,13 @@ bool Runtime::save_session_file(const std::string& id, const std::string& path) 
 
 // ------------------------------------------------------------------------------ router
 
-void Runtime::set_router(RouterParams params) { router_->set_params(std::move(params)); }
-RouterParams Runtime::router_params() const { return router_->params(); }
+void Runtime::set_router(RouterParams params) {
+  require_generator("set_router");
+  router_->set_params(std::move(params));
+}
+RouterParams Runtime::router_params() const {
+  return router_ ? router_->params() : RouterParams{};
+}
 
 // ------------------------------------------------------------------------------ metrics
 
@@ -259,9 +360,17 @@ ServiceMetrics Runtime::service_metrics() const {
   return svc ? svc->metrics() : ServiceMetrics{};
 }
 
-RouterCounters Runtime::router_counters() const { return router_->counters(); }
+RouterCounters Runtime::router_counters() const {
+  return router_ ? router_->counters() : RouterCounters{};
+}
 
 Json Runtime::metrics_json() const {
+  if (embedder_) {
+    Json j = embedder_->metrics().to_json();
+    j.set("role", runtime_role_name(role_));
+    j.set("model_version", model_version());
+    return j;
+  }
   Json j = service_metrics().to_json();
   j.set("model_version", model_version());
   Json versions = Json::array();
@@ -280,15 +389,20 @@ Json Runtime::metrics_json() const {
 }
 
 std::string Runtime::metrics_prometheus() const {
+  if (embedder_) return embedder_->metrics().to_prometheus();
   std::string s = service_metrics().to_prometheus();
   s += router_->metrics_prometheus();
   const Json d = degradation_json();
   s += "# HELP edgellm_degradation_rung The degradation ladder's rung in force (0 normal .. 6 end running).\n"
        "# TYPE edgellm_degradation_rung gauge\n"
-       "edgellm_degradation_rung " + std::to_string(static_cast<int>(rung())) + "\n"
+       "edgellm_degradation_rung " +
+       std::to_string(static_cast<int>(rung())) +
+       "\n"
        "# HELP edgellm_degradation_steps_total Steps the degradation ladder took (down and up).\n"
        "# TYPE edgellm_degradation_steps_total counter\n"
-       "edgellm_degradation_steps_total " + std::to_string(d.at("steps").as_int()) + "\n"
+       "edgellm_degradation_steps_total " +
+       std::to_string(d.at("steps").as_int()) +
+       "\n"
        "# HELP edgellm_degradation_entered_total Times each rung was entered.\n"
        "# TYPE edgellm_degradation_entered_total counter\n";
   for (const auto& [name, v] : d.at("rungs").as_object()) {
@@ -296,17 +410,22 @@ std::string Runtime::metrics_prometheus() const {
   }
   s += "# HELP edgellm_degradation_refused_total Requests the ladder refused.\n"
        "# TYPE edgellm_degradation_refused_total counter\n"
-       "edgellm_degradation_refused_total " + std::to_string(d.at("refused_requests").as_int()) + "\n"
+       "edgellm_degradation_refused_total " +
+       std::to_string(d.at("refused_requests").as_int()) +
+       "\n"
        "# HELP edgellm_degradation_ended_total Running requests the ladder ended.\n"
        "# TYPE edgellm_degradation_ended_total counter\n"
-       "edgellm_degradation_ended_total " + std::to_string(d.at("ended_requests").as_int()) + "\n";
+       "edgellm_degradation_ended_total " +
+       std::to_string(d.at("ended_requests").as_int()) + "\n";
   s += "# HELP edgellm_model_swaps_total Model versions switched in (hot swap, ladder).\n"
        "# TYPE edgellm_model_swaps_total counter\n"
-       "edgellm_model_swaps_total " + std::to_string(swaps()) + "\n";
+       "edgellm_model_swaps_total " +
+       std::to_string(swaps()) + "\n";
   s += "# HELP edgellm_sessions Sessions kept by id.\n# TYPE edgellm_sessions gauge\nedgellm_sessions " +
        std::to_string(sessions_.count()) + "\n";
   s += "# HELP edgellm_session_bytes Bytes of the sessions kept.\n# TYPE edgellm_session_bytes gauge\n"
-       "edgellm_session_bytes " + std::to_string(sessions_.bytes()) + "\n";
+       "edgellm_session_bytes " +
+       std::to_string(sessions_.bytes()) + "\n";
   return s;
 }
 

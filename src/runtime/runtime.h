@@ -17,6 +17,14 @@
 // DegradationController (refuses at rung >= 5) -> ModelHost (current version) ->
 // InferenceService::submit (check_request, queue).
 //
+// Two roles (RuntimeParams::role). A generation runtime serves text as above. An embedding
+// runtime serves embeddings and rerank scores: embed() -> EmbeddingService::submit
+// (check_embedding_request, queue), the same queue / BUSY / deadline / cancel / pause / trim /
+// metrics machinery, without a model host (an embedder keeps its model: vectors of two models
+// do not compare, so a swap would silently break every index built with it), ladder, sessions
+// or router. An app that needs both holds two runtimes; their forwards share the process's
+// thread pool, which serialises them, and the planner counts both models (device/planner.h).
+//
 // Threads: every public function may be called from any thread, including a request's
 // callbacks, unless it says otherwise. Callbacks run on a scheduler thread (tokens, local
 // results) or the router thread (routed answers), never under a lock of the runtime.
@@ -36,13 +44,20 @@
 #include "runtime/model_host.h"
 #include "runtime/router.h"
 #include "runtime/session_store.h"
+#include "service/embedding_service.h"
 #include "service/inference_service.h"
 
 namespace edgellm {
 
+enum class RuntimeRole {
+  kGenerate,  // text (InferenceService); an encoder model makes the runtime kEmbed (it cannot generate)
+  kEmbed,     // embeddings and rerank scores (EmbeddingService): llama-server's --embeddings / --reranking
+};
+const char* runtime_role_name(RuntimeRole role);  // "generate", "embed"
+
 struct RuntimeParams {
-  std::string model_path;            // the GGUF file (with a registry: see registry_dir)
-  std::string model_version = "1";   // labels results (RequestResult::model_version)
+  std::string model_path;           // the GGUF file (with a registry: see registry_dir)
+  std::string model_version = "1";  // labels results (RequestResult::model_version)
   // With a registry (registry/model_registry.h): model_path may be left empty and registry_name
   // ("NAME" or "NAME@VERSION") names the model; it is verified by SHA-256 before it loads and
   // reload_from_registry() switches to the registry's current version later.
@@ -61,6 +76,9 @@ struct RuntimeParams {
   size_t max_session_bytes = size_t{256} << 20;
 
   RouterParams router;  // no transport: no cloud (requests with a route are answered locally)
+
+  RuntimeRole role = RuntimeRole::kGenerate;
+  EmbeddingServiceParams embedding;  // role kEmbed: the embedder's context, batch, threads, queue
 };
 
 class Runtime {
@@ -79,10 +97,26 @@ class Runtime {
   void shutdown();
   bool on_callback_thread() const;
 
-  // ---- requests
+  // The role this runtime serves (an encoder model opened as kGenerate is kEmbed).
+  RuntimeRole role() const { return role_; }
+
+  // ---- embeddings and reranking (role kEmbed)
+  // Queues an embedding or rerank request (service/embedding_request.h documents every field).
+  // on_finish runs exactly once, on the embedder's scheduler thread, with model_version set.
+  // Returns the request's id (for cancel()). Throws Error: kInvalidArgument (the checks of
+  // request_limits.h), kUnsupported (rerank without a classification head; a generation
+  // runtime), kBusy, kCancelled (shut down).
+  uint64_t embed(EmbeddingRequest request);
+  // The embedding service (tokenizer, model, dims, default pooling, can_rerank); null on a
+  // generation runtime. Valid for the runtime's life.
+  std::shared_ptr<EmbeddingService> embedding_service() const { return embedder_; }
+  EmbeddingMetrics embedding_metrics() const;
+
+  // ---- requests (role kGenerate; an embedding runtime throws kUnsupported where a function
+  // only makes sense for generation: submit, swap_model, reload_from_registry, sessions, router)
   struct Submitted {
-    uint64_t id = 0;       // 0 is never an id
-    std::string version;   // the model version that serves it ("router" while a route decides)
+    uint64_t id = 0;      // 0 is never an id
+    std::string version;  // the model version that serves it ("router" while a route decides)
   };
   // Queues a request (ServiceRequest documents every field). Throws Error: kInvalidArgument (the
   // checks of request_limits.h, a bad session id, an unreadable session file: kIo /
@@ -148,9 +182,12 @@ class Runtime {
  private:
   ModelHost::Submitted submit_local(ServiceRequest request);  // sessions -> ladder -> host
   void check_routed(ServiceRequest& request) const;
+  void require_generator(const char* what) const;  // kUnsupported on an embedding runtime
 
   RuntimeParams params_;
+  RuntimeRole role_ = RuntimeRole::kGenerate;
   SessionStore sessions_;
+  std::shared_ptr<EmbeddingService> embedder_;  // role kEmbed (host_, ladder_, router_ null)
   std::unique_ptr<ModelHost> host_;
   std::unique_ptr<DegradationController> ladder_;  // destroyed before host_
   std::unique_ptr<Router> router_;                 // destroyed before both

@@ -7,12 +7,15 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "engine/pooling.h"
 #include "tokenizer/sanitize.h"
 
 namespace edgellm {
 namespace {
 
-[[noreturn]] void refuse(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+[[noreturn]] void refuse(const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, message);
+}
 
 // Shortest round-trip form of a limit or a value: "2", "0.5", "1e+308".
 std::string num(double v) {
@@ -34,10 +37,13 @@ std::string num(double v) {
 }
 
 void in_range(double v, double lo, double hi, const char* name) {
-  if (!(v >= lo && v <= hi)) refuse(std::string(name) + " must be in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
+  if (!(v >= lo && v <= hi))
+    refuse(std::string(name) + " must be in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
 }
 
-bool is_control(char32_t cp) { return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || (cp >= 0x7F && cp <= 0x9F); }
+bool is_control(char32_t cp) {
+  return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || (cp >= 0x7F && cp <= 0x9F);
+}
 
 // kRefuse: invalid UTF-8 or a control character is an error naming `what` and the byte.
 // kStrip: cleans the text in place; returns the characters changed.
@@ -66,7 +72,8 @@ size_t check_text(std::string& text, const std::string& what, InputPolicy policy
 
 void check_strict_utf8(const std::string& text, const std::string& what) {
   const size_t bad = utf8::first_invalid(text);
-  if (bad != text.size()) refuse(what + " is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
+  if (bad != text.size())
+    refuse(what + " is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
 }
 
 size_t check_messages(Json& messages, InputPolicy policy) {
@@ -101,7 +108,9 @@ size_t check_messages(Json& messages, InputPolicy policy) {
 
 }  // namespace
 
-const char* input_policy_name(InputPolicy p) { return p == InputPolicy::kStrip ? "strip" : "refuse"; }
+const char* input_policy_name(InputPolicy p) {
+  return p == InputPolicy::kStrip ? "strip" : "refuse";
+}
 
 InputPolicy input_policy_from_name(const std::string& name) {
   if (name == "refuse") return InputPolicy::kRefuse;
@@ -119,13 +128,15 @@ void check_sampling(const SamplerParams& s, int32_t n_vocab) {
   in_range(s.frequency_penalty, -limits::kMaxAbsFrequencyPenalty, limits::kMaxAbsFrequencyPenalty, "frequency_penalty");
   in_range(s.presence_penalty, -limits::kMaxAbsFrequencyPenalty, limits::kMaxAbsFrequencyPenalty, "presence_penalty");
   if (s.top_k < 0) refuse("top_k must be >= 0 (0 disables it), got " + std::to_string(s.top_k));
-  if (s.penalty_last_n < -1) refuse("penalty_last_n must be >= -1 (-1: all tokens), got " + std::to_string(s.penalty_last_n));
+  if (s.penalty_last_n < -1)
+    refuse("penalty_last_n must be >= -1 (-1: all tokens), got " + std::to_string(s.penalty_last_n));
   if (s.logit_bias.size() > limits::kMaxLogitBias) {
     refuse("logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
   }
   for (const auto& [id, bias] : s.logit_bias) {
     if (id < 0 || id >= n_vocab) {
-      refuse("logit_bias: token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+      refuse("logit_bias: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(n_vocab) + ")");
     }
     // -inf bans the token (llama.cpp's `false`); anything else is bounded as OpenAI bounds it.
     if (!(bias == -INFINITY || (bias >= -limits::kMaxAbsLogitBias && bias <= limits::kMaxAbsLogitBias))) {
@@ -150,19 +161,72 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
     }
   }
   if (r.stop.size() > limits::kMaxStopStrings) {
-    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " + std::to_string(r.stop.size()));
+    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " +
+           std::to_string(r.stop.size()));
   }
   for (size_t i = 0; i < r.stop.size(); ++i) {
     const std::string& s = r.stop[i];
     const std::string what = "stop[" + std::to_string(i) + "]";
     if (s.empty() || s.size() > limits::kMaxStopBytes) {
-      refuse(what + ": must be 1 to " + std::to_string(limits::kMaxStopBytes) + " bytes, got " + std::to_string(s.size()));
+      refuse(what + ": must be 1 to " + std::to_string(limits::kMaxStopBytes) + " bytes, got " +
+             std::to_string(s.size()));
     }
     check_strict_utf8(s, what);
   }
   if (r.n_keep < -1) refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.n_keep));
   if (r.priority != Priority::kInteractive && r.priority != Priority::kBackground) refuse("priority is unknown");
   check_sampling(r.sampling, n_vocab);
+  return changed;
+}
+
+size_t check_embedding_request(EmbeddingRequest& r, int32_t n_vocab, InputPolicy policy) {
+  size_t changed = 0;
+  const auto count = [](const char* what, size_t n) {
+    if (n > limits::kMaxEmbeddingInputs) {
+      refuse(std::string(what) + ": at most " + std::to_string(limits::kMaxEmbeddingInputs) + ", got " +
+             std::to_string(n));
+    }
+  };
+  if (r.task == EmbeddingTask::kEmbed) {
+    if (r.texts.empty() == r.token_inputs.empty())
+      refuse("input: give either texts or token arrays (exactly one kind)");
+    if (!r.query.empty() || !r.documents.empty()) refuse("query / documents belong to a rerank request");
+    count("input", r.texts.size() + r.token_inputs.size());
+    for (size_t i = 0; i < r.texts.size(); ++i) {
+      const std::string what = "input[" + std::to_string(i) + "]";
+      if (r.texts[i].empty()) refuse(what + " is empty");
+      changed += check_text(r.texts[i], what, policy);
+    }
+    for (size_t i = 0; i < r.token_inputs.size(); ++i) {
+      const std::vector<int32_t>& t = r.token_inputs[i];
+      const std::string what = "input[" + std::to_string(i) + "]";
+      if (t.empty()) refuse(what + " is an empty token array");
+      if (t.size() > limits::kMaxInputTokens)
+        refuse(what + ": more than " + std::to_string(limits::kMaxInputTokens) + " tokens");
+      for (size_t k = 0; k < t.size(); ++k) {
+        if (t[k] < 0 || t[k] >= n_vocab) {
+          refuse(what + "[" + std::to_string(k) + "] = " + std::to_string(t[k]) + " is outside the vocabulary [0, " +
+                 std::to_string(n_vocab) + ")");
+        }
+      }
+    }
+    if (r.pooling == PoolingType::kRank) refuse("pooling rank gives scores: send a rerank request (query, documents)");
+    if (static_cast<int>(r.pooling) < -1 || static_cast<int>(r.pooling) > 4) refuse("pooling is unknown");
+    check_normalize(r.normalize);
+  } else if (r.task == EmbeddingTask::kRerank) {
+    if (!r.texts.empty() || !r.token_inputs.empty()) refuse("a rerank request takes a query and documents, not input");
+    if (r.query.empty()) refuse("query is empty");
+    if (r.documents.empty()) refuse("documents: give at least one");
+    count("documents", r.documents.size());
+    changed += check_text(r.query, "query", policy);
+    for (size_t i = 0; i < r.documents.size(); ++i) {
+      changed += check_text(r.documents[i], "documents[" + std::to_string(i) + "]", policy);
+    }
+  } else {
+    refuse("task is unknown");
+  }
+  if (r.truncation != Truncation::kRefuse && r.truncation != Truncation::kEnd) refuse("truncation is unknown");
+  if (r.priority != Priority::kInteractive && r.priority != Priority::kBackground) refuse("priority is unknown");
   return changed;
 }
 

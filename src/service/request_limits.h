@@ -15,12 +15,13 @@
 #include <cstdint>
 
 #include "engine/sampler.h"
+#include "service/embedding_request.h"
 #include "service/request.h"
 
 namespace edgellm {
 
 enum class InputPolicy { kRefuse, kStrip };
-const char* input_policy_name(InputPolicy p);                // "refuse", "strip"
+const char* input_policy_name(InputPolicy p);                 // "refuse", "strip"
 InputPolicy input_policy_from_name(const std::string& name);  // throws kInvalidArgument
 
 namespace limits {
@@ -33,6 +34,7 @@ inline constexpr double kMaxTemperature = 100;
 inline constexpr double kMaxRepeatPenalty = 100;
 inline constexpr double kMaxAbsFrequencyPenalty = 2;
 inline constexpr double kMaxAbsLogitBias = 100;
+inline constexpr size_t kMaxEmbeddingInputs = 2048;  // texts, token arrays or documents (OpenAI's bound)
 }  // namespace limits
 
 // Checks (and under kStrip cleans) a request for a model of n_vocab tokens: exactly one input,
@@ -40,6 +42,12 @@ inline constexpr double kMaxAbsLogitBias = 100;
 // Error(kInvalidArgument) with the one wording for each limit. Returns the characters kStrip
 // changed (0 under kRefuse).
 size_t check_request(ServiceRequest& request, int32_t n_vocab, InputPolicy policy);
+
+// The same for an embedding or rerank request: one kind of input, present, at most
+// kMaxEmbeddingInputs of them, each non-empty; texts, the query and documents under the input
+// policy; token ids in the vocabulary; pooling (not rank: rerank is its own task) and
+// normalize values; priority. Returns the characters kStrip changed.
+size_t check_embedding_request(EmbeddingRequest& request, int32_t n_vocab, InputPolicy policy);
 
 // The sampling part alone (the CLI's generation options use it too).
 void check_sampling(const SamplerParams& s, int32_t n_vocab);

@@ -108,17 +108,15 @@ Json ServiceMetrics::to_json() const {
   return j;
 }
 
-namespace {
-
-void metric(std::string& out, const char* name, const char* type, const char* help, double value,
-            const char* labels = "") {
+void prometheus_metric(std::string& out, const char* name, const char* type, const char* help, double value,
+                       const char* labels) {
   char buf[512];
   std::snprintf(buf, sizeof(buf), "# HELP edgellm_%s %s\n# TYPE edgellm_%s %s\nedgellm_%s%s %.17g\n", name, help, name,
                 type, name, labels, value);
   out += buf;
 }
 
-void histogram(std::string& out, const char* name, const char* help, const LatencyHistogram& h) {
+void prometheus_histogram(std::string& out, const char* name, const char* help, const LatencyHistogram& h) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "# HELP edgellm_%s %s\n# TYPE edgellm_%s histogram\n", name, help, name);
   out += buf;
@@ -126,8 +124,8 @@ void histogram(std::string& out, const char* name, const char* help, const Laten
   for (size_t b = 0; b < h.counts.size(); ++b) {
     cumulative += h.counts[b];
     if (b < LatencyHistogram::kBoundsMs.size()) {
-      std::snprintf(buf, sizeof(buf), "edgellm_%s_bucket{le=\"%g\"} %llu\n", name,
-                    LatencyHistogram::kBoundsMs[b] / 1e3, static_cast<unsigned long long>(cumulative));
+      std::snprintf(buf, sizeof(buf), "edgellm_%s_bucket{le=\"%g\"} %llu\n", name, LatencyHistogram::kBoundsMs[b] / 1e3,
+                    static_cast<unsigned long long>(cumulative));
     } else {
       std::snprintf(buf, sizeof(buf), "edgellm_%s_bucket{le=\"+Inf\"} %llu\n", name,
                     static_cast<unsigned long long>(cumulative));
@@ -139,22 +137,37 @@ void histogram(std::string& out, const char* name, const char* help, const Laten
   out += buf;
 }
 
+namespace {
+
+void metric(std::string& out, const char* name, const char* type, const char* help, double value,
+            const char* labels = "") {
+  prometheus_metric(out, name, type, help, value, labels);
+}
+void histogram(std::string& out, const char* name, const char* help, const LatencyHistogram& h) {
+  prometheus_histogram(out, name, help, h);
+}
+
 }  // namespace
 
 std::string ServiceMetrics::to_prometheus() const {
   std::string out;
   const auto d = [](uint64_t v) { return static_cast<double>(v); };
   metric(out, "requests_submitted_total", "counter", "Requests accepted by submit.", d(requests_submitted));
-  metric(out, "requests_finished_total", "counter", "Requests that received their final callback.", d(requests_finished));
-  metric(out, "busy_rejections_total", "counter", "Submissions answered BUSY because the queue was full.", d(busy_rejections));
+  metric(out, "requests_finished_total", "counter", "Requests that received their final callback.",
+         d(requests_finished));
+  metric(out, "busy_rejections_total", "counter", "Submissions answered BUSY because the queue was full.",
+         d(busy_rejections));
   metric(out, "invalid_requests_total", "counter", "Submissions refused for invalid contents.", d(invalid_requests));
   metric(out, "thread_priority_denied_total", "counter",
          "Worker thread priorities the power mode asked for that the system refused.", d(thread_priority_denied));
-  out += "# HELP edgellm_requests_by_reason_total Finished requests by finish reason.\n"
-         "# TYPE edgellm_requests_by_reason_total counter\n";
-  const std::pair<const char*, uint64_t> reasons[] = {
-      {"stop", finished_stop}, {"length", finished_length}, {"cancelled", cancellations},
-      {"timeout", timeouts},   {"error", errors}};
+  out +=
+      "# HELP edgellm_requests_by_reason_total Finished requests by finish reason.\n"
+      "# TYPE edgellm_requests_by_reason_total counter\n";
+  const std::pair<const char*, uint64_t> reasons[] = {{"stop", finished_stop},
+                                                      {"length", finished_length},
+                                                      {"cancelled", cancellations},
+                                                      {"timeout", timeouts},
+                                                      {"error", errors}};
   for (const auto& [name, v] : reasons) {
     out += "edgellm_requests_by_reason_total{reason=\"" + std::string(name) + "\"} " + std::to_string(v) + "\n";
   }
@@ -190,7 +203,8 @@ std::string ServiceMetrics::to_prometheus() const {
   metric(out, "paused", "gauge", "1 while the service is paused.", paused ? 1 : 0);
   metric(out, "paused_idle", "gauge", "1 once the paused scheduler runs no step until resumed.", paused_idle ? 1 : 0);
   metric(out, "resident_memory_bytes", "gauge", "Process resident set size.", static_cast<double>(rss_bytes));
-  metric(out, "peak_resident_memory_bytes", "gauge", "Process peak resident set size.", static_cast<double>(peak_rss_bytes));
+  metric(out, "peak_resident_memory_bytes", "gauge", "Process peak resident set size.",
+         static_cast<double>(peak_rss_bytes));
   histogram(out, "time_to_first_token_seconds", "Submit to first token.", ttft_ms);
   histogram(out, "queue_wait_seconds", "Submit to admission.", queue_ms);
   return out;

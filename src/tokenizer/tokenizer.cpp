@@ -47,15 +47,20 @@ int parse_byte_token(std::string_view text) {
 
 // Defined in bpe.cpp: the byte-level alphabet and its inverse (-1 for code points outside it).
 std::string bpe_unmap_bytes(std::string_view token_text);
+// Defined in wordpiece.cpp: BERT's clean_up_tokenization of decoded text.
+std::string wordpiece_clean_up(std::string_view text);
 
 Tokenizer::Tokenizer(VocabData data) : data_(std::move(data)) {
   if (data_.model == "llama") {
     spm_ = true;
   } else if (data_.model == "gpt2") {
     spm_ = false;
+  } else if (data_.model == "bert") {
+    spm_ = false;
+    wpm_ = true;
   } else {
     throw Error(ErrorCode::kUnsupported,
-                "tokenizer model '" + data_.model + "' is not supported (supported: llama, gpt2)");
+                "tokenizer model '" + data_.model + "' is not supported (supported: llama, gpt2, bert)");
   }
   const size_t n = data_.tokens.size();
   require(n > 0, ErrorCode::kInvalidFile, "tokenizer has an empty token list");
@@ -68,8 +73,9 @@ Tokenizer::Tokenizer(VocabData data) : data_(std::move(data)) {
           "tokenizer token_type count " + std::to_string(data_.types.size()) + " != token count " + std::to_string(n));
 
   const struct { const char* name; int32_t* id; } specials[] = {
-      {"bos", &data_.bos}, {"eos", &data_.eos}, {"eot", &data_.eot},
-      {"unk", &data_.unk}, {"pad", &data_.pad}, {"eom", &data_.eom}};
+      {"bos", &data_.bos}, {"eos", &data_.eos}, {"eot", &data_.eot}, {"unk", &data_.unk},
+      {"pad", &data_.pad}, {"eom", &data_.eom}, {"cls", &data_.cls}, {"sep", &data_.sep},
+      {"mask", &data_.mask}};
   for (const auto& s : specials) {
     require(*s.id >= -1 && *s.id < static_cast<int32_t>(n), ErrorCode::kInvalidFile,
             std::string("tokenizer ") + s.name + " id " + std::to_string(*s.id) + " is outside [0, " +
@@ -77,6 +83,7 @@ Tokenizer::Tokenizer(VocabData data) : data_(std::move(data)) {
   }
   if (data_.bos < 0) data_.add_bos = false;
   if (data_.eos < 0) data_.add_eos = false;
+  if (data_.sep < 0) data_.add_sep = false;
 
   attrs_.resize(n);
   std::fill(std::begin(byte_tokens_), std::end(byte_tokens_), -1);
@@ -107,7 +114,9 @@ Tokenizer::Tokenizer(VocabData data) : data_(std::move(data)) {
                      [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
   }
 
-  if (!spm_) {
+  if (wpm_) {
+    build_wpm_tables();
+  } else if (!spm_) {
     pre_ = pretokenizer_from_name(data_.pre.empty() ? "default" : data_.pre);
     build_bpe_tables();
   }
@@ -222,12 +231,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
         else escaped.push_back(c);
       }
       encode_spm(escaped, out);
+    } else if (wpm_) {
+      encode_wpm(f.text, out);
     } else {
       encode_bpe(f.text, out);
     }
     prev_special = false;
   }
   if (add_special && data_.add_eos) out.push_back(data_.eos);
+  if (add_special && data_.add_sep) out.push_back(data_.sep);
   return out;
 }
 
@@ -250,6 +262,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     case TokenAttr::kNormal:
       break;
   }
+  if (wpm_) return wpm_piece(id);
   if (!spm_) return bpe_unmap_bytes(text);
   std::string piece;
   piece.reserve(text.size());
@@ -275,6 +288,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
     }
     out += piece;
   }
+  if (wpm_) out = wordpiece_clean_up(out);
   return unicode::make_valid(out);
 }
 

@@ -1,8 +1,10 @@
-// Text <-> token ids for the two vocabulary families in GGUF files:
+// Text <-> token ids for the three vocabulary families in GGUF files:
 //   * "llama": SentencePiece BPE (bigram merges ranked by token score, spaces as U+2581 "▁",
 //     unknown characters fall back to byte tokens <0xNN>);
 //   * "gpt2": byte-level BPE (GPT-2 byte-to-unicode alphabet, merges ranked by merge order,
-//     text first split into words by a family-specific pre-tokenizer, see pretokenizer.h).
+//     text first split into words by a family-specific pre-tokenizer, see pretokenizer.h);
+//   * "bert": WordPiece (BERT's normalizer and pre-tokenizer, bert_normalizer.h, then the longest
+//     vocabulary piece first inside each word, wordpiece.cpp); add_special gives [CLS] ... [SEP].
 // Control tokens (<|im_start|>, BOS) are recognised in text only when parse_special is set;
 // user-defined tokens (<think>) are always recognised, as llama.cpp does.
 // A Tokenizer is immutable after construction; all methods are const and thread-safe.
@@ -62,6 +64,9 @@ class Tokenizer {
   bool add_bos() const { return data_.add_bos; }
   bool add_eos() const { return data_.add_eos; }
   bool is_spm() const { return spm_; }
+  bool is_wordpiece() const { return wpm_; }
+  int32_t cls() const { return data_.cls; }  // WordPiece [CLS] / [SEP] (-1: none)
+  int32_t sep() const { return data_.sep; }
   PreTokenizerKind pretokenizer() const { return pre_; }
   // The vocabulary as loaded, except merges: their strings are released once the merge table is
   // built (data().merges is empty).
@@ -79,7 +84,8 @@ class Tokenizer {
 
   // True if the first text piece of a decoded sequence drops its leading space (SPM with
   // add_space_prefix); used by StreamingDecoder to stay identical to decode().
-  bool strips_leading_space() const { return spm_ && data_.add_space_prefix; }
+  // WordPiece pieces that start a word carry the space before them, so it drops one too.
+  bool strips_leading_space() const { return (spm_ && data_.add_space_prefix) || wpm_; }
 
  private:
   struct Fragment {  // a piece of input: either raw text or an already-recognised token
@@ -95,9 +101,18 @@ class Tokenizer {
   void bpe_word(std::string_view word, std::vector<int32_t>& out) const;        // bpe.cpp
   void build_bpe_tables();                                                      // bpe.cpp
   int32_t spm_byte_token(uint8_t byte) const;                                   // spm.cpp
+  void encode_wpm(std::string_view text, std::vector<int32_t>& out) const;      // wordpiece.cpp
+  void build_wpm_tables();                                                      // wordpiece.cpp
+  std::string wpm_piece(int32_t id) const;                                      // wordpiece.cpp
 
   VocabData data_;
   bool spm_ = true;
+  bool wpm_ = false;
+  // WordPiece vocabulary spelling: llama.cpp's converter writes word-initial pieces as "▁piece"
+  // and continuations bare ("phantom space"); a file written with BERT's own spelling has bare
+  // word-initial pieces and "##" continuations. Both are read.
+  bool wpm_phantom_ = true;
+  int32_t wpm_max_piece_chars_ = 0;  // longest vocabulary piece, in code points (bounds the search)
   PreTokenizerKind pre_ = PreTokenizerKind::kDefault;
   std::vector<TokenAttr> attrs_;
   TokenIndex token_to_id_;

@@ -83,9 +83,9 @@ VocabData vocab_data_from_gguf(const gguf::GgufFile& file) {
   const auto model = file.get_string("tokenizer.ggml.model");
   require(model.has_value(), ErrorCode::kInvalidFile, "GGUF has no tokenizer.ggml.model key");
   d.model = *model;
-  if (d.model != "llama" && d.model != "gpt2") {
-    throw Error(ErrorCode::kUnsupported,
-                "tokenizer model '" + d.model + "' (tokenizer.ggml.model) is not supported (supported: llama, gpt2)");
+  if (d.model != "llama" && d.model != "gpt2" && d.model != "bert") {
+    throw Error(ErrorCode::kUnsupported, "tokenizer model '" + d.model +
+                                             "' (tokenizer.ggml.model) is not supported (supported: llama, gpt2, bert)");
   }
   d.pre = file.get_string("tokenizer.ggml.pre").value_or("default");
 
@@ -116,6 +116,9 @@ VocabData vocab_data_from_gguf(const gguf::GgufFile& file) {
   d.eom = optional_id(file, "tokenizer.ggml.eom_token_id", n);
   d.unk = optional_id(file, "tokenizer.ggml.unknown_token_id", n);
   d.pad = optional_id(file, "tokenizer.ggml.padding_token_id", n);
+  d.cls = optional_id(file, "tokenizer.ggml.cls_token_id", n);
+  d.sep = optional_id(file, "tokenizer.ggml.seperator_token_id", n);  // sic: llama.cpp's spelling
+  d.mask = optional_id(file, "tokenizer.ggml.mask_token_id", n);
 
   // Defaults follow llama.cpp: SentencePiece vocabs add BOS and a space prefix; byte-level BPE
   // vocabs add neither, except the Llama 3 family which adds BOS and uses whole-word tokens.
@@ -124,8 +127,26 @@ VocabData vocab_data_from_gguf(const gguf::GgufFile& file) {
   d.add_bos = spm || llama3;
   d.add_space_prefix = spm;
   d.ignore_merges = llama3;
+  if (d.model == "bert") {
+    // WordPiece as llama.cpp reads it: [CLS] text [SEP] with add_special; [CLS] doubles as BOS.
+    // Its defaults when the file names none are BERT's ids (101, 102, 100, 103).
+    const auto fallback = [&](int32_t& id, int32_t bert_id) {
+      if (id < 0 && bert_id < static_cast<int32_t>(n)) id = bert_id;
+    };
+    fallback(d.cls, 101);
+    fallback(d.sep, 102);
+    fallback(d.unk, 100);
+    fallback(d.mask, 103);
+    if (d.bos < 0) d.bos = d.cls;
+    d.add_bos = true;
+    d.add_sep = true;
+    d.add_space_prefix = false;
+    d.lowercase = file.get_bool("tokenizer.ggml.normalizer.lowercase").value_or(true);
+    d.strip_accents = file.get_bool("tokenizer.ggml.normalizer.strip_accents").value_or(d.lowercase);
+  }
   if (auto v = file.get_bool("tokenizer.ggml.add_bos_token")) d.add_bos = *v;
   if (auto v = file.get_bool("tokenizer.ggml.add_eos_token")) d.add_eos = *v;
+  if (auto v = file.get_bool("tokenizer.ggml.add_sep_token")) d.add_sep = *v;
   if (auto v = file.get_bool("tokenizer.ggml.add_space_prefix")) d.add_space_prefix = *v;
   return d;
 }

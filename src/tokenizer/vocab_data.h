@@ -23,21 +23,29 @@ enum class TokenAttr : uint8_t {
 };
 
 struct VocabData {
-  std::string model = "llama";  // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+  // "llama" (SentencePiece), "gpt2" (byte-level BPE) or "bert" (WordPiece, wordpiece.cpp)
+  std::string model = "llama";
   std::string pre = "default";  // tokenizer.ggml.pre: selects the pre-tokenizer (BPE only)
   std::vector<std::string> tokens;
   std::vector<float> scores;    // SPM merge priorities; empty = all 0
   std::vector<int32_t> types;   // TokenAttr values; empty = all kNormal
   std::vector<std::string> merges;  // BPE merges "left right", highest priority first
   int32_t bos = -1, eos = -1, eot = -1, unk = -1, pad = -1, eom = -1;  // -1 = absent
+  // WordPiece: [CLS] (also bos, as llama.cpp has it), [SEP] (appended with add_special), [MASK].
+  int32_t cls = -1, sep = -1, mask = -1;
   bool add_bos = true;            // prepend BOS when encode(add_special=true); ignored if bos < 0
   bool add_eos = false;
   bool add_space_prefix = true;   // SPM: prepend " " to the text (and drop it again on decode)
   bool ignore_merges = false;     // BPE: a pre-token that is itself a token is used whole (Llama 3)
+  bool add_sep = false;           // WordPiece: append [SEP] when encode(add_special=true)
+  // WordPiece: BertNormalizer's lowercase and strip_accents (tokenizer.ggml.normalizer.*; both
+  // default to true, strip_accents to lowercase's value when only that is given).
+  bool lowercase = true;
+  bool strip_accents = true;
 };
 
 // Reads tokenizer.ggml.* from a GGUF file. Throws Error(kInvalidFile) for missing/malformed
-// keys and Error(kUnsupported) for tokenizer models other than llama/gpt2 (bert, t5, rwkv...).
+// keys and Error(kUnsupported) for tokenizer models other than llama/gpt2/bert (t5, rwkv...).
 VocabData vocab_data_from_gguf(const gguf::GgufFile& file);
 
 // Reads a Hugging Face tokenizer.json with a byte-level BPE model (Qwen2/3, Llama 3, GPT-2

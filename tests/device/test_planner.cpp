@@ -3,8 +3,6 @@
 // at their least demanding configuration; device profiles from JSON are validated; and the
 // crash-loop guard: a child process killed (SIGKILL, as the low-memory killer does) twice while
 // loading the chosen configuration gets it marked unfit, and the planner's next choice differs.
-#include "device/planner.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,9 +11,12 @@
 #include <string>
 
 #include "core/error.h"
+#include "device/planner.h"
 #include "engine/context.h"
+#include "engine/embedder.h"
 #include "model/model.h"
 #include "registry/crash_loop_guard.h"
+#include "support/synthetic_model.h"
 #include "support/test_env.h"
 
 namespace edgellm {
@@ -168,6 +169,59 @@ TEST(Planner, KvLadderGoesFromF16ToQ8ThenQ4ValuesThenQ4) {
   }
 }
 
+// An embedder held beside the generator (docqa): its memory comes off the budget first, so a
+// device where the generator alone fits a configuration may no longer fit it with the embedder.
+TEST(Planner, CompanionEmbedderIsCountedFirst) {
+  test::SyntheticModelSpec s;
+  s.arch = "bert";
+  s.n_vocab = 30522;
+  s.n_embd = 384;
+  s.n_layer = 2;
+  s.n_ff = 1536;
+  s.n_head = 12;
+  s.n_head_kv = 12;
+  s.n_ctx_train = 512;
+  s.rms_eps = 1e-12f;
+  s.weight_type = TensorType::Q8_0;
+  s.write_vocab = true;
+  const std::string bert = test::temp_dir() + "/plan-bert.gguf";
+  test::write_synthetic_model(s, bert);
+  ModelLoadParams lp;
+  lp.repack = RepackMode::kOff;  // as the planner maps candidates: the formula decides what repacking adds
+  const auto model = Model::load(bert, lp);
+  const MemoryPlan em = plan_embedder_memory(*model, EmbedderParams{}, RepackMode::kAuto);
+  // The embedder's planned scratch is what an Embedder allocates.
+  EXPECT_EQ(em.scratch, Embedder(*model, EmbedderParams{}).allocated_bytes());
+  EXPECT_EQ(em.kv, 0u);
+  EXPECT_GT(em.weights_touched, 2u << 20);
+
+  PlanOptions o;
+  o.max_ctx = 256;
+  o.min_ctx = 128;
+  o.headroom = 0.0;
+  const std::vector<PlanCandidate> stories = {{"stories", test::shared_model("stories260K.gguf"), std::nullopt}};
+  // A budget the generator alone fits at ctx 256 with 1 MiB to spare.
+  const Plan alone = make_plan(small_device(1000), stories, o);
+  ASSERT_TRUE(alone.choice);
+  const uint64_t need = alone.choice->memory.total();
+  const double limit_mib = static_cast<double>(need + (1u << 20)) / 1048576.0;
+  ASSERT_TRUE(make_plan(small_device(limit_mib), stories, o).choice);
+  o.companions.push_back({"bge", bert, EmbedderParams{}});
+  const Plan with = make_plan(small_device(limit_mib), stories, o);
+  ASSERT_EQ(with.companions.size(), 1u);
+  EXPECT_TRUE(with.companions[0].error.empty()) << with.companions[0].error;
+  EXPECT_EQ(with.companion_bytes, em.total());
+  EXPECT_FALSE(with.choice) << with.to_text();
+  EXPECT_NE(with.considered[0].rejected.find("companions"), std::string::npos) << with.considered[0].rejected;
+  // With room for both, the generator's configuration is the one it had alone.
+  const Plan both =
+      make_plan(small_device(static_cast<double>(need + em.total() + (1u << 20)) / 1048576.0), stories, o);
+  ASSERT_TRUE(both.choice) << both.to_text();
+  EXPECT_EQ(both.choice->n_ctx, alone.choice->n_ctx);
+  EXPECT_NE(both.to_text().find("beside it: bge"), std::string::npos);
+  EXPECT_EQ(both.to_json().at("companion_bytes").as_int(), static_cast<int64_t>(em.total()));
+}
+
 TEST(Planner, NothingFitsIsReportedWithTheArithmetic) {
   PlanOptions o;
   o.min_ctx = 256;
@@ -249,10 +303,10 @@ TEST(PowerMode, CpusAndNicePerPhase) {
 }
 
 TEST(DeviceProfile, JsonIsValidated) {
-  for (const char* bad : {"[]", "{}", R"({"ram_total_mib": -1, "clusters": [{"cores": 1}]})",
-                          R"({"ram_total_mib": 100, "clusters": []})",
-                          R"({"ram_total_mib": 100, "clusters": [{"cores": 0}]})",
-                          R"({"ram_total_mib": "x", "clusters": [{"cores": 1}]})"}) {
+  for (const char* bad :
+       {"[]", "{}", R"({"ram_total_mib": -1, "clusters": [{"cores": 1}]})", R"({"ram_total_mib": 100, "clusters": []})",
+        R"({"ram_total_mib": 100, "clusters": [{"cores": 0}]})",
+        R"({"ram_total_mib": "x", "clusters": [{"cores": 1}]})"}) {
     EXPECT_THROW(DeviceProfile::from_json(Json::parse(bad)), Error) << bad;
   }
   const DeviceProfile d = detect_this_device();

@@ -34,6 +34,9 @@ synth::ModelShape shape_of(const SyntheticModelSpec& s) {
       // No factor = no rope_freqs tensor.
       .rope_scaling = s.rope_freqs ? synth::kTinyLlama3Scaling : synth::Llama3RopeScaling{},
       .n_rot = s.n_rot,
+      .n_token_types = s.arch == "bert" ? s.n_token_types : 0,
+      .pooling = s.pooling,
+      .n_cls_out = s.n_cls_out,
   };
 }
 
@@ -77,7 +80,16 @@ gguf::GgufWriter make_writer(const SyntheticModelSpec& s, const synth::ModelShap
     w.set_f32(a + ".rope.scaling.factor", s.rope_scaling_factor);
     w.set_u32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(s.n_ctx_train));
   }
-  if (s.write_vocab) synth::write_placeholder_vocab(w, s.n_vocab);
+  if (!s.vocab_file.empty()) {
+    synth::write_tokenizer_from_file(w, s.vocab_file, s.n_vocab);
+  } else if (s.write_vocab) {
+    if (shape.is_encoder()) {
+      synth::write_placeholder_wordpiece_vocab(w, s.n_vocab);
+    } else {
+      synth::write_placeholder_vocab(w, s.n_vocab);
+    }
+  }
+  if (shape.is_encoder()) w.set_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(s.n_token_types));
   return w;
 }
 

@@ -16,7 +16,7 @@
 namespace edgellm::test {
 
 struct SyntheticModelSpec {
-  std::string arch = "llama";        // llama, qwen2 (writes q/k/v biases), qwen3 (writes q/k norms)
+  std::string arch = "llama";        // llama, qwen2 (writes q/k/v biases), qwen3 (writes q/k norms), bert
   int32_t n_vocab = 300;
   int32_t n_embd = 256;
   int32_t n_layer = 2;
@@ -33,7 +33,14 @@ struct SyntheticModelSpec {
   bool rope_freqs = false;           // write rope_freqs.weight ([n_rot/2] llama3 factors in [1, 8])
   bool tied = false;                 // no output.weight: the head reuses token_embd
   TensorType weight_type = TensorType::F32;  // every matrix; Q8_0 where a row does not fit its blocks
-  bool write_vocab = false;          // synth's placeholder vocabulary ("<unk>", "<s>", "</s>", "<t3>", ...)
+  bool write_vocab = false;          // synth's placeholder vocabulary ("<unk>", "<s>", "</s>", "<t3>", ...;
+                                     // bert: [PAD] .. [UNK] [CLS] [SEP] [MASK], "▁t<id>")
+  std::string vocab_file;            // tokenizer keys from this GGUF instead (e.g. the real bge vocab)
+  // bert: token-type rows, the declared pooling (-1: no key) and classifier outputs (> 0: a
+  // cross-encoder with cls.weight / cls.output.weight). rms_eps is then the LayerNorm epsilon.
+  int32_t n_token_types = 2;
+  int32_t pooling = -1;
+  int32_t n_cls_out = 0;
   uint64_t seed = 1;
   // Overrides for error tests: tensor name -> ggml shape written instead of the right one.
   std::vector<std::pair<std::string, std::vector<int64_t>>> shape_overrides;

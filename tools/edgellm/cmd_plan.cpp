@@ -2,7 +2,8 @@
 // with the memory arithmetic (device/planner.h). Candidates are GGUF files or registry entries
 // (--registry DIR; with no candidate given, every installed model); --device this (default), a
 // built-in tier (phone-4gb, phone-8gb, phone-12gb, phone-16gb), --all-tiers for the four, or a
-// JSON profile file. --json prints the plan(s) as JSON.
+// JSON profile file. --with FILE counts an embedder / reranker held beside the model (docqa).
+// --json prints the plan(s) as JSON.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -48,6 +49,9 @@ int run_plan(const std::vector<std::string>& args) {
   ap.add_float("--min-decode-tps", &min_tg, "X", "skip candidates measured to decode slower than X tok/s here", 0.0f);
   ap.add_int("--estimate-prompt", &o.estimate_prompt_tokens, "N", "prompt tokens of the time estimate (default 512)", 0);
   ap.add_int("--estimate-answer", &o.estimate_answer_tokens, "N", "answer tokens of the time estimate (default 128)", 0);
+  std::vector<std::string> companions;
+  ap.add_strings("--with", &companions, "FILE",
+                 "an embedding or reranking model the app holds beside it (counted first; repeatable)");
   ap.add_flag(shared_option("json"), &json);
   if (!ap.parse(args)) return 0;
   require(!(all_tiers && ap.seen("--device")), ErrorCode::kInvalidArgument,
@@ -55,6 +59,7 @@ int run_plan(const std::vector<std::string>& args) {
   o.headroom = headroom;
   o.power = parse_power_mode(power);
   o.min_decode_tokens_per_second = min_tg;
+  for (const std::string& c : companions) o.companions.push_back({c, c, EmbedderParams{}});
 
   std::optional<ModelRegistry> registry;
   std::optional<CrashLoopGuard> guard;
@@ -72,11 +77,12 @@ int run_plan(const std::vector<std::string>& args) {
   auto add_manifest = [&](const ModelManifest& m) {
     manifest_slot.push_back(candidates.size());
     manifests.push_back(m);
-    candidates.push_back({m.key(), registry->model_path(m), std::nullopt, m.prefill_tokens_per_second,
-                          m.decode_tokens_per_second});
+    candidates.push_back(
+        {m.key(), registry->model_path(m), std::nullopt, m.prefill_tokens_per_second, m.decode_tokens_per_second});
   };
   if (positionals.empty()) {
-    require(registry.has_value(), ErrorCode::kInvalidArgument, "plan needs MODEL files or --registry DIR\n" + ap.usage());
+    require(registry.has_value(), ErrorCode::kInvalidArgument,
+            "plan needs MODEL files or --registry DIR\n" + ap.usage());
     for (const auto& m : registry->list()) add_manifest(m);
     require(!candidates.empty(), ErrorCode::kInvalidArgument, "the registry '" + registry_dir + "' has no models");
   }
@@ -113,7 +119,8 @@ int run_plan(const std::vector<std::string>& args) {
   return exit_code;
 }
 
-const CommandRegistration kRegistration("plan", "recommend a model and configuration for a device, with the memory arithmetic",
+const CommandRegistration kRegistration("plan",
+                                        "recommend a model and configuration for a device, with the memory arithmetic",
                                         run_plan);
 
 }  // namespace

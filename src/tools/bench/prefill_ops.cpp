@@ -13,7 +13,7 @@ PrefillShape prefill_shape(const Model& model) {
   for (size_t i = 0; i < matrices.size(); ++i) {
     const WeightView& w = *matrices[i];
     if (!w.present()) continue;
-    s.matrices.push_back({w.n_in, w.n_out, /*head=*/i == 0, w.type});  // matrices(): the head first
+    s.matrices.push_back({w.n_in, w.n_out, /*head=*/&w == &model.output(), w.type});
   }
   const HParams& hp = model.hparams();
   s.n_layer = hp.n_layer;

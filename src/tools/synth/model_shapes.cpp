@@ -36,12 +36,25 @@ const std::vector<ModelShape> kShapes = {
     // --tokenizer) on a one-layer body: what a test of anything vocabulary-bound (grammars, the
     // sampler) needs, at a few milliseconds per token.
     {"tiny-qwen2-151k", "Tiny-Qwen2-151k", "qwen2", "20M", 151936, 128, 1, 256, 2, 1, 64, 4096, 1e6f, 1e-6f, true, kNoScaling},
+    // BERT encoders (config.json: vocab_size, hidden_size, num_hidden_layers, intermediate_size,
+    // num_attention_heads, max_position_embeddings, layer_norm_eps, type_vocab_size; pooling from
+    // the sentence-transformers modules: 2 = cls, 1 = mean, 4 = rank). head_dim 32.
+    {"bge-small-en", "bge-small-en-v1.5", "bert", "33M", 30522, 384, 12, 1536, 12, 12, 32, 512, 0.0f, 1e-12f, false,
+     kNoScaling, 0, 2, 2, 0},
+    {"bge-small-zh", "bge-small-zh-v1.5", "bert", "24M", 21128, 384, 4, 1536, 12, 12, 32, 512, 0.0f, 1e-12f, false,
+     kNoScaling, 0, 2, 2, 0},
+    {"all-minilm-l6", "all-MiniLM-L6-v2", "bert", "22M", 30522, 384, 6, 1536, 12, 12, 32, 512, 0.0f, 1e-12f, false,
+     kNoScaling, 0, 2, 1, 0},
+    // A cross-encoder (cross-encoder/ms-marco-MiniLM-L-6-v2: BertForSequenceClassification, one label).
+    {"ms-marco-minilm-l6", "ms-marco-MiniLM-L-6-v2", "bert", "22M", 30522, 384, 6, 1536, 12, 12, 32, 512, 0.0f,
+     1e-12f, false, kNoScaling, 0, 2, 4, 1},
 };
 
 }  // namespace
 
 bool ModelShape::qkv_bias() const { return std::strcmp(arch, "qwen2") == 0; }
 bool ModelShape::qk_norm() const { return std::strcmp(arch, "qwen3") == 0; }
+bool ModelShape::is_encoder() const { return std::strcmp(arch, "bert") == 0; }
 
 const std::vector<ModelShape>& model_shapes() { return kShapes; }
 

@@ -28,7 +28,7 @@ inline constexpr Llama3RopeScaling kTinyLlama3Scaling{8.0f, 1.0f, 4.0f, 64};
 struct ModelShape {
   const char* name;          // CLI name: "qwen2.5-0.5b"
   const char* display_name;  // general.name: "Qwen2.5-0.5B"
-  const char* arch;          // general.architecture: llama, qwen2 (QKV bias), qwen3 (Q/K norm)
+  const char* arch;          // general.architecture: llama, qwen2 (QKV bias), qwen3 (Q/K norm), bert (encoder)
   const char* size_label;    // general.size_label as llama.cpp prints it: "0.5B"
   int32_t n_vocab;
   int32_t n_embd;
@@ -39,14 +39,21 @@ struct ModelShape {
   int32_t head_dim;          // may differ from n_embd / n_head (qwen3)
   int32_t n_ctx_train;
   float rope_freq_base;
-  float rms_eps;
+  float rms_eps;             // RMSNorm epsilon; for bert the LayerNorm epsilon (layer_norm_eps)
   bool tied_embeddings;      // no output.weight: the head reuses token_embd
   Llama3RopeScaling rope_scaling;
   // Rotary dimensions per head; 0 = all of head_dim (every catalogue shape). Only free-form
   // shapes (the test fixture) use partial rotation.
   int32_t n_rot = 0;
+  // Encoders (bert): token-type rows (type_vocab_size), the pooling the file declares (GGUF
+  // <arch>.pooling_type; -1: none written) and a reranker's classification outputs (> 0: the
+  // pooler as cls.weight / cls.bias and the classifier as cls.output.weight / .bias).
+  int32_t n_token_types = 0;
+  int32_t pooling = -1;
+  int32_t n_cls_out = 0;
 
   int32_t rot_dims() const { return n_rot > 0 ? n_rot : head_dim; }
+  bool is_encoder() const;   // bert
   bool has_rope_freqs() const { return rope_scaling.factor > 0; }
   bool qkv_bias() const;     // qwen2
   bool qk_norm() const;      // qwen3

@@ -9,8 +9,58 @@
 
 namespace edgellm::synth {
 
+namespace {
+
+// The BERT block as llama.cpp's converter writes it (model/model.cpp binds the same names).
+std::vector<SynthTensor> encoder_tensor_list(const ModelShape& s, int32_t n_layer) {
+  std::vector<SynthTensor> out;
+  const int64_t n_embd = s.n_embd, n_ff = s.n_ff;
+  const int64_t n_q = static_cast<int64_t>(s.n_head) * s.head_dim;
+  const int64_t n_kv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
+  auto matrix = [&](std::string name, int64_t n_in, int64_t n_out) {
+    out.push_back({std::move(name), TensorType::F32, {n_in, n_out}, TensorInit::kWeight});
+  };
+  auto vector = [&](std::string name, int64_t n, TensorInit init) {
+    out.push_back({std::move(name), TensorType::F32, {n}, init});
+  };
+  matrix("token_embd.weight", n_embd, s.n_vocab);
+  if (s.n_token_types > 0) matrix("token_types.weight", n_embd, s.n_token_types);
+  matrix("position_embd.weight", n_embd, s.n_ctx_train);
+  vector("token_embd_norm.weight", n_embd, TensorInit::kNorm);
+  vector("token_embd_norm.bias", n_embd, TensorInit::kBias);
+  for (int32_t i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    matrix(p + "attn_q.weight", n_embd, n_q);
+    vector(p + "attn_q.bias", n_q, TensorInit::kBias);
+    matrix(p + "attn_k.weight", n_embd, n_kv);
+    vector(p + "attn_k.bias", n_kv, TensorInit::kBias);
+    matrix(p + "attn_v.weight", n_embd, n_kv);
+    vector(p + "attn_v.bias", n_kv, TensorInit::kBias);
+    matrix(p + "attn_output.weight", n_q, n_embd);
+    vector(p + "attn_output.bias", n_embd, TensorInit::kBias);
+    vector(p + "attn_output_norm.weight", n_embd, TensorInit::kNorm);
+    vector(p + "attn_output_norm.bias", n_embd, TensorInit::kBias);
+    matrix(p + "ffn_up.weight", n_embd, n_ff);
+    vector(p + "ffn_up.bias", n_ff, TensorInit::kBias);
+    matrix(p + "ffn_down.weight", n_ff, n_embd);
+    vector(p + "ffn_down.bias", n_embd, TensorInit::kBias);
+    vector(p + "layer_output_norm.weight", n_embd, TensorInit::kNorm);
+    vector(p + "layer_output_norm.bias", n_embd, TensorInit::kBias);
+  }
+  if (s.n_cls_out > 0) {
+    matrix("cls.weight", n_embd, n_embd);
+    vector("cls.bias", n_embd, TensorInit::kBias);
+    matrix("cls.output.weight", n_embd, s.n_cls_out);
+    vector("cls.output.bias", s.n_cls_out, TensorInit::kBias);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<SynthTensor> synth_tensor_list(const ModelShape& s, int32_t n_layer) {
   require(n_layer >= 1, ErrorCode::kInvalidArgument, "layer count must be >= 1, got " + std::to_string(n_layer));
+  if (s.is_encoder()) return encoder_tensor_list(s, n_layer);
   std::vector<SynthTensor> out;
   const int64_t n_embd = s.n_embd;
   const int64_t n_q = static_cast<int64_t>(s.n_head) * s.head_dim;
@@ -85,6 +135,18 @@ std::vector<SynthTensor> plan_synth_tensors(const ModelShape& shape, quant::File
 
 void write_synth_hparams(gguf::GgufWriter& w, const ModelShape& shape, int32_t n_layer) {
   const std::string p = std::string(shape.arch) + ".";
+  if (shape.is_encoder()) {  // the keys llama.cpp's BertModel converter writes
+    w.set_u32(p + "vocab_size", static_cast<uint32_t>(shape.n_vocab));
+    w.set_u32(p + "context_length", static_cast<uint32_t>(shape.n_ctx_train));
+    w.set_u32(p + "embedding_length", static_cast<uint32_t>(shape.n_embd));
+    w.set_u32(p + "block_count", static_cast<uint32_t>(n_layer));
+    w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(shape.n_ff));
+    w.set_u32(p + "attention.head_count", static_cast<uint32_t>(shape.n_head));
+    w.set_f32(p + "attention.layer_norm_epsilon", shape.rms_eps);
+    w.set_bool(p + "attention.causal", false);
+    if (shape.pooling >= 0) w.set_u32(p + "pooling_type", static_cast<uint32_t>(shape.pooling));
+    return;
+  }
   w.set_u32(p + "vocab_size", static_cast<uint32_t>(shape.n_vocab));
   w.set_u32(p + "context_length", static_cast<uint32_t>(shape.n_ctx_train));
   w.set_u32(p + "embedding_length", static_cast<uint32_t>(shape.n_embd));
@@ -140,10 +202,15 @@ SynthReport write_synth_model(const SynthOptions& options, const std::string& pa
   w.set_u64("edgellm.synth.seed", options.seed);
   write_synth_hparams(w, shape, n_layer);
   if (options.tokenizer.empty()) {
-    write_placeholder_vocab(w, shape.n_vocab);
+    if (shape.is_encoder()) {
+      write_placeholder_wordpiece_vocab(w, shape.n_vocab);
+    } else {
+      write_placeholder_vocab(w, shape.n_vocab);
+    }
   } else {
     write_tokenizer_from_file(w, options.tokenizer, shape.n_vocab);
   }
+  if (shape.is_encoder()) w.set_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(shape.n_token_types));
 
   SynthReport report;
   std::map<uint32_t, size_t> type_counts;

@@ -68,6 +68,27 @@ void write_placeholder_vocab(gguf::GgufWriter& w, int32_t n_vocab) {
   w.set_bool("tokenizer.ggml.add_eos_token", false);
 }
 
+void write_placeholder_wordpiece_vocab(gguf::GgufWriter& w, int32_t n_vocab) {
+  require(n_vocab > 103, ErrorCode::kInvalidArgument,
+          "placeholder WordPiece vocabulary needs more than 103 tokens, model has " + std::to_string(n_vocab));
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    const char* special = i == 0 ? "[PAD]" : i == 100 ? "[UNK]" : i == 101 ? "[CLS]" : i == 102 ? "[SEP]" : i == 103 ? "[MASK]" : nullptr;
+    tokens.push_back(special ? std::string(special) : "\xE2\x96\x81t" + std::to_string(i));
+    types.push_back(static_cast<int32_t>(special ? TokenAttr::kControl : TokenAttr::kNormal));
+  }
+  w.set_string("tokenizer.ggml.model", "bert");
+  w.set_string("tokenizer.ggml.pre", "default");
+  w.set_array_string("tokenizer.ggml.tokens", tokens);
+  w.set_array_i32("tokenizer.ggml.token_type", types);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 100);
+  w.set_u32("tokenizer.ggml.cls_token_id", 101);
+  w.set_u32("tokenizer.ggml.seperator_token_id", 102);
+  w.set_u32("tokenizer.ggml.padding_token_id", 0);
+  w.set_u32("tokenizer.ggml.mask_token_id", 103);
+}
+
 void write_vocab(gguf::GgufWriter& w, const VocabData& vocab, int32_t n_vocab, const std::string& chat_template) {
   const size_t n = vocab.tokens.size();
   require(n <= static_cast<size_t>(n_vocab), ErrorCode::kInvalidArgument,
@@ -97,6 +118,9 @@ void write_vocab(gguf::GgufWriter& w, const VocabData& vocab, int32_t n_vocab, c
   set_id(w, "tokenizer.ggml.eom_token_id", vocab.eom);
   set_id(w, "tokenizer.ggml.unknown_token_id", vocab.unk);
   set_id(w, "tokenizer.ggml.padding_token_id", vocab.pad);
+  set_id(w, "tokenizer.ggml.cls_token_id", vocab.cls);
+  set_id(w, "tokenizer.ggml.seperator_token_id", vocab.sep);  // sic: llama.cpp's key
+  set_id(w, "tokenizer.ggml.mask_token_id", vocab.mask);
   w.set_bool("tokenizer.ggml.add_bos_token", vocab.add_bos);
   w.set_bool("tokenizer.ggml.add_eos_token", vocab.add_eos);
   if (vocab.model == "llama") w.set_bool("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix);

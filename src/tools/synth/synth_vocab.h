@@ -20,6 +20,11 @@ namespace edgellm::synth {
 // Tokenizer; text encodes to <unk>-heavy ids, which is all a benchmark needs.
 void write_placeholder_vocab(gguf::GgufWriter& w, int32_t n_vocab);
 
+// A WordPiece ("bert" model) vocabulary of n_vocab tokens in BERT's id layout: 0 [PAD],
+// 100 [UNK], 101 [CLS], 102 [SEP], 103 [MASK] (control), every other id "▁t<id>" (a word-start
+// piece in llama.cpp's phantom-space spelling). Needs n_vocab > 103.
+void write_placeholder_wordpiece_vocab(gguf::GgufWriter& w, int32_t n_vocab);
+
 // Writes `vocab` padded with "[PADn]" tokens (type unused) up to n_vocab entries. Throws
 // Error(kInvalidArgument) when the vocabulary has more tokens than the model's embedding rows.
 void write_vocab(gguf::GgufWriter& w, const VocabData& vocab, int32_t n_vocab, const std::string& chat_template);
