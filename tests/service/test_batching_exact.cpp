@@ -66,7 +66,7 @@ void run_case(const Case& c, int n, int32_t step_tokens) {
       return true;
     });
     auto record = std::move(r.on_finish);
-    r.on_finish = [&finished, chain, record](const RequestResult& res) {
+    r.on_finish = [&finished, chain, record](RequestResult& res) {
       chain();  // a request that ended before its third token
       record(res);
       finished.add();

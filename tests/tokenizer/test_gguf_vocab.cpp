@@ -77,8 +77,8 @@ TEST(GgufVocabData, Errors) {
     expect_load_error(w, ErrorCode::kInvalidFile, "tokenizer.ggml.model");
   }
   {
-    auto w = base_writer("bert");
-    expect_load_error(w, ErrorCode::kUnsupported, "'bert'");
+    auto w = base_writer("t5");
+    expect_load_error(w, ErrorCode::kUnsupported, "'t5'");
   }
   {
     auto w = base_writer("llama");

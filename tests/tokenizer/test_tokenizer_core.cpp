@@ -244,8 +244,8 @@ TEST(Tokenizer, ValidationErrors) {
   }
   {
     VocabData d = bpe_vocab();
-    d.model = "bert";
-    expect_error(d, ErrorCode::kUnsupported, "bert");
+    d.model = "t5";  // T5 (Unigram): bert is WordPiece now
+    expect_error(d, ErrorCode::kUnsupported, "t5");
   }
   {
     VocabData d = spm_vocab({"a"}, {0});

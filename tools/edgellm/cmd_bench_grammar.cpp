@@ -74,14 +74,15 @@ Json summary_json(const Summary& s) {
 }
 
 int bench_grammar_command(const std::vector<std::string>& args) {
-  std::string model_path, prompt = "Reply with JSON:";
+  std::string prompt = "Reply with JSON:";
+  ModelOptions model_opt;
   GrammarOptions gopt;
   ContextOptions copt;
   int32_t n_tokens = 128, pairs = 5, walks = 20, walk_steps = 64;
   float temperature = 1.0f;
   bool no_lazy_run = false;
   ArgParser ap("bench-grammar", "-m MODEL (--json-schema-file F | --grammar-file F | ...) [options]");
-  ap.add_string("-m,--model", &model_path, "FILE", "GGUF model (its vocabulary and, for the decode pairs, its weights)");
+  add_model_options(ap, &model_opt, "its vocabulary and, for the decode pairs, its weights");
   add_grammar_options(ap, &gopt);
   add_context_options(ap, &copt);
   ap.add_string("-p,--prompt", &prompt, "TEXT", "prompt of the decode pairs");
@@ -92,8 +93,9 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   ap.add_float("--temp", &temperature, "T", "temperature of the decode pairs (default 1.0; no top-k/p, min-p)", 0.0);
   ap.add_flag("--no-lazy-run", &no_lazy_run, "skip the constrained generation on the lazily masked grammar");
   if (!ap.parse(args)) return 0;
-  require(!model_path.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   require(gopt.any(), ErrorCode::kInvalidArgument, "give a grammar or a JSON Schema");
+  const std::string model_path = resolve_model_path(model_opt);
+  const ContextParams cp = context_params(copt);  // checks -c, -t, --power ... before any work
 
   Json out = Json::object();
   out.set("model", model_path);
@@ -181,7 +183,7 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   // grammar `g`, whose masks are computed as the generation reaches their states: the cost of a
   // schema's first request.
   if (pairs > 0 && !no_lazy_run) {
-    Context ctx(*model, context_params(copt));
+    Context ctx(*model, cp);
     SamplerParams sp;
     sp.temperature = temperature;
     sp.top_k = 0;
@@ -203,7 +205,6 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   Json pj = Json::array();
   std::vector<double> ratios;
   if (pairs > 0) {
-    const ContextParams cp = context_params(copt);
     const std::vector<int32_t> prompt_ids = tok->encode(prompt, true, true);
     for (int i = 0; i < pairs; ++i) {
       SamplerParams sp;

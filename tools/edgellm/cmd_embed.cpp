@@ -50,13 +50,12 @@ void print_value(float v, int normalize) {
 }
 
 int run_embed(const std::vector<std::string>& args) {
-  std::string model, file, separator = "\\n", cls_separator = "\\t", pooling_name, format, ids_file;
+  std::string file, separator = "\\n", cls_separator = "\\t", pooling_name, format, ids_file;
   int32_t repeats = 0;
   std::vector<std::string> prompts;
   int32_t normalize = 2;
   EmbedderOptions eo;
   ArgParser ap("embed", "-m MODEL (-p TEXT | -f FILE) [options]");
-  ap.add_string("-m,--model", &model, "FILE", "GGUF embedding model (bert, or a decoder such as Qwen3-Embedding)");
   ap.add_strings("-p,--prompt", &prompts, "TEXT", "text(s) to embed (repeatable; split at --embd-separator)");
   ap.add_string("-f,--file", &file, "FILE", "texts to embed, split at --embd-separator");
   ap.add_string("--embd-separator", &separator, "SEP", "separator of the texts (default \\n)");
@@ -68,7 +67,7 @@ int run_embed(const std::vector<std::string>& args) {
   ap.add_int("--repeats", &repeats, "N", "run the request N times and print the time to stderr (benchmarks)", 0);
   ap.add_string("--cls-separator", &cls_separator, "SEP",
                 "between query and document with --pooling rank (default \\t)");
-  add_embedder_options(ap, eo);
+  add_embedder_options(ap, eo, "an embedding model: bert, or a decoder such as Qwen3-Embedding");
   if (!ap.parse(args)) return 0;
   require(format.empty() || format == "array" || format == "json" || format == "json+" || format == "raw",
           ErrorCode::kInvalidArgument, "--embd-output-format '" + format + "' is not one of array, json, json+, raw");
@@ -99,7 +98,7 @@ int run_embed(const std::vector<std::string>& args) {
   require(!texts.empty() || !token_inputs.empty(), ErrorCode::kInvalidArgument,
           "nothing to embed: give -p TEXT, -f FILE or --token-ids FILE\n" + ap.usage());
 
-  const std::unique_ptr<Runtime> rt = open_embedding_runtime(model, eo);
+  const std::unique_ptr<Runtime> rt = open_embedding_runtime(eo);
   const Truncation truncation = parse_truncation(eo.truncate);
   const std::shared_ptr<EmbeddingService> svc = rt->embedding_service();
   if (pooling == PoolingType::kUnspecified) pooling = svc->default_pooling();

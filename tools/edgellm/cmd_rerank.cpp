@@ -20,20 +20,19 @@ namespace edgellm::cli {
 namespace {
 
 int run_rerank(const std::vector<std::string>& args) {
-  std::string model, query, file, separator = "\\n";
+  std::string query, file, separator = "\\n";
   std::vector<std::string> documents;
   int32_t top_n = 0;
   bool json = false;
   EmbedderOptions eo;
   ArgParser ap("rerank", "-m RERANKER -q QUERY (-d DOC ... | -f FILE) [options]");
-  ap.add_string("-m,--model", &model, "FILE", "GGUF cross-encoder (a classification head: cls.output)");
   ap.add_string("-q,--query", &query, "TEXT", "the query");
   ap.add_strings("-d,--document", &documents, "TEXT", "a document (repeatable)");
   ap.add_string("-f,--file", &file, "FILE", "documents, split at --embd-separator (default: one per line)");
   ap.add_string("--embd-separator", &separator, "SEP", "separator of the file's documents (default \\n)");
   ap.add_int("--top-n", &top_n, "N", "print the N best (default: all)", 0);
-  ap.add_flag("--json", &json, "print llama-server's /v1/rerank result");
-  add_embedder_options(ap, eo);
+  ap.add_flag(shared_option("json"), &json, "llama-server's /v1/rerank result");
+  add_embedder_options(ap, eo, "a cross-encoder (a classification head: cls.output)");
   if (!ap.parse(args)) return 0;
   require(!query.empty(), ErrorCode::kInvalidArgument, "-q QUERY is required\n" + ap.usage());
   if (!file.empty()) {
@@ -41,7 +40,7 @@ int run_rerank(const std::vector<std::string>& args) {
   }
   require(!documents.empty(), ErrorCode::kInvalidArgument, "no documents: give -d DOC or -f FILE\n" + ap.usage());
 
-  const std::unique_ptr<Runtime> rt = open_embedding_runtime(model, eo);
+  const std::unique_ptr<Runtime> rt = open_embedding_runtime(eo);
   EmbeddingRequest r;
   r.task = EmbeddingTask::kRerank;
   r.query = query;

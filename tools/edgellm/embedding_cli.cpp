@@ -8,10 +8,11 @@
 
 namespace edgellm::cli {
 
-void add_embedder_options(ArgParser& ap, EmbedderOptions& o) {
-  ap.add_int("-c,--ctx-size", &o.ctx_size, "N", "longest input in tokens (default: the model's positions)", 0, 1 << 20);
-  ap.add_int("-b,--batch-size", &o.batch_size, "N", "tokens per forward pass (default: max(ctx, 1024))", 0, 1 << 16);
-  ap.add_int("-t,--threads", &o.threads, "N", "threads (default: the big cores)", 0, 256);
+void add_embedder_options(ArgParser& ap, EmbedderOptions& o, const std::string& model_note) {
+  add_model_options(ap, &o.model, model_note);
+  ap.add_int(shared_option("ctx-size"), &o.ctx_size, 0, 1 << 20, "longest input; default 0: the model's positions");
+  ap.add_int(shared_option("batch-size"), &o.batch_size, 0, 1 << 16, "default 0: max(ctx, 1024)");
+  ap.add_int(shared_option("threads"), &o.threads, 0, 256, "default 0: the big cores");
   ap.add_string("--truncate", &o.truncate, "MODE",
                 "inputs longer than the context: refuse (default) or end (cut, keeping [SEP] / EOS)");
 }
@@ -22,10 +23,9 @@ Truncation parse_truncation(const std::string& text) {
   throw Error(ErrorCode::kInvalidArgument, "--truncate '" + text + "' is not one of refuse, end");
 }
 
-std::unique_ptr<Runtime> open_embedding_runtime(const std::string& model, const EmbedderOptions& o) {
-  require(!model.empty(), ErrorCode::kInvalidArgument, "-m MODEL is required");
+std::unique_ptr<Runtime> open_embedding_runtime(const EmbedderOptions& o) {
   RuntimeParams p;
-  p.model_path = model;
+  p.model_path = resolve_model_path(o.model);
   p.role = RuntimeRole::kEmbed;
   p.embedding.embedder.n_ctx = o.ctx_size;
   p.embedding.embedder.n_batch = o.batch_size;

@@ -7,24 +7,26 @@
 #include <vector>
 
 #include "cli_args.h"
+#include "generation_options.h"
 #include "runtime/runtime.h"
 #include "service/embedding_request.h"
 
 namespace edgellm::cli {
 
 struct EmbedderOptions {
+  ModelOptions model;      // -m / --registry
   int32_t ctx_size = 0;    // -c: longest input (0: the model's)
   int32_t batch_size = 0;  // -b: tokens per forward (0: max(ctx, 1024))
   int32_t threads = 0;     // -t
   std::string truncate = "refuse";
 };
 
-// -c,--ctx-size  -b,--batch-size  -t,--threads  --truncate refuse|end
-void add_embedder_options(ArgParser& ap, EmbedderOptions& o);
+// -m / --registry, -c,--ctx-size  -b,--batch-size  -t,--threads (the shared options), --truncate refuse|end
+void add_embedder_options(ArgParser& ap, EmbedderOptions& o, const std::string& model_note);
 Truncation parse_truncation(const std::string& text);
 
 // An embedding runtime (RuntimeParams::role kEmbed) over `model` with the options.
-std::unique_ptr<Runtime> open_embedding_runtime(const std::string& model, const EmbedderOptions& o);
+std::unique_ptr<Runtime> open_embedding_runtime(const EmbedderOptions& o);
 
 // Submits and waits for on_finish; an error result throws its Error.
 EmbeddingResult run_embedding_request(Runtime& rt, EmbeddingRequest request);
