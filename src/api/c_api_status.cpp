@@ -79,7 +79,7 @@ using namespace edgellm;
 
 extern "C" {
 
-const char* edgellm_version(void) { return "0.1.0"; }
+const char* edgellm_version(void) { return "0.2.0"; }
 uint32_t edgellm_abi_version(void) { return EDGELLM_ABI_VERSION; }
 
 const char* edgellm_status_name(edgellm_status status) {

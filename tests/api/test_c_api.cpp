@@ -143,7 +143,7 @@ class CApi : public ::testing::Test {
 
 TEST(CApiBasics, VersionStatusNamesAndDefaults) {
   EXPECT_EQ(edgellm_abi_version(), static_cast<uint32_t>(EDGELLM_ABI_VERSION));
-  EXPECT_STREQ(edgellm_version(), "0.1.0");
+  EXPECT_STREQ(edgellm_version(), "0.2.0");
   EXPECT_STREQ(edgellm_status_name(EDGELLM_ERR_BUSY), "busy");
   EXPECT_STREQ(edgellm_status_name(static_cast<edgellm_status>(999)), "unknown");
   EXPECT_STREQ(edgellm_finish_reason_name(EDGELLM_FINISH_TIMEOUT), "timeout");

@@ -409,7 +409,7 @@ TEST(CppWrapperRuntime, RegistrySwapPressurePlan) {
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), EDGELLM_ERR_INVALID_ARGUMENT);
   }
-  EXPECT_EQ(edgellm::cpp::version(), "0.1.0");
+  EXPECT_EQ(edgellm::cpp::version(), "0.2.0");
 }
 
 // The log handler receives the library's lines (here: a refused swap's warning) on any thread.

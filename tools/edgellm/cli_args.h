@@ -46,7 +46,7 @@ enum ExitStatus : int {
 // kInvalidArgument -> kExitUsage, kCancelled -> kExitInterrupted, anything else -> kExitFailure.
 int exit_status_for(ErrorCode code);
 
-// "edgellm 0.1.0 (C ABI 4)": what --version prints.
+// "edgellm 0.2.0 (C ABI 5)": what --version prints.
 std::string version_string();
 
 // One option of the shared catalogue.

@@ -14,7 +14,7 @@ if (!fs.existsSync(addon)) {
   console.error(`prebuild: ${addon} does not exist: build the addon first (cmake --build ${build} --target edgellm_napi)`);
   process.exit(1);
 }
-// The library file the addon asks for by its SONAME (libedgellm.so.0.1), from the addon's NEEDED entries.
+// The library file the addon asks for by its SONAME (libedgellm.so.0.2), from the addon's NEEDED entries.
 const dynamic = execFileSync('readelf', ['-d', addon], { encoding: 'utf8' });
 const needed = [...dynamic.matchAll(/\(NEEDED\)\s+Shared library: \[(libedgellm\.so[^\]]*)\]/g)].map((m) => m[1]);
 if (needed.length !== 1) {
