@@ -409,6 +409,19 @@ typedef struct edgellm_request_params {
   edgellm_token_callback on_token;   /* may be NULL */
   edgellm_finish_callback on_finish; /* may be NULL */
   void* user_data;                   /* passed to both */
+
+  /* Constrained output (docs/structured-output.md): at most one of the three; NULL / false:
+   * unconstrained ("" is INVALID_ARGUMENT). Compiled in edgellm_submit, on the calling thread, for
+   * the vocabulary of the model version serving the request; compiled grammars are cached, so a
+   * repeated grammar or schema costs a lookup. INVALID_ARGUMENT names the grammar's line and
+   * column, or the schema's unsupported keyword.
+   *   grammar      GBNF text (llama.cpp's grammar format; rule "root" is matched); at most 1 MiB
+   *   json_schema  a JSON Schema as JSON text (object properties / required, arrays, enum /
+   *                const, anyOf, $ref, string lengths, numeric bounds, ...); at most 1 MiB
+   *   json_object  any JSON object (OpenAI's response_format {"type": "json_object"}) */
+  const char* grammar;
+  const char* json_schema;
+  bool json_object;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);

@@ -280,6 +280,11 @@ struct Request {
   std::optional<std::string> session_load_path;
   std::optional<std::string> session_save_path;
   edgellm_route route;      // the router (Runtime::set_router); default OFF
+  // Constrained output (docs/structured-output.md), at most one: GBNF text, a JSON Schema as JSON
+  // text, or any JSON object.
+  std::optional<std::string> grammar;
+  std::optional<std::string> json_schema;
+  bool json_object = false;
 
   Request() : Request(edgellm_request_default_params()) {}
 
@@ -354,6 +359,18 @@ struct Request {
   }
   Request& with_route(edgellm_route r) {
     route = r;
+    return *this;
+  }
+  Request& with_grammar(std::string gbnf) {
+    grammar = std::move(gbnf);
+    return *this;
+  }
+  Request& with_json_schema(std::string schema_json) {
+    json_schema = std::move(schema_json);
+    return *this;
+  }
+  Request& with_json_object(bool on = true) {
+    json_object = on;
     return *this;
   }
 
@@ -587,6 +604,9 @@ class Runtime {
     p.session_load_path = detail::c_str_or_null(request.session_load_path, "session_load_path");
     p.session_save_path = detail::c_str_or_null(request.session_save_path, "session_save_path");
     p.route = request.route;
+    p.grammar = detail::c_str_or_null(request.grammar, "grammar");
+    p.json_schema = detail::c_str_or_null(request.json_schema, "json_schema");
+    p.json_object = request.json_object;
 
     // on_finish always goes through the trampoline, even without a user callback: it is what
     // frees the block.

@@ -25,7 +25,7 @@ static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
 // ABI 5 sizes (LP64: x86-64 and AArch64 alike). A new field goes after the last one, past the
 // old sizeof (read_struct copies a caller's prefix): when one of these fails, the struct grew —
 // keep the old size readable and update the number here and in docs/c-api.md's history.
-static_assert(sizeof(edgellm_request_params) == 176 || sizeof(void*) != 8, "edgellm_request_params changed size");
+static_assert(sizeof(edgellm_request_params) == 200 || sizeof(void*) != 8, "edgellm_request_params changed size");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
 static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
 static_assert(sizeof(edgellm_runtime_params) == 144 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
@@ -150,6 +150,9 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   r.session_id = optional_string(p.session_id, "session_id");
   r.session_load_path = optional_string(p.session_load_path, "session_load_path");
   r.session_save_path = optional_string(p.session_save_path, "session_save_path");
+  r.grammar_gbnf = optional_string(p.grammar, "grammar");
+  r.json_schema = optional_string(p.json_schema, "json_schema");
+  r.json_object = p.json_object;
 
   if (p.on_token != nullptr) {
     r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {

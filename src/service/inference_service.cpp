@@ -13,6 +13,7 @@
 #include "engine/sampler.h"
 #include "generation/chat_session.h"
 #include "grammar/compiled_grammar.h"
+#include "service/request_grammar.h"
 #include "generation/sequence_generator.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
@@ -75,6 +76,7 @@ InferenceService::InferenceService(std::shared_ptr<const Model> model, const Ser
   require(tokenizer_->n_vocab() == model_->hparams().n_vocab, ErrorCode::kInvalidFile,
           "service: the vocabulary has " + std::to_string(tokenizer_->n_vocab()) + " tokens but the model " +
               std::to_string(model_->hparams().n_vocab));
+  grammars_ = std::make_unique<RequestGrammars>(*tokenizer_);
   std::string description;
   std::string warning;
   template_ = std::make_unique<ChatTemplate>(
@@ -126,6 +128,7 @@ RequestId InferenceService::submit(ServiceRequest request) {
   try {
     const int32_t n_vocab = model_->hparams().n_vocab;
     r->sanitized_chars = check_request(request, n_vocab, params_.input_policy);
+    grammars_->compile(request);  // a grammar given as text, for this model version's vocabulary
     if (request.grammar != nullptr) {
       const int32_t grammar_vocab = request.grammar->vocabulary().size();
       require(grammar_vocab == n_vocab, ErrorCode::kInvalidArgument, [&] {

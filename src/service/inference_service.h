@@ -58,6 +58,7 @@
 namespace edgellm {
 
 class Tokenizer;
+class RequestGrammars;
 class Sampler;
 class SequenceGenerator;
 struct StepOutput;
@@ -180,6 +181,7 @@ class InferenceService {
   ServiceParams params_;
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<RequestGrammars> grammars_;  // text constraints -> compiled, for this vocabulary
   std::unique_ptr<ChatTemplate> template_;
   std::unique_ptr<Context> ctx_;  // scheduler thread only (after construction)
   ContextParams ctx_params_;

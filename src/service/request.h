@@ -113,6 +113,16 @@ struct ServiceRequest {
   // Constrained output (GenerationParams::grammar): compiled for this model's vocabulary
   // (grammar::GrammarCompiler); checked at submit. Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // The same as text, which is what the faces carry (C ABI, NAPI, HTTP): compiled at submit with
+  // the vocabulary of the model version that serves the request (service/request_grammar.h; an
+  // LRU keeps compiled grammars, so a repeated schema costs a lookup). At most one of the three,
+  // and not with `grammar`; errors are kInvalidArgument naming the grammar's line and column or
+  // the schema's keyword. grammar_gbnf: llama.cpp's GBNF, rule "root" first matched.
+  // json_schema: a JSON Schema as JSON text (docs/structured-output.md lists what is supported).
+  // json_object: any JSON object (OpenAI's response_format {"type": "json_object"}).
+  std::string grammar_gbnf;
+  std::string json_schema;
+  bool json_object = false;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 

@@ -173,6 +173,15 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
     }
     check_strict_utf8(s, what);
   }
+  const int constraints = (r.grammar != nullptr ? 1 : 0) + (!r.grammar_gbnf.empty() ? 1 : 0) +
+                          (!r.json_schema.empty() ? 1 : 0) + (r.json_object ? 1 : 0);
+  if (constraints > 1) refuse("more than one output constraint: give at most one of grammar, json_schema, json_object");
+  if (r.grammar_gbnf.size() > limits::kMaxGrammarBytes || r.json_schema.size() > limits::kMaxGrammarBytes) {
+    refuse(std::string(r.grammar_gbnf.empty() ? "json_schema" : "grammar") + ": more than " +
+           std::to_string(limits::kMaxGrammarBytes) + " bytes");
+  }
+  if (!r.grammar_gbnf.empty()) check_strict_utf8(r.grammar_gbnf, "grammar");
+  if (!r.json_schema.empty()) check_strict_utf8(r.json_schema, "json_schema");
   if (r.n_keep < -1) refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.n_keep));
   if (r.priority != Priority::kInteractive && r.priority != Priority::kBackground) refuse("priority is unknown");
   check_sampling(r.sampling, n_vocab);

@@ -35,6 +35,7 @@ inline constexpr double kMaxRepeatPenalty = 100;
 inline constexpr double kMaxAbsFrequencyPenalty = 2;
 inline constexpr double kMaxAbsLogitBias = 100;
 inline constexpr size_t kMaxEmbeddingInputs = 2048;  // texts, token arrays or documents (OpenAI's bound)
+inline constexpr size_t kMaxGrammarBytes = size_t{1} << 20;  // grammar_gbnf, json_schema (1 MiB)
 }  // namespace limits
 
 // Checks (and under kStrip cleans) a request for a model of n_vocab tokens: exactly one input,

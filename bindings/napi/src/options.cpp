@@ -243,11 +243,25 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   int route = p.route;
   r.choice("route", kRoutes, &route);
   p.route = static_cast<edgellm_route>(route);
+  optional_string(r, "grammar", &out->grammar, &p.grammar);
+  r.boolean("jsonObject", &p.json_object);
   napi_value stop = r.field("stop");
   napi_value logit_bias = r.field("logitBias");
+  napi_value schema = r.field("jsonSchema");
   if (!r.ok()) {
     *error = r.error();
     return false;
+  }
+  if (schema) {  // an object (as JSON.stringify writes it) or its JSON text
+    napi_valuetype type = napi_undefined;
+    napi_typeof(env, schema, &type);
+    if (type == napi_string) {
+      read_string(env, schema, &out->json_schema);
+    } else if (type != napi_object || !stringify_json(env, schema, &out->json_schema)) {
+      *error = "options.jsonSchema must be a JSON Schema: an object or its JSON text";
+      return false;
+    }
+    p.json_schema = out->json_schema.c_str();
   }
   if (logit_bias && !read_logit_bias(env, logit_bias, out, error)) return false;
   return !stop || read_stops(env, stop, out, error);

@@ -49,6 +49,7 @@ struct RequestConfig {
   std::vector<const char*> stop_ptrs;
   std::vector<edgellm_logit_bias> logit_bias;
   std::string session_id, session_load_path, session_save_path;
+  std::string grammar, json_schema;  // constrained output: GBNF, a JSON Schema as JSON text
   edgellm_sampling sampling{};
   edgellm_request_params params{};
 };

@@ -69,6 +69,11 @@ export interface GenerateOptions {
   sessionLoadPath?: string;   // continue from a session file (read and checked when generate is called)
   sessionSavePath?: string;   // write this request's KV to a file when it ends (result.sessionSaveError says if not)
   route?: 'off' | 'auto' | 'local' | 'cloud';  // the router (setRouter); default 'off'
+  // Constrained output (docs/structured-output.md), at most one: a GBNF grammar (llama.cpp's
+  // format), a JSON Schema (an object, or its JSON text), or any JSON object.
+  grammar?: string;
+  jsonSchema?: object | string;
+  jsonObject?: boolean;
 }
 
 export interface Message {
