@@ -28,7 +28,7 @@ RequestResult run_local(ServerContext& ctx, ServiceRequest sr, std::vector<float
   sr.on_finish = [ch](const RequestResult& r) { ch->on_finish(r); };
   RequestId id = 0;
   try {
-    id = ctx.service.submit(std::move(sr));
+    id = ctx.service.submit(std::move(sr)).id;
   } catch (const Error& e) {
     throw api_error_from(e);
   }
