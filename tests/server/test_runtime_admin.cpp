@@ -205,6 +205,19 @@ TEST(RuntimeAdmin, HotSwapUnderLoadDrainsTheOldVersionAndLabelsEveryAnswer) {
   std::vector<Answer> answers;
 
   std::vector<std::thread> clients;
+  // However the test ends (an ASSERT returns early), the clients stop and are joined.
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    Runtime& runtime;
+    ~Joiner() {
+      stop.store(true);
+      runtime.resume();
+      for (std::thread& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{stop, clients, s.runtime()};
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&] {
       int mine_after = 0;
@@ -252,9 +265,11 @@ TEST(RuntimeAdmin, HotSwapUnderLoadDrainsTheOldVersionAndLabelsEveryAnswer) {
   const Json sj = json_of(sw);
   EXPECT_EQ(sj.at("model_version").as_string(), "2");
   // "1" is still live: its 8 admitted requests have not finished (paused).
-  ASSERT_EQ(sj.at("live_versions").size(), 2u) << sw.body;
-  EXPECT_EQ(sj.at("live_versions").at(0).as_string(), "2");
-  EXPECT_EQ(sj.at("live_versions").at(1).as_string(), "1");
+  EXPECT_EQ(sj.at("live_versions").size(), 2u) << sw.body;
+  if (sj.at("live_versions").size() == 2) {
+    EXPECT_EQ(sj.at("live_versions").at(0).as_string(), "2");
+    EXPECT_EQ(sj.at("live_versions").at(1).as_string(), "1");
+  }
   EXPECT_EQ(s.runtime().model_version(), "2");
   s.runtime().resume();
 
@@ -264,9 +279,13 @@ TEST(RuntimeAdmin, HotSwapUnderLoadDrainsTheOldVersionAndLabelsEveryAnswer) {
 
   std::set<std::string> text_of[2];
   int on_v1_after_pause = 0;
+  int failed = 0;
   for (size_t i = 0; i < answers.size(); ++i) {
     const Answer& a = answers[i];
-    ASSERT_TRUE(a.ok) << "answer " << i << ": " << a.why;
+    if (!a.ok) {
+      if (++failed <= 3) ADD_FAILURE() << "answer " << i << " (of " << answers.size() << "): " << a.why;
+      continue;
+    }
     EXPECT_FALSE(a.version.empty()) << "answer " << i << " names no model version";
     EXPECT_EQ(a.header_version, a.version) << "answer " << i;
     EXPECT_EQ(a.finish, "length") << "answer " << i;
@@ -278,6 +297,7 @@ TEST(RuntimeAdmin, HotSwapUnderLoadDrainsTheOldVersionAndLabelsEveryAnswer) {
     text_of[a.version == "2"].insert(a.text);
     if (i >= before_swap && a.version == "1") ++on_v1_after_pause;
   }
+  EXPECT_EQ(failed, 0) << "failed requests";
   // The 8 requests admitted before the swap finished on version 1, whole.
   EXPECT_EQ(on_v1_after_pause, kClients);
   EXPECT_EQ(text_of[0].size(), 1u) << "version 1 answered the one greedy prompt differently";
