@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "registry/model_registry.h"
 #include "runtime/runtime.h"
 #include "serve_harness.h"
 #include "support/test_env.h"
@@ -39,10 +42,16 @@ constexpr int kTokens = 24;
 // A runtime (stories260K as version "1") and a server over it on a free loopback port.
 class Served {
  public:
-  explicit Served(std::string api_key, int64_t recover_ms = 10000) {
+  // registry_dir: open `story` from that registry (as `edgellm serve --registry DIR -m story`).
+  explicit Served(std::string api_key, int64_t recover_ms = 10000, const std::string& registry_dir = "") {
     RuntimeParams rp;
-    rp.model_path = edgellm::test::shared_model("stories260K.gguf");
-    rp.model_version = "1";
+    if (registry_dir.empty()) {
+      rp.model_path = edgellm::test::shared_model("stories260K.gguf");
+      rp.model_version = "1";
+    } else {
+      rp.registry_dir = registry_dir;
+      rp.registry_name = "story";
+    }
     rp.recover_ms = recover_ms;
     ServiceParams& sp = rp.service;
     sp.context.n_ctx = 512;
@@ -426,6 +435,61 @@ TEST(RuntimeAdmin, PressureMovesTheLadderAndItsRefusalIs503) {
   const Json d = json_of(admin_get(s.port(), "/admin/degradation"));
   EXPECT_GE(d.at("rungs").at("refuse_new").at("entered").as_number(), 1);
   EXPECT_GE(d.at("refused_requests").as_number(), 1);
+}
+
+TEST(RuntimeAdmin, ReloadFollowsTheRegistryAndRefusesACorruptedFile) {
+  const std::string dir = edgellm::test::temp_dir() + "/admin-registry";
+  std::filesystem::remove_all(dir);
+  ModelRegistry reg(dir);
+  ModelManifest m;
+  m.name = "story";
+  m.version = "1";
+  reg.install_file(edgellm::test::shared_model("stories260K.gguf"), m, {});
+  Served s(kKey, 10000, dir);
+  EXPECT_EQ(s.runtime().model_version(), "1");
+
+  // Nothing new: no swap.
+  RawResponse r = admin_post(s.port(), "/admin/reload", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json_of(r).at("model_version").as_string(), "1");
+  EXPECT_FALSE(json_of(r).at("changed").as_bool());
+  EXPECT_EQ(s.runtime().swaps(), 0u);
+
+  // Version 2 installed, then one byte of its file changed (same size): the reload verifies the
+  // digest, refuses it and version 1 keeps serving.
+  m.version = "2";
+  const ModelManifest v2 = reg.install_file(edgellm::test::shared_model("tiny-zh-poems.gguf"), m, {});
+  const std::string file = reg.model_path(v2);
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 4096u);
+  {
+    std::string bad = bytes;
+    bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x01);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bad;
+  }
+  r = admin_post(s.port(), "/admin/reload", "");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(error_code(r), "model_not_loaded") << r.body;
+  EXPECT_EQ(s.runtime().model_version(), "1");
+
+  // The file restored: the reload switches to 2 and answers say so.
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  r = admin_post(s.port(), "/admin/reload", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json_of(r).at("model_version").as_string(), "2");
+  EXPECT_TRUE(json_of(r).at("changed").as_bool());
+  Json b = Json::parse(chat_body());
+  b.set("stream", false);
+  b.set("max_tokens", 4);
+  r = round_trip(s.port(), post_request("/v1/chat/completions", b.dump(), bearer(kKey)));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("x-edgellm-model-version"), "2");
+  EXPECT_EQ(json_of(r).at("x_edgellm").at("model_version").as_string(), "2");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
