@@ -207,6 +207,9 @@ TEST(Router, ScoreIsTheGeometricMeanOfTheModelsTokenProbabilities) {
   const Json j = Json::parse(res->body);
   const Json& route = j.at("x_edgellm").at("route");
   const double score = route.at("score").as_number();
+  // Answered locally: by the Runtime's model version "1" (header and body).
+  EXPECT_EQ(j.at("x_edgellm").at("model_version").as_string(), "1");
+  EXPECT_EQ(res->get_header_value("x-edgellm-model-version"), "1");
 
   // Independent recompute: generate() on a fresh Context, softmax of each sampled position.
   std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
@@ -271,6 +274,9 @@ TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
   EXPECT_EQ(res->get_header_value("x-edgellm-route"), "cloud");
   const Json j = Json::parse(res->body);
   EXPECT_EQ(j.at("x_edgellm").at("route").at("route").as_string(), "cloud");
+  // No local version served it: labelled as the Runtime's router labels cloud answers.
+  EXPECT_EQ(j.at("x_edgellm").at("model_version").as_string().rfind("cloud:", 0), 0u) << res->body;
+  EXPECT_EQ(res->get_header_value("x-edgellm-model-version"), j.at("x_edgellm").at("model_version").as_string());
   EXPECT_GE(cloud.http().counters().http_requests.load(), 1u);
 
   // What the cloud received (its --log-prompts line).
