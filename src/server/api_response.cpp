@@ -51,6 +51,8 @@ ApiError api_error_from(const Error& e) {
       return ApiError(400, "invalid_request_error", "context_length_exceeded", e.what());
     case ErrorCode::kCancelled:
       return ApiError(503, "server_error", "shutting_down", e.what());
+    case ErrorCode::kDegraded:
+      return ApiError(503, "server_error", "degraded", e.what());
     default:
       return ApiError(500, "server_error", error_code_name(e.code()), e.what());
   }

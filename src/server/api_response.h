@@ -23,7 +23,8 @@ HttpResponse json_response(int status, const Json& body);
 HttpResponse error_response(const ApiError& e, int retry_after_s);
 
 // The service's refusals as HTTP errors (kBusy 429, kInvalidArgument 400, kContextFull 400
-// context_length_exceeded, kCancelled 503, anything else 500).
+// context_length_exceeded, kCancelled 503, kDegraded 503 degraded (the ladder refuses new
+// requests under device pressure), anything else 500).
 ApiError api_error_from(const Error& e);
 
 // A JSON endpoint's body: a JSON object whatever the Content-Type says (`curl -d` sends

@@ -58,12 +58,12 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   ServiceRequest& sr = p.request;
   sr.deadline_ms = ctx.options.deadline_ms;
   if (!p.session_id.empty()) {
-    if (ctx.options.max_sessions == 0) {
+    if (ctx.service.max_sessions() == 0) {
       throw ApiError::bad_field("x_edgellm_session", "sessions are off on this server (--sessions 0)");
     }
-    // Unknown id: a new session, stored when this request ends.
-    if (std::shared_ptr<const std::string> saved = ctx.sessions.get(p.session_id)) sr.session_in = *saved;
-    sr.session_out = true;
+    // The Runtime continues from the session kept under this id (unknown: a new one) and keeps
+    // the request's KV under it when it ends (RequestResult::session_stored).
+    sr.session_id = p.session_id;
     session_id = p.session_id;
   }
   sr.on_token = [channel](const TokenEvent& ev) { return channel->on_token(ev); };
@@ -71,10 +71,13 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   const std::string prompt_for_log =
       ctx.options.log_prompts ? (sr.messages.is_null() ? sr.prompt : sr.messages.dump()) : std::string();
   RequestId id = 0;
+  std::string version;  // the model version serving it, start to end (a swap does not move it)
   try {
-    id = ctx.service.submit(std::move(sr));
+    ServiceCalls::Submitted s = ctx.service.submit(std::move(sr));
+    id = s.id;
+    version = std::move(s.version);
   } catch (const Error& e) {
-    throw api_error_from(e);  // kBusy: 429 (Retry-After added with the response)
+    throw api_error_from(e);  // kBusy: 429, kDegraded: 503 (Retry-After added with the response)
   }
   if (ctx.options.log_prompts) {
     log_message(LogLevel::kInfo, head.id + " request " + std::to_string(id) + " prompt: " + prompt_for_log);
@@ -105,7 +108,7 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   }
 
   if (stream) ctx.counters.streams.fetch_add(1);
-  HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}, {"x-edgellm-model-version", version}};
   if (endpoint == Endpoint::kChat && ctx.options.router.enabled()) {
     // Streamed chat with the router on: always local (the score needs the whole answer).
     ctx.counters.route_local.fetch_add(1);
@@ -143,14 +146,14 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   }
 
   RequestResult& r = b.result;
-  Json session_info;  // null unless the request named a session
-  if (!session_id.empty() && r.finish_reason != FinishReason::kError) session_info = keep_session(ctx, session_id, r);
+  Json session;  // null unless the request named a session
+  if (!session_id.empty() && r.finish_reason != FinishReason::kError) session = session_info(ctx, session_id, r);
   if (stream) {
     if (r.finish_reason == FinishReason::kError) {
       write(api_error_from(Error(r.error_code, r.error)).to_json());
     } else {
       Json fin = final_chunk(head, r, include_usage);
-      if (!session_info.is_null()) set_session_info(fin, std::move(session_info));
+      if (!session.is_null()) set_session_info(fin, std::move(session));
       write(fin);
       if (include_usage) write(usage_chunk(head, r));
     }
@@ -160,7 +163,7 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
     write(api_error_from(Error(r.error_code, r.error)).to_json());
   } else {
     Json body_out = completion_body(head, r);
-    if (!session_info.is_null()) set_session_info(body_out, std::move(session_info));
+    if (!session.is_null()) set_session_info(body_out, std::move(session));
     write(body_out);
   }
   out.end_stream();

@@ -1,6 +1,7 @@
 #include "server/helper_endpoints.h"
 
 #include <ctime>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "server/api_response.h"
 #include "server/chat_page.h"
 #include "server/openai_request.h"
+#include "service/inference_service.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm::server {
@@ -44,6 +46,7 @@ void append_piece(std::string& out, const std::string& piece) {
 }  // namespace
 
 void tokenize(ServerContext& ctx, HttpRequest& request, ResponseWriter& out) {
+  const std::shared_ptr<InferenceService> svc = ctx.service.serving();  // held: its tokenizer is used to the end
   std::vector<int32_t> ids;
   bool with_pieces = false;
   {
@@ -52,10 +55,10 @@ void tokenize(ServerContext& ctx, HttpRequest& request, ResponseWriter& out) {
     if (content == nullptr || !content->is_string()) throw ApiError::bad_field("content", "expected a string");
     const bool add_special = optional_bool(body, "add_special", false);  // llama-server's default
     with_pieces = optional_bool(body, "with_pieces", false);
-    ids = ctx.service.tokenizer().encode(content->as_string(), add_special, false);
+    ids = svc->tokenizer().encode(content->as_string(), add_special, false);
   }
   std::string().swap(request.body);  // the text is no longer needed while the answer is written
-  const Tokenizer& tok = ctx.service.tokenizer();
+  const Tokenizer& tok = svc->tokenizer();  // the same version's (a swap may switch in another)
   std::string piece = "{\"tokens\": [";
   bool streaming = false;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -87,12 +90,13 @@ void tokenize(ServerContext& ctx, HttpRequest& request, ResponseWriter& out) {
 }
 
 HttpResponse detokenize(ServerContext& ctx, HttpRequest& request) {
+  const std::shared_ptr<InferenceService> svc = ctx.service.serving();
   std::vector<int32_t> ids;
   {
     const Json body = parse_json_request(request, ctx.options.max_json_depth);
     const Json* tokens = body.find("tokens");
     if (tokens == nullptr || !tokens->is_array()) throw ApiError::bad_field("tokens", "expected an array of token ids");
-    const int32_t n_vocab = ctx.service.tokenizer().n_vocab();
+    const int32_t n_vocab = svc->tokenizer().n_vocab();
     ids.reserve(tokens->size());
     for (size_t i = 0; i < tokens->size(); ++i) {
       const Json& t = tokens->at(i);
@@ -106,18 +110,20 @@ HttpResponse detokenize(ServerContext& ctx, HttpRequest& request) {
   }
   Json out = Json::object();
   // Ids that end inside a character give ill-formed UTF-8: wire_json writes U+FFFD for it.
-  out.set("content", ctx.service.tokenizer().decode(ids));
+  out.set("content", svc->tokenizer().decode(ids));
   return json_response(200, out);
 }
 
 HttpResponse apply_template(ServerContext& ctx, HttpRequest& request) {
   const Json body = parse_json_request(request, ctx.options.max_json_depth);
+  const std::shared_ptr<InferenceService> svc = ctx.service.serving();
   Json out = Json::object();
-  out.set("prompt", ctx.service.chat_template().render(parse_messages(body.find("messages")), true));
+  out.set("prompt", svc->chat_template().render(parse_messages(body.find("messages")), true));
   return json_response(200, out);
 }
 
 HttpResponse models(ServerContext& ctx) {
+  const std::shared_ptr<InferenceService> svc = ctx.service.serving();
   const ServedParams p = ctx.service.params();
   Json m = Json::object();
   m.set("id", ctx.options.model_name);
@@ -127,7 +133,8 @@ HttpResponse models(ServerContext& ctx) {
   Json meta = Json::object();
   meta.set("n_ctx", p.n_ctx);
   meta.set("n_parallel", p.n_parallel);
-  meta.set("n_vocab", ctx.service.tokenizer().n_vocab());
+  meta.set("n_vocab", svc->tokenizer().n_vocab());
+  meta.set("model_version", ctx.service.model_version());
   m.set("meta", std::move(meta));
   Json data = Json::array();
   data.push_back(std::move(m));
@@ -145,15 +152,11 @@ HttpResponse health(ServerContext& ctx) {
 }
 
 HttpResponse metrics(ServerContext& ctx) {
-  const std::string sessions = "# HELP edgellm_server_sessions Sessions kept for x_edgellm_session and export.\n"
-                               "# TYPE edgellm_server_sessions gauge\n"
-                               "edgellm_server_sessions " + std::to_string(ctx.sessions.count()) + "\n"
-                               "# HELP edgellm_server_session_bytes Bytes of the sessions kept.\n"
-                               "# TYPE edgellm_server_session_bytes gauge\n"
-                               "edgellm_server_session_bytes " + std::to_string(ctx.sessions.bytes()) + "\n";
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4";
-  r.body = ctx.service.metrics().to_prometheus() + ctx.counters.to_prometheus() + sessions;
+  // The Runtime's (service, ladder, router, sessions, swaps: edgellm_*) and the HTTP side's
+  // (edgellm_http_*, edgellm_router_*: this server's cloud router); no name is in both.
+  r.body = ctx.service.metrics_prometheus() + ctx.counters.to_prometheus();
   return r;
 }
 

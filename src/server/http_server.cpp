@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/admin_endpoints.h"
 #include "server/api_error.h"
 #include "server/api_response.h"
 #include "server/auth.h"
@@ -15,7 +16,7 @@
 #include "server/request_policy.h"
 #include "server/server_context.h"
 #include "server/session_endpoints.h"
-#include "service/inference_service.h"
+#include "runtime/runtime.h"
 
 namespace edgellm::server {
 namespace {
@@ -23,8 +24,12 @@ namespace {
 // The endpoints, by method and path.
 enum class Ep {
   kChat, kCompletion, kTokenize, kDetokenize, kApplyTemplate, kModels, kHealth, kMetrics, kPage,
-  kImport, kExport, kDelete,
+  kImport, kExport, kDelete, kAdminSwap, kAdminReload, kAdminPressure, kAdminDegradation,
 };
+
+bool is_admin(Ep ep) {
+  return ep == Ep::kAdminSwap || ep == Ep::kAdminReload || ep == Ep::kAdminPressure || ep == Ep::kAdminDegradation;
+}
 
 struct Match {
   bool found = false;       // the path names an endpoint
@@ -61,6 +66,14 @@ Match match(std::string_view method, const std::string& path) {
     is(Ep::kMetrics, get, "GET, HEAD");
   } else if (path == "/") {
     is(Ep::kPage, get, "GET, HEAD");
+  } else if (path == "/admin/swap") {
+    is(Ep::kAdminSwap, method == "POST", "POST");
+  } else if (path == "/admin/reload") {
+    is(Ep::kAdminReload, method == "POST", "POST");
+  } else if (path == "/admin/pressure") {
+    is(Ep::kAdminPressure, method == "POST", "POST");
+  } else if (path == "/admin/degradation") {
+    is(Ep::kAdminDegradation, get, "GET, HEAD");
   } else if (path == "/v1/sessions/import") {
     is(Ep::kImport, method == "POST", "POST");
   } else if (std::string id = session_export_id(path); !id.empty()) {
@@ -76,6 +89,7 @@ Match match(std::string_view method, const std::string& path) {
 
 const char* error_type(int status) {
   if (status == 401) return "authentication_error";
+  if (status == 403) return "permission_error";
   if (status == 429) return "rate_limit_error";
   return status >= 500 ? "server_error" : "invalid_request_error";
 }
@@ -98,11 +112,11 @@ void HttpServer::check_options(const ServerOptions& o) {
   }
 }
 
-HttpServer::HttpServer(InferenceService& service, ServerOptions options)
-    : HttpServer(service, std::move(options), ListeningSocket()) {}
+HttpServer::HttpServer(Runtime& runtime, ServerOptions options)
+    : HttpServer(runtime, std::move(options), ListeningSocket()) {}
 
-HttpServer::HttpServer(InferenceService& service, ServerOptions options, ListeningSocket socket)
-    : ctx_((check_options(options), std::make_unique<ServerContext>(service, std::move(options)))),
+HttpServer::HttpServer(Runtime& runtime, ServerOptions options, ListeningSocket socket)
+    : ctx_((check_options(options), std::make_unique<ServerContext>(runtime, std::move(options)))),
       allowed_hosts_(allowed_host_names(ctx_->options.host, ctx_->options.allowed_hosts)),
       body_bytes_(ctx_->options.max_body_bytes_in_flight > 0
                       ? ctx_->options.max_body_bytes_in_flight
@@ -110,6 +124,10 @@ HttpServer::HttpServer(InferenceService& service, ServerOptions options, Listeni
       helpers_(ctx_->options.helper_slots),
       imports_(1),
       socket_(std::move(socket)) {
+  if (runtime.role() != RuntimeRole::kGenerate) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the server generates text: this model embeds (an encoder); use `edgellm embed` / `edgellm rerank`");
+  }
   if (ctx_->options.model_name.empty()) ctx_->options.model_name = "edgellm";
   use_serving_allocator_policy();
 }
@@ -224,6 +242,13 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
     p.headers.emplace_back("Allow", m.allow);
     return refuse(405, "method_not_allowed", h.method + " is not allowed here (allowed: " + m.allow + ")");
   }
+  // admin_endpoints.h: they load files and change the serving model; without a key nothing
+  // tells the operator from any other local process, so a keyless server has none.
+  if (is_admin(m.ep) && o.api_key.empty()) {
+    return refuse(403, "admin_needs_api_key",
+                  "the admin endpoints are off on a server without an API key (start it with --api-key or "
+                  "--api-key-env)");
+  }
   if (m.ep != Ep::kPage && m.ep != Ep::kHealth && !authorized(h.header("Authorization"), o.api_key)) {
     return refuse(401, "invalid_api_key", "missing or wrong API key (send 'Authorization: Bearer KEY')");
   }
@@ -231,8 +256,8 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
 
   // Bodies: session imports up to --sessions-max-mib (one at a time), everything else up to
   // --max-body-kib, within the budget of bodies held at once.
-  const bool import = m.ep == Ep::kImport && o.max_sessions > 0;
-  p.body_limit = import ? o.max_session_bytes : o.max_body_bytes;
+  const bool import = m.ep == Ep::kImport && ctx.service.max_sessions() > 0;
+  p.body_limit = import ? ctx.service.max_session_bytes() : o.max_body_bytes;
   const uint64_t declared = h.chunked ? p.body_limit : h.content_length.value_or(0);
   if (declared > p.body_limit) {
     return refuse(413, "request_too_large",
@@ -248,6 +273,12 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
     if (tokens.back() == nullptr) {
       ctx.counters.overloaded.fetch_add(1);
       return refuse(503, "server_busy", "too many request bodies in memory at once; retry shortly");
+    }
+  }
+  if (m.ep == Ep::kAdminSwap || m.ep == Ep::kAdminReload) {
+    tokens.push_back(ctx.model_changes.try_take());
+    if (tokens.back() == nullptr) {
+      return refuse(429, "server_busy", "another model swap or reload is running; retry when it has finished");
     }
   }
   const bool helper = m.ep == Ep::kTokenize || m.ep == Ep::kDetokenize || m.ep == Ep::kApplyTemplate;
@@ -281,6 +312,15 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
     case Ep::kImport:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(import_session(ctx, q)); }, heavy);
       break;
+    case Ep::kAdminSwap:  // blocks while the model loads: a worker, never the I/O thread
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_swap(ctx, q)); }, true);
+      break;
+    case Ep::kAdminReload:
+      p.run = guarded([&ctx](HttpRequest&, ResponseWriter& w) { w.send(admin_reload(ctx)); }, true);
+      break;
+    case Ep::kAdminPressure:
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_pressure(ctx, q)); }, heavy);
+      break;
     default: {
       // Cheap, never blocking: answered on the I/O thread, so they work even when every
       // worker is busy (/health above all).
@@ -296,11 +336,14 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
             case Ep::kPage: return chat_page();
             case Ep::kExport: return export_session(ctx, id);
             case Ep::kDelete: return delete_session(ctx, id);
+            case Ep::kAdminDegradation: return admin_degradation(ctx);
             default: break;
           }
           throw ApiError(404, "invalid_request_error", "not_found", "no such endpoint");
         } catch (const ApiError& e) {
           return server::error_response(e, retry_after);
+        } catch (const Error& e) {
+          return server::error_response(api_error_from(e), retry_after);  // the runtime shut down
         }
       };
       break;

@@ -1,4 +1,6 @@
-// The OpenAI-compatible HTTP front of one InferenceService (docs/server.md):
+// The OpenAI-compatible HTTP front of one edgellm::Runtime (docs/server.md), the third face
+// beside the C ABI and NAPI: every request goes through the Runtime (its request checks, model
+// host, ladder, sessions, metrics).
 //
 //   POST /v1/chat/completions, /v1/completions   generation, SSE streaming or one JSON body
 //   GET  /v1/models, /health, /metrics           model list, liveness, Prometheus text
@@ -6,23 +8,28 @@
 //   GET  /                                       the web chat page (embedded, no CDN)
 //   POST /v1/sessions/import, /v1/sessions/{id}/export, DELETE /v1/sessions/{id}
 //                                                a conversation's KV moving between devices
+//   POST /admin/swap, /admin/reload, /admin/pressure, GET /admin/degradation
+//                                                the model and the ladder, changed while serving
 //
 // This file is the router path and policy; the pieces live beside it:
 //   http_transport.h       connections, parsing, limits, deadlines (Boost.Beast)
 //   generation_endpoint.h  the OpenAI generation (streamed and not); routed_chat.h its router path
 //   helper_endpoints.h     tokenize, detokenize, apply-template, models, health, metrics, page
 //   session_endpoints.h    import, export, delete
+//   admin_endpoints.h      swap, reload, pressure, degradation (API key only)
 //   request_policy.h       Host and Origin checks (DNS rebinding, cross-site requests)
-//   service_calls.h        the seven calls the endpoints make to the model side
+//   service_calls.h        the calls the endpoints make to the model side (the Runtime)
 //
 // For each request head (on the I/O thread, before any body is read) the server decides, in
 // this order: Host allowed (keyless server), Origin allowed, CORS preflight, the endpoint (404,
-// 405), the API key (all but / and /health), then admission: the body's bytes within the
-// in-flight budget (503), a helper slot for /tokenize, /detokenize, /apply-template (429), the
-// one session-import slot (429). Generation is admitted by the service's queue (429 at submit).
+// 405), the admin endpoints only with an API key configured (403 without), the API key (all but
+// / and /health), then admission: the body's bytes within the in-flight budget (503), a helper
+// slot for /tokenize, /detokenize, /apply-template (429), the one session-import slot (429), the
+// one model-change slot for /admin/swap and /admin/reload (429). Generation is admitted by the
+// Runtime (429 when its queue is full, 503 when the degradation ladder refuses new requests).
 //
 // Thread-safety: construct, bind(), then serve() on one thread; stop() from any other thread
-// (e.g. a signal watcher) ends serve(). The service must outlive the server.
+// (e.g. a signal watcher) ends serve(). The runtime must outlive the server.
 #pragma once
 
 #include <atomic>
@@ -37,7 +44,7 @@
 #include "server/server_options.h"
 
 namespace edgellm {
-class InferenceService;
+class Runtime;
 }
 
 namespace edgellm::server {
@@ -49,10 +56,11 @@ class HttpServer : private HttpApplication {
   // Throws Error(kInvalidArgument) when options.host is not loopback and there is no api_key, or
   // a limit is not positive.
   static void check_options(const ServerOptions& options);
-  // check_options(options); nothing is bound yet (bind()).
-  HttpServer(InferenceService& service, ServerOptions options);
+  // check_options(options); nothing is bound yet (bind()). Throws Error(kInvalidArgument) for an
+  // embedding runtime (RuntimeRole::kEmbed: it cannot generate).
+  HttpServer(Runtime& runtime, ServerOptions options);
   // The same on a socket bound before the model was loaded (ListeningSocket::open).
-  HttpServer(InferenceService& service, ServerOptions options, ListeningSocket socket);
+  HttpServer(Runtime& runtime, ServerOptions options, ListeningSocket socket);
   ~HttpServer() override;
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -72,6 +72,7 @@ Json edgellm_json(const RequestResult& r) {
   x.set("decode_tokens_per_second", r.stats.decode_tokens_per_second);
   x.set("prompt_tokens", r.stats.prompt_tokens);
   x.set("completion_tokens", r.stats.completion_tokens);
+  x.set("model_version", r.model_version);  // the Runtime's model version that served it (hot swap)
   return x;
 }
 

@@ -28,7 +28,7 @@ RequestResult run_local(ServerContext& ctx, ServiceRequest sr, std::vector<float
   sr.on_finish = [ch](const RequestResult& r) { ch->on_finish(r); };
   RequestId id = 0;
   try {
-    id = ctx.service.submit(std::move(sr));
+    id = ctx.service.submit(std::move(sr)).id;
   } catch (const Error& e) {
     throw api_error_from(e);
   }
@@ -132,6 +132,8 @@ HttpResponse answer_routed(ServerContext& ctx, const Json& body, ParsedRequest p
   if (route == Route::kCloud) {
     const Json& c = cloud_answer.at("choices").at(0);
     shown = RequestResult();
+    // As the Runtime's router labels a cloud answer (runtime/router.cpp): no local version served it.
+    shown.model_version = "cloud:" + (ro.cloud_model.empty() ? head.model : ro.cloud_model);
     shown.text = c.at("message").at("content").as_string();
     const Json* fr = c.find("finish_reason");
     shown.finish_reason = fr != nullptr && fr->is_string() && fr->as_string() == "length" ? FinishReason::kLength
@@ -172,6 +174,7 @@ HttpResponse answer_routed(ServerContext& ctx, const Json& body, ParsedRequest p
   out.set("x_edgellm", std::move(x));
   HttpResponse response = json_response(200, out);
   response.headers.emplace_back("x-edgellm-route", route_name(route));
+  response.headers.emplace_back("x-edgellm-model-version", shown.model_version);
   return response;
 }
 

@@ -1,4 +1,5 @@
-// Everything `edgellm serve` configures on the HTTP side (the model side is ServiceParams).
+// Everything `edgellm serve` configures on the HTTP side. The model side (ServiceParams, the
+// sessions kept and their bytes, the ladder, the registry) is the Runtime's: RuntimeParams.
 #pragma once
 
 #include <cstddef>
@@ -41,8 +42,6 @@ struct ServerOptions {
   // Bytes of request bodies held in memory at once (503 above, before the body is read);
   // 0: 16 x max_body_bytes. Session imports are counted apart: one at a time.
   size_t max_body_bytes_in_flight = 0;
-  size_t max_sessions = 16;        // sessions kept in memory (session_store.h); 0: sessions off
-  size_t max_session_bytes = size_t{256} << 20;  // their total; also the largest import body
   RouterOptions router;            // edge-cloud routing of non-streamed chat (router.h)
 };
 

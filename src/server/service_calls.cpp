@@ -2,23 +2,54 @@
 
 #include <utility>
 
+#include "core/error.h"
+#include "runtime/runtime.h"
 #include "service/inference_service.h"
 
 namespace edgellm::server {
 
-RequestId ServiceCalls::submit(ServiceRequest request) { return service_.submit(std::move(request)); }
-bool ServiceCalls::cancel(RequestId id) { return service_.cancel(id); }
-int32_t ServiceCalls::check_session(std::string_view bytes) const { return service_.check_session(bytes); }
-const Tokenizer& ServiceCalls::tokenizer() const { return service_.tokenizer(); }
-const ChatTemplate& ServiceCalls::chat_template() const { return service_.chat_template(); }
-ServiceMetrics ServiceCalls::metrics() const { return service_.metrics(); }
+ServiceCalls::Submitted ServiceCalls::submit(ServiceRequest request) {
+  Runtime::Submitted s = runtime_.submit(std::move(request));
+  return {s.id, std::move(s.version)};
+}
+bool ServiceCalls::cancel(RequestId id) { return runtime_.cancel(id); }
+
+int32_t ServiceCalls::import_session(const std::string& id, std::string bytes) {
+  return runtime_.import_session(id, std::move(bytes));
+}
+std::shared_ptr<const std::string> ServiceCalls::export_session(const std::string& id) {
+  return runtime_.export_session(id);
+}
+bool ServiceCalls::delete_session(const std::string& id) { return runtime_.delete_session(id); }
+size_t ServiceCalls::max_sessions() const { return runtime_.sessions().max_sessions(); }
+size_t ServiceCalls::max_session_bytes() const { return runtime_.sessions().max_bytes(); }
+
+std::shared_ptr<InferenceService> ServiceCalls::serving() const {
+  std::shared_ptr<InferenceService> svc = runtime_.service();
+  require(svc != nullptr, ErrorCode::kCancelled, "the runtime is shutting down");
+  return svc;
+}
 
 ServedParams ServiceCalls::params() const {
+  const std::shared_ptr<InferenceService> svc = serving();
   ServedParams p;
-  p.n_ctx = service_.context_params().n_ctx;  // as created: defaults resolved
-  p.n_parallel = service_.context_params().n_seq_max;
-  p.max_queued = service_.params().max_queued;
+  p.n_ctx = svc->context_params().n_ctx;  // as created: defaults resolved
+  p.n_parallel = svc->context_params().n_seq_max;
+  p.max_queued = svc->params().max_queued;
   return p;
 }
+
+std::string ServiceCalls::model_version() const { return runtime_.model_version(); }
+
+void ServiceCalls::swap_model(const std::string& path, const std::string& version) {
+  runtime_.swap_model(path, version);
+}
+std::string ServiceCalls::reload_from_registry() { return runtime_.reload_from_registry(); }
+void ServiceCalls::set_pressure(const PressureSignals& signals) { runtime_.set_pressure(signals); }
+Json ServiceCalls::degradation_json() const { return runtime_.degradation_json(); }
+std::vector<std::string> ServiceCalls::live_versions() const { return runtime_.live_versions(); }
+uint64_t ServiceCalls::swaps() const { return runtime_.swaps(); }
+
+std::string ServiceCalls::metrics_prometheus() const { return runtime_.metrics_prometheus(); }
 
 }  // namespace edgellm::server

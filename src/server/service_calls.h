@@ -1,22 +1,34 @@
-// Everything the HTTP endpoints ask of the model side, in one place: the seven calls below and
-// nothing else. Today they go to one InferenceService; issue 37's Runtime (src/runtime/) takes
-// its place by implementing the same seven, so moving `edgellm serve` onto it changes this file
-// and no endpoint.
+// Everything the HTTP endpoints ask of the model side, in one place, all of it through the one
+// edgellm::Runtime (src/runtime/runtime.h) that the C ABI and NAPI sit on too: a request from
+// `edgellm serve` takes the same path and the same checks (service/request_limits.h, applied at
+// Runtime::submit) as one from an app.
 //
-// Thread-safety: as InferenceService's (every call from any thread; the references returned are
-// immutable for the service's lifetime).
+//   requests   submit, cancel                       Runtime::submit / cancel
+//   sessions   import, export, delete, size limits  the Runtime's SessionStore
+//   the model  serving(): tokenizer, template, sizes   Runtime::service(), held while used
+//   admin      swap, reload, pressure, degradation  ModelHost / DegradationController via the Runtime
+//   metrics    the Runtime's Prometheus text        service + ladder + router + sessions + swaps
+//
+// Hot swap: the service behind serving() changes when a new model version switches in. Its
+// tokenizer and chat template are references into that service, so an endpoint holds the
+// shared_ptr for as long as it uses them (the retired service then lives on until it is let go);
+// never keep a reference past the pointer.
+//
+// Thread-safety: as Runtime's (every call from any thread).
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "core/json.h"
+#include "runtime/degradation_ladder.h"
 #include "service/request.h"
-#include "service/service_metrics.h"
 
 namespace edgellm {
-class ChatTemplate;
 class InferenceService;
-class Tokenizer;
+class Runtime;
 }  // namespace edgellm
 
 namespace edgellm::server {
@@ -30,23 +42,46 @@ struct ServedParams {
 
 class ServiceCalls {
  public:
-  explicit ServiceCalls(InferenceService& service) : service_(service) {}
+  explicit ServiceCalls(Runtime& runtime) : runtime_(runtime) {}
 
-  // Queues a generation (InferenceService::submit): Error kBusy when the queue is full,
-  // kInvalidArgument naming a bad field, kCancelled after shutdown.
-  RequestId submit(ServiceRequest request);
+  struct Submitted {
+    RequestId id = 0;
+    std::string version;  // the model version that serves it
+  };
+  // Queues a generation (Runtime::submit): Error kBusy when the queue is full, kInvalidArgument
+  // naming a bad field (or a bad session id), kDegraded when the ladder refuses new requests,
+  // kCancelled after shutdown. ServiceRequest::session_id continues / keeps a session.
+  Submitted submit(ServiceRequest request);
   bool cancel(RequestId id);
-  // Checks uploaded session bytes against the served model and KV layout; returns the positions
-  // they hold. Error kInvalidFile / kInvalidArgument otherwise.
-  int32_t check_session(std::string_view bytes) const;
 
-  const Tokenizer& tokenizer() const;
-  const ChatTemplate& chat_template() const;
-  ServiceMetrics metrics() const;
+  // Sessions: Runtime::import_session checks the bytes against the serving model (kInvalidFile:
+  // truncated or corrupted; kInvalidArgument: another model, KV type or shape, or too large)
+  // and keeps them; returns the positions they hold.
+  int32_t import_session(const std::string& id, std::string bytes);
+  std::shared_ptr<const std::string> export_session(const std::string& id);  // nullptr: none
+  bool delete_session(const std::string& id);
+  size_t max_sessions() const;       // 0: sessions are off
+  size_t max_session_bytes() const;  // the store's total (also the largest import)
+
+  // The service serving new requests (hold it while using its tokenizer / template). Throws
+  // Error(kCancelled) once the runtime has shut down.
+  std::shared_ptr<InferenceService> serving() const;
   ServedParams params() const;
+  std::string model_version() const;
+
+  // Admin (admin_endpoints.h). swap_model and reload block while the new model loads.
+  void swap_model(const std::string& path, const std::string& version);
+  std::string reload_from_registry();
+  void set_pressure(const PressureSignals& signals);
+  Json degradation_json() const;
+  std::vector<std::string> live_versions() const;
+  uint64_t swaps() const;
+
+  // The runtime's Prometheus text (service, ladder, router, sessions, swaps).
+  std::string metrics_prometheus() const;
 
  private:
-  InferenceService& service_;
+  Runtime& runtime_;
 };
 
 }  // namespace edgellm::server

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/session_store.h"
 #include "server/api_error.h"
 #include "server/api_response.h"
 #include "service/request.h"
@@ -50,7 +51,7 @@ std::string session_id_of(const std::string& path) {
 }
 
 HttpResponse import_session(ServerContext& ctx, HttpRequest& request) {
-  if (ctx.options.max_sessions == 0) {
+  if (ctx.service.max_sessions() == 0) {
     throw ApiError(404, "invalid_request_error", "not_found", "sessions are off on this server (--sessions 0)");
   }
   std::string id = request.head.query_param("id");
@@ -63,20 +64,19 @@ HttpResponse import_session(ServerContext& ctx, HttpRequest& request) {
     throw ApiError(400, "invalid_request_error", "invalid_session",
                    "session: the body is empty (send the bytes POST /v1/sessions/{id}/export returned)");
   }
-  if (request.body.size() > ctx.options.max_session_bytes) {
+  // The one bound the store refuses on besides a mismatch: answered 413 before the bytes are hashed.
+  if (request.body.size() > ctx.service.max_session_bytes()) {
     throw ApiError(413, "invalid_request_error", "request_too_large", "session larger than --sessions-max-mib");
   }
+  const uint64_t bytes = request.body.size();
   int32_t positions = 0;
   try {
-    positions = ctx.service.check_session(request.body);
+    positions = ctx.service.import_session(id, std::move(request.body));
   } catch (const Error& e) {
+    if (e.code() == ErrorCode::kCancelled) throw api_error_from(e);
     // kInvalidFile: truncated or corrupted; kInvalidArgument: another model file, KV type or shape.
     throw ApiError(400, "invalid_request_error",
                    e.code() == ErrorCode::kInvalidFile ? "invalid_session" : "session_mismatch", e.what());
-  }
-  const uint64_t bytes = request.body.size();
-  if (!ctx.sessions.put(id, std::move(request.body))) {
-    throw ApiError(413, "invalid_request_error", "request_too_large", "session larger than --sessions-max-mib");
   }
   Json out = Json::object();
   out.set("id", id);
@@ -88,7 +88,7 @@ HttpResponse import_session(ServerContext& ctx, HttpRequest& request) {
 
 HttpResponse export_session(ServerContext& ctx, const std::string& id) {
   if (!SessionStore::valid_id(id)) throw not_found(id);
-  std::shared_ptr<const std::string> bytes = ctx.sessions.get(id);
+  std::shared_ptr<const std::string> bytes = ctx.service.export_session(id);
   if (bytes == nullptr) throw not_found(id);
   HttpResponse r;
   r.content_type = "application/octet-stream";
@@ -98,7 +98,7 @@ HttpResponse export_session(ServerContext& ctx, const std::string& id) {
 }
 
 HttpResponse delete_session(ServerContext& ctx, const std::string& id) {
-  if (!SessionStore::valid_id(id) || !ctx.sessions.erase(id)) throw not_found(id);
+  if (!SessionStore::valid_id(id) || !ctx.service.delete_session(id)) throw not_found(id);
   Json out = Json::object();
   out.set("id", id);
   out.set("object", "session");
@@ -106,19 +106,17 @@ HttpResponse delete_session(ServerContext& ctx, const std::string& id) {
   return json_response(200, out);
 }
 
-Json keep_session(ServerContext& ctx, const std::string& id, RequestResult& r) {
+Json session_info(ServerContext& ctx, const std::string& id, const RequestResult& r) {
   Json info = Json::object();
   info.set("id", id);
-  const uint64_t n = r.session.size();
-  const bool stored = !r.session.empty() && ctx.sessions.put(id, std::move(r.session));
-  if (!stored) {
-    log_message(LogLevel::kWarn, "server: session " + id + " not stored: " +
-                                     (n == 0 ? std::string("the service could not save it")
-                                             : std::to_string(n) + " bytes, over --sessions-max-mib " +
-                                                   std::to_string(ctx.options.max_session_bytes >> 20)));
+  // The Runtime kept the bytes (or not) before the result got here; the size is the kept copy's.
+  std::shared_ptr<const std::string> kept = r.session_stored ? ctx.service.export_session(id) : nullptr;
+  if (!r.session_stored) {
+    log_message(LogLevel::kWarn, "server: session " + id + " not stored: the service could not save it or it is over "
+                                     "--sessions-max-mib " + std::to_string(ctx.service.max_session_bytes() >> 20));
   }
-  info.set("stored", stored);
-  info.set("bytes", n);
+  info.set("stored", r.session_stored);
+  info.set("bytes", static_cast<uint64_t>(kept ? kept->size() : 0));
   return info;
 }
 

@@ -2,7 +2,9 @@
 //   POST /v1/sessions/import[?id=ID]     body: session bytes -> {"id","object","tokens","bytes"}
 //   POST|GET /v1/sessions/{id}/export    the bytes (application/octet-stream)
 //   DELETE /v1/sessions/{id}
-// Errors are thrown as ApiError. Thread-safety: any thread (SessionStore locks).
+// The sessions are the Runtime's (ServiceCalls: its SessionStore), the same ones the C ABI's
+// edgellm_session_* and a request's session_id use. Errors are thrown as ApiError.
+// Thread-safety: any thread (SessionStore locks).
 #pragma once
 
 #include <string>
@@ -22,15 +24,15 @@ std::string session_export_id(const std::string& path);
 // "/v1/sessions/{id}" -> id; "" for any other path.
 std::string session_id_of(const std::string& path);
 
-// Checks the bytes against this server's model (ServiceCalls::check_session) and stores them.
+// Checks the bytes against the serving model and keeps them (ServiceCalls::import_session).
 // A worker: checking hashes the whole body.
 HttpResponse import_session(ServerContext& ctx, HttpRequest& request);
 // Cheap (the bytes are shared, not copied): inline on the I/O thread.
 HttpResponse export_session(ServerContext& ctx, const std::string& id);
 HttpResponse delete_session(ServerContext& ctx, const std::string& id);
 
-// Stores a finished generation's session bytes (result.session, moved) under id; returns the
-// x_edgellm.session object of its response: {"id", "stored", "bytes"}.
-Json keep_session(ServerContext& ctx, const std::string& id, RequestResult& result);
+// The x_edgellm.session object of a finished generation that named a session (the Runtime kept
+// its KV under id when it ended: RequestResult::session_stored): {"id", "stored", "bytes"}.
+Json session_info(ServerContext& ctx, const std::string& id, const RequestResult& result);
 
 }  // namespace edgellm::server

@@ -2,7 +2,7 @@
 // an attacker would send; no library client tidies it up) — for tests/server/test_http_hardening.cpp
 // and test_hostile_mix.cpp.
 //
-// The server runs in the test process (HttpServer on its own InferenceService), or, when
+// The server runs in the test process (HttpServer on its own Runtime), or, when
 // $EDGELLM_TEST_SERVE_BIN names an `edgellm serve` binary, as that binary in a child process:
 // the same cases then run against any build of the server (an older one, to show what a test
 // catches) and its memory is that process's own. Cases that need knobs the CLI has no flag for
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/runtime.h"
 #include "server/http_message.h"
 #include "server/http_server.h"
 #include "server/server_options.h"
@@ -74,16 +75,19 @@ class TestServer {
       if (config_.needs_in_process) throw std::runtime_error("needs an in-process server");
       spawn();
     } else {
-      ServiceParams sp;
+      RuntimeParams rp;
+      rp.model_path = edgellm::test::shared_model(config_.model);
+      ServiceParams& sp = rp.service;
       sp.context.n_ctx = config_.n_ctx;
       sp.context.n_seq_max = config_.parallel;
       sp.context.kv_type = TensorType::F32;
       sp.max_queued = config_.queued;
-      service_ = std::make_unique<InferenceService>(Model::load(edgellm::test::shared_model(config_.model)), sp);
+      runtime_ = std::make_unique<Runtime>(std::move(rp));
+      service_ = runtime_->service();  // no swap here: the one service throughout
       ServerOptions so = config_.options;
       so.port = 0;
       so.host = "127.0.0.1";
-      http_ = std::make_unique<HttpServer>(*service_, so);
+      http_ = std::make_unique<HttpServer>(*runtime_, so);
       port_ = http_->bind();
       thread_ = std::thread([this] { http_->serve(); });
     }
@@ -92,7 +96,7 @@ class TestServer {
     if (http_) {
       http_->stop();
       thread_.join();
-      service_->shutdown();
+      runtime_->shutdown();
     }
     if (child_ > 0) {
       ::kill(child_, SIGTERM);
@@ -188,7 +192,8 @@ class TestServer {
   }
 
   ServeConfig config_;
-  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<Runtime> runtime_;
+  std::shared_ptr<InferenceService> service_;
   std::unique_ptr<HttpServer> http_;
   std::thread thread_;
   int port_ = -1;

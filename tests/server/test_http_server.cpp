@@ -29,6 +29,7 @@
 #include "generation/generate.h"
 #include "model/model.h"
 #include "server/auth.h"
+#include "runtime/runtime.h"
 #include "server/http_server.h"
 #include "service/inference_service.h"
 #include "support/test_env.h"
@@ -39,31 +40,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A service + server on a free loopback port, serving on a background thread.
+// A runtime + server on a free loopback port, serving on a background thread.
 class Running {
  public:
   Running(int32_t parallel, int32_t max_queued, ServerOptions so = {}, int32_t n_ctx = 512,
           const char* model_file = "stories260K.gguf") {
+    // The reference side (solo generate, the tokenizer) loads the file on its own.
     model_ = Model::load(test::shared_model(model_file));
-    ServiceParams sp;
+    RuntimeParams rp;
+    rp.model_path = test::shared_model(model_file);
+    ServiceParams& sp = rp.service;
     sp.context.n_ctx = n_ctx;
     sp.context.n_seq_max = parallel;
     sp.context.kv_type = TensorType::F32;
     sp.max_queued = max_queued;
-    service_ = std::make_unique<InferenceService>(model_, sp);
+    runtime_ = std::make_unique<Runtime>(std::move(rp));
+    service_ = runtime_->service();  // no swap in these tests: the one service throughout
     so.port = 0;
     so.read_timeout_s = 5;
-    server_ = std::make_unique<HttpServer>(*service_, so);
+    server_ = std::make_unique<HttpServer>(*runtime_, so);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
   }
   ~Running() {
     server_->stop();
     thread_.join();
-    service_->shutdown();
+    runtime_->shutdown();
   }
   int port() const { return port_; }
   InferenceService& service() { return *service_; }
+  Runtime& runtime() { return *runtime_; }
   const Model& model() const { return *model_; }
   HttpServer& http() { return *server_; }
   httplib::Client client() const {
@@ -74,7 +80,8 @@ class Running {
 
  private:
   std::shared_ptr<const Model> model_;
-  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<Runtime> runtime_;
+  std::shared_ptr<InferenceService> service_;
   std::unique_ptr<HttpServer> server_;
   int port_ = -1;
   std::thread thread_;

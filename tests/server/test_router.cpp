@@ -30,6 +30,7 @@
 #include "generation/chat_session.h"
 #include "generation/generate.h"
 #include "model/model.h"
+#include "runtime/runtime.h"
 #include "server/http_server.h"
 #include "server/router.h"
 #include "service/inference_service.h"
@@ -50,21 +51,22 @@ void capture(LogLevel, const char* message, void*) {
 class Running {
  public:
   explicit Running(ServerOptions so) {
-    model_ = Model::load(test::shared_model("stories260K.gguf"));
-    ServiceParams sp;
-    sp.context.n_ctx = 512;
-    sp.context.n_seq_max = 2;
-    sp.context.kv_type = TensorType::F32;
-    service_ = std::make_unique<InferenceService>(model_, sp);
+    RuntimeParams rp;
+    rp.model_path = test::shared_model("stories260K.gguf");
+    rp.service.context.n_ctx = 512;
+    rp.service.context.n_seq_max = 2;
+    rp.service.context.kv_type = TensorType::F32;
+    runtime_ = std::make_unique<Runtime>(std::move(rp));
+    service_ = runtime_->service();  // no swap in these tests
     so.port = 0;
-    server_ = std::make_unique<HttpServer>(*service_, so);
+    server_ = std::make_unique<HttpServer>(*runtime_, so);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
   }
   ~Running() {
     server_->stop();
     thread_.join();
-    service_->shutdown();
+    runtime_->shutdown();
   }
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
@@ -78,8 +80,8 @@ class Running {
   }
 
  private:
-  std::shared_ptr<const Model> model_;
-  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<Runtime> runtime_;
+  std::shared_ptr<InferenceService> service_;
   std::unique_ptr<HttpServer> server_;
   int port_ = -1;
   std::thread thread_;
@@ -205,6 +207,9 @@ TEST(Router, ScoreIsTheGeometricMeanOfTheModelsTokenProbabilities) {
   const Json j = Json::parse(res->body);
   const Json& route = j.at("x_edgellm").at("route");
   const double score = route.at("score").as_number();
+  // Answered locally: by the Runtime's model version "1" (header and body).
+  EXPECT_EQ(j.at("x_edgellm").at("model_version").as_string(), "1");
+  EXPECT_EQ(res->get_header_value("x-edgellm-model-version"), "1");
 
   // Independent recompute: generate() on a fresh Context, softmax of each sampled position.
   std::shared_ptr<const Model> model = Model::load(test::shared_model("stories260K.gguf"));
@@ -269,6 +274,9 @@ TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
   EXPECT_EQ(res->get_header_value("x-edgellm-route"), "cloud");
   const Json j = Json::parse(res->body);
   EXPECT_EQ(j.at("x_edgellm").at("route").at("route").as_string(), "cloud");
+  // No local version served it: labelled as the Runtime's router labels cloud answers.
+  EXPECT_EQ(j.at("x_edgellm").at("model_version").as_string().rfind("cloud:", 0), 0u) << res->body;
+  EXPECT_EQ(res->get_header_value("x-edgellm-model-version"), j.at("x_edgellm").at("model_version").as_string());
   EXPECT_GE(cloud.http().counters().http_requests.load(), 1u);
 
   // What the cloud received (its --log-prompts line).
@@ -408,14 +416,14 @@ TEST(Router, SplitContextKeepsSystemAndLastTurns) {
   m.push_back(message("user", "u1"));
   m.push_back(message("assistant", "a1"));
   m.push_back(message("user", "u2"));
-  const ContextSplit few = split_context(m, 3);
+  const ContextSplit few = server::split_context(m, 3);
   EXPECT_EQ(few.older.size(), 0u);
   EXPECT_EQ(few.recent.size(), 4u);
-  const ContextSplit one = split_context(m, 1);
+  const ContextSplit one = server::split_context(m, 1);
   EXPECT_EQ(one.older.size(), 2u);
   ASSERT_EQ(one.recent.size(), 2u);
   EXPECT_EQ(one.recent.at(1).at("content").as_string(), "u2");
-  const Json with = with_summary(one.recent, "talked");
+  const Json with = server::with_summary(one.recent, "talked");
   ASSERT_EQ(with.size(), 3u);
   EXPECT_EQ(with.at(1).at("role").as_string(), "system");
   const Confidence c = confidence_of({0.5f, 0.5f, 1.0f});

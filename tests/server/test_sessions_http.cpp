@@ -20,8 +20,9 @@
 
 #include "core/json.h"
 #include "model/model.h"
-#include "server/http_server.h"
+#include "runtime/runtime.h"
 #include "runtime/session_store.h"
+#include "server/http_server.h"
 #include "service/inference_service.h"
 #include "support/test_env.h"
 
@@ -33,23 +34,28 @@ constexpr const char* kKey = "s3cret-key";
 // One `edgellm serve` on a free loopback port (a service of its own, API key kKey).
 class Serve {
  public:
-  explicit Serve(const std::string& model_file, TensorType kv_type = TensorType::F32, ServerOptions so = {}) {
-    ServiceParams sp;
+  // max_session_bytes: the Runtime's session store (also the largest import).
+  explicit Serve(const std::string& model_file, TensorType kv_type = TensorType::F32, ServerOptions so = {},
+                 size_t max_session_bytes = RuntimeParams().max_session_bytes) {
+    RuntimeParams rp;
+    rp.model_path = test::shared_model(model_file);
+    rp.max_session_bytes = max_session_bytes;
+    ServiceParams& sp = rp.service;
     sp.context.n_ctx = 256;
     sp.context.n_seq_max = 1;
     sp.context.kv_type = kv_type;
     sp.max_queued = 2;
-    service_ = std::make_unique<InferenceService>(Model::load(test::shared_model(model_file)), sp);
+    runtime_ = std::make_unique<Runtime>(std::move(rp));
     so.port = 0;
     so.api_key = kKey;
-    server_ = std::make_unique<HttpServer>(*service_, so);
+    server_ = std::make_unique<HttpServer>(*runtime_, so);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
   }
   ~Serve() {
     server_->stop();
     thread_.join();
-    service_->shutdown();
+    runtime_->shutdown();
   }
   // A raw HTTP/1.1 exchange (for requests httplib's client will not send); the whole answer.
   std::string raw(const std::string& request) const {
@@ -85,7 +91,7 @@ class Serve {
   }
 
  private:
-  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<HttpServer> server_;
   int port_ = -1;
   std::thread thread_;
@@ -217,9 +223,9 @@ TEST(SessionsHttp, ExportedConversationContinuesExactlyOnAnotherServer) {
 
 TEST(SessionsHttp, ImportRefusesOtherModelKvTypeTruncatedAndFlippedBytes) {
   ServerOptions small;
-  small.max_body_bytes = 4096;          // JSON bodies
-  small.max_session_bytes = 256 << 10;  // session imports (and the store)
-  Serve a("stories260K.gguf", TensorType::F32, small);
+  small.max_body_bytes = 4096;  // JSON bodies
+  // Session imports (and the Runtime's store): 256 KiB.
+  Serve a("stories260K.gguf", TensorType::F32, small, size_t{256} << 10);
   complete(a, "Once upon a time, there was a big dog named Max. Max liked to run in the park.", "s");
   int status = 0;
   const std::string bytes = a.post("/v1/sessions/s/export", "", kOctets, &status);

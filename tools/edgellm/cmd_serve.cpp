@@ -1,9 +1,11 @@
-// `edgellm serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md).
+// `edgellm serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md), a face of
+// one edgellm::Runtime (src/runtime/runtime.h) like the C ABI and NAPI.
 //   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
 //                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] [--sessions N] ...
-// Loopback only unless --api-key is given. The port is bound before the model is loaded, so a
-// busy port is reported at once. SIGINT / SIGTERM stop it cleanly (open requests are cancelled,
-// the model is unloaded).
+//   edgellm serve --registry DIR -m NAME[@VERSION] ...   (POST /admin/reload follows the registry)
+// Loopback only unless --api-key is given; the admin endpoints need the key. The port is bound
+// before the model is loaded, so a busy port is reported at once. SIGINT / SIGTERM stop it
+// cleanly (open requests are cancelled, the model is unloaded).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,10 +22,11 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "generation_options.h"
-#include "registry/model_registry.h"
+#include "runtime/runtime.h"
 #include "server/http_server.h"
 #include "server/listening_socket.h"
 #include "service/inference_service.h"
+#include "service/request_limits.h"
 
 namespace edgellm::cli {
 namespace {
@@ -50,6 +53,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   int32_t max_body_kib = 1024;
   server::ServerOptions so;
   bool no_warmup = false;
+  bool no_linux_pressure = false;
+  std::string input_policy = "refuse";
   std::string api_key_env;
   ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
   add_model_options(ap, &model_opt);
@@ -64,8 +69,9 @@ int cmd_serve(const std::vector<std::string>& args) {
                86400);
   ap.add_int("--max-body-kib", &max_body_kib, "N", "largest request body in KiB; larger gets 413 (default 1024)", 1,
              1 << 20);
-  int32_t max_sessions = static_cast<int32_t>(so.max_sessions);
-  int32_t max_session_mib = static_cast<int32_t>(so.max_session_bytes >> 20);
+  RuntimeParams rp;
+  int32_t max_sessions = static_cast<int32_t>(rp.max_sessions);
+  int32_t max_session_mib = static_cast<int32_t>(rp.max_session_bytes >> 20);
   ap.add_int("--sessions", &max_sessions, "N",
              "sessions kept in memory for x_edgellm_session and /v1/sessions (LRU; 0 = off; default 16)", 0, 1 << 16);
   ap.add_int("--sessions-max-mib", &max_session_mib, "N",
@@ -94,6 +100,11 @@ int cmd_serve(const std::vector<std::string>& args) {
   ap.add_string("--alias", &so.model_name, "NAME", "model id in /v1/models and responses (default: the file name)");
   ap.add_string("--chat-template", &chat_template, "NAME|FILE", "chat template (default: the model's own)");
   ap.add_flag("--no-warmup", &no_warmup, "skip the warm-up forward pass at start");
+  ap.add_flag("--no-linux-pressure", &no_linux_pressure,
+              "do not read Linux's memory pressure (PSI, cgroup events) and thermal zones for the degradation "
+              "ladder (default: read them; POST /admin/pressure feeds levels either way)");
+  ap.add_string("--input-policy", &input_policy, "refuse|strip",
+                "text with invalid UTF-8 or control characters: refused 400 (default) or stripped");
   std::string cloud_key_env;
   double route_local = so.router.local_threshold, route_cloud = so.router.cloud_threshold;
   ap.add_string("--cloud-url", &so.router.cloud_url, "URL",
@@ -131,21 +142,30 @@ int cmd_serve(const std::vector<std::string>& args) {
   so.port = port;
   so.deadline_ms = timeout_s * 1000;
   so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;
-  so.max_sessions = static_cast<size_t>(max_sessions);
-  so.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
   so.max_connections = static_cast<size_t>(max_connections);
   so.max_client_connections = static_cast<size_t>(max_client_connections);
-  // With --registry: the current (or named) version, re-hashed unless it is unchanged since its
-  // last verification; a file that fails is not served.
-  const std::string model = resolve_model_path(model_opt);
-  if (so.model_name.empty()) so.model_name = model_opt.registry.empty() ? file_stem(model) : model_opt.model;
+  // With --registry the Runtime resolves NAME[@VERSION] itself (the current or named version,
+  // re-hashed unless unchanged since its last verification; a file that fails is not served),
+  // labels results with the registry's version and follows the registry on /admin/reload.
+  if (model_opt.registry.empty()) {
+    rp.model_path = model_opt.model;
+  } else {
+    require_registry(model_opt.registry);  // read, never created
+    rp.registry_dir = model_opt.registry;
+    rp.registry_name = model_opt.model;
+  }
+  if (so.model_name.empty()) so.model_name = model_opt.registry.empty() ? file_stem(model_opt.model) : model_opt.model;
 
-  ServiceParams sp;
+  ServiceParams& sp = rp.service;
   sp.context = context_params(ctx);
   sp.context.n_seq_max = parallel;
   sp.load = model_load_params(ctx);
   sp.max_queued = max_queued;
   sp.chat_template = chat_template;
+  sp.input_policy = input_policy_from_name(input_policy);
+  rp.max_sessions = static_cast<size_t>(max_sessions);
+  rp.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
+  rp.linux_pressure = !no_linux_pressure;
   // Refuse a public bind, and take the port, before spending seconds on loading the model: a
   // port that is in use is reported now, naming it.
   server::HttpServer::check_options(so);
@@ -154,12 +174,13 @@ int cmd_serve(const std::vector<std::string>& args) {
   set_log_sink([](LogLevel level, const char* message, void*) {
     std::fprintf(stderr, "[%s] %s\n", log_level_name(level), message);
   }, nullptr, LogLevel::kInfo);
-  std::unique_ptr<InferenceService> service = InferenceService::open(model, sp);
-  server::HttpServer http(*service, so, std::move(socket));
+  Runtime runtime(std::move(rp));
+  server::HttpServer http(runtime, so, std::move(socket));
   const int bound = http.bind();
-  if (!no_warmup) service->warmup();
-  std::fprintf(stderr, "edgellm serve: %s on http://%s:%d (%d parallel, %d queued)%s%s\n", so.model_name.c_str(),
-               so.host.c_str(), bound, parallel, max_queued, so.api_key.empty() ? "" : ", API key required",
+  if (!no_warmup) runtime.warmup();
+  std::fprintf(stderr, "edgellm serve: %s version %s on http://%s:%d (%d parallel, %d queued)%s%s\n",
+               so.model_name.c_str(), runtime.model_version().c_str(), so.host.c_str(), bound, parallel, max_queued,
+               so.api_key.empty() ? "" : ", API key required",
                so.router.privacy ? ", router: privacy mode" : so.router.cloud_url.empty() ? "" : ", router: cloud on");
   std::fflush(stderr);
 
@@ -175,7 +196,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   http.serve();
   served.store(true);
   watcher.join();
-  service->shutdown();
+  runtime.shutdown();
   std::fprintf(stderr, "edgellm serve: stopped\n");
   return 0;
 }
