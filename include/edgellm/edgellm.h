@@ -412,9 +412,11 @@ typedef struct edgellm_request_params {
 
   /* Constrained output (docs/structured-output.md): at most one of the three; NULL / false:
    * unconstrained ("" is INVALID_ARGUMENT). Compiled in edgellm_submit, on the calling thread, for
-   * the vocabulary of the model version serving the request; compiled grammars are cached, so a
-   * repeated grammar or schema costs a lookup. INVALID_ARGUMENT names the grammar's line and
-   * column, or the schema's unsupported keyword.
+   * the vocabulary of the model version serving the request; compiled grammars are cached per
+   * model version, so a repeated grammar or schema costs a lookup. INVALID_ARGUMENT names the
+   * grammar's line and column, or the schema's unsupported keyword. The local model generates
+   * it: a routed request (route AUTO / LOCAL) is answered locally and never sent to the cloud,
+   * route CLOUD is INVALID_ARGUMENT.
    *   grammar      GBNF text (llama.cpp's grammar format; rule "root" is matched); at most 1 MiB
    *   json_schema  a JSON Schema as JSON text (object properties / required, arrays, enum /
    *                const, anyOf, $ref, string lengths, numeric bounds, ...); at most 1 MiB

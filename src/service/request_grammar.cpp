@@ -14,9 +14,12 @@ RequestGrammars::RequestGrammars(const Tokenizer& tokenizer) : tokenizer_(tokeni
 RequestGrammars::~RequestGrammars() = default;
 
 grammar::GrammarCompiler& RequestGrammars::compiler() {
-  std::call_once(once_, [this] {
+  // A mutex rather than std::call_once: an exception from the build must leave it retryable, and
+  // some libstdc++ targets hang in call_once after a throwing callable (GCC PR 66146).
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (compiler_ == nullptr) {
     compiler_ = std::make_unique<grammar::GrammarCompiler>(grammar::TokenVocabulary::from_tokenizer(tokenizer_));
-  });
+  }
   return *compiler_;
 }
 

@@ -3,10 +3,12 @@
 // owns one RequestGrammars: the vocabulary view is built on the first constrained request (a
 // 151k vocabulary takes tens of milliseconds and a few MB, which unconstrained use never pays),
 // then grammar::GrammarCompiler's LRU keeps compiled grammars, so an app that sends the same
-// schema with every request compiles it once per model version.
+// schema with every request compiles it once per service: once per model version, and again
+// after the degradation ladder rebuilds the service (ModelHost::reconfigure).
 //
 // Thread-safety: compile() may be called from any thread at once (submit runs on the callers'
-// threads); the vocabulary is built once (std::call_once), the compiler locks its cache.
+// threads); the vocabulary is built once under a mutex (a failed build, e.g. bad_alloc, is tried
+// again by the next request), the compiler locks its cache.
 #pragma once
 
 #include <memory>
@@ -38,8 +40,8 @@ class RequestGrammars {
   grammar::GrammarCompiler& compiler();
 
   const Tokenizer& tokenizer_;
-  std::once_flag once_;
-  std::unique_ptr<grammar::GrammarCompiler> compiler_;
+  std::mutex mutex_;
+  std::unique_ptr<grammar::GrammarCompiler> compiler_;  // (mutex_ while null) built once, then read-only
 };
 
 }  // namespace edgellm

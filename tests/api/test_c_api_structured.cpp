@@ -7,6 +7,7 @@
 // queue nothing.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -31,6 +32,8 @@ struct Outcome {
   std::string text;
   edgellm_finish_reason reason = EDGELLM_FINISH_ERROR;
   std::string error;
+  std::string route;  // result.route.route
+  std::string route_reason;
 };
 
 // What a finished request gave (copied out of its Outcome).
@@ -38,6 +41,8 @@ struct Output {
   std::string text;
   edgellm_finish_reason reason = EDGELLM_FINISH_ERROR;
   std::string error;
+  std::string route;
+  std::string route_reason;
 };
 
 void on_finish(const edgellm_result* res, void* user) {
@@ -46,6 +51,8 @@ void on_finish(const edgellm_result* res, void* user) {
   o->text.assign(res->text, res->text_len);
   o->reason = res->finish_reason;
   o->error = res->error_message != nullptr ? res->error_message : "";
+  o->route = res->route.route != nullptr ? res->route.route : "";
+  o->route_reason = res->route.reason != nullptr ? res->route.reason : "";
   o->done = true;
   o->cv.notify_all();
 }
@@ -93,7 +100,7 @@ class CApiStructured : public ::testing::Test {
     for (Outcome& o : out) {
       std::unique_lock<std::mutex> lock(o.m);
       EXPECT_TRUE(o.cv.wait_for(lock, 120s, [&] { return o.done; }));
-      results.push_back(Output{o.text, o.reason, o.error});
+      results.push_back(Output{o.text, o.reason, o.error, o.route, o.route_reason});
     }
     return results;
   }
@@ -220,7 +227,7 @@ TEST_F(CApiStructured, BadConstraintsAreInvalidArgumentsAndQueueNothing) {
       {"root ::= missing-rule", nullptr, false, "missing-rule"},
       {"", nullptr, false, "grammar is empty"},
       {nullptr, "{\"type\": \"object\"", false, "json_schema:"},
-      {nullptr, "{\"not\": {\"type\": \"string\"}}", false, "not"},
+      {nullptr, "{\"not\": {\"type\": \"string\"}}", false, "'not'"},
       {nullptr, "", false, "json_schema is empty"},
       {"root ::= \"a\"", "{}", false, "more than one output constraint"},
       {nullptr, "{}", true, "more than one output constraint"},
@@ -243,6 +250,63 @@ TEST_F(CApiStructured, BadConstraintsAreInvalidArgumentsAndQueueNothing) {
       EXPECT_EQ(invalid_requests(), before + 1) << error;
     }
   }
+}
+
+// A router that would send every chat to the cloud (both thresholds 1: no local answer is confident
+// enough): a constrained chat is answered locally all the same (the cloud call carries no grammar),
+// its transport never called, and route CLOUD is refused. An unconstrained chat of the same router
+// does call the transport (the control: the setup really routes).
+std::atomic<int> g_cloud_calls{0};
+
+void refusing_transport(edgellm_cloud_call* call, const char*, const char*, const char*, size_t, void*) {
+  ++g_cloud_calls;
+  edgellm_cloud_complete(call, 0, nullptr, 0, "no cloud in this test");
+}
+
+TEST_F(CApiStructured, RoutedConstrainedChatsStayLocal) {
+  edgellm_router_params rp = edgellm_router_default_params();
+  rp.local_threshold = 1.0;
+  rp.cloud_threshold = 1.0;
+  rp.transport = refusing_transport;
+  ASSERT_EQ(edgellm_set_router(rt_, &rp), EDGELLM_OK) << edgellm_last_error();
+  edgellm_message chat[1] = {{sizeof(edgellm_message), "user", "Say yes or no."}};
+  const char* gbnf = "root ::= (\"yes\" | \"no\") \".\"";
+  g_cloud_calls = 0;
+  const auto outs = sample(3, [&](edgellm_request_params& r) {
+    r.prompt = nullptr;
+    r.messages = chat;
+    r.n_messages = 1;
+    r.route = EDGELLM_ROUTE_AUTO;
+    r.grammar = gbnf;
+  }, 20);
+  for (const Output& o : outs) {
+    EXPECT_EQ(o.reason, EDGELLM_FINISH_STOP) << o.error;
+    EXPECT_TRUE(o.text == "yes." || o.text == "no.") << o.text;
+    EXPECT_EQ(o.route, "local") << o.route_reason;
+    EXPECT_NE(o.route_reason.find("constrained"), std::string::npos) << o.route_reason;
+  }
+  EXPECT_EQ(g_cloud_calls.load(), 0);
+
+  edgellm_request_params r = edgellm_request_default_params();
+  r.messages = chat;
+  r.n_messages = 1;
+  r.route = EDGELLM_ROUTE_CLOUD;
+  r.json_object = true;
+  edgellm_request_id id = 0;
+  EXPECT_EQ(edgellm_submit(rt_, &r, &id), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("route cloud"), std::string::npos) << edgellm_last_error();
+
+  const auto control = sample(1, [&](edgellm_request_params& q) {
+    q.prompt = nullptr;
+    q.messages = chat;
+    q.n_messages = 1;
+    q.route = EDGELLM_ROUTE_AUTO;
+  }, 8);
+  EXPECT_GE(g_cloud_calls.load(), 1) << "an unconstrained chat did not reach the transport: the test proves nothing";
+  EXPECT_NE(control.at(0).reason, EDGELLM_FINISH_ERROR) << control.at(0).error;
+
+  const edgellm_router_params off = edgellm_router_default_params();
+  ASSERT_EQ(edgellm_set_router(rt_, &off), EDGELLM_OK);
 }
 
 }  // namespace
