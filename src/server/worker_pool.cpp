@@ -5,6 +5,10 @@
 namespace edgellm::server {
 
 WorkerPool::WorkerPool(size_t threads, size_t max_waiting) : max_waiting_(max_waiting) {
+  // Idle = not running a task, counted from the start: a thread that has not reached its first
+  // wait yet is idle too (counting it only once it waits refused a second request at start-up
+  // with 503 while a thread was still starting: HttpHardening.BusyWorkersAnswer503..., stop 45).
+  idle_ = threads;
   threads_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }
@@ -37,16 +41,16 @@ void WorkerPool::shutdown() {
 void WorkerPool::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    ++idle_;
     wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-    --idle_;
     if (tasks_.empty()) return;  // stopping, nothing left to run
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
+    --idle_;
     lock.unlock();
     task();
     task = nullptr;  // whatever it captured is released outside the lock
     lock.lock();
+    ++idle_;
   }
 }
 

@@ -37,7 +37,7 @@ class WorkerPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
-  size_t idle_ = 0;
+  size_t idle_ = 0;  // (mutex_) threads not running a task, started or not
   bool stopping_ = false;
   std::mutex join_mutex_;             // held by shutdown()
   std::vector<std::thread> threads_;  // written only by the constructor and shutdown()
