@@ -37,14 +37,14 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   SUDO=""
   [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
-  if [[ " ${missing[*]} " == *:arm64\ * ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  if [[ " ${missing[*]} " == *:arm64\ * ]] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
     $SUDO dpkg --add-architecture arm64
   fi
   $SUDO apt-get update -qq

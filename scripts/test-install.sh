@@ -34,7 +34,9 @@ done
 [[ -f "$libdir/cmake/EdgeLLM/EdgeLLMConfig.cmake" && -f "$libdir/cmake/EdgeLLM/EdgeLLMConfigVersion.cmake" ]] ||
   fail "EdgeLLMConfig.cmake not installed"
 [[ -f "$libdir/pkgconfig/edgellm.pc" ]] || fail "edgellm.pc not installed"
-"$prefix/bin/edgellm" --version | grep -q "^edgellm $version" || fail "installed CLI: wrong --version"
+# Outputs are captured before grep reads them: `cmd | grep -q` under pipefail fails when grep
+# exits at its first match and cmd, still writing, dies of SIGPIPE (a fresh-clone CI run, stop 45).
+grep -q "^edgellm $version" <<<"$("$prefix/bin/edgellm" --version)" || fail "installed CLI: wrong --version"
 # Nothing of the build tree may leak into the installed package.
 if grep -rl --include='*.cmake' --include='*.pc' "$build\|$root/src" "$prefix" >/dev/null; then
   fail "the installed config files name the build or source tree"
@@ -45,7 +47,7 @@ cmake -S "$root/tests/install/consumer" -B "$tmp/cmake-build" -G Ninja -DCMAKE_P
   -DEXAMPLES_DIR="$root/examples" >"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "find_package(EdgeLLM)"; }
 cmake --build "$tmp/cmake-build" >>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "building the examples with CMake"; }
 # The executable finds the library by the RPATH CMake gives it; make sure it is the installed one.
-ldd "$tmp/cmake-build/stream_prompt" | grep -q "$libdir/$want_soname" || fail "CMake build does not use $libdir"
+grep -q "$libdir/$want_soname" <<<"$(ldd "$tmp/cmake-build/stream_prompt")" || fail "CMake build does not use $libdir"
 "$tmp/cmake-build/stream_prompt" "$model" "Lily went to the park" >"$tmp/cmake.out" 2>"$tmp/cmake.err" ||
   { cat "$tmp/cmake.err"; fail "stream_prompt (CMake build) failed"; }
 [[ -s "$tmp/cmake.out" ]] || fail "stream_prompt (CMake build) printed no text"

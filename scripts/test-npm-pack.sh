@@ -44,7 +44,7 @@ const where = require.resolve('edgellm');
 })().catch((e) => { console.error(e); process.exit(1); });
 JS
 out=$(node app.js "$testdata/models/stories260K.gguf") || fail "require('edgellm') from the installed tarball"
-echo "$out" | grep -q "\"where\":\"$tmp/app/node_modules/edgellm/index.js\"" || fail "not the installed package: $out"
+grep -q "\"where\":\"$tmp/app/node_modules/edgellm/index.js\"" <<<"$out" || fail "not the installed package: $out"
 # The addon loaded is the package's own prebuild (its RPATH finds the libedgellm.so beside it).
 ldd "$tmp/app/node_modules/edgellm/prebuilds/linux-$(node -p process.arch)/edgellm.node" | grep libedgellm |
   grep -q "$tmp/app/node_modules/edgellm/prebuilds" || fail "the prebuilt addon does not load the library beside it"
