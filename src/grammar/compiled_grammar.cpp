@@ -222,21 +222,21 @@ const StateMask& CompiledGrammar::mask(uint32_t state) const {
 
 void CompiledGrammar::precompute_all(int n_threads) const {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<uint32_t> todo;
+  std::vector<uint32_t> pending;
   for (uint32_t s = 0; s < automaton_.states.size(); ++s) {
-    if (automaton_.states[s].has_input_edges() && mask_if_ready(s) == nullptr) todo.push_back(s);
+    if (automaton_.states[s].has_input_edges() && mask_if_ready(s) == nullptr) pending.push_back(s);
   }
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> steps{0};
   const auto work = [&] {
     MaskWalker walker(automaton_, *vocab_);
     uint64_t my_steps = 0;
-    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) {
-      if (mask_if_ready(todo[i]) == nullptr) publish(todo[i], walker.compute(todo[i], my_steps));
+    for (size_t i = next.fetch_add(1); i < pending.size(); i = next.fetch_add(1)) {
+      if (mask_if_ready(pending[i]) == nullptr) publish(pending[i], walker.compute(pending[i], my_steps));
     }
     steps.fetch_add(my_steps);
   };
-  const int threads = std::max(1, std::min<int>(n_threads, static_cast<int>(todo.size())));
+  const int threads = std::max(1, std::min<int>(n_threads, static_cast<int>(pending.size())));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();

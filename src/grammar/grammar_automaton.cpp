@@ -326,15 +326,15 @@ class Determinizer {
   std::vector<uint32_t> closure(std::vector<uint32_t> seeds) {
     ++epoch_;
     std::vector<uint32_t> out;
-    std::vector<uint32_t> todo = std::move(seeds);
-    while (!todo.empty()) {
-      const uint32_t s = todo.back();
-      todo.pop_back();
+    std::vector<uint32_t> worklist = std::move(seeds);
+    while (!worklist.empty()) {
+      const uint32_t s = worklist.back();
+      worklist.pop_back();
       if (mark_[s] == epoch_) continue;
       mark_[s] = epoch_;
       out.push_back(s);
       for (uint32_t t : nfa_[s].eps) {
-        if (mark_[t] != epoch_) todo.push_back(t);
+        if (mark_[t] != epoch_) worklist.push_back(t);
       }
     }
     std::sort(out.begin(), out.end());
@@ -425,7 +425,7 @@ Automaton Automaton::build(const Grammar& grammar, const AutomatonLimits& limits
   std::vector<uint32_t> kept_id(grammar.rules.size(), kNoState);
   std::vector<uint32_t> kept;
   std::function<void(const Expr&)> find_calls;
-  std::vector<uint32_t> todo{grammar.root};
+  std::vector<uint32_t> worklist{grammar.root};
   kept_id[grammar.root] = 0;
   kept.push_back(grammar.root);
   std::vector<bool> scanned(grammar.rules.size(), false);
@@ -439,15 +439,15 @@ Automaton Automaton::build(const Grammar& grammar, const AutomatonLimits& limits
       } else if (kept_id[e.rule] == kNoState) {
         kept_id[e.rule] = static_cast<uint32_t>(kept.size());
         kept.push_back(e.rule);
-        todo.push_back(e.rule);
+        worklist.push_back(e.rule);
       }
       return;
     }
     for (const Expr& i : e.items) find_calls(i);
   };
-  while (!todo.empty()) {
-    const uint32_t r = todo.back();
-    todo.pop_back();
+  while (!worklist.empty()) {
+    const uint32_t r = worklist.back();
+    worklist.pop_back();
     find_calls(grammar.rules[r].body);
   }
 
