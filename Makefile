@@ -8,9 +8,11 @@ JOBS       ?= $(shell nproc)
 TESTDATA   ?= $(abspath ../shared)
 export EDGELLM_TESTDATA ?= $(TESTDATA)
 
-CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
+# Unity builds of the libraries and the CLI in every configuration (EDGELLM_UNITY, CMakeLists.txt).
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGELLM_UNITY=ON
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG).
-SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1"
+SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1" \
+             -DEDGELLM_UNITY=ON
 # TSan: the thread pool (platform), the parallel forward pass and repacking (engine), the service,
 # the model host and degradation ladder (runtime), the C ABI (api: tests/api and the examples) and
 # the HTTP server's I/O thread, workers and service callbacks (server: built without the CLI).
@@ -36,14 +38,19 @@ demo: deps
 	cmake --build $(BUILD) -j $(JOBS) --target edgellm_cli
 	@scripts/demo.sh $(BUILD)
 
-# Every test once on the best ISA, then the kernel and end-to-end tests (label e2e) again with
+# The plain -O3 build (the library an app ships) runs the tests that need it (EDGELLM_TEST_SET
+# optimized: kernels, end-to-end, peak-RSS bounds, the CLI table, the install and offline-demo
+# tests, the examples; every other test runs whole in test-asan, under ASan + UBSan; docs/testing.md,
+# "Where each test runs") on the best ISA, then the kernel and end-to-end tests (label e2e) again with
 # lower ISAs pinned so each SIMD path is compared with the scalar reference on this one machine
 # (and at avx512 on an AMX host, where the default runs the AMX kernels), then the ISA coverage check on x86 (every ISA the host supports must have been used:
 # EDGELLM_ISA_LOG, tests/kernels/isa_coverage.cpp; ARM levels: test-arm64) and the exports.
 # Skipped test cases are collected after each ctest run and listed at the end, the ones this host
 # cannot check first ("NOT CHECKED ON THIS HOST", scripts/report-skips.sh); the ISA coverage check
 # prints a WARNING block for the ISAs the CPU lacks (EDGELLM_REQUIRE_ISAS=amx makes it fail).
-test-unit: build
+test-unit: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DEDGELLM_TEST_SET=optimized
+	cmake --build $(BUILD) -j $(JOBS)
 	rm -f $(BUILD)/isa-coverage.log $(BUILD)/skipped.log
 	cd $(BUILD) && EDGELLM_ISA_LOG=$(abspath $(BUILD))/isa-coverage.log ctest --output-on-failure -j $(JOBS)
 	scripts/report-skips.sh collect $(BUILD) default
@@ -66,12 +73,12 @@ test-exports:
 	scripts/check-exports.sh $(BUILD)
 
 # ASan + UBSan (-fno-sanitize-recover=all): the whole GoogleTest suite and the C examples, except
-# the RSS-bound tests (label "rss"), then the kernel tests at the lower x86 ISAs. The CLI is
-# built too: tests/tools and tests/quant run it.
+# the RSS-bound tests (label "rss") and the plain-only CLI table (label "plain"), then the kernel
+# tests at the lower x86 ISAs. The CLI is built too: tests/tools and tests/quant run it.
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DEDGELLM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -LE rss
+	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -LE 'rss|plain'
 	@if [ "$$(uname -m)" = x86_64 ]; then \
 	  for isa in avx2 scalar; do \
 	    echo "== ASan kernel tests with EDGELLM_ISA=$$isa"; \
@@ -84,7 +91,7 @@ test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DEDGELLM_TSAN=ON -DEDGELLM_BUILD_TOOLS=OFF -DEDGELLM_BUILD_NAPI=OFF \
 	  "-DEDGELLM_TEST_AREAS=$(TSAN_AREAS)"
 	cmake --build $(BUILD)-tsan -j $(JOBS)
-	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE rss
+	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -LE 'rss|plain'
 
 # HarmonyOS / musl: every library source compiled (not linked) by clang against musl's C headers
 # and libc++ for x86_64 and aarch64, so a glibc-only call fails (scripts/check-musl.sh,
@@ -97,7 +104,7 @@ test-musl:
 fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_C_COMPILER=clang \
 	  -DCMAKE_CXX_COMPILER=clang++ -DEDGELLM_FUZZ=ON -DEDGELLM_BUILD_TESTS=OFF -DEDGELLM_BUILD_TOOLS=OFF \
-	  -DEDGELLM_BUILD_SHARED=OFF
+	  -DEDGELLM_BUILD_SHARED=OFF -DEDGELLM_UNITY=ON
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	scripts/run-fuzzers.sh $(BUILD)-fuzz
 

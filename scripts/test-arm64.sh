@@ -28,7 +28,7 @@ start=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64.cmake" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-  -DEDGELLM_BUILD_TOOLS=ON -DEDGELLM_GTEST_FROM_SOURCE=ON >/dev/null
+  -DEDGELLM_BUILD_TOOLS=ON -DEDGELLM_GTEST_FROM_SOURCE=ON -DEDGELLM_UNITY=ON >/dev/null
 
 kernel_tests=()
 for src in "$root"/tests/kernels/test_*.cpp; do
@@ -91,6 +91,40 @@ run() {  # run <label> <test> [env...]
   fi
 }
 
+# The emulated test runs are independent processes: they run $jobs at a time (queue_run, then
+# run_queued), each writing its log and verdict to files that are read back in queue order, so
+# the output and the counts are the same as one at a time. A test's own threads share the cores.
+queued=()
+queue_run() { queued+=("$(printf '%q ' "$@")"); }  # queue_run <label> <test> [env...]
+run_queued() {
+  local n=0 running=0 cmd
+  for cmd in "${queued[@]}"; do
+    n=$((n + 1))
+    eval "set -- $cmd"
+    (
+      passed=0 failed=0 failures=()
+      run "$@" >"$build/.job.$n.out" 2>&1
+      echo "$passed $failed" >"$build/.job.$n.status"
+    ) &
+    running=$((running + 1))
+    if ((running >= jobs)); then
+      wait -n || true
+      running=$((running - 1))
+    fi
+  done
+  wait
+  local i p f
+  for ((i = 1; i <= n; i++)); do
+    cat "$build/.job.$i.out"
+    read -r p f <"$build/.job.$i.status" || { p=0 f=1; }
+    passed=$((passed + p))
+    failed=$((failed + f))
+    ((f == 0)) || failures+=("$(sed -n 's/^arm64 \(\[[^]]*\] [^:]*\): FAILED.*/\1/p' "$build/.job.$i.out" | head -n1)")
+    rm -f "$build/.job.$i.out" "$build/.job.$i.status"
+  done
+  queued=()
+}
+
 # The reference-greedy test decodes ~4,400 tokens with two F32 models (minutes under qemu), the
 # CLI test runs the F32 stories model. Their kernels (F32 matmul, F16/F32 attention ops) are the
 # same NEON code in the neon, dotprod and i8mm tables — those ISAs differ only in the quantized
@@ -104,9 +138,10 @@ for isa in default neon dotprod i8mm; do
           ${EDGELLM_ARM64_FULL:-0} != 1 ]]; then
       continue
     fi
-    run "$isa" "$t" "${pin[@]}"
+    queue_run "$isa" "$t" "${pin[@]}"
   done
 done
+run_queued
 
 # The C ABI on ARM64: exports of the cross-built libedgellm.so, then tests/api and the examples
 # (through ctest: the examples' run-example.cmake starts them with the toolchain's qemu).
@@ -121,7 +156,8 @@ if ((${#api_targets[@]})); then
     echo "arm64 [exports] libedgellm.so: FAILED"
     cat "$build/check-exports.log"
   fi
-  for t in "${api_tests[@]}"; do run default "$t"; done
+  for t in "${api_tests[@]}"; do queue_run default "$t"; done
+  run_queued
   for t in "${examples[@]}"; do
     t0=$(date +%s)
     if (cd "$build" && ctest -R "^$t\$" --output-on-failure >"$build/$t.log" 2>&1); then

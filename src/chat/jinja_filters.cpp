@@ -19,9 +19,6 @@ const char* const kFilters[] = {
     "lower", "map", "max", "min", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
     "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "unique", "upper", "wordcount"};
 
-bool is_intlike(const Value& v) { return v.is_int() || v.is_bool(); }
-int64_t intlike(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int(); }
-
 Value opt(const CallArgs& a, size_t i, std::string_view name, Value dflt) {
   const Value* v = a.get(i, name);
   return v ? *v : dflt;
@@ -30,13 +27,6 @@ Value opt(const CallArgs& a, size_t i, std::string_view name, Value dflt) {
 bool bool_opt(const CallArgs& a, size_t i, std::string_view name, bool dflt) {
   const Value* v = a.get(i, name);
   return v ? v->truthy() : dflt;
-}
-
-int64_t int_opt(const CallArgs& a, size_t i, std::string_view name, int64_t dflt) {
-  const Value* v = a.get(i, name);
-  if (!v || v->is_none()) return dflt;
-  if (!is_intlike(*v)) value_error("argument '" + std::string(name) + "' must be an integer, got " + v->type_name());
-  return intlike(*v);
 }
 
 // jinja2's attribute getter: "a.b.0" walks items (numbers index lists).
@@ -56,7 +46,7 @@ Value attr_path(const Value& v, const std::string& path) {
 
 Value attribute_of(const Value& v, const Value& attribute) {
   if (attribute.is_none() || attribute.is_undefined()) return v;
-  if (is_intlike(attribute)) return get_item(v, attribute);
+  if (attribute.is_intlike()) return get_item(v, attribute);
   return attr_path(v, to_str(attribute));
 }
 
@@ -144,7 +134,7 @@ bool parse_py_float(const std::string& raw, double* out) {
 }
 
 Value to_int(const Value& v, const Value& dflt) {
-  if (is_intlike(v)) return Value(intlike(v));
+  if (v.is_intlike()) return Value(v.as_intlike());
   if (v.is_float()) {
     double d = v.as_float();
     if (!std::isfinite(d) || std::fabs(d) >= 9.2e18) return dflt;
@@ -218,7 +208,7 @@ Value do_round(const Value& v, int64_t precision, const std::string& method) {
   if (method != "common") value_error("method must be common, ceil or floor");
   if (v.is_int() || v.is_bool()) {
     // Python's round() keeps ints ints; a negative precision rounds to tens, hundreds, ...
-    int64_t i = intlike(v);
+    int64_t i = v.as_intlike();
     if (precision >= 0) return Value(i);
     if (precision < -18) return Value(int64_t{0});
     int64_t scale = 1;
@@ -239,7 +229,7 @@ Value do_round(const Value& v, int64_t precision, const std::string& method) {
 
 std::string do_indent(std::string s, const Value& width, bool first, bool blank) {
   std::string ind = width.is_string() ? width.str() : std::string(static_cast<size_t>(std::clamp<int64_t>(
-                                                          is_intlike(width) ? intlike(width) : 4, 0, 4096)), ' ');
+                                                          width.is_intlike() ? width.as_intlike() : 4, 0, 4096)), ' ');
   s += "\n";  // jinja2 appends a newline so that splitlines keeps a trailing empty line
   auto lines = py_splitlines(s);
   std::string rv;
@@ -278,8 +268,8 @@ Value tojson(const Value& v, const CallArgs& a) {
     o.has_indent = true;
     if (indent.is_string()) {
       o.indent = indent.str();
-    } else if (is_intlike(indent)) {
-      o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(intlike(indent), 0, 64)), ' ');
+    } else if (indent.is_intlike()) {
+      o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(indent.as_intlike(), 0, 64)), ' ');
     } else {
       value_error("tojson indent must be an integer or a string");
     }
@@ -347,21 +337,21 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& a) {
   if (name == "float") return to_float(v, opt(a, 0, "default", Value(0.0)));
   if (name == "abs") {
     if (v.is_float()) return Value(std::fabs(v.as_float()));
-    if (is_intlike(v)) {
-      if (intlike(v) == INT64_MIN) value_error("integer overflow");
-      return Value(intlike(v) < 0 ? -intlike(v) : intlike(v));
+    if (v.is_intlike()) {
+      if (v.as_intlike() == INT64_MIN) value_error("integer overflow");
+      return Value(v.as_intlike() < 0 ? -v.as_intlike() : v.as_intlike());
     }
     value_error(std::string("bad operand type for abs(): '") + v.type_name() + "'");
   }
   if (name == "round") {
     if (!v.is_number()) value_error(std::string("round() needs a number, got ") + v.type_name());
-    return do_round(v, int_opt(a, 0, "precision", 0), to_str(opt(a, 1, "method", Value("common"))));
+    return do_round(v, a.int_or(0, "precision", 0), to_str(opt(a, 1, "method", Value("common"))));
   }
   if (name == "replace") {
     const Value* old_v = a.get(0, "old");
     const Value* new_v = a.get(1, "new");
     if (!old_v || !new_v) value_error("replace needs the old and new strings");
-    return Value(py_replace(to_str(v), to_str(*old_v), to_str(*new_v), int_opt(a, 2, "count", -1)));
+    return Value(py_replace(to_str(v), to_str(*old_v), to_str(*new_v), a.int_or(2, "count", -1)));
   }
   if (name == "indent") {
     return Value(do_indent(to_str(v), opt(a, 0, "width", Value(int64_t{4})), bool_opt(a, 1, "first", false),
@@ -369,7 +359,7 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& a) {
   }
   if (name == "center") {
     std::string s = to_str(v);
-    int64_t width = std::min<int64_t>(int_opt(a, 0, "width", 80), 1 << 16);
+    int64_t width = std::min<int64_t>(a.int_or(0, "width", 80), 1 << 16);
     int64_t len = static_cast<int64_t>(utf8_decode(s).size());
     if (len >= width) return Value(s);
     int64_t pad = width - len;
@@ -490,7 +480,7 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& a) {
     return total;
   }
   if (name == "batch") {
-    int64_t n = int_opt(a, 0, "linecount", 1);
+    int64_t n = a.int_or(0, "linecount", 1);
     if (n <= 0) value_error("batch size must be positive");
     const Value* fill = a.get(1, "fill_with");
     std::vector<Value> out, cur;

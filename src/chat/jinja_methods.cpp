@@ -15,17 +15,14 @@ bool ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
 bool ascii_upper(char c) { return c >= 'A' && c <= 'Z'; }
 bool ascii_alpha(char c) { return ascii_lower(c) || ascii_upper(c); }
 
-bool is_intlike(const Value& v) { return v.is_int() || v.is_bool(); }
-int64_t intlike(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int(); }
-
 // Python index normalisation for slices: clamps into [lower, upper].
 int64_t slice_bound(const Value& v, int64_t len, int64_t step, bool is_start) {
   if (v.is_none() || v.is_undefined()) {
     if (step > 0) return is_start ? 0 : len;
     return is_start ? len - 1 : -1;
   }
-  if (!is_intlike(v)) value_error("slice indices must be integers or None");
-  int64_t i = intlike(v);
+  if (!v.is_intlike()) value_error("slice indices must be integers or None");
+  int64_t i = v.as_intlike();
   if (i < 0) {
     i += len;
     if (i < 0) i = step > 0 ? 0 : -1;
@@ -39,8 +36,8 @@ template <typename T>
 std::vector<T> do_slice(const std::vector<T>& items, const Value& start, const Value& stop, const Value& step_v) {
   int64_t step = 1;
   if (!step_v.is_none() && !step_v.is_undefined()) {
-    if (!is_intlike(step_v)) value_error("slice indices must be integers or None");
-    step = intlike(step_v);
+    if (!step_v.is_intlike()) value_error("slice indices must be integers or None");
+    step = step_v.as_intlike();
     if (step == 0) value_error("slice step cannot be zero");
   }
   const int64_t len = static_cast<int64_t>(items.size());
@@ -79,13 +76,6 @@ const std::string& str_arg(const CallArgs& a, size_t i, std::string_view name, c
 Value opt(const CallArgs& a, size_t i, std::string_view name) {
   const Value* v = a.get(i, name);
   return v ? *v : Value::none();
-}
-
-int64_t int_opt(const CallArgs& a, size_t i, std::string_view name, int64_t dflt) {
-  const Value* v = a.get(i, name);
-  if (!v || v->is_none()) return dflt;
-  if (!is_intlike(*v)) value_error(std::string("argument '") + std::string(name) + "' must be an integer");
-  return intlike(*v);
 }
 
 Value string_list(const std::vector<std::string>& parts) {
@@ -233,7 +223,7 @@ Value string_method(const Value& self, const std::string& name) {
     const bool rev = name == "rsplit";
     fn = [rev](const Value& s, CallArgs& a) {
       Value sep = opt(a, 0, "sep");
-      int64_t maxsplit = int_opt(a, 1, "maxsplit", -1);
+      int64_t maxsplit = a.int_or(1, "maxsplit", -1);
       if (!rev || maxsplit < 0) return string_list(py_split(s.str(), sep, maxsplit));
       // rsplit with a limit: split the reversed code points, then reverse back.
       auto rev_str = [](const std::string& x) {
@@ -265,7 +255,7 @@ Value string_method(const Value& self, const std::string& name) {
   } else if (name == "replace") {
     fn = [](const Value& s, CallArgs& a) {
       return Value(py_replace(s.str(), str_arg(a, 0, "old", "replace"), str_arg(a, 1, "new", "replace"),
-                              int_opt(a, 2, "count", -1)));
+                              a.int_or(2, "count", -1)));
     };
   } else if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
     const bool rev = name[0] == 'r';
@@ -285,7 +275,7 @@ Value string_method(const Value& self, const std::string& name) {
     };
   } else if (name == "center" || name == "ljust" || name == "rjust") {
     fn = [name](const Value& s, CallArgs& a) {
-      int64_t width = std::min<int64_t>(int_opt(a, 0, "width", 0), 1 << 16);
+      int64_t width = std::min<int64_t>(a.int_or(0, "width", 0), 1 << 16);
       Value fill_v = opt(a, 1, "fillchar");
       std::string fill = fill_v.is_string() ? fill_v.str() : " ";
       if (utf8_decode(fill).size() != 1) value_error("The fill character must be exactly one character long");
@@ -599,16 +589,16 @@ Value get_item(const Value& obj, const Value& key) {
       return Value::undefined(to_str(key));
     }
     case Value::Kind::kList: {
-      if (!is_intlike(key)) return key.is_string() ? list_method(obj, key.str()) : Value::undefined(to_str(key));
-      int64_t i = intlike(key);
+      if (!key.is_intlike()) return key.is_string() ? list_method(obj, key.str()) : Value::undefined(to_str(key));
+      int64_t i = key.as_intlike();
       const int64_t n = static_cast<int64_t>(obj.items().size());
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined(to_str(key));
       return obj.items()[static_cast<size_t>(i)];
     }
     case Value::Kind::kString: {
-      if (!is_intlike(key)) return key.is_string() ? string_method(obj, key.str()) : Value::undefined(to_str(key));
-      int64_t i = intlike(key);
+      if (!key.is_intlike()) return key.is_string() ? string_method(obj, key.str()) : Value::undefined(to_str(key));
+      int64_t i = key.as_intlike();
       auto cps = utf8_decode(obj.str());
       const int64_t n = static_cast<int64_t>(cps.size());
       if (i < 0) i += n;

@@ -59,6 +59,13 @@ const Value* CallArgs::get(size_t index, std::string_view name) const {
   return keyword_arg(name);
 }
 
+int64_t CallArgs::int_or(size_t index, std::string_view name, int64_t dflt) const {
+  const Value* v = get(index, name);
+  if (!v || v->is_none()) return dflt;
+  if (!v->is_intlike()) value_error("argument '" + std::string(name) + "' must be an integer, got " + v->type_name());
+  return v->as_intlike();
+}
+
 const Value* CallArgs::keyword_arg(std::string_view name) const {
   for (const auto& kv : keyword) {
     if (kv.first == name) return &kv.second;

@@ -57,6 +57,8 @@ struct CallArgs {
   // Argument `index` or keyword `name`; nullptr when neither was given.
   const Value* get(size_t index, std::string_view name) const;
   const Value* keyword_arg(std::string_view name) const;
+  // Integer argument `index` or `name` (bools count, as in Python); `dflt` when absent or None.
+  int64_t int_or(size_t index, std::string_view name, int64_t dflt) const;
 };
 
 struct Callable {

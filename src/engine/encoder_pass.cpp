@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "engine/encoder_ops.h"
 #include "engine/matmul_group.h"
+#include "engine/row_parallel.h"
 #include "kernels/kernels.h"
 #include "platform/thread_pool.h"
 
@@ -15,12 +16,6 @@ namespace edgellm {
 
 namespace {
 
-// Below this many tokens a row-wise op (norm, bias, activation) is not worth a parallel region.
-constexpr int32_t kParallelRowsMin = 4;
-
-size_t floats(int64_t n) {
-  return static_cast<size_t>(n) * sizeof(float);
-}
 size_t round16(size_t n) {
   return (n + 15) / 16 * 16;
 }
@@ -37,11 +32,11 @@ struct EncoderPass::Sizes {
   Sizes(const Model& model, int32_t max_tokens, int32_t max_seq, int max_threads) {
     const HParams& hp = model.hparams();
     const int64_t T = std::max(1, max_tokens);
-    x = floats(T * hp.n_embd);
-    q = floats(T * hp.n_embd_q());
-    kv = floats(T * hp.n_embd_kv());
+    x = float_bytes(T * hp.n_embd);
+    q = float_bytes(T * hp.n_embd_q());
+    kv = float_bytes(T * hp.n_embd_kv());
     const int64_t ffn_tokens = std::min<int64_t>(T, kFfnTokens);
-    up = floats(ffn_tokens * hp.n_ff);
+    up = float_bytes(ffn_tokens * hp.n_ff);
     size_t attn_in = 0, ffn_in = 0, tiled = 0;
     for (int il = 0; il < model.n_layer(); ++il) {
       const LayerWeights& L = model.layer(il);

@@ -8,9 +8,10 @@
 
 #include "core/error.h"
 #include "engine/context.h"
-#include "engine/matmul_observer.h"
 #include "engine/matmul_group.h"
+#include "engine/matmul_observer.h"
 #include "engine/rope.h"
+#include "engine/row_parallel.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
@@ -21,10 +22,6 @@ namespace edgellm {
 
 namespace {
 
-// Below this many entries a row-wise op (norm, rope, residual) is not worth a parallel region.
-constexpr int32_t kParallelRowsMin = 4;
-
-size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 size_t act_row(const WeightView& w) { return matmul_input_row_bytes(w); }
 
 // Bytes of quantized input one token needs in the largest matmul group: Q/K/V share the input
@@ -68,16 +65,16 @@ struct ForwardPass::Sizes {
   Sizes(const Model& model, int32_t n_batch, int32_t n_ctx, TensorType kv_type_v, int max_threads) {
     const HParams& hp = model.hparams();
     const int64_t B = n_batch;
-    x = floats(B * hp.n_embd);
-    xn = floats(B * std::max(hp.n_embd, hp.n_embd_q()));
-    q = attn = floats(B * hp.n_embd_q());
-    k = v = floats(B * hp.n_embd_kv());
+    x = float_bytes(B * hp.n_embd);
+    xn = float_bytes(B * std::max(hp.n_embd, hp.n_embd_q()));
+    q = attn = float_bytes(B * hp.n_embd_q());
+    k = v = float_bytes(B * hp.n_embd_kv());
     const int64_t ffn_tokens = std::min<int64_t>(B, ffn_slice_tokens(model));
-    gate = up = floats(ffn_tokens * hp.n_ff);
+    gate = up = float_bytes(ffn_tokens * hp.n_ff);
     const QuantizedInputBytes qb = quantized_input_bytes_per_token(model);
     xq = std::max(static_cast<size_t>(B) * qb.attention, static_cast<size_t>(ffn_tokens) * qb.ffn);
     xt = tiled_input_bytes(model, B, ffn_tokens);
-    rope = floats(B * hp.n_rot / 2);
+    rope = float_bytes(B * hp.n_rot / 2);
     // Attention scratch of one thread: the scores [g, n_ctx] of its query heads, rounded to 16
     // floats (64 bytes) so each thread's area is aligned. K/V blocks are read in place in their
     // cache type (kernels/attention.h) and the output accumulates in attn, so the KV block size

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/forward.h"
+#include "engine/row_parallel.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kv/kv_cache.h"
@@ -31,10 +32,6 @@
 namespace edgellm {
 
 namespace {
-
-size_t floats(int64_t n) {
-  return static_cast<size_t>(n) * sizeof(float);
-}
 
 }  // namespace
 
@@ -91,7 +88,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
     for (int32_t c = 0; c < qb.count; ++c) {
       std::memcpy(qo + static_cast<int64_t>(c) * g * hd,
                   q_.as<float>() + static_cast<int64_t>(qb.first + c) * n_q + static_cast<int64_t>(hkv) * g * hd,
-                  floats(static_cast<int64_t>(g) * hd));
+                  float_bytes(static_cast<int64_t>(g) * hd));
     }
     // fn(rows, s, m): rows s .. s+m-1 of the tile [s0, s0 + cnt), m <= the rest of one KV block.
     const auto for_block_pieces = [&](int32_t s0, int32_t cnt, bool values, auto&& fn) {
@@ -131,7 +128,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
         kernels::dequantize_row(v_type, rows, tile + static_cast<int64_t>(s - s0) * hd, static_cast<int64_t>(m) * hd);
       });
     };
-    std::memset(qo, 0, floats(nq * hd));
+    std::memset(qo, 0, float_bytes(nq * hd));
     const int32_t shared = first.pos + 1;
     for (int32_t s0 = 0; s0 < shared; s0 += kAttnTileRows) {
       const int32_t cnt = std::min<int32_t>(kAttnTileRows, shared - s0);
@@ -147,7 +144,7 @@ void ForwardPass::attention_blocks(const BatchEntry* entries, int layer, const K
     }
     for (int32_t c = 0; c < qb.count; ++c) {
       std::memcpy(attn_.as<float>() + static_cast<int64_t>(qb.first + c) * n_q + static_cast<int64_t>(hkv) * g * hd,
-                  qo + static_cast<int64_t>(c) * g * hd, floats(static_cast<int64_t>(g) * hd));
+                  qo + static_cast<int64_t>(c) * g * hd, float_bytes(static_cast<int64_t>(g) * hd));
     }
   };
   pool_->parallel_for(static_cast<int64_t>(blocks_.size()) * n_kv, task, n_threads_);
@@ -262,7 +259,7 @@ void ForwardPass::attention_entries(const BatchEntry* entries, int32_t n, int la
     }
     for (int32_t h = 0; h < hpt; ++h) kernels::softmax(scores + static_cast<int64_t>(h) * n_ctx_, n_pos);
     // out[h] = sum_p softmax[h][p] * v_p, accumulated run by run.
-    std::memset(out, 0, floats(static_cast<int64_t>(hpt) * hd));
+    std::memset(out, 0, float_bytes(static_cast<int64_t>(hpt) * hd));
     if (weighted_values) {
       // Q4_0 V with int8 weights (kernels/attention.h): the weights of up to kWeightedRows
       // positions, then their sum, so the sum reads weights stored long before (not still in

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "core/error.h"
+#include "engine/row_parallel.h"
 #include "kernels/kernels.h"
 #include "platform/thread_pool.h"
 
@@ -14,8 +15,6 @@ namespace {
 // Matmul rows are claimed in multiples of this (packed kernels run 16-row groups; file-layout
 // kernels tile rows in smaller groups).
 constexpr int64_t kRowGranule = 16;
-// Below this many tokens quantizing the inputs is not worth a parallel region.
-constexpr int32_t kParallelRowsMin = 4;
 
 size_t round64(size_t n) {
   return (n + 63) / 64 * 64;

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "engine/pooling.h"
+#include "platform/elapsed_ms.h"
 #include "platform/memory_stats.h"
 #include "tokenizer/tokenizer.h"
 
@@ -15,10 +16,6 @@ namespace edgellm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 }  // namespace
 

@@ -12,13 +12,14 @@
 #include "engine/batch.h"
 #include "engine/sampler.h"
 #include "generation/chat_session.h"
-#include "grammar/compiled_grammar.h"
-#include "service/request_grammar.h"
 #include "generation/sequence_generator.h"
+#include "grammar/compiled_grammar.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
-#include "service/request_limits.h"
+#include "platform/elapsed_ms.h"
 #include "platform/memory_stats.h"
+#include "service/request_grammar.h"
+#include "service/request_limits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {
@@ -26,10 +27,6 @@ namespace edgellm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 constexpr int32_t kWarmupTokens = 8;
 

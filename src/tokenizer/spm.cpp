@@ -11,23 +11,23 @@
 namespace edgellm {
 namespace {
 
-struct Symbol {
+struct SpmSymbol {
   int prev;
   int next;
   size_t start;  // byte offset in the escaped text
   size_t n;      // byte length; 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct SpmBigram {
   float score;
   int left;
   int right;
   size_t size;  // byte length of the pair when queued (stale entries are skipped)
 };
 
-struct BigramOrder {
+struct SpmBigramOrder {
   // std::priority_queue pops the *largest*: highest score first, then the leftmost pair.
-  bool operator()(const Bigram& a, const Bigram& b) const {
+  bool operator()(const SpmBigram& a, const SpmBigram& b) const {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 };
@@ -42,7 +42,7 @@ int32_t Tokenizer::spm_byte_token(uint8_t byte) const {
 
 void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
-  std::vector<Symbol> symbols;
+  std::vector<SpmSymbol> symbols;
   symbols.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
     size_t len = 0;
@@ -53,7 +53,7 @@ void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) con
     pos += len;
   }
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramOrder> queue;
   auto try_add = [&](int left, int right) {
     if (left < 0 || right < 0) return;
     const std::string_view pair = text.substr(symbols[left].start, symbols[left].n + symbols[right].n);
@@ -64,10 +64,10 @@ void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) con
   for (size_t i = 1; i < symbols.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
 
   while (!queue.empty()) {
-    const Bigram top = queue.top();
+    const SpmBigram top = queue.top();
     queue.pop();
-    Symbol& left = symbols[top.left];
-    Symbol& right = symbols[top.right];
+    SpmSymbol& left = symbols[top.left];
+    SpmSymbol& right = symbols[top.right];
     if (left.n == 0 || right.n == 0 || left.n + right.n != top.size) continue;  // stale
     left.n += right.n;
     right.n = 0;

@@ -243,7 +243,7 @@ int bench_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("bench", "measure prompt/generation throughput (llama-bench style)",
+const CommandRegistration kBenchRegistration("bench", "measure prompt/generation throughput (llama-bench style)",
                                         bench_command);
 
 }  // namespace

@@ -259,7 +259,7 @@ int bench_grammar_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("bench-grammar",
+const CommandRegistration kBenchGrammarRegistration("bench-grammar",
                                         "cost of a grammar / JSON Schema: compile, mask per token, paired decode",
                                         bench_grammar_command);
 

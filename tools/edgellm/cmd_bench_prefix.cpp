@@ -103,7 +103,7 @@ int bench_prefix_command(const std::vector<std::string>& args) {
   return identical ? 0 : kExitVerifyFailed;
 }
 
-const CommandRegistration kRegistration("bench-prefix",
+const CommandRegistration kBenchPrefixRegistration("bench-prefix",
                                         "TTFT of a request whose prefix is in the KV prefix cache vs cold",
                                         bench_prefix_command);
 

@@ -241,7 +241,7 @@ int chat_command(const std::vector<std::string>& args) {
   return run_interactive(session, o, model_path, template_desc);
 }
 
-const CommandRegistration kRegistration("chat", "multi-turn chat through the model's chat template (reuses the KV cache)",
+const CommandRegistration kChatRegistration("chat", "multi-turn chat through the model's chat template (reuses the KV cache)",
                                         chat_command);
 
 }  // namespace

@@ -106,7 +106,7 @@ int convert_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration(
+const CommandRegistration kConvertRegistration(
     "convert", "Hugging Face checkpoint (safetensors + tokenizer.json) -> GGUF (--type to quantize)", convert_command);
 
 }  // namespace

@@ -209,7 +209,7 @@ int run_embed(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("embed",
+const CommandRegistration kEmbedRegistration("embed",
                                         "embeddings of texts (llama-embedding's flags): pooling, normalisation, JSON",
                                         run_embed);
 

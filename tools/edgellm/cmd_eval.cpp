@@ -206,7 +206,7 @@ int eval_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("eval", "task quality (ROUGE, BLEU, EM/F1, accuracy), a model vs its base",
+const CommandRegistration kEvalRegistration("eval", "task quality (ROUGE, BLEU, EM/F1, accuracy), a model vs its base",
                                         eval_command);
 
 }  // namespace

@@ -154,7 +154,7 @@ int imatrix_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("imatrix", "importance matrix of a model over a text (llama.cpp's layout)",
+const CommandRegistration kImatrixRegistration("imatrix", "importance matrix of a model over a text (llama.cpp's layout)",
                                         imatrix_command);
 
 }  // namespace

@@ -266,7 +266,7 @@ int run_info(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("info", "show a GGUF model's metadata, tensors and memory plan", run_info);
+const CommandRegistration kInfoRegistration("info", "show a GGUF model's metadata, tensors and memory plan", run_info);
 
 }  // namespace
 }  // namespace edgellm::cli

@@ -63,7 +63,7 @@ int pack_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("pack", "store a model's repacked weights beside it, for millisecond loads",
+const CommandRegistration kPackRegistration("pack", "store a model's repacked weights beside it, for millisecond loads",
                                         pack_command);
 
 }  // namespace

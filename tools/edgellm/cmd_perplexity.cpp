@@ -198,7 +198,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("perplexity", "perplexity of a model on a text, and KL divergence vs a base",
+const CommandRegistration kPerplexityRegistration("perplexity", "perplexity of a model on a text, and KL divergence vs a base",
                                         perplexity_command);
 
 }  // namespace

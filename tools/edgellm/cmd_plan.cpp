@@ -119,7 +119,7 @@ int run_plan(const std::vector<std::string>& args) {
   return exit_code;
 }
 
-const CommandRegistration kRegistration("plan",
+const CommandRegistration kPlanRegistration("plan",
                                         "recommend a model and configuration for a device, with the memory arithmetic",
                                         run_plan);
 

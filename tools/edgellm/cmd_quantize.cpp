@@ -337,7 +337,7 @@ int quantize_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("quantize", "convert a GGUF model to another weight type (q4_0 ... Q4_K_M)",
+const CommandRegistration kQuantizeRegistration("quantize", "convert a GGUF model to another weight type (q4_0 ... Q4_K_M)",
                                         quantize_command);
 
 }  // namespace

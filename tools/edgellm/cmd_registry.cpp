@@ -282,7 +282,7 @@ int run_registry(const std::vector<std::string>& args) {
   throw Error(ErrorCode::kInternal, "registry subcommand '" + sub + "' not handled");
 }
 
-const CommandRegistration kRegistration("registry",
+const CommandRegistration kRegistryRegistration("registry",
                                         "model registry: add, install (download + verify), bench, list, verify, use, remove",
                                         run_registry);
 

@@ -76,7 +76,7 @@ int run_rerank(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("rerank", "score documents for a query with a cross-encoder, best first",
+const CommandRegistration kRerankRegistration("rerank", "score documents for a query with a cross-encoder, best first",
                                         run_rerank);
 
 }  // namespace

@@ -337,7 +337,7 @@ int run_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("run", "generate text from a prompt (streams to stdout)", run_command);
+const CommandRegistration kRunRegistration("run", "generate text from a prompt (streams to stdout)", run_command);
 
 }  // namespace
 }  // namespace edgellm::cli

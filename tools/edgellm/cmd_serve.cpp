@@ -201,7 +201,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("serve", "OpenAI-compatible HTTP server with a web chat page", cmd_serve);
+const CommandRegistration kServeRegistration("serve", "OpenAI-compatible HTTP server with a web chat page", cmd_serve);
 
 }  // namespace
 }  // namespace edgellm::cli

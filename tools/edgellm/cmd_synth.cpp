@@ -101,7 +101,7 @@ int synth_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("synth", "write a synthetic GGUF model of a real model's shape", synth_command);
+const CommandRegistration kSynthRegistration("synth", "write a synthetic GGUF model of a real model's shape", synth_command);
 
 }  // namespace
 }  // namespace edgellm::cli

@@ -61,7 +61,7 @@ int cmd_template(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("template", "render a conversation with the model's chat template",
+const CommandRegistration kTemplateRegistration("template", "render a conversation with the model's chat template",
                                         cmd_template);
 
 }  // namespace

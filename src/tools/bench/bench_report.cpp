@@ -22,11 +22,6 @@ std::string params_label(uint64_t n) {
   return n >= 1000000000ULL ? fmt("%.2f B", static_cast<double>(n) / 1e9) : fmt("%.2f M", static_cast<double>(n) / 1e6);
 }
 
-std::string base_name(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 struct Column {
   const char* title;
   bool right;  // numbers right-aligned
@@ -275,7 +270,7 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
              "int8_peak_ops_per_second,int8_peak_fraction,int8_ops_per_cpu_second,int8_peak_cpu_fraction,"
              "int8_vector_peak_kernel,int8_vector_peak_fraction\n";
       for (const auto& r : records) {
-        out << csv_escape(base_name(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
+        out << csv_escape(file_name_of(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
             << r.model_n_params << ',' << r.n_batch << ',' << r.n_threads << ',' << r.type_k << ',' << r.type_v << ','
             << r.n_prompt << ',' << r.n_gen << ',' << r.n_depth << ',' << r.test_time << ','
             << fmt("%.0f", r.avg_ns) << ',' << fmt("%.0f", r.stddev_ns) << ',' << fmt("%.6f", r.avg_ts) << ','

@@ -48,11 +48,6 @@ std::string iso_time_now() {
   return buf;
 }
 
-std::string base_name(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // Resets VmHWM to the current RSS (Linux >= 4.0: writing "5" to clear_refs), so each model's
 // peak is its own. Best effort: without it the peak is the process-wide maximum.
 // Peak RSS is reported per model: hand freed heap memory back first (the previous model's
@@ -184,6 +179,11 @@ std::string read_cpu_name() {
 }
 
 }  // namespace
+
+std::string file_name_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
 
 std::string BenchRecord::test_name() const {
   std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
@@ -418,7 +418,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
             r.is_generation = test.n_gen > 0;
             r.isa = kernels::isa_name(kernels::active_isa());
             r.test_time = iso_time_now();
-            say(base_name(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
+            say(file_name_of(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
                 r.type_k + "/" + r.type_v + (interleave && r.is_generation ? ", depths interleaved" : "") + " ...");
             // Warm-up (not recorded): first touch of weight pages, thread start-up, scratch.
             if (r.is_generation) {

@@ -149,4 +149,7 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
                                    const std::function<void(const BenchRecord&)>& on_record = {},
                                    const std::function<void(const std::string&)>& log = {});
 
+// "dir/model.gguf" -> "model.gguf": how reports name a model file.
+std::string file_name_of(const std::string& path);
+
 }  // namespace edgellm::bench

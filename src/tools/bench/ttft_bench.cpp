@@ -68,11 +68,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string base_name(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 Json samples(const std::vector<double>& v) {
   Json a = Json::array();
   for (const double x : v) a.push_back(x);
@@ -175,7 +170,7 @@ std::vector<TtftRecord> run_ttft_bench(const TtftParams& params, const std::func
           r.ttft_ms.push_back(before_submit + ft.ttft_ms);
           r.resident_before.push_back(resident);
           r.cached_tokens = ft.cached_tokens;
-          say(base_name(path) + ": " + r.scenario + ", prompt " + std::to_string(r.prompt_tokens) + ": load " +
+          say(file_name_of(path) + ": " + r.scenario + ", prompt " + std::to_string(r.prompt_tokens) + ": load " +
               fmt("%.1f", load) + " ms, start " + fmt("%.1f", start) + " ms, first token " + fmt("%.1f", ft.ttft_ms) +
               " ms (" + fmt("%.0f", 100.0 * resident) + "% of the file cached before)");
         }
@@ -209,7 +204,7 @@ std::vector<TtftRecord> run_ttft_bench(const TtftParams& params, const std::func
         r.first_token_ms.push_back(ft.ttft_ms);
         r.ttft_ms.push_back(ft.ttft_ms);
         r.cached_tokens = ft.cached_tokens;
-        say(base_name(path) + ": " + r.scenario + ", prompt " + std::to_string(r.prompt_tokens) + ": " +
+        say(file_name_of(path) + ": " + r.scenario + ", prompt " + std::to_string(r.prompt_tokens) + ": " +
             fmt("%.1f", ft.ttft_ms) + " ms (" + std::to_string(ft.cached_tokens) + " tokens from the prefix cache)");
       }
     }

@@ -17,14 +17,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tools/fetch/curl_global.h"
 
 namespace edgellm {
 namespace {
-
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 // State of one attempt, shared with libcurl's callbacks.
 struct Attempt {
@@ -123,7 +119,7 @@ int64_t file_size(const std::string& path) {
 DownloadResult download_resumable(const std::string& url, const std::string& part_path, const DownloadOptions& o) {
   require(url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0, ErrorCode::kInvalidArgument,
           "only http:// and https:// URLs can be downloaded");
-  global_init();
+  curl_global_init_once();
   DownloadResult result;
   int delay_ms = std::max(1, o.backoff_ms);
   std::string last_error = "no attempt was made";

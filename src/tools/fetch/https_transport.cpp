@@ -8,14 +8,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tools/fetch/curl_global.h"
 
 namespace edgellm {
 namespace {
-
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -44,7 +40,7 @@ std::string completions_url(std::string base) {
   return base + "/v1/chat/completions";
 }
 
-size_t on_body(char* data, size_t size, size_t n, void* user) {
+size_t append_body(char* data, size_t size, size_t n, void* user) {
   auto* out = static_cast<std::string*>(user);
   const size_t len = size * n;
   if (out->size() + len > (size_t{16} << 20)) return 0;  // an answer over 16 MiB is not a chat answer
@@ -78,7 +74,7 @@ void HttpsTransport::check_url(const std::string& url, bool allow_http) {
 HttpsTransport::HttpsTransport(HttpsTransportOptions options) : options_(std::move(options)) {
   for (const auto& [tier, ep] : options_.tiers) check_url(ep.url, options_.allow_http);
   require(options_.workers >= 1 && options_.workers <= 64, ErrorCode::kInvalidArgument, "cloud transport: 1-64 workers");
-  global_init();
+  curl_global_init_once();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
 }
 
@@ -149,7 +145,7 @@ CloudReply HttpsTransport::post(const CloudEndpoint& endpoint, const std::string
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);

@@ -24,11 +24,6 @@ constexpr double kMaxCount = 9007199254740992.0;
   throw Error(ErrorCode::kInvalidFile, "imatrix '" + path + "': " + what);
 }
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 void check_sums(const std::string& path, const std::string& name, const std::vector<float>& sums) {
   for (size_t i = 0; i < sums.size(); ++i) {
     if (!std::isfinite(sums[i]) || sums[i] < 0) {
@@ -67,9 +62,9 @@ Imatrix read_gguf(const std::string& path) {
   std::map<std::string, std::pair<const gguf::TensorInfo*, const gguf::TensorInfo*>> pairs;
   for (const gguf::TensorInfo& t : f->tensors()) {
     std::string name(t.name);
-    if (ends_with(name, kInSum2Suffix)) {
+    if (name.ends_with(kInSum2Suffix)) {
       pairs[name.substr(0, name.size() - std::strlen(kInSum2Suffix))].first = &t;
-    } else if (ends_with(name, kCountsSuffix)) {
+    } else if (name.ends_with(kCountsSuffix)) {
       pairs[name.substr(0, name.size() - std::strlen(kCountsSuffix))].second = &t;
     }
   }

@@ -51,10 +51,6 @@ bool iequals(std::string_view a, std::string_view b) {
 
 bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -163,7 +159,7 @@ bool TypePlanner::use_more_bits(int i_layer, int n_layers) {
 }
 
 bool TypePlanner::is_quantizable_weight(const TensorDesc& t) {
-  if (!ends_with(t.name, "weight")) return false;
+  if (!std::string_view(t.name).ends_with("weight")) return false;
   if (t.n_dims < 2) return false;
   if (contains(t.name, "_norm.weight")) return false;
   // Learned position / token-type embeddings are looked up, never multiplied (llama.cpp keeps them).
