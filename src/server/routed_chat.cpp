@@ -87,7 +87,9 @@ HttpResponse answer_routed(ServerContext& ctx, const Json& body, ParsedRequest p
     reason += "; no cloud configured";
   } else if (route == Route::kCloud) {
     // Context sync: system messages and the last turns verbatim, older turns summarized locally.
-    const ContextSplit split = split_context(messages, ro.verbatim_turns);
+    // Qualified: runtime/router_policy.h has the Runtime's own copy for edgellm::Json, which ADL
+    // would also find (issue 37 moves the server onto the Runtime's router and removes this one).
+    const ContextSplit split = server::split_context(messages, ro.verbatim_turns);
     Json cloud_messages = split.recent;
     if (split.older.size() > 0) {
       std::string transcript;
@@ -107,7 +109,7 @@ HttpResponse answer_routed(ServerContext& ctx, const Json& body, ParsedRequest p
       sum.messages = std::move(sm);
       sum.sampling.temperature = 0;
       sum.max_tokens = 128;
-      cloud_messages = with_summary(split.recent, run_local(ctx, std::move(sum), nullptr).text);
+      cloud_messages = server::with_summary(split.recent, run_local(ctx, std::move(sum), nullptr).text);
     }
     Json req = Json::object();
     req.set("model", ro.cloud_model.empty() ? head.model : ro.cloud_model);
