@@ -83,6 +83,15 @@ Reply post(const Serving& s, const std::string& path, const Json& body) {
   return r;
 }
 
+// The bodies posted at once (the server decodes 4 requests together), replies in order.
+std::vector<Reply> post_all(const Serving& s, const std::string& path, const std::vector<Json>& bodies) {
+  std::vector<Reply> out(bodies.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < bodies.size(); ++i) threads.emplace_back([&, i] { out[i] = post(s, path, bodies[i]); });
+  for (std::thread& t : threads) t.join();
+  return out;
+}
+
 // The streamed events' JSON bodies ("data: {...}" lines; [DONE] left out).
 std::vector<Json> sse_events(const std::string& raw) {
   std::vector<Json> out;
@@ -171,28 +180,35 @@ constexpr const char* kTools = R"([
       "required": ["hour"], "additionalProperties": false}}}
 ])";
 
-// Every call's arguments validated against its tool's parameters (grouped per tool).
+// Every call validated in one run of the validator: {"name", "arguments"} against the schema
+// "one of the tools, by name, with arguments that follow its parameters".
 void expect_calls_validate(const std::vector<std::pair<std::string, std::string>>& calls) {
+  Json any_tool = Json::array();
   const Json tools = Json::parse(kTools);
   for (const Json& t : tools.as_array()) {
-    const std::string& name = t.at("function").at("name").as_string();
-    std::vector<Output> args;
-    for (const auto& [n, a] : calls) {
-      if (n == name) args.push_back({a, "stop"});
-    }
-    if (args.empty()) continue;
-    std::string report;
-    EXPECT_EQ(validate(t.at("function").at("parameters"), args, &report), 0) << name << ": " << report;
+    Json props = Json::object();
+    Json name = Json::object();
+    name.set("const", t.at("function").at("name"));
+    props.set("name", std::move(name));
+    props.set("arguments", t.at("function").at("parameters"));
+    Json one = Json::object();
+    one.set("type", "object");
+    one.set("properties", std::move(props));
+    one.set("required", Json::parse(R"(["name", "arguments"])"));
+    any_tool.push_back(std::move(one));
   }
-  std::set<std::string> names;
-  for (const Json& t : tools.as_array()) names.insert(t.at("function").at("name").as_string());
-  for (const auto& [n, a] : calls) EXPECT_EQ(names.count(n), 1u) << "a call of an unknown tool: " << n;
+  Json schema = Json::object();
+  schema.set("anyOf", std::move(any_tool));
+  std::vector<Output> records;
+  for (const auto& [n, args] : calls) records.push_back({"{\"name\": " + Json(n).dump() + ", \"arguments\": " + args + "}", "stop"});
+  std::string report;
+  EXPECT_EQ(validate(schema, records, &report), 0) << report;
 }
 
 TEST(StructuredHttp, ResponseFormatJsonSchemaValidatesOnBothEndpoints) {
   Serving s;
   const Json schema = Json::parse(kPersonSchema);
-  std::vector<Output> outs;
+  std::vector<Json> chats, completions;
   for (int seed = 1; seed <= 3; ++seed) {
     // OpenAI's shape on chat ...
     Json rf = Json::object();
@@ -204,15 +220,20 @@ TEST(StructuredHttp, ResponseFormatJsonSchemaValidatesOnBothEndpoints) {
     rf.set("json_schema", js);
     Json body = sampled(chat_body("Who is there?"), seed, 200);
     body.set("response_format", rf);
-    Reply r = post(s, "/v1/chat/completions", body);
-    ASSERT_EQ(r.status, 200) << r.raw;
-    outs.push_back({choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
+    chats.push_back(body);
     // ... and llama-server's top-level json_schema on completions.
     Json comp = Json::object();
     comp.set("prompt", "Once upon a time");
     comp = sampled(comp, seed, 200);
     comp.set("json_schema", schema);
-    r = post(s, "/v1/completions", comp);
+    completions.push_back(comp);
+  }
+  std::vector<Output> outs;
+  for (const Reply& r : post_all(s, "/v1/chat/completions", chats)) {
+    ASSERT_EQ(r.status, 200) << r.raw;
+    outs.push_back({choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
+  }
+  for (const Reply& r : post_all(s, "/v1/completions", completions)) {
     ASSERT_EQ(r.status, 200) << r.raw;
     outs.push_back({choice0(r.body).at("text").as_string(), choice0(r.body).at("finish_reason").as_string()});
   }
@@ -220,8 +241,8 @@ TEST(StructuredHttp, ResponseFormatJsonSchemaValidatesOnBothEndpoints) {
   EXPECT_EQ(validate(schema, outs, &report), 0) << report;
   // The same requests without the constraint are not JSON: the constraint made them valid.
   std::vector<Output> free;
-  for (int seed = 1; seed <= 2; ++seed) {
-    Reply r = post(s, "/v1/chat/completions", sampled(chat_body("Who is there?"), seed, 40));
+  for (const Reply& r : post_all(s, "/v1/chat/completions",
+                                 {sampled(chat_body("Who is there?"), 1, 40), sampled(chat_body("Who is there?"), 2, 40)})) {
     ASSERT_EQ(r.status, 200) << r.raw;
     free.push_back({choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
   }
@@ -255,11 +276,14 @@ TEST(StructuredHttp, JsonObjectAndGrammarStreamedAndNot) {
   }
   // json_object: an object (python3-jsonschema with {"type": "object"}); the story model's
   // strings are long, so the budget is generous and the whitespace bounded by the grammar.
-  std::vector<Output> outs;
+  std::vector<Json> bodies;
   for (int seed = 1; seed <= 3; ++seed) {
     Json body = sampled(chat_body("Tell me."), seed, 300);
     body.set("response_format", Json::parse(R"({"type": "json_object"})"));
-    Reply r = post(s, "/v1/chat/completions", body);
+    bodies.push_back(body);
+  }
+  std::vector<Output> outs;
+  for (const Reply& r : post_all(s, "/v1/chat/completions", bodies)) {
     ASSERT_EQ(r.status, 200) << r.raw;
     const std::string text = choice0(r.body).at("message").at("content").as_string();
     EXPECT_EQ(text.substr(0, 1), "{") << text;
@@ -274,12 +298,20 @@ TEST(StructuredHttp, JsonObjectAndGrammarStreamedAndNot) {
 TEST(StructuredHttp, ToolChoiceRequiredAndNamedGiveCallsThatValidate) {
   Serving s;  // stories260K's own template knows no tools: the generic JSON call format
   std::vector<std::pair<std::string, std::string>> calls;
+  std::vector<Json> required, named;
   for (int seed = 1; seed <= 3; ++seed) {
     Json body = sampled(chat_body("What is the weather in Oslo?"), seed, 300);
     body.set("tools", Json::parse(kTools));
     body.set("tool_choice", "required");
     body.set("parallel_tool_calls", false);
-    Reply r = post(s, "/v1/chat/completions", body);
+    required.push_back(body);
+    body = sampled(chat_body("Wake me up."), seed, 300);
+    body.set("tools", Json::parse(kTools));
+    body.set("tool_choice", Json::parse(R"({"type": "function", "function": {"name": "set_alarm"}})"));
+    body.set("stream", true);
+    named.push_back(body);
+  }
+  for (const Reply& r : post_all(s, "/v1/chat/completions", required)) {
     ASSERT_EQ(r.status, 200) << r.raw;
     EXPECT_EQ(choice0(r.body).at("finish_reason").as_string(), "tool_calls") << r.raw;
     const Json& msg = choice0(r.body).at("message");
@@ -292,12 +324,7 @@ TEST(StructuredHttp, ToolChoiceRequiredAndNamedGiveCallsThatValidate) {
     calls.emplace_back(call.at("function").at("name").as_string(), call.at("function").at("arguments").as_string());
   }
   // A named function, streamed: the deltas put together are a call of it.
-  for (int seed = 1; seed <= 3; ++seed) {
-    Json body = sampled(chat_body("Wake me up."), seed, 300);
-    body.set("tools", Json::parse(kTools));
-    body.set("tool_choice", Json::parse(R"({"type": "function", "function": {"name": "set_alarm"}})"));
-    body.set("stream", true);
-    Reply r = post(s, "/v1/chat/completions", body);
+  for (const Reply& r : post_all(s, "/v1/chat/completions", named)) {
     ASSERT_EQ(r.status, 200) << r.raw;
     std::string name, args, id, finish;
     for (const Json& e : sse_events(r.raw)) {
@@ -327,14 +354,19 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
   // <tool_call> JSON </tool_call> and parsed back into tool_calls, streamed as argument deltas.
   Serving s({}, "tests/chat/templates/qwen2.5-instruct.jinja");
   std::vector<std::pair<std::string, std::string>> calls;
-  for (int seed = 1; seed <= 3; ++seed) {
+  std::vector<Json> bodies;
+  for (int seed = 1; seed <= 4; ++seed) {
     Json body = sampled(chat_body("What is the weather in Oslo?"), seed, 300);
     body.set("tools", Json::parse(kTools));
     body.set("tool_choice", Json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"));
     body.set("stream", seed % 2 == 0);
-    Reply r = post(s, "/v1/chat/completions", body);
+    bodies.push_back(body);
+  }
+  const std::vector<Reply> replies = post_all(s, "/v1/chat/completions", bodies);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const Reply& r = replies[i];
     ASSERT_EQ(r.status, 200) << r.raw;
-    if (seed % 2 == 0) {
+    if (bodies[i].at("stream").as_bool()) {
       std::string args, finish;
       int deltas = 0;
       for (const Json& e : sse_events(r.raw)) {
