@@ -387,6 +387,19 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
     }
   }
   expect_calls_validate(calls);
+  // The request's prompt is the template's rendering with the tools (what /apply-template shows,
+  // tokenized with BOS as a chat prompt is): the tools reached the template's context.
+  Json ask = chat_body("What is the weather in Oslo?");
+  ask.set("tools", Json::parse(kTools));
+  const Reply rendered = post(s, "/apply-template", ask);
+  ASSERT_EQ(rendered.status, 200) << rendered.raw;
+  Json tok = Json::object();
+  tok.set("content", rendered.body.at("prompt"));
+  tok.set("add_special", true);
+  const Reply ids = post(s, "/tokenize", tok);
+  ASSERT_EQ(ids.status, 200) << ids.raw;
+  EXPECT_NE(rendered.body.at("prompt").as_string().find("<tools>"), std::string::npos) << rendered.raw;
+  EXPECT_EQ(replies[0].body.at("usage").at("prompt_tokens").as_number(), static_cast<double>(ids.body.at("tokens").size()));
   // The follow-up turn: the assistant's call and the tool's result render through the template
   // (/apply-template shows the prompt) and the request runs.
   Json follow = Json::parse(R"({"messages": [
