@@ -16,7 +16,9 @@ const Json* field(const Json& body, const char* name) {
 }
 
 // A JSON Schema is an object or a boolean (true: anything, false: nothing).
-bool is_schema(const Json& v) { return v.is_object() || v.is_bool(); }
+bool is_schema(const Json& v) {
+  return v.is_object() || v.is_bool();
+}
 
 // Records the request's one constraint; a second one is refused naming both.
 class OneConstraint {
@@ -68,12 +70,14 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
       one.add("response_format");
       const Json* js = field(*rf, "json_schema");
       if (js == nullptr || !js->is_object()) {
-        throw ApiError::bad_field("response_format.json_schema", "expected an object {\"name\", \"schema\", \"strict\"?}");
+        throw ApiError::bad_field("response_format.json_schema",
+                                  "expected an object {\"name\", \"schema\", \"strict\"?}");
       }
       if (const Json* name = field(*js, "name")) {
         bool ok = name->is_string() && !name->as_string().empty() && name->as_string().size() <= 64;
         for (const char c : ok ? name->as_string() : std::string()) {
-          ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+          ok = ok &&
+               ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
         }
         if (!ok) {
           throw ApiError::bad_field("response_format.json_schema.name",
@@ -94,8 +98,8 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
       r.json_schema = schema->dump();
       param = "response_format.json_schema.schema";
     } else if (t != "text") {
-      throw ApiError::bad_field("response_format.type", "expected \"text\", \"json_object\" or \"json_schema\", got \"" +
-                                                            t + "\"");
+      throw ApiError::bad_field("response_format.type",
+                                "expected \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"");
     }
   }
   if (const Json* g = field(body, "grammar")) {
@@ -142,16 +146,19 @@ ToolRequest parse_tool_request(const Json& body) {
   }
   if (out.choice.kind == ToolChoiceKind::kFunction) {
     bool found = false;
-    for (const Json& t : out.tools.as_array()) found = found || t.at("function").at("name").as_string() == out.choice.function;
+    for (const Json& t : out.tools.as_array())
+      found = found || t.at("function").at("name").as_string() == out.choice.function;
     if (!found) {
-      throw ApiError::bad_field("tool_choice", "names the function \"" + out.choice.function + "\", which is not among the tools");
+      throw ApiError::bad_field("tool_choice",
+                                "names the function \"" + out.choice.function + "\", which is not among the tools");
     }
   }
   return out;
 }
 
 Json parse_message_tool_calls(const Json& calls, const std::string& where) {
-  if (!calls.is_array()) throw ApiError::bad_field(where, "expected an array of {id, type, function: {name, arguments}}");
+  if (!calls.is_array())
+    throw ApiError::bad_field(where, "expected an array of {id, type, function: {name, arguments}}");
   Json out = Json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     const std::string at = where + "[" + std::to_string(i) + "]";
@@ -164,7 +171,8 @@ Json parse_message_tool_calls(const Json& calls, const std::string& where) {
     const Json* id = field(c, "id");
     if (id != nullptr && !id->is_string()) throw ApiError::bad_field(at + ".id", "expected a string");
     const Json* fn = field(c, "function");
-    if (fn == nullptr || !fn->is_object()) throw ApiError::bad_field(at + ".function", "expected an object {name, arguments}");
+    if (fn == nullptr || !fn->is_object())
+      throw ApiError::bad_field(at + ".function", "expected an object {name, arguments}");
     const Json* name = field(*fn, "name");
     if (name == nullptr || !name->is_string() || name->as_string().empty()) {
       throw ApiError::bad_field(at + ".function.name", "expected a non-empty string");

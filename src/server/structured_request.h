@@ -32,8 +32,8 @@ class ChatTemplate;
 namespace edgellm::server {
 
 struct ToolRequest {
-  Json tools;          // the request's "tools" (checked); null when absent
-  ToolChoice choice;   // "auto" when absent
+  Json tools;         // the request's "tools" (checked); null when absent
+  ToolChoice choice;  // "auto" when absent
   bool parallel = true;
 
   // Whether the reply is constrained to (possible) calls: tools given and the choice is not "none".

@@ -14,7 +14,9 @@ Json& member(Json& object, const std::string& key) {
   return object.set(key, Json());
 }
 
-Json& first_choice(Json& body) { return member(body, "choices").as_array().at(0); }
+Json& first_choice(Json& body) {
+  return member(body, "choices").as_array().at(0);
+}
 
 Json call_json(const std::string& id, const std::string& name, const std::string& arguments) {
   Json fn = Json::object();
@@ -71,6 +73,8 @@ Json with_tool_calls(Json body, const std::string& content, const std::vector<To
   return body;
 }
 
-void set_finish_reason(Json& body, const char* reason) { first_choice(body).set("finish_reason", reason); }
+void set_finish_reason(Json& body, const char* reason) {
+  first_choice(body).set("finish_reason", reason);
+}
 
 }  // namespace edgellm::server

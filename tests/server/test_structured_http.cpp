@@ -8,7 +8,6 @@
 // the router's cloud (a stand-in counting what it receives).
 #include <gtest/gtest.h>
 #include <httplib.h>
-
 #include <sys/wait.h>
 
 #include <atomic>
@@ -145,7 +144,8 @@ int validate(const Json& schema, const std::vector<Output>& outs, std::string* r
       f << rec.dump() << "\n";
     }
   }
-  FILE* p = ::popen(("python3 scripts/validate-json-outputs.py " + schema_path + " " + outputs_path + " 2>&1").c_str(), "r");
+  FILE* p =
+      ::popen(("python3 scripts/validate-json-outputs.py " + schema_path + " " + outputs_path + " 2>&1").c_str(), "r");
   report->clear();
   char buf[4096];
   while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) *report += buf;
@@ -153,7 +153,9 @@ int validate(const Json& schema, const std::vector<Output>& outs, std::string* r
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-const Json& choice0(const Json& body) { return body.at("choices").at(0); }
+const Json& choice0(const Json& body) {
+  return body.at("choices").at(0);
+}
 
 constexpr const char* kPersonSchema = R"({
   "type": "object",
@@ -200,7 +202,8 @@ void expect_calls_validate(const std::vector<std::pair<std::string, std::string>
   Json schema = Json::object();
   schema.set("anyOf", std::move(any_tool));
   std::vector<Output> records;
-  for (const auto& [n, args] : calls) records.push_back({"{\"name\": " + Json(n).dump() + ", \"arguments\": " + args + "}", "stop"});
+  for (const auto& [n, args] : calls)
+    records.push_back({"{\"name\": " + Json(n).dump() + ", \"arguments\": " + args + "}", "stop"});
   std::string report;
   EXPECT_EQ(validate(schema, records, &report), 0) << report;
 }
@@ -231,7 +234,8 @@ TEST(StructuredHttp, ResponseFormatJsonSchemaValidatesOnBothEndpoints) {
   std::vector<Output> outs;
   for (const Reply& r : post_all(s, "/v1/chat/completions", chats)) {
     ASSERT_EQ(r.status, 200) << r.raw;
-    outs.push_back({choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
+    outs.push_back(
+        {choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
   }
   for (const Reply& r : post_all(s, "/v1/completions", completions)) {
     ASSERT_EQ(r.status, 200) << r.raw;
@@ -241,10 +245,12 @@ TEST(StructuredHttp, ResponseFormatJsonSchemaValidatesOnBothEndpoints) {
   EXPECT_EQ(validate(schema, outs, &report), 0) << report;
   // The same requests without the constraint are not JSON: the constraint made them valid.
   std::vector<Output> free;
-  for (const Reply& r : post_all(s, "/v1/chat/completions",
-                                 {sampled(chat_body("Who is there?"), 1, 40), sampled(chat_body("Who is there?"), 2, 40)})) {
+  for (const Reply& r :
+       post_all(s, "/v1/chat/completions",
+                {sampled(chat_body("Who is there?"), 1, 40), sampled(chat_body("Who is there?"), 2, 40)})) {
     ASSERT_EQ(r.status, 200) << r.raw;
-    free.push_back({choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
+    free.push_back(
+        {choice0(r.body).at("message").at("content").as_string(), choice0(r.body).at("finish_reason").as_string()});
   }
   EXPECT_NE(validate(schema, free, &report), 0) << "unconstrained stories validated: " << report;
 }
@@ -399,7 +405,8 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
   const Reply ids = post(s, "/tokenize", tok);
   ASSERT_EQ(ids.status, 200) << ids.raw;
   EXPECT_NE(rendered.body.at("prompt").as_string().find("<tools>"), std::string::npos) << rendered.raw;
-  EXPECT_EQ(replies[0].body.at("usage").at("prompt_tokens").as_number(), static_cast<double>(ids.body.at("tokens").size()));
+  EXPECT_EQ(replies[0].body.at("usage").at("prompt_tokens").as_number(),
+            static_cast<double>(ids.body.at("tokens").size()));
   // The follow-up turn: the assistant's call and the tool's result render through the template
   // (/apply-template shows the prompt) and the request runs.
   Json follow = Json::parse(R"({"messages": [
@@ -411,7 +418,8 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
   Reply prompt = post(s, "/apply-template", follow);
   ASSERT_EQ(prompt.status, 200) << prompt.raw;
   const std::string p = prompt.body.at("prompt").as_string();
-  EXPECT_NE(p.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\""), std::string::npos) << p;
+  EXPECT_NE(p.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\""), std::string::npos)
+      << p;
   EXPECT_NE(p.find("<tool_response>\nsunny, 21 degrees\n</tool_response>"), std::string::npos) << p;
   EXPECT_NE(p.find("\"name\": \"set_alarm\""), std::string::npos) << "the tools are in the system prompt: " << p;
   follow.set("max_tokens", 8);
@@ -429,54 +437,66 @@ TEST(StructuredHttp, MalformedFieldsAre400sNamingTheField) {
   Serving s(so);
   struct Case {
     std::string path;
-    std::string extra;   // merged into a valid body
-    std::string param;   // expected error.param
-    std::string says;    // in error.message
+    std::string extra;  // merged into a valid body
+    std::string param;  // expected error.param
+    std::string says;   // in error.message
   };
   const std::vector<Case> cases = {
       {"/v1/chat/completions", R"({"response_format": {"type": "xml"}})", "response_format.type", "expected \"text\""},
       {"/v1/chat/completions", R"({"response_format": "json"})", "response_format", "expected an object"},
-      {"/v1/chat/completions", R"({"response_format": {"type": "json_schema"}})", "response_format.json_schema", "expected an object"},
+      {"/v1/chat/completions", R"({"response_format": {"type": "json_schema"}})", "response_format.json_schema",
+       "expected an object"},
       {"/v1/chat/completions", R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})",
        "response_format.json_schema.schema", "required"},
-      {"/v1/chat/completions", R"({"response_format": {"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}})",
+      {"/v1/chat/completions",
+       R"({"response_format": {"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}})",
        "response_format.json_schema.name", "a-z"},
       {"/v1/chat/completions",
        R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "format": "uri"}}}})",
        "response_format.json_schema.schema", "format 'uri' is not supported"},
-      {"/v1/chat/completions", R"({"json_schema": {"type": "object", "properties": {"a": {"type": "strange"}}}})", "json_schema",
-       "/properties/a"},
+      {"/v1/chat/completions", R"({"json_schema": {"type": "object", "properties": {"a": {"type": "strange"}}}})",
+       "json_schema", "/properties/a"},
       {"/v1/chat/completions", R"({"json_schema": "{}"})", "json_schema", "expected a JSON Schema object"},
       {"/v1/completions", R"({"grammar": "root ::= (\"a\""})", "grammar", "line 1"},
       {"/v1/completions", R"({"grammar": 5})", "grammar", "expected a GBNF grammar"},
-      {"/v1/chat/completions", R"({"grammar": "root ::= \"a\"", "json_schema": {}})", "json_schema", "only one output constraint"},
-      {"/v1/chat/completions", R"({"response_format": {"type": "json_object"}, "grammar": "root ::= \"a\""})", "grammar",
+      {"/v1/chat/completions", R"({"grammar": "root ::= \"a\"", "json_schema": {}})", "json_schema",
        "only one output constraint"},
-      {"/v1/chat/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}], "response_format": {"type": "json_object"}})",
+      {"/v1/chat/completions", R"({"response_format": {"type": "json_object"}, "grammar": "root ::= \"a\""})",
+       "grammar", "only one output constraint"},
+      {"/v1/chat/completions",
+       R"({"tools": [{"type": "function", "function": {"name": "f"}}], "response_format": {"type": "json_object"}})",
        "response_format", "tools is given too"},
-      {"/v1/chat/completions", R"({"tools": [{"type": "function", "function": {"name": "a b"}}]})", "tools", "may only hold"},
+      {"/v1/chat/completions", R"({"tools": [{"type": "function", "function": {"name": "a b"}}]})", "tools",
+       "may only hold"},
       {"/v1/chat/completions", R"({"tools": {"type": "function"}})", "tools", "must be an array"},
       {"/v1/chat/completions",
        R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"u": {"format": "uri", "type": "string"}}}}}]})",
        "tools", "format 'uri'"},
       {"/v1/chat/completions", R"({"tool_choice": "required"})", "tool_choice", "no tools"},
-      {"/v1/chat/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "sometimes"})",
-       "tool_choice", "expected \"none\""},
+      {"/v1/chat/completions",
+       R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "sometimes"})", "tool_choice",
+       "expected \"none\""},
       {"/v1/chat/completions",
        R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})",
        "tool_choice", "not among the tools"},
-      {"/v1/chat/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": "yes"})",
+      {"/v1/chat/completions",
+       R"({"tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": "yes"})",
        "parallel_tool_calls", "true or false"},
-      {"/v1/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}]})", "tools", "/v1/chat/completions"},
-      {"/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id", "expected a string"},
-      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": 3}}]}, {"role": "user", "content": "y"}]})",
+      {"/v1/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}]})", "tools",
+       "/v1/chat/completions"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
+       "expected a string"},
+      {"/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": 3}}]}, {"role": "user", "content": "y"}]})",
        "messages[1].tool_calls[0].function.arguments", "JSON string"},
-      {"/v1/chat/completions", R"({"grammar": "root ::= \"a\"", "x_edgellm_route": "cloud"})", "x_edgellm_route", "cannot honour"},
+      {"/v1/chat/completions", R"({"grammar": "root ::= \"a\"", "x_edgellm_route": "cloud"})", "x_edgellm_route",
+       "cannot honour"},
       {"/v1/chat/completions", R"({"functions": [{"name": "f"}]})", "functions", "send \"tools\""},
   };
   for (const Case& c : cases) {
-    Json body = c.path == "/v1/completions" ? Json::parse(R"({"prompt": "Once", "max_tokens": 4})")
-                                            : Json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})");
+    Json body = c.path == "/v1/completions"
+                    ? Json::parse(R"({"prompt": "Once", "max_tokens": 4})")
+                    : Json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})");
     const Json extra = Json::parse(c.extra);
     for (const auto& [k, v] : extra.as_object()) body.set(k, v);
     Reply r = post(s, c.path, body);
@@ -492,9 +512,11 @@ TEST(StructuredHttp, MalformedFieldsAre400sNamingTheField) {
   big.set("grammar", "root ::= \"a\"\n#" + std::string((size_t{1} << 20), 'x') + "\n");
   Reply r = post(s, "/v1/completions", big);
   ASSERT_EQ(r.status, 400) << r.raw.substr(0, 300);
-  EXPECT_NE(r.body.at("error").at("message").as_string().find("more than 1048576 bytes"), std::string::npos) << r.raw.substr(0, 300);
+  EXPECT_NE(r.body.at("error").at("message").as_string().find("more than 1048576 bytes"), std::string::npos)
+      << r.raw.substr(0, 300);
   // The server still answers, constrained and not.
-  Json ok = Json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "grammar": "root ::= \"ok\""})");
+  Json ok = Json::parse(
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "grammar": "root ::= \"ok\""})");
   r = post(s, "/v1/chat/completions", ok);
   ASSERT_EQ(r.status, 200) << r.raw;
   EXPECT_EQ(choice0(r.body).at("message").at("content").as_string(), "ok");
@@ -522,7 +544,8 @@ TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
     so.router.cloud_threshold = 1.4;
     Serving s(so);
     // Unconstrained: the cloud answers (the stand-in is reachable and the router uses it).
-    Reply r = post(s, "/v1/chat/completions", Json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})"));
+    Reply r = post(s, "/v1/chat/completions",
+                   Json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})"));
     ASSERT_EQ(r.status, 200) << r.raw;
     EXPECT_EQ(cloud_calls.load(), 1) << r.raw;
     // Constrained (each form) and with tools: answered locally, valid, the cloud never called.
