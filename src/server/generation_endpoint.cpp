@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -14,6 +15,9 @@
 #include "server/openai_request.h"
 #include "server/routed_chat.h"
 #include "server/session_endpoints.h"
+#include "server/structured_request.h"
+#include "server/tool_call_response.h"
+#include "service/inference_service.h"
 
 namespace edgellm::server {
 namespace {
@@ -44,8 +48,10 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   head.created = static_cast<int64_t>(std::time(nullptr));
   head.model = p.model.empty() ? ctx.options.model_name : p.model;
 
-  // A request that continues a session is answered here (the cloud holds no KV of it).
-  if (endpoint == Endpoint::kChat && !p.stream && ctx.options.router.enabled() && p.session_id.empty()) {
+  // A request that continues a session is answered here (the cloud holds no KV of it), and so is
+  // one with an output constraint or tools (ParsedRequest::local_only).
+  if (endpoint == Endpoint::kChat && !p.stream && ctx.options.router.enabled() && p.session_id.empty() &&
+      !p.local_only()) {
     out.send(answer_routed(ctx, body, std::move(p), head));
     return;
   }
@@ -66,6 +72,15 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
     sr.session_id = p.session_id;
     session_id = p.session_id;
   }
+  // Tools: the call grammar and the tools' rendering for the serving model's template; its reply
+  // is parsed into content and calls (streamed as deltas). A model swap between here and submit
+  // serves the request with the new model and this template's call format (the grammar is
+  // compiled for the new vocabulary all the same).
+  std::optional<ToolCallParser> tool_parser;
+  if (endpoint == Endpoint::kChat && p.tools.active()) {
+    const std::shared_ptr<InferenceService> svc = ctx.service.serving();
+    tool_parser.emplace(prepare_tool_request(svc->chat_template(), p.tools, sr));
+  }
   sr.on_token = [channel](const TokenEvent& ev) { return channel->on_token(ev); };
   sr.on_finish = [channel](const RequestResult& r) { channel->on_finish(r); };
   const std::string prompt_for_log =
@@ -77,6 +92,13 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
     id = s.id;
     version = std::move(s.version);
   } catch (const Error& e) {
+    const std::string what = e.what();
+    if (e.code() == ErrorCode::kInvalidArgument && !p.constraint_field.empty() &&
+        (what.rfind("grammar:", 0) == 0 || what.rfind("json_schema:", 0) == 0 || what.rfind("json_object:", 0) == 0)) {
+      // The constraint did not compile (a GBNF syntax error, an unsupported schema keyword): a
+      // 400 on the body field that held it.
+      throw ApiError(400, "invalid_request_error", "invalid_value", what, p.constraint_field);
+    }
     throw api_error_from(e);  // kBusy: 429, kDegraded: 503 (Retry-After added with the response)
   }
   if (ctx.options.log_prompts) {
@@ -126,6 +148,14 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   // Tokens of batches that had no text yet (held back: incomplete UTF-8, a possible stop-string
   // start): counted into the next chunk written, so the chunks' x_edgellm.tokens add up.
   int32_t untold_tokens = 0;
+  // Tools, streamed: the parser's content as text chunks, its call deltas as tool_calls chunks.
+  auto write_tool_events = [&](const ToolCallEvents& ev) {
+    if (!ev.content.empty() && !write(text_chunk(head, ev.content, std::exchange(untold_tokens, 0), b.decode_ms, include_usage))) {
+      return false;
+    }
+    return ev.calls.empty() ||
+           write(tool_calls_chunk(head, ev.calls, std::exchange(untold_tokens, 0), b.decode_ms, include_usage));
+  };
   for (;;) {
     if (out.client_gone()) {
       client_left();
@@ -133,6 +163,19 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
     }
     if (ctx.stopping.load() && !b.finished) ctx.service.cancel(id);
     untold_tokens += b.tokens;
+    if (stream && tool_parser) {
+      ToolCallEvents ev = tool_parser->push(b.text);
+      if (b.finished) {
+        ToolCallEvents rest = tool_parser->finish();
+        ev.content += rest.content;
+        ev.calls.insert(ev.calls.end(), rest.calls.begin(), rest.calls.end());
+      }
+      if (!write_tool_events(ev)) {
+        client_left();
+        return;
+      }
+      b.text.clear();
+    }
     // Not streaming: the answer is the result's text, written whole at the end.
     if (stream && !b.text.empty()) {
       const int32_t tokens = std::exchange(untold_tokens, 0);
@@ -153,6 +196,7 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
       write(api_error_from(Error(r.error_code, r.error)).to_json());
     } else {
       Json fin = final_chunk(head, r, include_usage);
+      if (tool_parser) set_finish_reason(fin, tool_finish_reason(!tool_parser->tool_calls().empty(), r.finish_reason));
       if (!session.is_null()) set_session_info(fin, std::move(session));
       write(fin);
       if (include_usage) write(usage_chunk(head, r));
@@ -163,6 +207,11 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
     write(api_error_from(Error(r.error_code, r.error)).to_json());
   } else {
     Json body_out = completion_body(head, r);
+    if (tool_parser) {
+      tool_parser->push(r.text);
+      tool_parser->finish();
+      body_out = with_tool_calls(std::move(body_out), tool_parser->content(), tool_parser->tool_calls(), r.finish_reason);
+    }
     if (!session.is_null()) set_session_info(body_out, std::move(session));
     write(body_out);
   }

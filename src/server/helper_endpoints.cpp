@@ -13,6 +13,7 @@
 #include "server/api_response.h"
 #include "server/chat_page.h"
 #include "server/openai_request.h"
+#include "server/structured_request.h"
 #include "service/inference_service.h"
 #include "tokenizer/tokenizer.h"
 
@@ -118,7 +119,13 @@ HttpResponse apply_template(ServerContext& ctx, HttpRequest& request) {
   const Json body = parse_json_request(request, ctx.options.max_json_depth);
   const std::shared_ptr<InferenceService> svc = ctx.service.serving();
   Json out = Json::object();
-  out.set("prompt", svc->chat_template().render(parse_messages(body.find("messages")), true));
+  // As a chat request renders it: a call's arguments as an object, the tools in the context.
+  Json context = Json::object();
+  if (const Json* tools = body.find("tools"); tools != nullptr && !tools->is_null()) {
+    context.set("tools", parse_tool_request(body).tools);
+  }
+  out.set("prompt", svc->chat_template().render(normalize_chat_messages(parse_messages(body.find("messages"))), true,
+                                                context));
   return json_response(200, out);
 }
 

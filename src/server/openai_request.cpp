@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "server/api_error.h"
+#include "server/structured_request.h"
 #include "runtime/session_store.h"
 
 namespace edgellm::server {
@@ -133,14 +134,8 @@ void parse_common(const Json& body, ParsedRequest& out) {
     throw ApiError::bad_field("logprobs", "not supported");
   }
   refuse(body, "top_logprobs", "not supported");
-  refuse(body, "tools", "tool calls are not supported");
-  refuse(body, "functions", "function calls are not supported");
-  if (const Json* rf = field(body, "response_format")) {
-    const Json* type = rf->is_object() ? rf->find("type") : nullptr;
-    if (type == nullptr || !type->is_string() || type->as_string() != "text") {
-      throw ApiError::bad_field("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
+  refuse(body, "functions", "the legacy function-call fields are not supported: send \"tools\"");
+  refuse(body, "function_call", "the legacy function-call fields are not supported: send \"tool_choice\"");
 }
 
 std::string content_text(const Json& content, const std::string& where) {
@@ -193,14 +188,25 @@ Json parse_messages(const Json* messages) {
     if (role == nullptr || !role->is_string()) throw ApiError::bad_field(where + ".role", "expected a string");
     std::string r = role->as_string();
     if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    if (r != "system" && r != "user" && r != "assistant") {
-      throw ApiError::bad_field(where + ".role", "expected system, developer, user or assistant");
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+      throw ApiError::bad_field(where + ".role", "expected system, developer, user, assistant or tool");
     }
     const Json* content = m.find("content");
-    if (content == nullptr || content->is_null()) throw ApiError::bad_field(where + ".content", "required");
+    const Json* calls = m.find("tool_calls");
+    const bool has_calls = r == "assistant" && calls != nullptr && !calls->is_null();
+    // An assistant turn that called tools may have no content (OpenAI sends null).
+    if ((content == nullptr || content->is_null()) && !has_calls) throw ApiError::bad_field(where + ".content", "required");
     Json msg = Json::object();
     msg.set("role", r);
-    msg.set("content", content_text(*content, where + ".content"));
+    msg.set("content", content == nullptr || content->is_null() ? std::string() : content_text(*content, where + ".content"));
+    if (has_calls) msg.set("tool_calls", parse_message_tool_calls(*calls, where + ".tool_calls"));
+    if (r == "tool") {
+      // The result of a call: which call it answers (templates that render tool results use it).
+      const Json* call_id = m.find("tool_call_id");
+      if (call_id == nullptr || !call_id->is_string()) throw ApiError::bad_field(where + ".tool_call_id", "expected a string");
+      msg.set("tool_call_id", call_id->as_string());
+      if (const Json* name = m.find("name"); name != nullptr && name->is_string()) msg.set("name", name->as_string());
+    }
     normalized.push_back(std::move(msg));
   }
   return normalized;
@@ -209,13 +215,23 @@ Json parse_messages(const Json* messages) {
 ParsedRequest parse_chat_request(const Json& body) {
   ParsedRequest out;
   parse_common(body, out);
-  out.request.messages = parse_messages(body.find("messages"));
+  out.tools = parse_tool_request(body);
+  out.constraint_field = parse_output_constraint(body, out.tools.active(), out.request);
+  // The templates want a call's arguments as an object (OpenAI sends a JSON string).
+  out.request.messages = normalize_chat_messages(parse_messages(body.find("messages")));
+  for (const Json& m : out.request.messages.as_array()) {
+    out.has_tool_turns = out.has_tool_turns || m.at("role").as_string() == "tool" || m.find("tool_calls") != nullptr;
+  }
   if (const Json* route = field(body, "x_edgellm_route")) {
     if (!route->is_string() ||
         (route->as_string() != "auto" && route->as_string() != "local" && route->as_string() != "cloud")) {
       throw ApiError::bad_field("x_edgellm_route", "expected \"auto\", \"local\" or \"cloud\"");
     }
     out.route = route->as_string();
+  }
+  if (out.local_only() && out.route == "cloud") {
+    throw ApiError::bad_field("x_edgellm_route", "\"cloud\" cannot honour an output constraint or tools (the local "
+                                                 "model generates them): send \"auto\" or \"local\"");
   }
   return out;
 }
@@ -224,6 +240,9 @@ ParsedRequest parse_completion_request(const Json& body) {
   ParsedRequest out;
   parse_common(body, out);
   refuse(body, "suffix", "not supported");
+  refuse(body, "tools", "tool calls are a chat feature: send them to /v1/chat/completions");
+  refuse(body, "tool_choice", "tool calls are a chat feature: send them to /v1/chat/completions");
+  out.constraint_field = parse_output_constraint(body, false, out.request);
   if (field(body, "echo") && boolean(body, "echo")) throw ApiError::bad_field("echo", "not supported");
   if (field(body, "best_of") && integer_in(body, "best_of", 1, 1000) != 1) {
     throw ApiError::bad_field("best_of", "only best_of = 1 is supported");

@@ -1,7 +1,9 @@
 // OpenAI request bodies -> ServiceRequest. Every field is checked for type and range; a bad one
 // throws ApiError 400 whose message and `param` name the field ("temperature: expected a number
 // in [0, 2]"). Unknown fields are ignored (clients send many); fields EdgeLLM cannot honour
-// (n > 1, logprobs, best_of, echo, suffix, tools) are refused rather than silently dropped.
+// (n > 1, logprobs, best_of, echo, suffix, the legacy functions) are refused rather than
+// silently dropped. Structured output (response_format, grammar, json_schema) and tools:
+// structured_request.h.
 //
 // llama-server extensions accepted too: top_k, min_p, repeat_penalty, ignore_eos. EdgeLLM's:
 // x_edgellm_route (router.h) and x_edgellm_session (an id of SessionStore::valid_id's form).
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "core/json.h"
+#include "server/structured_request.h"
 #include "service/request.h"
 
 namespace edgellm::server {
@@ -26,13 +29,28 @@ struct ParsedRequest {
   bool seed_given = false;
   std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (router.h)
   std::string session_id;      // "x_edgellm_session": continue from / save to this server session
+  ToolRequest tools;           // chat: tools, tool_choice, parallel_tool_calls
+  std::string constraint_field;  // the body field of the output constraint ("" none; structured_request.h)
+
+  // Constrained output (a grammar, a schema, a JSON object) or tools: the local model must
+  // answer (the cloud of the router gets the chat only), so the router is not asked.
+  // A conversation with tool calls or results stays local too (what the model called is the
+  // local model's business; the cloud is sent plain chat).
+  bool has_tool_turns = false;
+  bool local_only() const {
+    return tools.active() || has_tool_turns || !request.grammar_gbnf.empty() || !request.json_schema.empty() ||
+           request.json_object;
+  }
 };
 
 // POST /v1/chat/completions: messages [{role, content}] (content a string or an array of
-// {"type": "text", "text": ...} parts).
+// {"type": "text", "text": ...} parts; an assistant turn may carry tool_calls, a "tool" turn the
+// result of one with its tool_call_id). request.messages are normalized for the chat templates
+// (chat/tool_calls.h normalize_chat_messages: a call's arguments as an object).
 ParsedRequest parse_chat_request(const Json& body);
 // The "messages" field (nullptr: absent) checked and normalized to [{role, content: string}]
-// ("developer" becomes "system", text parts are joined). /apply-template and `edgellm template`
+// ("developer" becomes "system", text parts are joined; tool_calls and tool_call_id kept, the
+// arguments a JSON string as OpenAI sends them). /apply-template and `edgellm template`
 // use it too.
 Json parse_messages(const Json* messages);
 // POST /v1/completions: prompt (a string, a one-string array or an array of token ids).

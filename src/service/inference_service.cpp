@@ -450,7 +450,9 @@ bool InferenceService::prepare(Live& r) {
       if (!r.req.tokens.empty()) {
         r.prompt = r.req.tokens;
       } else if (!r.req.messages.is_null()) {
-        r.prompt = chat_prompt_tokens(*template_, *tokenizer_, r.req.messages);
+        Json extra = Json::object();
+        if (!r.req.tools.is_null()) extra.set("tools", r.req.tools);
+        r.prompt = chat_prompt_tokens(*template_, *tokenizer_, r.req.messages, extra);
         stop = chat_stop_strings(*template_, *tokenizer_, std::move(stop));
       } else {
         r.prompt = tokenizer_->encode(r.req.prompt, r.req.add_special, r.req.parse_special);

@@ -97,6 +97,9 @@ struct ServiceRequest {
   // roles system / user / assistant / tool, rendered with the model's chat template) or tokens.
   std::string prompt;
   Json messages;  // null when unused
+  // With messages: the chat template's `tools` variable (OpenAI's "tools" array, as transformers'
+  // apply_chat_template(tools=...) gets it); null: none (templates render no tool section).
+  Json tools;
   std::vector<int32_t> tokens;
   bool add_special = true;     // raw prompt: BOS (and EOS) as the vocabulary asks
   bool parse_special = false;  // raw prompt: "<|im_start|>" in the text becomes the control token

@@ -31,8 +31,11 @@ std::shared_ptr<const grammar::CompiledGrammar> named(const char* field, Fn&& co
   try {
     return compile();
   } catch (const Error& e) {
+    // The converters name it already ("json_schema: /properties/x: ..."): not twice.
+    const std::string prefix = std::string(field) + ": ";
+    const std::string what = e.what();
     throw Error(e.code() == ErrorCode::kInternal ? ErrorCode::kInternal : ErrorCode::kInvalidArgument,
-                std::string(field) + ": " + e.what());
+                what.rfind(prefix, 0) == 0 ? what : prefix + what);
   }
 }
 
