@@ -153,7 +153,9 @@ class Exchange final : public ResponseWriter, public std::enable_shared_from_thi
   }
 
   // ---- the I/O thread
-  // The pieces queued since the last call (none once the client is gone).
+  // The pieces queued since the last call (none once the client is gone). Re-arms the handler's
+  // flush posts (flush_posted_), so every Connection::flush that returns without a write still
+  // pending must call it.
   std::vector<Piece> take() {
     std::lock_guard<std::mutex> lock(mutex_);
     flush_posted_ = false;
@@ -222,6 +224,9 @@ class Exchange final : public ResponseWriter, public std::enable_shared_from_thi
   std::condition_variable space_;  // unsent_ fell, or the client is gone
   std::vector<Piece> pending_;
   size_t unsent_ = 0;
+  // A flush is posted and not yet taken: the handler does not post another. Only take() clears
+  // it, so a flush that returned without take() while no write is pending would leave the
+  // connection deaf to the handler's end (the helper-slot leak of issue 43).
   bool flush_posted_ = false;
   bool close_;
   bool started_ = false;
@@ -806,7 +811,12 @@ void Connection::flush(const std::shared_ptr<Exchange>& ex) {
   if (ex != exchange_ || write_active_ || closed_) return;
   if (ex->gone()) {
     // Nothing more reaches this client; close now so it sees the end, and forget the exchange
-    // once its handler has finished with it.
+    // once its handler has finished with it. take() first: it drops what was queued and lets
+    // the handler's end_stream() / send() post the flush that closes (it posts only when no
+    // flush is outstanding, and one posted while the failed write was pending was never taken:
+    // without this the connection, and the request's admission with its helper slot, stayed
+    // until the server stopped).
+    ex->take();
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     if (ex->ended()) close();
