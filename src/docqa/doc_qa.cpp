@@ -8,14 +8,15 @@
 #include <future>
 #include <set>
 
+#include "chat/chat_template.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/log.h"
 #include "core/sha256.h"
 #include "docqa/index_file.h"
 #include "model/model_fingerprint.h"
 #include "runtime/runtime.h"
 #include "tokenizer/sanitize.h"
+#include "tokenizer/tokenizer.h"
 
 namespace edgellm {
 
@@ -71,9 +72,19 @@ std::string DocQa::model_id_of(Runtime& embedder) {
 DocQa::DocQa(Runtime& embedder, std::string index_path, DocQaOptions options)
     : embedder_(embedder), path_(std::move(index_path)), options_(std::move(options)) {
   const std::string model_id = model_id_of(embedder_);
-  require(options_.top_k >= 1 && options_.candidates >= options_.top_k && options_.embed_batch >= 1,
-          ErrorCode::kInvalidArgument, "docqa: need 1 <= top_k <= candidates and embed_batch >= 1");
-  if (path_exists(path_)) {
+  require(options_.top_k >= 1 && options_.candidates >= options_.top_k && options_.embed_batch >= 1 &&
+              options_.max_answer_tokens >= 1,
+          ErrorCode::kInvalidArgument,
+          "docqa: need 1 <= top_k <= candidates, embed_batch >= 1 and max_answer_tokens >= 1");
+  const int32_t n_ctx = embedder_.embedding_service()->n_ctx();
+  if (options_.chunk.max_tokens == 0) {
+    options_.chunk.max_tokens = std::min(256, n_ctx - 2);
+    options_.chunk.overlap_tokens = std::min(options_.chunk.overlap_tokens, options_.chunk.max_tokens / 2);
+  }
+  require(options_.chunk.max_tokens + 2 <= n_ctx, ErrorCode::kInvalidArgument,
+          "chunks of " + std::to_string(options_.chunk.max_tokens) + " tokens do not fit the embedder's context of " +
+              std::to_string(n_ctx) + " (2 of them for its special tokens): use a smaller chunk size or a larger -c");
+  if (path_exists(path_) && !options_.rebuild) {
     IndexFile f = load_index_file(path_);
     require(f.index->model_id() == model_id, ErrorCode::kInvalidArgument,
             "the index '" + path_ + "' was built with another embedding model (" + f.index->model_id() +
@@ -199,11 +210,12 @@ IndexReport DocQa::index_directory(const std::string& dir) {
 }
 
 std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime* reranker) {
-  require(!question.empty(), ErrorCode::kInvalidArgument, "the question is empty");
+  const std::string clean = sanitize_user_text(question);
+  require(clean.find_first_not_of(" \t\r\n") != std::string::npos, ErrorCode::kInvalidArgument, "the question is empty");
   require(index_->chunk_count() > 0, ErrorCode::kInvalidArgument,
           "the index '" + path_ + "' holds no documents: index a folder first");
   EmbeddingRequest q;
-  q.texts = {options_.query_prefix + question};
+  q.texts = {options_.query_prefix + clean};
   q.truncation = Truncation::kEnd;
   const EmbeddingResult e = run(embedder_, std::move(q));
   const size_t k = static_cast<size_t>(reranker ? options_.candidates : options_.top_k);
@@ -216,10 +228,11 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
   if (reranker != nullptr && !out.empty()) {
     EmbeddingRequest r;
     r.task = EmbeddingTask::kRerank;
-    r.query = question;
+    r.query = clean;
     for (const RetrievedChunk& c : out) r.documents.push_back(c.text);
     r.truncation = Truncation::kEnd;
     const EmbeddingResult s = run(*reranker, std::move(r));
+    require(s.scores.size() == out.size(), ErrorCode::kInternal, "the reranker returned a score count that does not match");
     for (size_t i = 0; i < out.size(); ++i) out[i].rerank_score = s.scores[i];
     std::stable_sort(out.begin(), out.end(),
                      [](const RetrievedChunk& a, const RetrievedChunk& b) { return *a.rerank_score > *b.rerank_score; });
@@ -287,9 +300,27 @@ DocAnswer DocQa::ask(const std::string& question, Runtime& generator, Runtime* r
   const auto t0 = Clock::now();
   a.context = retrieve(question, reranker);
   a.retrieve_ms = ms_since(t0);
+  const std::string clean = sanitize_user_text(question);
+  {
+    // The rendered prompt and the answer must fit the generator's context: the lowest-ranked
+    // passages go first (the template is rendered exactly as the service will render it).
+    const std::shared_ptr<InferenceService> svc = generator.service();
+    const int64_t n_ctx = svc->context_params().n_ctx;
+    for (;;) {
+      const std::string prompt = svc->chat_template().render(answer_messages(clean, a.context), true);
+      const int64_t need =
+          static_cast<int64_t>(svc->tokenizer().encode(prompt, true, true).size()) + options_.max_answer_tokens;
+      if (need <= n_ctx) break;
+      require(a.context.size() > 1, ErrorCode::kInvalidArgument,
+              "the question and one passage need " + std::to_string(need) + " tokens with the answer's " +
+                  std::to_string(options_.max_answer_tokens) + ", more than the generator's context of " +
+                  std::to_string(n_ctx) + ": use a larger context, a shorter answer or smaller chunks");
+      a.context.pop_back();
+    }
+  }
   auto done = std::make_shared<std::promise<RequestResult>>();
   ServiceRequest r;
-  r.messages = answer_messages(question, a.context);
+  r.messages = answer_messages(clean, a.context);
   r.max_tokens = options_.max_answer_tokens;
   r.sampling = options_.sampling;
   r.deadline_ms = 0;

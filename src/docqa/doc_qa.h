@@ -33,7 +33,10 @@ namespace edgellm {
 class Runtime;
 
 struct DocQaOptions {
-  ChunkOptions chunk;                    // chunk size and overlap in the embedder's tokens
+  // Chunk size and overlap in the embedder's tokens; max_tokens 0: min(256, the embedder's
+  // context - 2), so a chunk and its [CLS] / [SEP] (or BOS / EOS) always fit.
+  ChunkOptions chunk = {0, 32};
+  bool rebuild = false;  // start from an empty index (the file is not read; the next save replaces it)
   VectorType vector_type = VectorType::kInt8;
   std::vector<std::string> extensions = {".txt", ".md", ".markdown"};
   uint64_t max_document_bytes = uint64_t{16} << 20;  // larger files are skipped (and noted)
@@ -102,13 +105,16 @@ class DocQa {
   void save();
 
   std::vector<RetrievedChunk> retrieve(const std::string& question, Runtime* reranker = nullptr);
-  // retrieve + generate. Throws Error(kInvalidArgument) for an empty index or question, and what
-  // the runtimes throw at submit; a generation that fails ends as the answer's finish_reason /
-  // error.
+  // retrieve + generate. The passages are dropped from the lowest-ranked while the rendered
+  // prompt (the generator's chat template) and max_answer_tokens exceed the generator's context;
+  // DocAnswer::context holds what was given. Throws Error(kInvalidArgument) for an empty index or
+  // question, or a question that leaves no room for one passage, and what the runtimes throw at
+  // submit; a generation that fails ends as the answer's finish_reason / error.
   DocAnswer ask(const std::string& question, Runtime& generator, Runtime* reranker = nullptr);
 
   const VectorIndex& index() const { return *index_; }
   const std::string& index_path() const { return path_; }
+  const DocQaOptions& options() const { return options_; }  // chunk size resolved
 
   // The chat messages the generator gets: a system message with the rules (answer from the
   // passages only, cite them as [id], say so when they do not hold the answer) and a user

@@ -151,7 +151,7 @@ IndexFile decode_index(std::string_view bytes, const std::string& name) {
                                              "; this EdgeLLM reads version " + std::to_string(kIndexFormatVersion) +
                                              " (rebuild the index from its documents)");
   }
-  head.u32("reserved");
+  if (head.u32("reserved") != 0) head.corrupt("the reserved header field is not 0");
   const uint64_t body_bytes = head.u64("body size");
   const std::string_view stored = head.raw(32, "checksum");
   if (body_bytes != head.left()) {
@@ -180,6 +180,7 @@ IndexFile decode_index(std::string_view bytes, const std::string& name) {
     d.id = r.u32("document id");
     d.path = r.str("document path");
     d.sha256 = r.str("document checksum");
+    if (!is_sha256_hex(d.sha256)) r.corrupt("a document checksum is not 64 hex digits");
     d.mtime = static_cast<int64_t>(r.u64("document time"));
     d.bytes = r.u64("document size");
     d.chunks.resize(r.count(4, "document chunks"));
@@ -210,6 +211,11 @@ IndexFile decode_index(std::string_view bytes, const std::string& name) {
 IndexFile load_index_file(const std::string& path) {
   const int64_t size = file_size_or_minus_one(path);
   if (size < 0) throw Error(ErrorCode::kNotFound, "no index file at '" + path + "'");
+  // The whole file is read and checked before anything is used; a size no phone-scale index
+  // reaches is refused before it sizes an allocation.
+  require(static_cast<uint64_t>(size) <= kMaxIndexFileBytes, ErrorCode::kInvalidFile,
+          "index file '" + path + "' is " + std::to_string(size) + " bytes, more than the " +
+              std::to_string(kMaxIndexFileBytes >> 20) + " MiB an index may hold");
   std::ifstream in(path, std::ios::binary);
   require(static_cast<bool>(in), ErrorCode::kIo, "cannot open the index file '" + path + "'");
   std::string bytes(static_cast<size_t>(size), '\0');

@@ -3,7 +3,7 @@
 // built from are never touched, and the previous good generation is kept beside it.
 //
 // Layout (little-endian):
-//   header  16 bytes magic "EDGELLM-DOCINDEX", u32 format version (1), u32 0 (reserved),
+//   header  16 bytes magic "EDGELLM-DOCINDEX", u32 format version (1), u32 reserved (0),
 //           u64 body bytes, 32 bytes SHA-256 of the body
 //   body    str model_id, u32 dims, u32 vector type (0 int8, 1 f16), u32 next document id,
 //           u32 next chunk id, str settings (JSON: chunking options, embedder; informative)
@@ -34,6 +34,8 @@ namespace edgellm {
 
 inline constexpr char kIndexMagic[16] = {'E', 'D', 'G', 'E', 'L', 'L', 'M', '-', 'D', 'O', 'C', 'I', 'N', 'D', 'E', 'X'};
 inline constexpr uint32_t kIndexFormatVersion = 1;
+// load_index_file refuses larger files (~1.5 M chunks of 384-dim int8 vectors with 300-byte texts).
+inline constexpr uint64_t kMaxIndexFileBytes = uint64_t{1} << 30;
 
 struct IndexFile {
   std::unique_ptr<VectorIndex> index;

@@ -121,7 +121,26 @@ std::vector<TextChunk> chunk_text(std::string_view text, const Tokenizer& tok, c
         piece_begin = i;
         piece_tokens = 0;
       }
-      piece_tokens += std::min(w, o.max_tokens);  // a single word beyond the size is cut by the embedder
+      if (w > o.max_tokens) {
+        // One "word" beyond the size (a URL, a base64 blob, kana or Thai with no spaces): cut at
+        // code points into pieces of about half the size, halved again while one is too long.
+        size_t step = std::max<size_t>(1, (j - i) * static_cast<size_t>(o.max_tokens) / (2 * static_cast<size_t>(w)));
+        for (size_t a = i; a < j;) {
+          const size_t b = std::min(j, a + step);
+          const int32_t t = count_tokens(tok, sentence.substr(d.offsets[a], d.offsets[b] - d.offsets[a]));
+          if (t > o.max_tokens && b - a > 1) {
+            step = std::max<size_t>(1, (b - a) / 2);
+            continue;
+          }
+          units.push_back({s.begin + d.offsets[a], s.begin + d.offsets[b], std::min(t, o.max_tokens), first});
+          first = false;
+          a = b;
+        }
+        piece_begin = j;
+        i = j;
+        continue;
+      }
+      piece_tokens += w;
       i = j;
     }
     if (piece_tokens > 0) units.push_back({s.begin + d.offsets[piece_begin], s.end, piece_tokens, first});
@@ -132,6 +151,13 @@ std::vector<TextChunk> chunk_text(std::string_view text, const Tokenizer& tok, c
     TextChunk c;
     c.begin = units[u0].begin;
     c.end = units[u1 - 1].end;
+    // Pieces of a cut sentence carry the spaces after their last word: trimmed here.
+    const unicode::DecodedText d = unicode::decode(text.substr(c.begin, c.end - c.begin));
+    size_t i0 = 0, i1 = d.cps.size();
+    while (i0 < i1 && is_space(d.cps[i0])) ++i0;
+    while (i1 > i0 && is_space(d.cps[i1 - 1])) --i1;
+    c.end = c.begin + d.offsets[i1];
+    c.begin += d.offsets[i0];
     for (size_t u = u0; u < u1; ++u) c.tokens += units[u].tokens;
     c.text = std::string(text.substr(c.begin, c.end - c.begin));
     chunks.push_back(std::move(c));

@@ -34,8 +34,10 @@ size_t VectorIndex::vector_bytes() const {
 size_t VectorIndex::memory_bytes() const {
   size_t bytes = vectors_.capacity() + chunk_slot_.size() * 32;
   for (const IndexedChunk& c : chunks_) bytes += sizeof(IndexedChunk) + c.text.capacity();
-  for (const IndexedDocument& d : docs_) {
-    bytes += sizeof(IndexedDocument) + d.path.capacity() + d.sha256.capacity() + d.chunks.capacity() * sizeof(uint32_t);
+  for (const auto& [path, d] : docs_) {
+    // A map node (~32 bytes of links), the key and the document, a doc_by_id_ entry (~32).
+    bytes += 64 + path.capacity() + sizeof(IndexedDocument) + d.path.capacity() + d.sha256.capacity() +
+             d.chunks.capacity() * sizeof(uint32_t);
   }
   return bytes;
 }
@@ -66,12 +68,24 @@ void VectorIndex::store_vector(const float* v, uint8_t* out) const {
   }
 }
 
+void VectorIndex::check_new(const std::string& path, uint64_t bytes, const std::vector<ChunkSource>& chunks,
+                            const float* vectors) const {
+  require(!path.empty(), ErrorCode::kInvalidArgument, "vector index: a document needs a path");
+  require(chunks.empty() || vectors != nullptr, ErrorCode::kInvalidArgument, "vector index: chunks without vectors");
+  for (const ChunkSource& c : chunks) {
+    require(c.begin <= c.end && c.end <= bytes && c.text.size() == c.end - c.begin, ErrorCode::kInvalidArgument,
+            "vector index: a chunk of '" + path + "' has the range [" + std::to_string(c.begin) + ", " +
+                std::to_string(c.end) + ") with " + std::to_string(c.text.size()) + " bytes of text in a " +
+                std::to_string(bytes) + "-byte document");
+  }
+  check_vectors(vectors, chunks.size());
+}
+
 uint32_t VectorIndex::add_document(const std::string& path, const std::string& sha256, int64_t mtime, uint64_t bytes,
                                    std::vector<ChunkSource> chunks, const float* vectors) {
   require(find_document(path) == nullptr, ErrorCode::kInvalidArgument,
           "vector index: '" + path + "' is indexed already (update it instead)");
-  require(chunks.empty() || vectors != nullptr, ErrorCode::kInvalidArgument, "vector index: chunks without vectors");
-  check_vectors(vectors, chunks.size());
+  check_new(path, bytes, chunks, vectors);
   IndexedDocument doc;
   doc.id = next_doc_id_++;
   doc.path = path;
@@ -93,15 +107,18 @@ uint32_t VectorIndex::add_document(const std::string& path, const std::string& s
     vectors_.resize(vectors_.size() + vb);
     store_vector(vectors + i * static_cast<size_t>(dims_), vectors_.data() + vectors_.size() - vb);
   }
-  docs_.push_back(std::move(doc));
-  return docs_.back().id;
+  const uint32_t id = doc.id;
+  const auto [it, inserted] = docs_.emplace(path, std::move(doc));
+  (void)inserted;
+  doc_by_id_[id] = &it->second;
+  return id;
 }
 
 bool VectorIndex::remove_document(std::string_view path) {
-  const auto it = std::find_if(docs_.begin(), docs_.end(), [&](const IndexedDocument& d) { return d.path == path; });
+  const auto it = docs_.find(path);
   if (it == docs_.end()) return false;
   const size_t vb = vector_bytes();
-  for (const uint32_t id : it->chunks) {
+  for (const uint32_t id : it->second.chunks) {
     const auto s = chunk_slot_.find(id);
     if (s == chunk_slot_.end()) continue;
     const size_t slot = s->second;
@@ -115,29 +132,26 @@ bool VectorIndex::remove_document(std::string_view path) {
     vectors_.resize(vectors_.size() - vb);
     chunk_slot_.erase(id);
   }
+  doc_by_id_.erase(it->second.id);
   docs_.erase(it);
   return true;
 }
 
 uint32_t VectorIndex::update_document(const std::string& path, const std::string& sha256, int64_t mtime,
                                       uint64_t bytes, std::vector<ChunkSource> chunks, const float* vectors) {
-  check_vectors(vectors, chunks.size());  // before anything is removed
+  check_new(path, bytes, chunks, vectors);  // before anything is removed
   remove_document(path);
   return add_document(path, sha256, mtime, bytes, std::move(chunks), vectors);
 }
 
 const IndexedDocument* VectorIndex::find_document(std::string_view path) const {
-  for (const IndexedDocument& d : docs_) {
-    if (d.path == path) return &d;
-  }
-  return nullptr;
+  const auto it = docs_.find(path);
+  return it == docs_.end() ? nullptr : &it->second;
 }
 
 const IndexedDocument* VectorIndex::document(uint32_t id) const {
-  for (const IndexedDocument& d : docs_) {
-    if (d.id == id) return &d;
-  }
-  return nullptr;
+  const auto it = doc_by_id_.find(id);
+  return it == doc_by_id_.end() ? nullptr : it->second;
 }
 
 const IndexedChunk* VectorIndex::chunk(uint32_t id) const {
@@ -147,8 +161,8 @@ const IndexedChunk* VectorIndex::chunk(uint32_t id) const {
 
 std::vector<const IndexedDocument*> VectorIndex::documents() const {
   std::vector<const IndexedDocument*> out;
-  for (const IndexedDocument& d : docs_) out.push_back(&d);
-  std::sort(out.begin(), out.end(), [](const IndexedDocument* a, const IndexedDocument* b) { return a->path < b->path; });
+  out.reserve(docs_.size());
+  for (const auto& entry : docs_) out.push_back(&entry.second);  // the map's order: by path
   return out;
 }
 
@@ -172,6 +186,10 @@ std::vector<float> VectorIndex::stored_vector(uint32_t id) const {
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::search(const float* query, size_t k) const {
+  require(query != nullptr, ErrorCode::kInvalidArgument, "vector index: no query vector");
+  for (int32_t i = 0; i < dims_; ++i) {
+    require(std::isfinite(query[i]), ErrorCode::kInvalidArgument, "vector index: the query has a value that is not finite");
+  }
   std::vector<Hit> hits(chunks_.size());
   const size_t vb = vector_bytes();
   const int32_t n = dims_;
@@ -211,26 +229,28 @@ void VectorIndex::restore(std::vector<IndexedDocument> docs, std::vector<Indexed
   for (const IndexedDocument& d : docs) {
     require(d.id >= 1 && d.id < next_doc_id && doc_of.emplace(d.id, &d).second, ErrorCode::kInvalidFile,
             "vector index: document id " + std::to_string(d.id) + " is repeated or beyond the id counter");
-    require(paths.insert(d.path).second, ErrorCode::kInvalidFile, "vector index: document path repeated");
+    require(!d.path.empty() && paths.insert(d.path).second, ErrorCode::kInvalidFile,
+            "vector index: a document path is empty or repeated");
   }
   for (size_t i = 0; i < chunks.size(); ++i) {
     const IndexedChunk& c = chunks[i];
     require(c.id >= 1 && c.id < next_chunk_id && slots.emplace(c.id, i).second, ErrorCode::kInvalidFile,
             "vector index: chunk id " + std::to_string(c.id) + " is repeated or beyond the id counter");
-    require(doc_of.count(c.doc) == 1 && c.begin <= c.end, ErrorCode::kInvalidFile,
-            "vector index: chunk " + std::to_string(c.id) + " names no document or has a reversed range");
+    const auto d = doc_of.find(c.doc);
+    require(d != doc_of.end() && c.begin <= c.end && c.end <= d->second->bytes && c.text.size() == c.end - c.begin,
+            ErrorCode::kInvalidFile,
+            "vector index: chunk " + std::to_string(c.id) + " names no document or has a range that does not fit");
   }
-  size_t listed = 0;
+  std::unordered_set<uint32_t> listed;  // every chunk in exactly one list: its document's
   for (const IndexedDocument& d : docs) {
     for (const uint32_t id : d.chunks) {
       const auto s = slots.find(id);
-      require(s != slots.end() && chunks[s->second].doc == d.id, ErrorCode::kInvalidFile,
+      require(s != slots.end() && chunks[s->second].doc == d.id && listed.insert(id).second, ErrorCode::kInvalidFile,
               "vector index: document " + std::to_string(d.id) + " lists chunk " + std::to_string(id) +
-                  ", which is not its own");
+                  ", which is not its own or listed twice");
     }
-    listed += d.chunks.size();
   }
-  require(listed == chunks.size(), ErrorCode::kInvalidFile, "vector index: a chunk belongs to no document's list");
+  require(listed.size() == chunks.size(), ErrorCode::kInvalidFile, "vector index: a chunk belongs to no document's list");
   if (type_ == VectorType::kInt8) {
     for (size_t i = 0; i < chunks.size(); ++i) {
       float scale;
@@ -238,7 +258,13 @@ void VectorIndex::restore(std::vector<IndexedDocument> docs, std::vector<Indexed
       require(std::isfinite(scale) && scale >= 0, ErrorCode::kInvalidFile, "vector index: a vector scale is not finite");
     }
   }
-  docs_ = std::move(docs);
+  docs_.clear();
+  doc_by_id_.clear();
+  for (IndexedDocument& d : docs) {
+    std::string key = d.path;
+    const auto it = docs_.emplace(std::move(key), std::move(d)).first;
+    doc_by_id_[it->second.id] = &it->second;
+  }
   chunks_ = std::move(chunks);
   vectors_ = std::move(vectors);
   chunk_slot_ = std::move(slots);

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -67,8 +68,9 @@ class VectorIndex {
 
   // Adds a document under `path` (which must not be indexed yet: update_document replaces) with
   // one vector per chunk ([chunks.size(), dims] floats). Returns the document's id. Throws
-  // Error(kInvalidArgument) for a path already present, a vector count or value that does not
-  // fit (NaN, infinity), nothing added then.
+  // Error(kInvalidArgument) for a path already present or empty, a chunk whose text is not its
+  // byte range's length or lies past `bytes`, a vector value that is not finite; nothing is
+  // added then.
   uint32_t add_document(const std::string& path, const std::string& sha256, int64_t mtime, uint64_t bytes,
                         std::vector<ChunkSource> chunks, const float* vectors);
   // Removes the document and its chunks (their ids are retired). False when absent.
@@ -87,7 +89,9 @@ class VectorIndex {
     float score;     // dot(query, stored vector): the cosine for normalised vectors
   };
   // The k best chunks for `query` ([dims] floats, normalised), best first; ties by chunk id.
-  // Exact: every chunk is scored.
+  // Exact: every chunk is scored (one pass over the vectors, O(chunks x dims), plus a
+  // partial sort of chunks x 8 bytes). Throws Error(kInvalidArgument) for a value that is not
+  // finite.
   std::vector<Hit> search(const float* query, size_t k) const;
 
   // The stored vector of chunk `id` as floats (the storage rounding included): for tests and
@@ -110,11 +114,15 @@ class VectorIndex {
  private:
   void store_vector(const float* v, uint8_t* out) const;
   void check_vectors(const float* vectors, size_t n) const;
+  // What add_document checks of a new document (all of it before anything changes).
+  void check_new(const std::string& path, uint64_t bytes, const std::vector<ChunkSource>& chunks,
+                 const float* vectors) const;
 
   int32_t dims_;
   VectorType type_;
   std::string model_id_;
-  std::vector<IndexedDocument> docs_;  // any order
+  std::map<std::string, IndexedDocument, std::less<>> docs_;  // by path
+  std::unordered_map<uint32_t, const IndexedDocument*> doc_by_id_;  // into docs_ (map nodes do not move)
   std::vector<IndexedChunk> chunks_;   // slot order (removal moves the last chunk into the hole)
   std::vector<uint8_t> vectors_;       // [slot][vector_bytes()]
   std::unordered_map<uint32_t, size_t> chunk_slot_;  // chunk id -> slot
