@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "tokenizer/bert_normalizer.h"
@@ -112,6 +114,7 @@ std::vector<TextChunk> chunk_text(std::string_view text, const Tokenizer& tok, c
       if (!is_bert_cjk(d.cps[i])) {
         while (j < d.cps.size() && !is_space(d.cps[j]) && !is_bert_cjk(d.cps[j])) ++j;
       }
+      const size_t word_end = j;  // the spaces after it belong to no piece of a cut word
       while (j < d.cps.size() && is_space(d.cps[j])) ++j;
       const std::string_view word = sentence.substr(d.offsets[i], d.offsets[j] - d.offsets[i]);
       const int32_t w = std::max(1, count_tokens(tok, word));
@@ -124,9 +127,10 @@ std::vector<TextChunk> chunk_text(std::string_view text, const Tokenizer& tok, c
       if (w > o.max_tokens) {
         // One "word" beyond the size (a URL, a base64 blob, kana or Thai with no spaces): cut at
         // code points into pieces of about half the size, halved again while one is too long.
-        size_t step = std::max<size_t>(1, (j - i) * static_cast<size_t>(o.max_tokens) / (2 * static_cast<size_t>(w)));
-        for (size_t a = i; a < j;) {
-          const size_t b = std::min(j, a + step);
+        size_t step =
+            std::max<size_t>(1, (word_end - i) * static_cast<size_t>(o.max_tokens) / (2 * static_cast<size_t>(w)));
+        for (size_t a = i; a < word_end;) {
+          const size_t b = std::min(word_end, a + step);
           const int32_t t = count_tokens(tok, sentence.substr(d.offsets[a], d.offsets[b] - d.offsets[a]));
           if (t > o.max_tokens && b - a > 1) {
             step = std::max<size_t>(1, (b - a) / 2);
@@ -146,45 +150,56 @@ std::vector<TextChunk> chunk_text(std::string_view text, const Tokenizer& tok, c
     if (piece_tokens > 0) units.push_back({s.begin + d.offsets[piece_begin], s.end, piece_tokens, first});
   }
 
-  std::vector<TextChunk> chunks;
-  const auto make = [&](size_t u0, size_t u1) {
-    TextChunk c;
-    c.begin = units[u0].begin;
-    c.end = units[u1 - 1].end;
-    // Pieces of a cut sentence carry the spaces after their last word: trimmed here.
-    const unicode::DecodedText d = unicode::decode(text.substr(c.begin, c.end - c.begin));
+  // Unit sums are an estimate of a chunk's tokens (the spaces between sentences, merges across
+  // a boundary); every chunk and every overlap is counted again as the text it is, and shrunk
+  // by a unit while the count is over.
+  // The byte range of units [u0, u1) without the spaces around it (pieces of a cut sentence
+  // carry the spaces after their last word).
+  const auto trimmed = [&](size_t u0, size_t u1) {
+    const size_t b = units[u0].begin;
+    const unicode::DecodedText d = unicode::decode(text.substr(b, units[u1 - 1].end - b));
     size_t i0 = 0, i1 = d.cps.size();
     while (i0 < i1 && is_space(d.cps[i0])) ++i0;
     while (i1 > i0 && is_space(d.cps[i1 - 1])) --i1;
-    c.end = c.begin + d.offsets[i1];
-    c.begin += d.offsets[i0];
-    for (size_t u = u0; u < u1; ++u) c.tokens += units[u].tokens;
+    return std::pair<size_t, size_t>(b + d.offsets[i0], b + d.offsets[i1]);
+  };
+  const auto range_tokens = [&](size_t u0, size_t u1) {
+    const auto [b, e] = trimmed(u0, u1);
+    return count_tokens(tok, text.substr(b, e - b));
+  };
+  std::vector<TextChunk> chunks;
+  const auto make = [&](size_t u0, size_t u1, int32_t tokens) {
+    TextChunk c;
+    std::tie(c.begin, c.end) = trimmed(u0, u1);
+    c.tokens = tokens;
     c.text = std::string(text.substr(c.begin, c.end - c.begin));
     chunks.push_back(std::move(c));
   };
-  size_t first = 0;  // the current chunk's first unit
+  size_t first = 0;      // the current chunk's first unit
+  size_t new_first = 0;  // its first unit the previous chunk does not hold (first..: the overlap)
   while (first < units.size()) {
-    size_t end = first;
-    int32_t tokens = 0;
-    do {
-      tokens += units[end].tokens;
+    // The overlap gives way when it and the first new unit do not fit together as text.
+    while (first < new_first && range_tokens(first, new_first + 1) > o.max_tokens) ++first;
+    size_t end = new_first + 1;
+    int32_t estimate = 0;
+    for (size_t u = first; u < end; ++u) estimate += units[u].tokens;
+    while (end < units.size() && !units[end].paragraph_start && estimate + units[end].tokens <= o.max_tokens) {
+      estimate += units[end].tokens;
       ++end;
-    } while (end < units.size() && !units[end].paragraph_start && tokens + units[end].tokens <= o.max_tokens);
-    make(first, end);
+    }
+    int32_t tokens = range_tokens(first, end);
+    while (tokens > o.max_tokens && end > new_first + 1) tokens = range_tokens(first, --end);
+    make(first, end, tokens);
     if (end >= units.size()) break;
-    if (units[end].paragraph_start) {
+    new_first = end;
+    if (units[end].paragraph_start || o.overlap_tokens == 0) {
       first = end;  // a new paragraph starts fresh
       continue;
     }
-    // Overlap: the last units of this chunk that fit in overlap_tokens and leave room for the
-    // next new unit (never the whole chunk, so every chunk moves forward and holds new text).
+    // Overlap: the last units of this chunk whose text fits in overlap_tokens (never the whole
+    // chunk; every chunk holds at least one unit its predecessor does not).
     size_t next = end;
-    int32_t overlap = 0;
-    while (next > first + 1 && overlap + units[next - 1].tokens <= o.overlap_tokens &&
-           overlap + units[next - 1].tokens + units[end].tokens <= o.max_tokens) {
-      overlap += units[next - 1].tokens;
-      --next;
-    }
+    while (next > first + 1 && range_tokens(next - 1, end) <= o.overlap_tokens) --next;
     first = next;
   }
   return chunks;

@@ -9,12 +9,15 @@
 //   packing     consecutive sentences of a paragraph while the chunk stays within max_tokens; a
 //               sentence longer than max_tokens alone is cut into pieces at word boundaries (at
 //               characters for CJK runs, which have no spaces)
-//   overlap     a chunk after the first of its paragraph begins with the last sentences of the
-//               previous one that fit in overlap_tokens, so a fact cut at a boundary is whole in
-//               one of the two
-// Token counts are the tokenizer's for each sentence without special tokens; the chunk's own
-// count is their sum (a cut between two sentences rarely merges tokens, and the embedder
-// truncates the rare chunk that still comes out longer, Truncation::kEnd).
+//   overlap     a chunk after the first of its paragraph begins with the last sentences (or
+//               pieces) of the previous one that fit in overlap_tokens, so a fact cut at a
+//               boundary is whole in one of the two; a last sentence longer than overlap_tokens
+//               gives no overlap (sentences are never cut for an overlap)
+// Token counts are the tokenizer's, without special tokens, of the chunk's text as it is: a chunk
+// never holds more than max_tokens, an overlap never more than overlap_tokens (only a single
+// code point could, and max_tokens >= 8 holds any). The text is expected valid UTF-8 (DocQa
+// sanitizes it first); ranges always fall on code point boundaries. Cost: about three tokenizer
+// passes over the text.
 #pragma once
 
 #include <cstddef>
