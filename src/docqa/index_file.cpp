@@ -176,9 +176,12 @@ IndexFile decode_index(std::string_view bytes, const std::string& name) {
   IndexFile out;
   out.settings = r.str("settings");
   std::vector<IndexedDocument> docs(r.count(4 + 4 + 4 + 8 + 8 + 4, "documents"));
-  for (IndexedDocument& d : docs) {
+  for (size_t i = 0; i < docs.size(); ++i) {
+    IndexedDocument& d = docs[i];
     d.id = r.u32("document id");
     d.path = r.str("document path");
+    // The writer's order (by path): another order would load, but not as the bytes it came from.
+    if (i > 0 && !(docs[i - 1].path < d.path)) r.corrupt("document paths out of order or repeated");
     d.sha256 = r.str("document checksum");
     if (!is_sha256_hex(d.sha256)) r.corrupt("a document checksum is not 64 hex digits");
     d.mtime = static_cast<int64_t>(r.u64("document time"));

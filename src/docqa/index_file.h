@@ -7,8 +7,9 @@
 //           u64 body bytes, 32 bytes SHA-256 of the body
 //   body    str model_id, u32 dims, u32 vector type (0 int8, 1 f16), u32 next document id,
 //           u32 next chunk id, str settings (JSON: chunking options, embedder; informative)
-//           u32 documents; each: u32 id, str path, str sha256, i64 mtime, u64 bytes,
-//                                 u32 chunks, u32 chunk id ...
+//           u32 documents (by path, strictly increasing); each: u32 id, str path,
+//                                 str sha256 (64 hex digits), i64 mtime, u64 bytes,
+//                                 u32 chunks, u32 chunk id ... (document order)
 //           u32 chunks; each: u32 id, u32 document id, u32 begin, u32 end, str text
 //           vectors, chunk by chunk in the order above (int8: f32 scale then dims codes;
 //           f16: dims halves)
