@@ -209,7 +209,9 @@ IndexReport DocQa::index_directory(const std::string& dir) {
   return total;
 }
 
-std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime* reranker) {
+std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime* reranker, RetrieveTiming* timing) {
+  RetrieveTiming t;
+  auto t0 = Clock::now();
   const std::string clean = sanitize_user_text(question);
   require(clean.find_first_not_of(" \t\r\n") != std::string::npos, ErrorCode::kInvalidArgument, "the question is empty");
   require(index_->chunk_count() > 0, ErrorCode::kInvalidArgument,
@@ -218,9 +220,14 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
   q.texts = {options_.query_prefix + clean};
   q.truncation = Truncation::kEnd;
   const EmbeddingResult e = run(embedder_, std::move(q));
+  t.embed_ms = ms_since(t0);
+  t0 = Clock::now();
   const size_t k = static_cast<size_t>(reranker ? options_.candidates : options_.top_k);
+  const std::vector<VectorIndex::Hit> hits = index_->search(e.vectors.data(), k);
+  t.search_ms = ms_since(t0);
+  t0 = Clock::now();
   std::vector<RetrievedChunk> out;
-  for (const VectorIndex::Hit& h : index_->search(e.vectors.data(), k)) {
+  for (const VectorIndex::Hit& h : hits) {
     const IndexedChunk* c = index_->chunk(h.chunk);
     const IndexedDocument* d = index_->document(c->doc);
     out.push_back({c->id, d ? d->path : std::string(), c->begin, c->end, c->text, h.score, std::nullopt});
@@ -237,7 +244,9 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
     std::stable_sort(out.begin(), out.end(),
                      [](const RetrievedChunk& a, const RetrievedChunk& b) { return *a.rerank_score > *b.rerank_score; });
     if (out.size() > static_cast<size_t>(options_.top_k)) out.resize(static_cast<size_t>(options_.top_k));
+    t.rerank_ms = ms_since(t0);
   }
+  if (timing != nullptr) *timing = t;
   return out;
 }
 
@@ -298,7 +307,7 @@ std::vector<uint32_t> DocQa::cited_ids(std::string_view answer) {
 DocAnswer DocQa::ask(const std::string& question, Runtime& generator, Runtime* reranker) {
   DocAnswer a;
   const auto t0 = Clock::now();
-  a.context = retrieve(question, reranker);
+  a.context = retrieve(question, reranker, &a.retrieve_timing);
   a.retrieve_ms = ms_since(t0);
   const std::string clean = sanitize_user_text(question);
   {

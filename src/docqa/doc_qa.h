@@ -71,6 +71,13 @@ struct RetrievedChunk {
   std::optional<float> rerank_score;
 };
 
+// Where a retrieval's time went (milliseconds, wall clock).
+struct RetrieveTiming {
+  double embed_ms = 0;   // the question through the embedder (queue wait included)
+  double search_ms = 0;  // the exact scan over every stored vector and the top-k
+  double rerank_ms = 0;  // the reranker's request (0 without one)
+};
+
 struct Citation {
   uint32_t chunk = 0;
   std::string path;
@@ -84,6 +91,7 @@ struct DocAnswer {
   FinishReason finish_reason = FinishReason::kError;
   std::string error;
   double retrieve_ms = 0, generate_ms = 0;
+  RetrieveTiming retrieve_timing;
 };
 
 class DocQa {
@@ -104,7 +112,8 @@ class DocQa {
   bool remove(const std::string& key);
   void save();
 
-  std::vector<RetrievedChunk> retrieve(const std::string& question, Runtime* reranker = nullptr);
+  std::vector<RetrievedChunk> retrieve(const std::string& question, Runtime* reranker = nullptr,
+                                       RetrieveTiming* timing = nullptr);
   // retrieve + generate. The passages are dropped from the lowest-ranked while the rendered
   // prompt (the generator's chat template) and max_answer_tokens exceed the generator's context;
   // DocAnswer::context holds what was given. Throws Error(kInvalidArgument) for an empty index or

@@ -184,13 +184,23 @@ int run_docqa(const std::vector<std::string>& args) {
     reranker = open_embedding_runtime(ro);
   }
   if (sub == "search") {
-    const std::vector<RetrievedChunk> hits = qa.retrieve(pos[1], reranker.get());
+    RetrieveTiming t;
+    const std::vector<RetrievedChunk> hits = qa.retrieve(pos[1], reranker.get(), &t);
     if (json) {
-      Json out = Json::array();
-      for (const RetrievedChunk& c : hits) out.push_back(chunk_json(c));
+      Json list = Json::array();
+      for (const RetrievedChunk& c : hits) list.push_back(chunk_json(c));
+      Json out = Json::object();
+      out.set("hits", std::move(list));
+      out.set("chunks_searched", static_cast<int64_t>(qa.index().chunk_count()));
+      out.set("embed_ms", t.embed_ms);
+      out.set("search_ms", t.search_ms);
+      out.set("rerank_ms", t.rerank_ms);
       std::printf("%s\n", out.dump(2).c_str());
     } else {
       print_hits(hits);
+      std::fprintf(stderr, "%zu chunks searched: question embedded in %.1f ms, scanned in %.2f ms%s\n",
+                   qa.index().chunk_count(), t.embed_ms, t.search_ms,
+                   reranker ? (", reranked in " + std::to_string(t.rerank_ms) + " ms").c_str() : "");
     }
     return 0;
   }
