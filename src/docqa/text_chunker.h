@@ -1,5 +1,5 @@
 // Documents -> chunks for retrieval: sentences kept whole where they fit, sizes in the embedding
-// model's tokens, a token overlap between neighbours (document Q&A, docs/embeddings.md).
+// model's tokens, a token overlap between neighbours (document Q&A, docs/docqa.md).
 //
 //   sentences   end after . ! ? (followed by a space, a line end or the text's end, closing
 //               quotes and brackets included), after the CJK / full-width terminators 。！？；…
