@@ -25,7 +25,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 // Waits for one request on a runtime; an error result throws its Error.
 EmbeddingResult run(Runtime& rt, EmbeddingRequest r) {
@@ -65,8 +67,8 @@ std::string DocQa::model_id_of(Runtime& embedder) {
           "document Q&A needs an embedding runtime (role embed) to index and search");
   char fp[32];
   std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(model_fingerprint(svc->model().gguf())));
-  return std::string("fingerprint ") + fp + ", " + svc->model().hparams().arch + ", dims " + std::to_string(svc->dims()) +
-         ", pooling " + pooling_type_name(svc->default_pooling());
+  return std::string("fingerprint ") + fp + ", " + svc->model().hparams().arch + ", dims " +
+         std::to_string(svc->dims()) + ", pooling " + pooling_type_name(svc->default_pooling());
 }
 
 DocQa::DocQa(Runtime& embedder, std::string index_path, DocQaOptions options)
@@ -132,7 +134,8 @@ IndexReport DocQa::add_or_update(const std::string& key, std::string_view raw, i
   IndexReport rep;
   size_t changed = 0;
   const std::string text = sanitize_user_text(raw, &changed);
-  if (changed > 0) rep.notes.push_back(key + ": " + std::to_string(changed) + " invalid or control characters replaced");
+  if (changed > 0)
+    rep.notes.push_back(key + ": " + std::to_string(changed) + " invalid or control characters replaced");
   const std::string sha = Sha256::hex_of(text);
   const IndexedDocument* old = index_->find_document(key);
   if (old != nullptr && old->sha256 == sha) {
@@ -161,7 +164,9 @@ IndexReport DocQa::add_or_update(const std::string& key, std::string_view raw, i
   return rep;
 }
 
-bool DocQa::remove(const std::string& key) { return index_->remove_document(key); }
+bool DocQa::remove(const std::string& key) {
+  return index_->remove_document(key);
+}
 
 IndexReport DocQa::index_directory(const std::string& dir) {
   const auto t0 = Clock::now();
@@ -213,7 +218,8 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
   RetrieveTiming t;
   auto t0 = Clock::now();
   const std::string clean = sanitize_user_text(question);
-  require(clean.find_first_not_of(" \t\r\n") != std::string::npos, ErrorCode::kInvalidArgument, "the question is empty");
+  require(clean.find_first_not_of(" \t\r\n") != std::string::npos, ErrorCode::kInvalidArgument,
+          "the question is empty");
   require(index_->chunk_count() > 0, ErrorCode::kInvalidArgument,
           "the index '" + path_ + "' holds no documents: index a folder first");
   EmbeddingRequest q;
@@ -239,10 +245,12 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
     for (const RetrievedChunk& c : out) r.documents.push_back(c.text);
     r.truncation = Truncation::kEnd;
     const EmbeddingResult s = run(*reranker, std::move(r));
-    require(s.scores.size() == out.size(), ErrorCode::kInternal, "the reranker returned a score count that does not match");
+    require(s.scores.size() == out.size(), ErrorCode::kInternal,
+            "the reranker returned a score count that does not match");
     for (size_t i = 0; i < out.size(); ++i) out[i].rerank_score = s.scores[i];
-    std::stable_sort(out.begin(), out.end(),
-                     [](const RetrievedChunk& a, const RetrievedChunk& b) { return *a.rerank_score > *b.rerank_score; });
+    std::stable_sort(out.begin(), out.end(), [](const RetrievedChunk& a, const RetrievedChunk& b) {
+      return *a.rerank_score > *b.rerank_score;
+    });
     if (out.size() > static_cast<size_t>(options_.top_k)) out.resize(static_cast<size_t>(options_.top_k));
     t.rerank_ms = ms_since(t0);
   }

@@ -44,9 +44,9 @@ struct DocQaOptions {
   // English v1.5 models retrieve better with "Represent this sentence for searching relevant
   // passages: "; most models want nothing.
   std::string query_prefix;
-  int32_t top_k = 4;           // chunks the answer is generated from
-  int32_t candidates = 16;     // chunks retrieved before the reranker keeps top_k of them
-  int32_t embed_batch = 32;    // chunks per embedding request while indexing
+  int32_t top_k = 4;         // chunks the answer is generated from
+  int32_t candidates = 16;   // chunks retrieved before the reranker keeps top_k of them
+  int32_t embed_batch = 32;  // chunks per embedding request while indexing
   int32_t max_answer_tokens = 256;
   SamplerParams sampling = [] {
     SamplerParams s;
@@ -67,7 +67,7 @@ struct RetrievedChunk {
   std::string path;    // its document
   uint32_t begin = 0, end = 0;
   std::string text;
-  float score = 0;     // cosine with the question
+  float score = 0;  // cosine with the question
   std::optional<float> rerank_score;
 };
 

@@ -82,7 +82,8 @@ class Reader {
   // corrupt (so a hostile count never sizes an allocation).
   uint32_t count(size_t min_item_bytes, const char* what) {
     const uint32_t n = u32(what);
-    if (min_item_bytes > 0 && n > (b_.size() - pos_) / min_item_bytes) corrupt(std::string(what) + " count is impossible");
+    if (min_item_bytes > 0 && n > (b_.size() - pos_) / min_item_bytes)
+      corrupt(std::string(what) + " count is impossible");
     return n;
   }
   size_t left() const { return b_.size() - pos_; }
@@ -143,7 +144,8 @@ std::string encode_index(const VectorIndex& index, std::string_view settings) {
 IndexFile decode_index(std::string_view bytes, const std::string& name) {
   Reader head(bytes, name);
   if (bytes.size() < kHeaderBytes) head.corrupt("shorter than its header (" + std::to_string(bytes.size()) + " bytes)");
-  if (std::memcmp(bytes.data(), kIndexMagic, sizeof kIndexMagic) != 0) head.corrupt("not an EdgeLLM document index (bad magic)");
+  if (std::memcmp(bytes.data(), kIndexMagic, sizeof kIndexMagic) != 0)
+    head.corrupt("not an EdgeLLM document index (bad magic)");
   head.raw(sizeof kIndexMagic, "magic");
   const uint32_t version = head.u32("version");
   if (version != kIndexFormatVersion) {
@@ -227,7 +229,9 @@ IndexFile load_index_file(const std::string& path) {
   return decode_index(bytes, path);
 }
 
-std::string index_backup_path(const std::string& path) { return path + ".bak"; }
+std::string index_backup_path(const std::string& path) {
+  return path + ".bak";
+}
 
 void save_index_file(const std::string& path, const VectorIndex& index, std::string_view settings,
                      bool backup_current) {

@@ -33,7 +33,8 @@
 
 namespace edgellm {
 
-inline constexpr char kIndexMagic[16] = {'E', 'D', 'G', 'E', 'L', 'L', 'M', '-', 'D', 'O', 'C', 'I', 'N', 'D', 'E', 'X'};
+inline constexpr char kIndexMagic[16] = {'E', 'D', 'G', 'E', 'L', 'L', 'M', '-',
+                                         'D', 'O', 'C', 'I', 'N', 'D', 'E', 'X'};
 inline constexpr uint32_t kIndexFormatVersion = 1;
 // load_index_file refuses larger files (~1.5 M chunks of 384-dim int8 vectors with 300-byte texts).
 inline constexpr uint64_t kMaxIndexFileBytes = uint64_t{1} << 30;

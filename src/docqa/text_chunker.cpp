@@ -14,7 +14,9 @@ namespace edgellm {
 
 namespace {
 
-bool is_space(uint32_t cp) { return cp == ' ' || cp == '\t' || cp == '\r' || cp == '\n' || unicode::is_whitespace(cp); }
+bool is_space(uint32_t cp) {
+  return cp == ' ' || cp == '\t' || cp == '\r' || cp == '\n' || unicode::is_whitespace(cp);
+}
 
 // Terminators that end a sentence with no space after them (CJK and full-width forms).
 bool is_cjk_terminator(uint32_t cp) {
@@ -22,7 +24,9 @@ bool is_cjk_terminator(uint32_t cp) {
          cp == 0x2026 /* … */ || cp == 0xFF0E /* ． */ || cp == 0xFF61 /* ｡ */;
 }
 
-bool is_latin_terminator(uint32_t cp) { return cp == '.' || cp == '!' || cp == '?'; }
+bool is_latin_terminator(uint32_t cp) {
+  return cp == '.' || cp == '!' || cp == '?';
+}
 
 // Closing quotes and brackets that stay with the sentence they end.
 bool is_closer(uint32_t cp) {
@@ -73,7 +77,7 @@ std::vector<SentenceSpan> split_sentences(std::string_view text) {
       size_t j = i + 1;
       while (j < n && is_latin_terminator(d.cps[j])) ++j;  // "?!", "..."
       while (j < n && is_closer(d.cps[j])) ++j;
-      if (j == n || is_space(d.cps[j])) end = j;            // "3.14" and "e.g.x" do not end one
+      if (j == n || is_space(d.cps[j])) end = j;  // "3.14" and "e.g.x" do not end one
     }
     if (end == 0) continue;
     while (end < n && is_closer(d.cps[end])) ++end;

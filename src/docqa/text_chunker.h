@@ -38,7 +38,7 @@ struct ChunkOptions {
 struct TextChunk {
   size_t begin = 0, end = 0;  // byte range in the document (whitespace around it trimmed)
   int32_t tokens = 0;
-  std::string text;           // document[begin, end)
+  std::string text;  // document[begin, end)
 };
 
 // The sentences of `text` as byte ranges (whitespace-trimmed, never empty), in order; a range

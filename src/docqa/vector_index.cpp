@@ -10,7 +10,9 @@
 
 namespace edgellm {
 
-const char* vector_type_name(VectorType t) { return t == VectorType::kF16 ? "f16" : "int8"; }
+const char* vector_type_name(VectorType t) {
+  return t == VectorType::kF16 ? "f16" : "int8";
+}
 
 VectorType vector_type_from_name(const std::string& name) {
   if (name == "int8") return VectorType::kInt8;
@@ -44,8 +46,9 @@ size_t VectorIndex::memory_bytes() const {
 
 void VectorIndex::check_vectors(const float* vectors, size_t n) const {
   for (size_t i = 0; i < n * static_cast<size_t>(dims_); ++i) {
-    require(std::isfinite(vectors[i]), ErrorCode::kInvalidArgument,
-            "vector index: vector " + std::to_string(i / static_cast<size_t>(dims_)) + " has a value that is not finite");
+    require(
+        std::isfinite(vectors[i]), ErrorCode::kInvalidArgument,
+        "vector index: vector " + std::to_string(i / static_cast<size_t>(dims_)) + " has a value that is not finite");
   }
 }
 
@@ -137,8 +140,8 @@ bool VectorIndex::remove_document(std::string_view path) {
   return true;
 }
 
-uint32_t VectorIndex::update_document(const std::string& path, const std::string& sha256, int64_t mtime,
-                                      uint64_t bytes, std::vector<ChunkSource> chunks, const float* vectors) {
+uint32_t VectorIndex::update_document(const std::string& path, const std::string& sha256, int64_t mtime, uint64_t bytes,
+                                      std::vector<ChunkSource> chunks, const float* vectors) {
   check_new(path, bytes, chunks, vectors);  // before anything is removed
   remove_document(path);
   return add_document(path, sha256, mtime, bytes, std::move(chunks), vectors);
@@ -180,7 +183,8 @@ std::vector<float> VectorIndex::stored_vector(uint32_t id) const {
   } else {
     float scale;
     std::memcpy(&scale, p, sizeof scale);
-    for (int32_t i = 0; i < dims_; ++i) v[static_cast<size_t>(i)] = static_cast<float>(static_cast<int8_t>(p[4 + i])) * scale;
+    for (int32_t i = 0; i < dims_; ++i)
+      v[static_cast<size_t>(i)] = static_cast<float>(static_cast<int8_t>(p[4 + i])) * scale;
   }
   return v;
 }
@@ -188,7 +192,8 @@ std::vector<float> VectorIndex::stored_vector(uint32_t id) const {
 std::vector<VectorIndex::Hit> VectorIndex::search(const float* query, size_t k) const {
   require(query != nullptr, ErrorCode::kInvalidArgument, "vector index: no query vector");
   for (int32_t i = 0; i < dims_; ++i) {
-    require(std::isfinite(query[i]), ErrorCode::kInvalidArgument, "vector index: the query has a value that is not finite");
+    require(std::isfinite(query[i]), ErrorCode::kInvalidArgument,
+            "vector index: the query has a value that is not finite");
   }
   std::vector<Hit> hits(chunks_.size());
   const size_t vb = vector_bytes();
@@ -212,7 +217,9 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float* query, size_t k) 
     }
     hits[slot] = {chunks_[slot].id, score};
   }
-  const auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.chunk < b.chunk); };
+  const auto better = [](const Hit& a, const Hit& b) {
+    return a.score > b.score || (a.score == b.score && a.chunk < b.chunk);
+  };
   k = std::min(k, hits.size());
   std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(), better);
   hits.resize(k);
@@ -250,12 +257,14 @@ void VectorIndex::restore(std::vector<IndexedDocument> docs, std::vector<Indexed
                   ", which is not its own or listed twice");
     }
   }
-  require(listed.size() == chunks.size(), ErrorCode::kInvalidFile, "vector index: a chunk belongs to no document's list");
+  require(listed.size() == chunks.size(), ErrorCode::kInvalidFile,
+          "vector index: a chunk belongs to no document's list");
   if (type_ == VectorType::kInt8) {
     for (size_t i = 0; i < chunks.size(); ++i) {
       float scale;
       std::memcpy(&scale, vectors.data() + i * vector_bytes(), sizeof scale);
-      require(std::isfinite(scale) && scale >= 0, ErrorCode::kInvalidFile, "vector index: a vector scale is not finite");
+      require(std::isfinite(scale) && scale >= 0, ErrorCode::kInvalidFile,
+              "vector index: a vector scale is not finite");
     }
   }
   docs_.clear();

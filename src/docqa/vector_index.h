@@ -18,8 +18,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <map>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -32,17 +32,17 @@ VectorType vector_type_from_name(const std::string& name);  // throws kInvalidAr
 
 struct IndexedDocument {
   uint32_t id = 0;
-  std::string path;      // as given (docqa: relative to the indexed folder)
-  std::string sha256;    // of the content that was indexed (64 hex digits)
-  int64_t mtime = 0;     // seconds since the epoch, as the file had it (informative)
+  std::string path;    // as given (docqa: relative to the indexed folder)
+  std::string sha256;  // of the content that was indexed (64 hex digits)
+  int64_t mtime = 0;   // seconds since the epoch, as the file had it (informative)
   uint64_t bytes = 0;
   std::vector<uint32_t> chunks;  // chunk ids, in document order
 };
 
 struct IndexedChunk {
   uint32_t id = 0;
-  uint32_t doc = 0;                // IndexedDocument::id
-  uint32_t begin = 0, end = 0;     // byte range in the document
+  uint32_t doc = 0;             // IndexedDocument::id
+  uint32_t begin = 0, end = 0;  // byte range in the document
   std::string text;
 };
 
@@ -80,8 +80,8 @@ class VectorIndex {
                            std::vector<ChunkSource> chunks, const float* vectors);
 
   const IndexedDocument* find_document(std::string_view path) const;
-  const IndexedDocument* document(uint32_t id) const;  // null when absent
-  const IndexedChunk* chunk(uint32_t id) const;        // null when absent (removed or never used)
+  const IndexedDocument* document(uint32_t id) const;     // null when absent
+  const IndexedChunk* chunk(uint32_t id) const;           // null when absent (removed or never used)
   std::vector<const IndexedDocument*> documents() const;  // by path
 
   struct Hit {
@@ -121,10 +121,10 @@ class VectorIndex {
   int32_t dims_;
   VectorType type_;
   std::string model_id_;
-  std::map<std::string, IndexedDocument, std::less<>> docs_;  // by path
+  std::map<std::string, IndexedDocument, std::less<>> docs_;        // by path
   std::unordered_map<uint32_t, const IndexedDocument*> doc_by_id_;  // into docs_ (map nodes do not move)
-  std::vector<IndexedChunk> chunks_;   // slot order (removal moves the last chunk into the hole)
-  std::vector<uint8_t> vectors_;       // [slot][vector_bytes()]
+  std::vector<IndexedChunk> chunks_;                 // slot order (removal moves the last chunk into the hole)
+  std::vector<uint8_t> vectors_;                     // [slot][vector_bytes()]
   std::unordered_map<uint32_t, size_t> chunk_slot_;  // chunk id -> slot
   uint32_t next_doc_id_ = 1;
   uint32_t next_chunk_id_ = 1;

@@ -95,7 +95,8 @@ struct Folder {
   std::string digest() const {
     std::string all;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-      if (entry.is_regular_file()) all += entry.path().string() + Sha256::hex_of(test::read_file(entry.path().string()));
+      if (entry.is_regular_file())
+        all += entry.path().string() + Sha256::hex_of(test::read_file(entry.path().string()));
     }
     return all;
   }
@@ -310,7 +311,9 @@ TEST(DocQa, AskFitsTheGeneratorAndCitesOnlyGivenChunks) {
     const auto svc = rt.service();
     const std::vector<RetrievedChunk> ctx(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(n));
     return static_cast<int32_t>(
-        svc->tokenizer().encode(svc->chat_template().render(DocQa::answer_messages(question, ctx), true), true, true).size());
+        svc->tokenizer()
+            .encode(svc->chat_template().render(DocQa::answer_messages(question, ctx), true), true, true)
+            .size());
   };
   RuntimeParams gp;
   gp.model_path = model;

@@ -66,13 +66,14 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
-bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 // Unicode's White_Space property (PropList.txt) — what a chunk may leave out between chunks.
 bool white_space(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 // Per byte of well-formed `s`: whether it belongs to a White_Space character (the test's own
@@ -158,8 +159,8 @@ TEST_F(Chunker, SentencesOfLatinAndCjkText) {
   std::vector<std::string> got;
   const std::string t = "Pi is 3.14 (roughly). Really?! \"Yes.\" e.g. this\nline two";
   for (const SentenceSpan& x : s) got.push_back(t.substr(x.begin, x.end - x.begin));
-  EXPECT_EQ(got, (std::vector<std::string>{"Pi is 3.14 (roughly).", "Really?!", "\"Yes.\"", "e.g.", "this",
-                                           "line two"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"Pi is 3.14 (roughly).", "Really?!", "\"Yes.\"", "e.g.", "this", "line two"}));
   const std::string zh = "床前明月光，疑是地上霜。举头望明月！低头思故乡？「好。」\n\n第二段";
   got.clear();
   const std::vector<SentenceSpan> z = split_sentences(zh);
@@ -217,8 +218,8 @@ TEST_F(Chunker, ChineseWithoutSpacesAndOverLongSentences) {
 
 TEST_F(Chunker, HostileTextKeepsTheInvariants) {
   std::mt19937 rng(7);
-  const std::vector<std::string> pieces = {"a",  "bc ", ". ", "。", "\n", "\n\n", "  ", "é",  "😀",
-                                           "中", "?!", "\"", "…", "\t", "x.y", "\r\n", "”", "\xff"};
+  const std::vector<std::string> pieces = {"a",  "bc ", ". ", "。", "\n", "\n\n", "  ",   "é", "😀",
+                                           "中", "?!",  "\"", "…",  "\t", "x.y",  "\r\n", "”", "\xff"};
   for (int round = 0; round < 40; ++round) {
     std::string raw;
     const int n = static_cast<int>(rng() % 400);

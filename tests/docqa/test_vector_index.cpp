@@ -66,7 +66,8 @@ std::vector<Ref> brute_force(const VectorIndex& ix, const std::vector<float>& q,
   while (out.size() < k && !all.empty()) {
     size_t best = 0;
     for (size_t i = 1; i < all.size(); ++i) {
-      if (all[i].score > all[best].score || (all[i].score == all[best].score && all[i].chunk < all[best].chunk)) best = i;
+      if (all[i].score > all[best].score || (all[i].score == all[best].score && all[i].chunk < all[best].chunk))
+        best = i;
     }
     out.push_back(all[best]);
     all.erase(all.begin() + static_cast<std::ptrdiff_t>(best));
@@ -115,8 +116,8 @@ void expect_search_matches_reference(const VectorIndex& ix, const std::vector<fl
     // Float accumulation vs double: a swap is only allowed between scores within 1e-5 (the
     // largest |float - double| score difference measured here is ~2e-7).
     if (got[i].chunk != want[i].chunk) {
-      EXPECT_NEAR(got[i].score, want[i].score, 1e-5) << what << " rank " << i << ": got chunk " << got[i].chunk
-                                                      << ", the reference " << want[i].chunk;
+      EXPECT_NEAR(got[i].score, want[i].score, 1e-5)
+          << what << " rank " << i << ": got chunk " << got[i].chunk << ", the reference " << want[i].chunk;
     }
     EXPECT_NEAR(got[i].score, want[i].score, 1e-5) << what << " rank " << i;
     ASSERT_NE(ix.chunk(got[i].chunk), nullptr);
@@ -152,8 +153,8 @@ TEST(VectorIndex, StorageRoundingStaysWithinItsBound) {
       for (size_t i = 0; i < 384; ++i) {
         const float x = v[c * 384 + i];
         // int8: half a step of amax / 127; f16: half an ulp (2^-11 relative, 2^-25 near 0).
-        const float bound = type == VectorType::kInt8 ? amax / 127 / 2 * 1.0001f
-                                                      : std::max(std::fabs(x) * 0.00049f, 3e-8f);
+        const float bound =
+            type == VectorType::kInt8 ? amax / 127 / 2 * 1.0001f : std::max(std::fabs(x) * 0.00049f, 3e-8f);
         ASSERT_LE(std::fabs(back[i] - x), bound) << vector_type_name(type) << " chunk " << c << " dim " << i;
       }
       // The query equal to a stored vector finds it first, cosine within 1e-3 of 1 (measured
@@ -189,8 +190,9 @@ TEST(VectorIndex, RemoveAndUpdateLeaveNoStaleHits) {
   // A query equal to a removed chunk's vector: its id is never a hit; all chunks listed match
   // the brute force over what remains.
   for (int q = 0; q < 10; ++q) {
-    const std::vector<float> query = q < 6 ? std::vector<float>(vecs["d3"].begin() + q * 32, vecs["d3"].begin() + q * 32 + 32)
-                                           : unit_vector(rng, 32);
+    const std::vector<float> query =
+        q < 6 ? std::vector<float>(vecs["d3"].begin() + q * 32, vecs["d3"].begin() + q * 32 + 32)
+              : unit_vector(rng, 32);
     const std::vector<VectorIndex::Hit> hits = ix.search(query.data(), ix.chunk_count());
     EXPECT_EQ(hits.size(), ix.chunk_count());
     for (const VectorIndex::Hit& h : hits) {
@@ -227,7 +229,7 @@ TEST(VectorIndex, BadInputIsRefusedAndChangesNothing) {
   const int bad = static_cast<int>(ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { ix.add_document("keep", sha, 0, 4, two, v.data()); }), bad);  // already there
   EXPECT_EQ(code_of([&] { ix.add_document("", sha, 0, 4, two, v.data()); }), bad);
-  EXPECT_EQ(code_of([&] { ix.add_document("x", sha, 0, 3, two, v.data()); }), bad);  // past the document
+  EXPECT_EQ(code_of([&] { ix.add_document("x", sha, 0, 3, two, v.data()); }), bad);             // past the document
   EXPECT_EQ(code_of([&] { ix.add_document("x", sha, 0, 4, {{0, 3, "ab"}}, v.data()); }), bad);  // text != range
   EXPECT_EQ(code_of([&] { ix.add_document("x", sha, 0, 4, two, nullptr); }), bad);
   v[9] = NAN;

@@ -83,7 +83,12 @@ int run_list(const std::string& index_path, bool json) {
     out.set("model", ix.model_id());
     out.set("vectors", vector_type_name(ix.type()));
     out.set("dims", static_cast<int64_t>(ix.dims()));
-    out.set("settings", Json::parse(f.settings));
+    // The writer's JSON; a file from elsewhere may hold any text there (it is informative).
+    try {
+      out.set("settings", Json::parse(f.settings));
+    } catch (const Error&) {
+      out.set("settings", f.settings);
+    }
     out.set("documents", std::move(docs));
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -110,8 +115,8 @@ int run_docqa(const std::vector<std::string>& args) {
   ap.add_string("--index", &index_path, "FILE", std::string("the index file (default ") + kDefaultIndex + ")");
   ap.add_int("--chunk-tokens", &o.chunk.max_tokens, "N",
              "index: tokens per chunk (default 0: min(256, the embedder's context - 2))", 0, 1 << 16);
-  ap.add_int("--overlap", &o.chunk.overlap_tokens, "N", "index: tokens a chunk repeats of the previous one (default 32)",
-             0, 1 << 15);
+  ap.add_int("--overlap", &o.chunk.overlap_tokens, "N",
+             "index: tokens a chunk repeats of the previous one (default 32)", 0, 1 << 15);
   ap.add_string("--vectors", &vectors, "TYPE", "index: int8 (default) or f16, for a new index");
   ap.add_flag("--rebuild", &o.rebuild, "index: start from an empty index (e.g. after a corrupt file)");
   ap.add_string("--query-prefix", &o.query_prefix, "TEXT", "put before a question when it is embedded");
@@ -166,13 +171,13 @@ int run_docqa(const std::vector<std::string>& args) {
       out.set("memory_bytes", static_cast<int64_t>(ix.memory_bytes()));
       std::printf("%s\n", out.dump(2).c_str());
     } else {
-      std::printf("%s: %d added, %d updated, %d removed, %d unchanged, %d skipped; chunks +%" PRId64 " -%" PRId64
-                  ", %" PRId64 " tokens embedded in %.2f s\nindex: %zu documents, %zu chunks (%d tokens each at most, "
-                  "overlap %d), ~%.1f MiB in memory\n",
-                  index_path.c_str(), r.added, r.updated, r.removed, r.unchanged, r.skipped, r.chunks_added,
-                  r.chunks_removed, r.tokens_embedded, r.seconds, ix.document_count(), ix.chunk_count(),
-                  qa.options().chunk.max_tokens, qa.options().chunk.overlap_tokens,
-                  static_cast<double>(ix.memory_bytes()) / (1 << 20));
+      std::printf(
+          "%s: %d added, %d updated, %d removed, %d unchanged, %d skipped; chunks +%" PRId64 " -%" PRId64 ", %" PRId64
+          " tokens embedded in %.2f s\nindex: %zu documents, %zu chunks (%d tokens each at most, "
+          "overlap %d), ~%.1f MiB in memory\n",
+          index_path.c_str(), r.added, r.updated, r.removed, r.unchanged, r.skipped, r.chunks_added, r.chunks_removed,
+          r.tokens_embedded, r.seconds, ix.document_count(), ix.chunk_count(), qa.options().chunk.max_tokens,
+          qa.options().chunk.overlap_tokens, static_cast<double>(ix.memory_bytes()) / (1 << 20));
     }
     return 0;
   }
