@@ -120,7 +120,7 @@ std::vector<float> DocQa::embed_texts(const std::vector<std::string>& texts, int
     EmbeddingRequest r;
     r.texts.assign(texts.begin() + static_cast<std::ptrdiff_t>(i),
                    texts.begin() + static_cast<std::ptrdiff_t>(std::min(texts.size(), i + options_.embed_batch)));
-    r.truncation = Truncation::kEnd;  // a chunk over the model's context: its start counts
+    r.truncation = options_.truncation;
     r.priority = Priority::kBackground;
     const EmbeddingResult res = run(embedder_, std::move(r));
     if (tokens) *tokens += res.prompt_tokens;
@@ -224,7 +224,7 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
           "the index '" + path_ + "' holds no documents: index a folder first");
   EmbeddingRequest q;
   q.texts = {options_.query_prefix + clean};
-  q.truncation = Truncation::kEnd;
+  q.truncation = options_.truncation;
   const EmbeddingResult e = run(embedder_, std::move(q));
   t.embed_ms = ms_since(t0);
   t0 = Clock::now();
@@ -243,7 +243,7 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
     r.task = EmbeddingTask::kRerank;
     r.query = clean;
     for (const RetrievedChunk& c : out) r.documents.push_back(c.text);
-    r.truncation = Truncation::kEnd;
+    r.truncation = options_.truncation;
     const EmbeddingResult s = run(*reranker, std::move(r));
     require(s.scores.size() == out.size(), ErrorCode::kInternal,
             "the reranker returned a score count that does not match");

@@ -25,6 +25,7 @@
 #include "core/json.h"
 #include "docqa/text_chunker.h"
 #include "docqa/vector_index.h"
+#include "engine/embedder.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
 
@@ -36,6 +37,9 @@ struct DocQaOptions {
   // Chunk size and overlap in the embedder's tokens; max_tokens 0: min(256, the embedder's
   // context - 2), so a chunk and its [CLS] / [SEP] (or BOS / EOS) always fit.
   ChunkOptions chunk = {0, 32};
+  // Inputs longer than the embedder's / reranker's context (a chunk whose count came out over,
+  // a long question): cut (kEnd, keeping [SEP] / EOS) or refused (kRefuse: the error names it).
+  Truncation truncation = Truncation::kEnd;
   bool rebuild = false;  // start from an empty index (the file is not read; the next save replaces it)
   VectorType vector_type = VectorType::kInt8;
   std::vector<std::string> extensions = {".txt", ".md", ".markdown"};

@@ -145,6 +145,8 @@ int run_docqa(const std::vector<std::string>& args) {
   require(sub == "ask" || gen_model.empty(), ErrorCode::kInvalidArgument, "--gen-model is for docqa ask");
   require(sub != "index" || rerank_model.empty(), ErrorCode::kInvalidArgument, "--rerank-model is for search / ask");
   o.vector_type = vector_type_from_name(vectors);
+  // docqa cuts by default (a chunk is sized to fit; a long question keeps its start).
+  if (ap.seen("--truncate")) o.truncation = parse_truncation(eo.truncate);
   if (o.candidates < o.top_k) o.candidates = o.top_k;
 
   const std::unique_ptr<Runtime> embedder = open_embedding_runtime(eo);
