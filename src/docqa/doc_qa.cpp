@@ -174,9 +174,14 @@ IndexReport DocQa::index_directory(const std::string& dir) {
   IndexReport total;
   std::set<std::string> seen;
   std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied);
-       it != fs::recursive_directory_iterator(); ++it) {
-    if (it->is_regular_file() && has_extension(it->path(), options_.extensions)) files.push_back(it->path());
+  try {
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied);
+         it != fs::recursive_directory_iterator(); ++it) {
+      if (it->is_regular_file() && has_extension(it->path(), options_.extensions)) files.push_back(it->path());
+    }
+  } catch (const fs::filesystem_error& e) {
+    // A folder that changes or fails while it is walked: nothing is changed or saved.
+    throw Error(ErrorCode::kIo, "cannot list the folder '" + dir + "': " + e.what());
   }
   std::sort(files.begin(), files.end());
   for (const fs::path& p : files) {
@@ -191,8 +196,9 @@ IndexReport DocQa::index_directory(const std::string& dir) {
       if (index_->find_document(key) != nullptr) seen.erase(key);  // unreadable now: drop its old chunks
       continue;
     }
-    const int64_t mtime =
-        std::chrono::duration_cast<std::chrono::seconds>(fs::last_write_time(p).time_since_epoch()).count();
+    std::error_code ec;  // a file gone since it was read keeps mtime 0 (informative only)
+    const fs::file_time_type when = fs::last_write_time(p, ec);
+    const int64_t mtime = ec ? 0 : std::chrono::duration_cast<std::chrono::seconds>(when.time_since_epoch()).count();
     const IndexReport r = add_or_update(key, text, mtime);
     total.added += r.added;
     total.updated += r.updated;
