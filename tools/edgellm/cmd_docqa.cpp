@@ -259,7 +259,7 @@ int run_docqa(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration kRegistration("docqa", "document Q&A: index a folder, search it, ask it (with citations)",
+const CommandRegistration kDocqaRegistration("docqa", "document Q&A: index a folder, search it, ask it (with citations)",
                                         run_docqa);
 
 }  // namespace
