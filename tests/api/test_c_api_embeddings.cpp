@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "edgellm/edgellm.h"
+#include "edgellm/edgellm.hpp"
 #include "support/test_env.h"
 
 namespace {
@@ -441,6 +442,40 @@ TEST(CApiEmbeddings, BadInputGetsAClearStatusAndMessage) {
   edgellm_runtime* none = nullptr;
   expect(edgellm_runtime_create(model.c_str(), &rp, &none), EDGELLM_ERR_INVALID_ARGUMENT, "role", "unknown role");
   EXPECT_EQ(none, nullptr);
+}
+
+// The C++ wrapper: the same vectors as the CLI (exact), the tokens per text, scores for rerank,
+// and a failed call thrown as Error with its status.
+TEST(CApiEmbeddings, CppWrapperEmbedsAndReranks) {
+  const std::string model = synth("all-minilm-l6");
+  const std::string reranker = synth("ms-marco-minilm-l6");
+  REQUIRE_MODEL(model);
+  REQUIRE_MODEL(reranker);
+  auto rt = edgellm::cpp::Runtime::open(model);
+  EXPECT_EQ(rt.role().role, EDGELLM_ROLE_EMBED);
+  EXPECT_EQ(rt.role().dims, 384);
+  const auto want = cli_vectors(model, kTexts, "");
+  const auto e = rt.embed(kTexts);
+  ASSERT_EQ(e.rows, static_cast<int32_t>(kTexts.size()));
+  ASSERT_EQ(e.dims, 384);
+  EXPECT_EQ(e.pooling, EDGELLM_POOLING_MEAN);
+  EXPECT_EQ(e.tokens.at(4), 3);
+  for (size_t i = 0; i < kTexts.size(); ++i) {
+    EXPECT_EQ(std::vector<float>(e.row(i), e.row(i) + 384), want[i]) << i;
+  }
+  try {
+    rt.embed({"ok", "bad \xff"});
+    ADD_FAILURE() << "invalid UTF-8 was embedded";
+  } catch (const edgellm::cpp::Error& err) {
+    EXPECT_EQ(err.status(), EDGELLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(err.what()).find("UTF-8"), std::string::npos) << err.what();
+  }
+  auto rr = edgellm::cpp::Runtime::open(reranker);
+  const auto s = rr.rerank("pandas", {"pandas eat bamboo", "tax law"});
+  ASSERT_EQ(s.data.size(), 2u);
+  const auto one = rr.rerank("pandas", {"tax law"});
+  EXPECT_EQ(one.data[0], s.data[1]);  // a document's score does not depend on its neighbours
+  EXPECT_GT(s.tokens[0], 3);
 }
 
 }  // namespace
