@@ -174,8 +174,8 @@ TEST(CApiEmbeddings, VectorsEqualTheCliWhileThreadsShareForwards) {
     p.normalize = m.normalize;
 
     // One text per thread, all at once (their inputs share forwards in the service), then all
-    // texts in one call: every vector equals the CLI's bit for bit (measured: max |diff| 0 on a
-    // Xeon 8480+ host; %.9g prints a float exactly, so the comparison is exact).
+    // texts in one call: every vector equals the CLI's bit for bit (measured: max |diff| 0 on an
+    // AMD EPYC host; %.9g prints a float exactly, so the comparison is exact).
     std::vector<std::vector<float>> got(kTexts.size(), std::vector<float>(static_cast<size_t>(dims)));
     std::vector<edgellm_status> st(kTexts.size(), EDGELLM_ERR_INTERNAL);
     std::vector<std::thread> threads;
