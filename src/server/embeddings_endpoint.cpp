@@ -120,7 +120,72 @@ Json usage(int64_t tokens) {
   return u;
 }
 
+// The metric names `text` declares ("# TYPE name ...").
+std::vector<std::string> declared_names(const std::string& text) {
+  std::vector<std::string> names;
+  for (size_t at = text.find("# TYPE "); at != std::string::npos; at = text.find("# TYPE ", at + 1)) {
+    const size_t begin = at + 7;
+    names.push_back(text.substr(begin, text.find(' ', begin) - begin));
+  }
+  return names;
+}
+
+// The metric name of a sample line ("name{...} v" or "name v"; histogram series map to their
+// base name: name_bucket / _sum / _count).
+bool sample_of(const std::string& line, const std::vector<std::string>& names) {
+  const std::string n = line.substr(0, std::min(line.find('{'), line.find(' ')));
+  for (const std::string& name : names) {
+    if (n == name || n == name + "_bucket" || n == name + "_sum" || n == name + "_count") return true;
+  }
+  return false;
+}
+
+// One runtime's exposition with runtime="<label>" added to every sample; HELP / TYPE lines of
+// names already in `seen` dropped, and the samples of `skip` (the process-wide gauges, RSS,
+// which the generator's exposition already has: the same process) dropped whole.
+void append_labelled(std::string& out, const std::string& text, const char* label, std::vector<std::string>& seen,
+                     const std::vector<std::string>& skip) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      // "# HELP name ..." / "# TYPE name ...": the name is the third word.
+      const size_t a = line.find(' ', 2);
+      const size_t b = a == std::string::npos ? std::string::npos : line.find(' ', a + 1);
+      const std::string key = line.substr(0, b);
+      const std::string name = a == std::string::npos ? std::string() : line.substr(a + 1, b - a - 1);
+      if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
+      out += line + "\n";
+      continue;
+    }
+    if (sample_of(line, skip)) continue;
+    const size_t brace = line.find('{');
+    const size_t space = line.find(' ');
+    const std::string l = std::string("runtime=\"") + label + "\"";
+    if (brace != std::string::npos && brace < space) {
+      out += line.substr(0, brace + 1) + l + "," + line.substr(brace + 1) + "\n";
+    } else {
+      out += line.substr(0, space) + "{" + l + "}" + line.substr(space) + "\n";
+    }
+  }
+}
+
 }  // namespace
+
+std::string embedding_metrics_prometheus(const ServerContext& ctx, const std::string& before) {
+  std::string out;
+  std::vector<std::string> seen;
+  const std::vector<std::string> skip = declared_names(before);
+  if (ctx.embedder != nullptr) append_labelled(out, ctx.embedder->metrics_prometheus(), "embeddings", seen, skip);
+  if (ctx.reranker != nullptr) append_labelled(out, ctx.reranker->metrics_prometheus(), "rerank", seen, skip);
+  return out;
+}
 
 HttpResponse embeddings(ServerContext& ctx, HttpRequest& request) {
   if (ctx.embedder == nullptr) {

@@ -30,4 +30,10 @@ namespace edgellm::server {
 HttpResponse embeddings(ServerContext& ctx, HttpRequest& request);
 HttpResponse rerank(ServerContext& ctx, HttpRequest& request);
 
+// The embedding runtimes' Prometheus metrics (edgellm_embedding_*), each sample labelled
+// runtime="embeddings" or runtime="rerank" so the two never repeat a series; HELP / TYPE once
+// per name; names `before` (the rest of the exposition) declares already — the process's RSS
+// gauges — left out. "" when the server holds neither. For GET /metrics.
+std::string embedding_metrics_prometheus(const ServerContext& ctx, const std::string& before);
+
 }  // namespace edgellm::server

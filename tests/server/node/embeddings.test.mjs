@@ -149,3 +149,21 @@ test("/v1/rerank: llama-server's shape, the CLI's scores, best first, top_n, doc
     assert.match((await bad.json()).error.message, words);
   }
 });
+
+test("/metrics: the embedding runtimes' series, labelled, each name declared once", async () => {
+  const text = await (await fetch(server.url + "/metrics", { headers: { Authorization: "Bearer " + KEY } })).text();
+  const value = (series) => {
+    const line = text.split("\n").find((l) => l.startsWith(series + " "));
+    return line ? Number(line.slice(series.length + 1)) : NaN;
+  };
+  // The tests above ran 9 embedding requests and 2 rerank requests to their end (and more that
+  // were refused).
+  const emb = value('edgellm_embedding_requests_finished_total{runtime="embeddings"}');
+  const rr = value('edgellm_embedding_requests_finished_total{runtime="rerank"}');
+  assert.ok(emb >= 9, `embeddings finished: ${emb}`);
+  assert.ok(rr >= 2, `rerank finished: ${rr}`);
+  assert.ok(value('edgellm_embedding_request_seconds_count{runtime="rerank"}') >= 2, "rerank histogram");
+  const declared = text.split("\n").filter((l) => l.startsWith("# TYPE ")).map((l) => l.split(" ")[2]);
+  const twice = declared.filter((n, i) => declared.indexOf(n) !== i);
+  assert.deepEqual(twice, [], "metrics declared twice");
+});
