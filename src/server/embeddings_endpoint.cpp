@@ -178,6 +178,28 @@ void append_labelled(std::string& out, const std::string& text, const char* labe
 
 }  // namespace
 
+void append_embedding_models(const ServerContext& ctx, Json& data) {
+  const auto entry = [&](const Runtime* rt, const std::string& name, const char* endpoint) {
+    if (rt == nullptr) return;
+    const std::shared_ptr<EmbeddingService> svc = rt->embedding_service();
+    Json m = Json::object();
+    m.set("id", name);
+    m.set("object", "model");
+    m.set("owned_by", "edgellm");
+    Json meta = Json::object();
+    meta.set("endpoint", endpoint);
+    meta.set("dims", static_cast<int64_t>(svc->dims()));
+    meta.set("pooling", pooling_type_name(svc->default_pooling()));
+    meta.set("n_ctx", static_cast<int64_t>(svc->n_ctx()));
+    meta.set("n_vocab", static_cast<int64_t>(svc->model().hparams().n_vocab));
+    meta.set("model_version", rt->model_version());
+    m.set("meta", std::move(meta));
+    data.push_back(std::move(m));
+  };
+  entry(ctx.embedder, ctx.embedder_name, "/v1/embeddings");
+  entry(ctx.reranker, ctx.reranker_name, "/v1/rerank");
+}
+
 std::string embedding_metrics_prometheus(const ServerContext& ctx, const std::string& before) {
   std::string out;
   std::vector<std::string> seen;

@@ -22,6 +22,7 @@
 // ApiError. Thread-safety: any thread.
 #pragma once
 
+#include "core/json.h"
 #include "server/http_message.h"
 #include "server/server_context.h"
 
@@ -29,6 +30,10 @@ namespace edgellm::server {
 
 HttpResponse embeddings(ServerContext& ctx, HttpRequest& request);
 HttpResponse rerank(ServerContext& ctx, HttpRequest& request);
+
+// /v1/models entries of the embedding runtimes (id, object "model", meta: role, dims, pooling,
+// n_ctx, can_rerank), appended to `data`.
+void append_embedding_models(const ServerContext& ctx, Json& data);
 
 // The embedding runtimes' Prometheus metrics (edgellm_embedding_*), each sample labelled
 // runtime="embeddings" or runtime="rerank" so the two never repeat a series; HELP / TYPE once

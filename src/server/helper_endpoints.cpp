@@ -139,6 +139,7 @@ HttpResponse models(ServerContext& ctx) {
   m.set("meta", std::move(meta));
   Json data = Json::array();
   data.push_back(std::move(m));
+  append_embedding_models(ctx, data);  // --embedding-model, --rerank-model
   Json body = Json::object();
   body.set("object", "list");
   body.set("data", std::move(data));

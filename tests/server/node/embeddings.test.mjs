@@ -150,6 +150,12 @@ test("/v1/rerank: llama-server's shape, the CLI's scores, best first, top_n, doc
   }
 });
 
+test("/v1/models lists the generator, the embedder and the reranker (openai client)", async () => {
+  const ids = [];
+  for await (const m of client.models.list()) ids.push([m.id, m.meta && m.meta.endpoint, m.meta && m.meta.dims]);
+  assert.deepEqual(ids.slice(1), [["all-minilm-l6", "/v1/embeddings", 384], ["ms-marco-minilm-l6", "/v1/rerank", 384]]);
+});
+
 test("/metrics: the embedding runtimes' series, labelled, each name declared once", async () => {
   const text = await (await fetch(server.url + "/metrics", { headers: { Authorization: "Bearer " + KEY } })).text();
   const value = (series) => {
