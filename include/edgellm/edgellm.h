@@ -557,7 +557,10 @@ EDGELLM_API edgellm_embed_info edgellm_embed_info_init(void);
  * policy refuses (invalid UTF-8, control characters; the message names the text's index and
  * byte), an input longer than n_ctx under REFUSE, values out of range; UNSUPPORTED on a
  * generation runtime; BUSY (queue full, answered at once); TIMEOUT (deadline_ms passed, the
- * queue wait included); SHUT_DOWN (the runtime is being destroyed). Nothing is written unless OK. */
+ * queue wait included); SHUT_DOWN (the runtime is being destroyed: a call already blocked here
+ * when edgellm_runtime_destroy starts returns SHUT_DOWN and destroy waits for it to leave the
+ * runtime; a call that starts after destroy started is still forbidden). Nothing is written
+ * unless OK. */
 EDGELLM_API edgellm_status edgellm_embed(edgellm_runtime* runtime, const char* const* texts, size_t n_texts,
                                          const edgellm_embed_params* params, float* vectors, size_t capacity,
                                          size_t* n_floats, edgellm_embed_info* info);

@@ -3,6 +3,7 @@
 // the result copied into the caller's buffer. The wait is on the request's own on_finish, which
 // the service runs exactly once (also at shutdown), so a call never hangs past its deadline or
 // the runtime's destruction.
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -105,8 +106,10 @@ edgellm_pooling pooling_out(PoolingType t) {
   }
 }
 
-// Submits, waits for on_finish, and turns a request that did not finish into its status.
-edgellm_status run(Runtime& rt, EmbeddingRequest request, EmbeddingResult& out) {
+// Submits, waits for on_finish, and turns a request that did not finish into its status. While
+// in Runtime::embed the call is counted on the handle (edgellm_runtime_destroy waits for it).
+edgellm_status run(edgellm_runtime* handle, EmbeddingRequest request, EmbeddingResult& out) {
+  Runtime& rt = *handle->rt;
   auto waiter = std::make_shared<Waiter>();
   request.on_finish = [waiter](EmbeddingResult& res) {
     std::lock_guard<std::mutex> lock(waiter->mutex);
@@ -114,7 +117,14 @@ edgellm_status run(Runtime& rt, EmbeddingRequest request, EmbeddingResult& out) 
     waiter->done = true;
     waiter->cv.notify_all();
   };
-  rt.embed(std::move(request));  // throws: nothing queued, no callback
+  {
+    struct Counted {
+      std::atomic<int>& n;
+      explicit Counted(std::atomic<int>& c) : n(c) { n.fetch_add(1, std::memory_order_acq_rel); }
+      ~Counted() { n.fetch_sub(1, std::memory_order_acq_rel); }
+    } counted(handle->embed_submitting);
+    rt.embed(std::move(request));  // throws: nothing queued, no callback
+  }
   {
     std::unique_lock<std::mutex> lock(waiter->mutex);
     waiter->cv.wait(lock, [&] { return waiter->done; });  // exactly once, deadline or shutdown included
@@ -207,7 +217,7 @@ edgellm_status edgellm_embed(edgellm_runtime* runtime, const char* const* texts,
       if (capacity < needed) return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, needed));
     }
     EmbeddingResult res;
-    const edgellm_status st = run(rt, std::move(r), res);
+    const edgellm_status st = run(runtime, std::move(r), res);
     if (st != EDGELLM_OK) return st;
     *n_floats = res.vectors.size();
     if (capacity < res.vectors.size()) return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, res.vectors.size()));
@@ -243,7 +253,7 @@ edgellm_status edgellm_rerank(edgellm_runtime* runtime, const char* query, const
     *n_scores = r.documents.size();
     if (capacity < r.documents.size()) return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, r.documents.size()));
     EmbeddingResult res;
-    const edgellm_status st = run(rt, std::move(r), res);
+    const edgellm_status st = run(runtime, std::move(r), res);
     if (st != EDGELLM_OK) return st;
     if (res.scores.size() != n_documents) return fail(EDGELLM_ERR_INTERNAL, "rerank: a score per document is missing");
     std::copy(res.scores.begin(), res.scores.end(), scores);

@@ -1,6 +1,7 @@
 // The C ABI's runtime: parameters, create / destroy, and the lifecycle calls that need no
 // request (pause, resume, trim, warm-up).
 #include <string>
+#include <thread>
 
 #include "api/c_api_internal.h"
 #include "device/power_mode.h"
@@ -166,6 +167,9 @@ edgellm_status edgellm_runtime_destroy(edgellm_runtime* runtime) {
       return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_runtime_destroy called from the runtime's own callback");
     }
     if (runtime->rt) runtime->rt->shutdown();  // every request gets its on_finish (cancelled) first
+    // An edgellm_embed blocked on its request was woken by the shutdown; one still leaving
+    // Runtime::embed (submit) gets out before the runtime goes (microseconds).
+    while (runtime->embed_submitting.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     runtime->rt.reset();
     delete runtime;
     return EDGELLM_OK;
