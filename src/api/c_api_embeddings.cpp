@@ -170,7 +170,9 @@ std::string too_small(size_t capacity, size_t needed) {
 
 extern "C" {
 
-edgellm_embed_params edgellm_embed_default_params(void) { return embed_defaults(); }
+edgellm_embed_params edgellm_embed_default_params(void) {
+  return embed_defaults();
+}
 
 edgellm_embed_info edgellm_embed_info_init(void) {
   edgellm_embed_info i{};
@@ -201,7 +203,8 @@ edgellm_status edgellm_embed(edgellm_runtime* runtime, const char* const* texts,
     check_info(info);
     EmbeddingService& svc = embedder_of(rt, "edgellm_embed");
     if (rt.on_callback_thread()) {
-      return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_embed called from the runtime's own callback (it would wait for itself)");
+      return fail(EDGELLM_ERR_WRONG_THREAD,
+                  "edgellm_embed called from the runtime's own callback (it would wait for itself)");
     }
     EmbeddingRequest r;
     r.task = EmbeddingTask::kEmbed;
@@ -220,7 +223,8 @@ edgellm_status edgellm_embed(edgellm_runtime* runtime, const char* const* texts,
     const edgellm_status st = run(runtime, std::move(r), res);
     if (st != EDGELLM_OK) return st;
     *n_floats = res.vectors.size();
-    if (capacity < res.vectors.size()) return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, res.vectors.size()));
+    if (capacity < res.vectors.size())
+      return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, res.vectors.size()));
     std::copy(res.vectors.begin(), res.vectors.end(), vectors);
     const int32_t rows = res.dims > 0 ? static_cast<int32_t>(res.vectors.size() / static_cast<size_t>(res.dims)) : 0;
     fill_info(res, rows, info, n_texts);
@@ -238,7 +242,8 @@ edgellm_status edgellm_rerank(edgellm_runtime* runtime, const char* query, const
     check_info(info);
     EmbeddingService& svc = embedder_of(rt, "edgellm_rerank");
     if (rt.on_callback_thread()) {
-      return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_rerank called from the runtime's own callback (it would wait for itself)");
+      return fail(EDGELLM_ERR_WRONG_THREAD,
+                  "edgellm_rerank called from the runtime's own callback (it would wait for itself)");
     }
     EmbeddingRequest r;
     r.task = EmbeddingTask::kRerank;
@@ -251,7 +256,8 @@ edgellm_status edgellm_rerank(edgellm_runtime* runtime, const char* query, const
                   "edgellm_rerank: the model has no classification head (an embedding model, not a reranker)");
     }
     *n_scores = r.documents.size();
-    if (capacity < r.documents.size()) return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, r.documents.size()));
+    if (capacity < r.documents.size())
+      return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, too_small(capacity, r.documents.size()));
     EmbeddingResult res;
     const edgellm_status st = run(runtime, std::move(r), res);
     if (st != EDGELLM_OK) return st;

@@ -86,12 +86,14 @@ std::vector<int32_t> token_array(const Json& a, const std::string& where) {
 
 // OpenAI's "input": a string, an array of strings, an array of token ids, or an array of those.
 void read_input(const Json* input, EmbeddingRequest& r) {
-  if (input == nullptr) throw ApiError::bad_field("input", "required: a string, an array of strings or of token arrays");
+  if (input == nullptr)
+    throw ApiError::bad_field("input", "required: a string, an array of strings or of token arrays");
   if (input->is_string()) {
     r.texts.push_back(input->as_string());
     return;
   }
-  if (!input->is_array()) throw ApiError::bad_field("input", "expected a string, an array of strings or of token arrays");
+  if (!input->is_array())
+    throw ApiError::bad_field("input", "expected a string, an array of strings or of token arrays");
   if (input->size() == 0) throw ApiError::bad_field("input", "is empty: give at least one text");
   const Json& first = input->at(0);
   if (first.is_number()) {  // one token array
@@ -307,7 +309,8 @@ HttpResponse rerank(ServerContext& ctx, HttpRequest& request) {
       }
     }
     if (const Json* t = body.find("top_n"); t != nullptr && !t->is_null()) {
-      if (!t->is_number() || t->as_number() < 1 || t->as_number() != static_cast<double>(static_cast<int64_t>(t->as_number()))) {
+      if (!t->is_number() || t->as_number() < 1 ||
+          t->as_number() != static_cast<double>(static_cast<int64_t>(t->as_number()))) {
         throw ApiError::bad_field("top_n", "expected an integer >= 1");
       }
       top_n = static_cast<int64_t>(t->as_number());

@@ -10,7 +10,6 @@
 // against llama.cpp), written by `edgellm synth` in 0.4 s each. Without the CLI (the TSan build
 // has none) there is no model and no reference: the cases skip and say so.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -66,7 +65,9 @@ std::string run_cli(const std::string& args, bool* ok) {
   return out;
 }
 
-std::string vocab() { return edgellm::test::shared_testdata("vocab/ggml-vocab-bert-bge.gguf"); }
+std::string vocab() {
+  return edgellm::test::shared_testdata("vocab/ggml-vocab-bert-bge.gguf");
+}
 
 // `edgellm synth SHAPE` cut to 2 layers, once per process; "" without a CLI.
 std::string synth(const std::string& shape) {
@@ -74,21 +75,24 @@ std::string synth(const std::string& shape) {
   const std::string out = edgellm::test::temp_dir() + "/" + shape + ".gguf";
   if (edgellm::test::file_exists(out)) return out;
   bool ok = false;
-  run_cli("synth --shape " + shape + " --layers 2 --type q8_0 --tokenizer " + quote(vocab()) + " -o " + quote(out) +
-              " -q",
-          &ok);
+  run_cli(
+      "synth --shape " + shape + " --layers 2 --type q8_0 --tokenizer " + quote(vocab()) + " -o " + quote(out) + " -q",
+      &ok);
   return ok ? out : "";
 }
 
-#define REQUIRE_MODEL(path)                                                                                      \
-  if ((path).empty()) GTEST_SKIP() << "no edgellm CLI at " << cli() << " (this build has none: the TSan one) to " \
-                                      "write the synthetic encoder and the reference vectors"
+#define REQUIRE_MODEL(path)                                  \
+  if ((path).empty())                                        \
+  GTEST_SKIP() << "no edgellm CLI at " << cli()              \
+               << " (this build has none: the TSan one) to " \
+                  "write the synthetic encoder and the reference vectors"
 
 // The texts: ASCII, accents (stripped by the uncased vocab), CJK (split per character), one of
 // several sentences, one word.
 const std::vector<std::string> kTexts = {
     "The quick brown fox jumps over the lazy dog.",
-    "Caf\xc3\xa9 cr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e, s'il vous pla\xc3\xaet!",
+    "Caf\xc3\xa9 cr\xc3\xa8me br\xc3\xbbl\xc3\xa9"
+    "e, s'il vous pla\xc3\xaet!",
     "\xe6\x88\x91\xe7\x9a\x84\xe7\xac\x94\xe8\xae\xb0\xe5\x9c\xa8\xe6\x89\x8b\xe6\x9c\xba\xe4\xb8\x8a",
     "Embeddings map text to vectors. Similar texts get similar vectors. The index searches them.",
     "hello",
@@ -357,8 +361,8 @@ TEST(CApiEmbeddings, BadInputGetsAClearStatusAndMessage) {
   };
   expect(edgellm_embed(nullptr, ok, 1, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "runtime is NULL",
          "null runtime");
-  expect(edgellm_embed(r.rt, nullptr, 1, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
-         "texts is NULL", "null texts");
+  expect(edgellm_embed(r.rt, nullptr, 1, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "texts is NULL",
+         "null texts");
   const char* with_null[] = {"a", nullptr};
   expect(edgellm_embed(r.rt, with_null, 2, nullptr, v, 768, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
          "texts[1] is NULL", "null element");
@@ -366,8 +370,7 @@ TEST(CApiEmbeddings, BadInputGetsAClearStatusAndMessage) {
          "n_floats is NULL", "null n_floats");
   expect(edgellm_embed(r.rt, ok, 1, nullptr, nullptr, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
          "vectors is NULL", "null vectors");
-  expect(edgellm_embed(r.rt, ok, 0, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "input",
-         "empty list");
+  expect(edgellm_embed(r.rt, ok, 0, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "input", "empty list");
   const char* empty[] = {""};
   expect(edgellm_embed(r.rt, empty, 1, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "empty",
          "empty text");
@@ -401,8 +404,8 @@ TEST(CApiEmbeddings, BadInputGetsAClearStatusAndMessage) {
   expect(edgellm_embed(r.rt, ok, 1, nullptr, v, 383, &n, nullptr), EDGELLM_ERR_BUFFER_TOO_SMALL, "384",
          "one float short");
   EXPECT_EQ(n, 384u);
-  expect(edgellm_rerank(r.rt, "q", ok, 1, nullptr, v, 1, &n, nullptr), EDGELLM_ERR_UNSUPPORTED,
-         "classification head", "rerank on an embedding model");
+  expect(edgellm_rerank(r.rt, "q", ok, 1, nullptr, v, 1, &n, nullptr), EDGELLM_ERR_UNSUPPORTED, "classification head",
+         "rerank on an embedding model");
   expect(edgellm_rerank(r.rt, nullptr, ok, 1, nullptr, v, 1, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
          "query is NULL", "null query");
   expect(edgellm_rerank(r.rt, "q", nullptr, 1, nullptr, v, 1, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,

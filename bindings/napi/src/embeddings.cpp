@@ -26,8 +26,7 @@ const char* const kPriorities[] = {"interactive", "background", nullptr};
 const char* const kPoolingNames[] = {"none", "mean", "cls", "last"};  // edgellm_pooling 0..3
 
 // EmbedOptions: { pooling, normalize, truncate, deadlineMs, priority } (+ topN for rerank).
-bool read_embed_options(napi_env env, napi_value options, edgellm_embed_params* p, int32_t* top_n,
-                        std::string* error) {
+bool read_embed_options(napi_env env, napi_value options, edgellm_embed_params* p, int32_t* top_n, std::string* error) {
   *p = edgellm_embed_default_params();
   OptionReader r(env, options, "options");
   int pooling = -1;
@@ -64,8 +63,10 @@ bool read_strings(napi_env env, napi_value value, const char* what, bool single_
   }
   bool is_array = false;
   uint32_t n = 0;
-  if (napi_is_array(env, value, &is_array) != napi_ok || !is_array || napi_get_array_length(env, value, &n) != napi_ok) {
-    *error = std::string(what) + (single_ok ? " must be a string or an array of strings" : " must be an array of strings");
+  if (napi_is_array(env, value, &is_array) != napi_ok || !is_array ||
+      napi_get_array_length(env, value, &n) != napi_ok) {
+    *error =
+        std::string(what) + (single_ok ? " must be a string or an array of strings" : " must be an array of strings");
     return false;
   }
   out->reserve(n);
@@ -144,7 +145,8 @@ napi_value embed_result(napi_env env, const Output& o) {
   napi_value obj = js_object(env);
   if (!obj || !set_property(env, obj, "vectors", vectors) ||
       !set_property(env, obj, "dims", js_number(env, static_cast<double>(dims))) ||
-      !set_property(env, obj, "pooling", js_string(env, pooling >= 0 && pooling <= 3 ? kPoolingNames[pooling] : "none")) ||
+      !set_property(env, obj, "pooling",
+                    js_string(env, pooling >= 0 && pooling <= 3 ? kPoolingNames[pooling] : "none")) ||
       !set_common(env, obj, o)) {
     return nullptr;
   }
