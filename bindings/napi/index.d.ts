@@ -5,8 +5,9 @@
 //
 // Errors are Error objects whose `code` is the C ABI status name: 'INVALID_ARGUMENT', 'BUSY',
 // 'NOT_FOUND', 'IO', 'INVALID_FILE', 'UNSUPPORTED', 'OUT_OF_MEMORY', 'CONTEXT_FULL', 'SHUT_DOWN',
-// 'WRONG_THREAD', 'INTERNAL', 'DEGRADED'. Calls that load, copy, hash or wait (load, release,
-// swapModel, the registry, sessions as bytes or files, plan, pack, warmup, trim) return Promises
+// 'WRONG_THREAD', 'INTERNAL', 'DEGRADED', 'TIMEOUT'. Calls that load, copy, hash or wait (load,
+// release, swapModel, embed, rerank, the registry, sessions as bytes or files, plan, pack, warmup,
+// trim) return Promises
 // that reject; `generate`'s `result` rejects; quick synchronous calls throw. Nothing blocks the JS
 // thread.
 
@@ -33,6 +34,75 @@ export interface LoadOptions {
   maxSessionBytes?: number;   // their total bytes (default 256 MiB)
   linuxPressure?: boolean;    // also read Linux's pressure files (PSI, cgroup, thermal zones) every second
   recoverMs?: number;         // how long the pressure must stay lower before each step back up (default 10000)
+  // 'embed': an embedding / reranking model (embed, rerank; generate rejects 'UNSUPPORTED'), as
+  // llama-server's --embeddings. An encoder file (BERT family) is one whatever this says; a
+  // decoder (Qwen3-Embedding) needs it. For such a model contextSize is the longest input in
+  // tokens, embedBatch the tokens per forward (0: max(contextSize, 1024)), and threads,
+  // maxQueued, repack, packDir, kvType, inputPolicy, modelVersion apply. Default 'generate'.
+  role?: 'generate' | 'embed';
+  embedBatch?: number;
+}
+
+// embed / rerank options (the C ABI's edgellm_embed_params).
+export interface EmbedOptions {
+  // How an input's token states become its vector: 'model' (default: what the GGUF declares;
+  // encoders without a declaration mean, decoders last), 'none' (one vector per token), 'mean',
+  // 'cls', 'last'. Not for rerank.
+  pooling?: 'model' | 'none' | 'mean' | 'cls' | 'last';
+  // llama.cpp's --embd-normalize: -1 none, 0 max-abs to int16 range, 1 taxicab, 2 euclidean
+  // (default: unit vectors, so cosine similarity is the dot product), p > 2 the p-norm.
+  normalize?: number;
+  truncate?: 'refuse' | 'end';  // an input over contextSize tokens: 'INVALID_ARGUMENT' (default) or cut at the end
+  deadlineMs?: number;          // queue wait included; <= 0: none; default 30000 ('TIMEOUT' after it)
+  priority?: 'interactive' | 'background';
+}
+
+export interface RerankOptions extends EmbedOptions {
+  topN?: number;                // results keeps the best topN (0 / absent: all); scores keeps every document
+}
+
+export interface EmbedResult {
+  // One Float32Array per text, in order (per token with pooling 'none': text i's tokens[i] rows
+  // after text i-1's), all views over one ArrayBuffer (vectors[0].buffer).
+  vectors: Float32Array[];
+  dims: number;
+  pooling: 'none' | 'mean' | 'cls' | 'last';  // what ran
+  tokens: number[];             // per text: tokens run (after truncation)
+  truncated: number;            // texts cut to fit (truncate 'end')
+  promptTokens: number;         // tokens run in all (OpenAI's usage)
+  totalMs: number;
+}
+
+export interface RerankResult {
+  scores: number[];             // one per document, in document order (the cross-encoder's logit; higher is more relevant)
+  results: RerankEntry[];       // best first, topN of them
+  tokens: number[];             // per document: tokens of its (query, document) pair
+  truncated: number;
+  promptTokens: number;
+  totalMs: number;
+}
+
+export interface RerankEntry {
+  index: number;                // into documents
+  relevanceScore: number;
+}
+
+// What info() returns for an embedding model (role 'embed'): `m.info() as EmbedderInfo`.
+export interface EmbedderInfo {
+  role: 'embed';
+  architecture: string;         // 'bert', or a decoder such as 'qwen3'
+  n_vocab: number;
+  n_ctx_train: number;
+  n_embd: number;
+  n_layer: number;
+  dims: number;                 // floats per vector
+  pooling: string;              // the model's pooling ('mean', 'cls', 'last', 'rank')
+  can_rerank: boolean;          // a classification head: rerank works
+  n_ctx: number;                // the longest input in tokens
+  n_batch: number;              // tokens per forward
+  weight_bytes: number;
+  model_version: string;
+  input_policy: 'refuse' | 'strip';
 }
 
 export interface PackOptions {
@@ -182,6 +252,7 @@ export interface Metrics {
 
 // The library's model description (edgellm_model_info_json, field names as it writes them).
 export interface ModelInfo {
+  role: 'generate';                // an embedding model's info() is an EmbedderInfo
   architecture: string;            // 'llama', 'qwen2', 'qwen3'
   n_vocab: number;
   n_ctx_train: number;
@@ -403,6 +474,14 @@ export interface Plan {
 export declare class Model {
   private constructor();
   generate(input: string | Message[], options?: GenerateOptions, onToken?: (piece: string) => void): Generation;
+  // An embedding model (role 'embed'): vectors for one text or many (up to 2048; they share
+  // forwards with other callers' texts), on a worker thread. Rejects 'UNSUPPORTED' on a
+  // generation model, 'INVALID_ARGUMENT' for no text, an empty one, invalid UTF-8 / control
+  // characters (inputPolicy 'refuse'), one over contextSize tokens (truncate 'refuse'), 'BUSY',
+  // 'TIMEOUT', 'SHUT_DOWN'.
+  embed(texts: string | string[], options?: EmbedOptions): Promise<EmbedResult>;
+  // A reranker (a cross-encoder: info().can_rerank): each document scored for query.
+  rerank(query: string, documents: string[], options?: RerankOptions): Promise<RerankResult>;
   tokenize(text: string, options?: TokenizeOptions): number[];
   detokenize(ids: number[], options?: DetokenizeOptions): string;
   applyTemplate(messages: Message[], options?: TemplateOptions): string;

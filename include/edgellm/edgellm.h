@@ -105,7 +105,10 @@ typedef enum edgellm_status {
   /* The device is under pressure (memory, heat, power) and the degradation ladder refuses new
    * requests, or ended a running one (docs/device-fitness.md); the message names the reason.
    * Nothing was queued; retry when the pressure is gone. */
-  EDGELLM_ERR_DEGRADED = 13
+  EDGELLM_ERR_DEGRADED = 13,
+  /* A blocking call's deadline passed before its result was there (edgellm_embed,
+   * edgellm_rerank: deadline_ms, the queue wait included); nothing was written. */
+  EDGELLM_ERR_TIMEOUT = 14
 } edgellm_status;
 
 /* "ok", "invalid_argument", "busy", ... (static strings; "unknown" for other values). */
@@ -171,6 +174,15 @@ typedef enum edgellm_input_policy {
   EDGELLM_INPUT_STRIP = 1
 } edgellm_input_policy;
 
+/* What a runtime serves (edgellm_runtime_params.role). A GENERATE runtime opened with an encoder
+ * model (BERT family: it cannot generate) serves embeddings: edgellm_runtime_role tells. */
+typedef enum edgellm_runtime_role {
+  EDGELLM_ROLE_GENERATE = 0, /* text: edgellm_submit and everything around it */
+  EDGELLM_ROLE_EMBED = 1     /* embeddings and rerank scores (edgellm_embed, edgellm_rerank):
+                                llama-server's --embeddings / --reranking; a decoder model
+                                (Qwen3-Embedding) embeds with last-token pooling */
+} edgellm_runtime_role;
+
 typedef struct edgellm_runtime_params {
   uint32_t struct_size;    /* set by edgellm_runtime_default_params() */
   int32_t n_ctx;           /* positions per sequence; 0: the model's training context, at most 4096 */
@@ -219,6 +231,13 @@ typedef struct edgellm_runtime_params {
    * lower before each step back up; default 10000. */
   bool linux_pressure;
   int32_t recover_ms;
+  /* An embedding runtime (role EMBED, or an encoder model): n_ctx is the longest input in tokens
+   * (0: the model's positions, or a decoder's training context capped at 4096), embed_n_batch
+   * the tokens one forward runs (0: max(n_ctx, 1024); at least n_ctx for encoders), and
+   * n_threads, max_queued, repack, pack_dir, kv_type, warmup_min_free_bytes, input_policy and
+   * model_version apply; the generation fields do not. Default GENERATE, 0. */
+  edgellm_runtime_role role;
+  int32_t embed_n_batch;
 } edgellm_runtime_params;
 
 EDGELLM_API edgellm_runtime_params edgellm_runtime_default_params(void);
@@ -462,6 +481,101 @@ typedef void (*edgellm_warmup_callback)(bool ran, const char* reason, void* user
  * warmup_min_free_bytes, requests already running, shutting down). Deferred while paused.
  * Returns at once. */
 EDGELLM_API edgellm_status edgellm_warmup(edgellm_runtime* runtime, edgellm_warmup_callback done, void* user_data);
+
+/* ============================================================================== embeddings, rerank */
+/* On an embedding runtime (edgellm_runtime_role() is EMBED; docs/c-api.md, "Embeddings"). Both
+ * calls block until the result is there (one forward for a few short texts: milliseconds to tens
+ * of milliseconds on a phone's big cores; call them off the UI thread) and take the same path as
+ * every request: the waiting queue (BUSY when full), the deadline (queue wait included), pause,
+ * the input policy, the metrics. Several threads may call them at once: their inputs share
+ * forwards. Not from one of this runtime's callbacks (WRONG_THREAD: it would wait for itself). */
+
+/* The runtime's role: GENERATE, or EMBED (edgellm_embed / edgellm_rerank serve, edgellm_submit
+ * is UNSUPPORTED). *dims (may be NULL) receives the floats per embedding vector (the model's
+ * n_embd) on an embedding runtime, 0 on a generation runtime; *can_rerank (may be NULL) whether
+ * the model has a classification head (a cross-encoder: edgellm_rerank works). */
+EDGELLM_API edgellm_status edgellm_runtime_role_get(edgellm_runtime* runtime, edgellm_runtime_role* role,
+                                                    int32_t* dims, bool* can_rerank);
+
+/* Pooling: how an input's per-token states become its vector (llama.cpp's --pooling). */
+typedef enum edgellm_pooling {
+  EDGELLM_POOLING_MODEL = -1, /* what the model's GGUF declares (encoders without one: mean,
+                                 decoders: last) */
+  EDGELLM_POOLING_NONE = 0,   /* one vector per token of every input */
+  EDGELLM_POOLING_MEAN = 1,
+  EDGELLM_POOLING_CLS = 2,    /* the first token's ([CLS]) state */
+  EDGELLM_POOLING_LAST = 3    /* the last token's (Qwen3-Embedding) */
+} edgellm_pooling;
+
+/* An input longer than the runtime's n_ctx tokens. */
+typedef enum edgellm_truncation {
+  EDGELLM_TRUNCATE_REFUSE = 0, /* INVALID_ARGUMENT naming the input and the lengths (llama-server) */
+  EDGELLM_TRUNCATE_END = 1     /* keep the first tokens and the closing special token, as
+                                  sentence-transformers cuts to max_seq_length */
+} edgellm_truncation;
+
+typedef struct edgellm_embed_params {
+  uint32_t struct_size;          /* set by edgellm_embed_default_params() */
+  edgellm_pooling pooling;       /* default MODEL; not for rerank (always the classifier's score) */
+  /* llama.cpp's --embd-normalize: -1 none, 0 max-abs scaled to int16 range, 1 taxicab, 2
+   * euclidean (default: unit vectors, cosine = dot product), p > 2 the p-norm. Not for rerank. */
+  int32_t normalize;
+  edgellm_truncation truncation; /* default REFUSE */
+  int64_t deadline_ms;           /* from the call, queue wait included; <= 0: none; default 30000 */
+  edgellm_priority priority;     /* default INTERACTIVE */
+} edgellm_embed_params;
+
+EDGELLM_API edgellm_embed_params edgellm_embed_default_params(void);
+
+/* What a call ran (optional out-parameter of edgellm_embed / edgellm_rerank). */
+typedef struct edgellm_embed_info {
+  uint32_t struct_size;    /* set by edgellm_embed_info_init(); the library writes only within it */
+  /* In, optional: an array of one int32_t per input (text or document) that receives the tokens
+   * each ran (after truncation: with pooling NONE input i owns that many rows, after input i-1's);
+   * NULL: not wanted. */
+  int32_t* input_tokens;
+  int32_t n_rows;          /* vectors written (one per input; per token with pooling NONE); scores for rerank */
+  int32_t dims;            /* floats per vector (0 for rerank) */
+  edgellm_pooling pooling; /* what ran (MODEL resolved); NONE for rerank */
+  int32_t truncated;       /* inputs cut to fit (truncation END) */
+  int64_t prompt_tokens;   /* tokens run in all (OpenAI's usage) */
+  double queue_ms;         /* call -> admitted */
+  double total_ms;         /* call -> result */
+} edgellm_embed_info;
+
+EDGELLM_API edgellm_embed_info edgellm_embed_info_init(void);
+
+/* Embeds n_texts UTF-8 texts (1 to 2048; each framed with the model's special tokens, [CLS] ...
+ * [SEP] for BERT) into vectors: n_rows x dims floats, row i for texts[i], written to the
+ * caller's buffer (capacity in floats; *n_floats receives the floats of the result). Pooled
+ * results have n_texts x dims floats, known before anything runs: a capacity that is too small
+ * (e.g. 0, to ask) gives BUFFER_TOO_SMALL at once with *n_floats set and nothing run. With
+ * pooling NONE the size is known only after the forward: a too small buffer gets
+ * BUFFER_TOO_SMALL and *n_floats after the run (nothing written; call again with the size).
+ * params NULL: the defaults. info (may be NULL) receives what ran. INVALID_ARGUMENT: a NULL
+ * runtime / texts / element / n_floats, no text, more than 2048, an empty text, text the input
+ * policy refuses (invalid UTF-8, control characters; the message names the text's index and
+ * byte), an input longer than n_ctx under REFUSE, values out of range; UNSUPPORTED on a
+ * generation runtime; BUSY (queue full, answered at once); TIMEOUT (deadline_ms passed, the
+ * queue wait included); SHUT_DOWN (the runtime is being destroyed: a call already blocked here
+ * when edgellm_runtime_destroy starts returns SHUT_DOWN and destroy waits for it to leave the
+ * runtime; a call that starts after destroy started is still forbidden). Nothing is written
+ * unless OK. */
+EDGELLM_API edgellm_status edgellm_embed(edgellm_runtime* runtime, const char* const* texts, size_t n_texts,
+                                         const edgellm_embed_params* params, float* vectors, size_t capacity,
+                                         size_t* n_floats, edgellm_embed_info* info);
+
+/* Scores each of n_documents (1 to 2048) for query with the runtime's cross-encoder ([CLS] query
+ * [SEP] document [SEP] through the classification head, as llama-server's /v1/rerank): one
+ * float per document in document order (raw logits as llama-server returns them; higher is more
+ * relevant; sort them yourself for top-n). capacity is in floats: fewer than n_documents gives
+ * BUFFER_TOO_SMALL at once (*n_scores = n_documents, nothing run). params: truncation, deadline
+ * and priority (pooling and normalize are ignored); NULL: the defaults. UNSUPPORTED when the
+ * model has no classification head (an embedding model) or on a generation runtime; the other
+ * statuses as edgellm_embed. */
+EDGELLM_API edgellm_status edgellm_rerank(edgellm_runtime* runtime, const char* query, const char* const* documents,
+                                          size_t n_documents, const edgellm_embed_params* params, float* scores,
+                                          size_t capacity, size_t* n_scores, edgellm_embed_info* info);
 
 /* ============================================================================== sessions */
 /* The sessions the runtime keeps by id (edgellm_request_params.session_id). Bytes are the

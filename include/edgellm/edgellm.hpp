@@ -677,6 +677,92 @@ class Runtime {
     (void)block.release();  // the trampoline frees it
   }
 
+  // ---- embeddings and rerank (an embedding runtime: role() == EDGELLM_ROLE_EMBED)
+
+  // The runtime's role, floats per vector (0 on a generation runtime) and whether it reranks.
+  struct RoleInfo {
+    edgellm_runtime_role role = EDGELLM_ROLE_GENERATE;
+    int32_t dims = 0;
+    bool can_rerank = false;
+  };
+  RoleInfo role() const {
+    RoleInfo r;
+    detail::check(edgellm_runtime_role_get(handle_, &r.role, &r.dims, &r.can_rerank), "edgellm_runtime_role_get");
+    return r;
+  }
+
+  // What embed() / rerank() return: the rows (one per text in text order; one per token with
+  // pooling NONE, text i's tokens[i] rows after text i-1's) or the scores (document order), and
+  // what ran.
+  struct Embeddings {
+    std::vector<float> data;     // rows x dims floats, or one score per document
+    int32_t rows = 0;
+    int32_t dims = 0;            // 0 for rerank
+    edgellm_pooling pooling = EDGELLM_POOLING_NONE;
+    std::vector<int32_t> tokens;  // per text / document: tokens run (after truncation)
+    int32_t truncated = 0;
+    int64_t prompt_tokens = 0;
+    double total_ms = 0;
+    const float* row(size_t i) const { return data.data() + i * static_cast<size_t>(dims); }
+  };
+
+  // Blocks until the vectors are there (edgellm_embed: the queue, BUSY, TIMEOUT, the input
+  // policy). Not from one of this runtime's callbacks. Throws Error.
+  Embeddings embed(const std::vector<std::string>& texts,
+                   const edgellm_embed_params& params = edgellm_embed_default_params()) {
+    std::vector<const char*> ptrs;
+    ptrs.reserve(texts.size());
+    for (const std::string& t : texts) {
+      detail::check_no_nul(t, "text");
+      ptrs.push_back(t.c_str());
+    }
+    Embeddings e;
+    e.tokens.assign(texts.size(), 0);
+    edgellm_embed_info info = edgellm_embed_info_init();
+    info.input_tokens = e.tokens.empty() ? nullptr : e.tokens.data();
+    size_t n = 0;
+    edgellm_status status = edgellm_embed(handle_, ptrs.data(), ptrs.size(), &params, nullptr, 0, &n, nullptr);
+    if (status != EDGELLM_ERR_BUFFER_TOO_SMALL) detail::throw_status(status, "edgellm_embed");  // OK is impossible: >= 1 text
+    e.data.resize(n);
+    status = edgellm_embed(handle_, ptrs.data(), ptrs.size(), &params, e.data.data(), e.data.size(), &n, &info);
+    detail::check(status, "edgellm_embed");
+    e.data.resize(n);
+    e.rows = info.n_rows;
+    e.dims = info.dims;
+    e.pooling = info.pooling;
+    e.truncated = info.truncated;
+    e.prompt_tokens = info.prompt_tokens;
+    e.total_ms = info.total_ms;
+    return e;
+  }
+
+  // One score per document for query, in document order (edgellm_rerank: a cross-encoder's
+  // logits). Blocks; not from one of this runtime's callbacks. Throws Error.
+  Embeddings rerank(const std::string& query, const std::vector<std::string>& documents,
+                    const edgellm_embed_params& params = edgellm_embed_default_params()) {
+    detail::check_no_nul(query, "query");
+    std::vector<const char*> ptrs;
+    ptrs.reserve(documents.size());
+    for (const std::string& d : documents) {
+      detail::check_no_nul(d, "document");
+      ptrs.push_back(d.c_str());
+    }
+    Embeddings e;
+    e.data.resize(documents.size());
+    e.tokens.assign(documents.size(), 0);
+    edgellm_embed_info info = edgellm_embed_info_init();
+    info.input_tokens = e.tokens.empty() ? nullptr : e.tokens.data();
+    size_t n = 0;
+    detail::check(edgellm_rerank(handle_, query.c_str(), ptrs.data(), ptrs.size(), &params, e.data.data(),
+                                 e.data.size(), &n, &info),
+                  "edgellm_rerank");
+    e.rows = info.n_rows;
+    e.truncated = info.truncated;
+    e.prompt_tokens = info.prompt_tokens;
+    e.total_ms = info.total_ms;
+    return e;
+  }
+
   // ---- sessions (docs/sessions.md): the conversations the runtime keeps by id
 
   // Checks bytes against the serving model and keeps them under id (replacing one there).

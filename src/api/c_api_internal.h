@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -18,6 +19,11 @@
 // One handle = one Runtime (runtime/runtime.h): the C ABI is a face over it and adds no policy.
 struct edgellm_runtime {
   std::unique_ptr<edgellm::Runtime> rt;
+  // Threads inside Runtime::embed (edgellm_embed / edgellm_rerank submitting). Their calls then
+  // block on the request's end, which shutdown delivers; destroy waits for this to reach 0 after
+  // shutdown, so a call blocked in edgellm_embed when destroy starts returns SHUT_DOWN instead of
+  // touching a freed runtime on its way out of submit.
+  std::atomic<int> embed_submitting{0};
 };
 
 namespace edgellm::capi {

@@ -1,5 +1,6 @@
 // The C ABI's requests: the C request -> ServiceRequest (types only: the ranges and their words
 // are the runtime's, service/request_limits.h), submit / cancel, and the result back to C.
+#include <cstddef>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -28,7 +29,11 @@ static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
 static_assert(sizeof(edgellm_request_params) == 200 || sizeof(void*) != 8, "edgellm_request_params changed size");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
 static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
-static_assert(sizeof(edgellm_runtime_params) == 144 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
+// edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152).
+static_assert(sizeof(edgellm_runtime_params) == 152 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
+static_assert(offsetof(edgellm_runtime_params, role) == 144 || sizeof(void*) != 8, "the embedding fields follow ABI 5's 144 bytes");
+static_assert(sizeof(edgellm_embed_params) == 32 || sizeof(void*) != 8, "edgellm_embed_params changed size");
+static_assert(sizeof(edgellm_embed_info) == 56 || sizeof(void*) != 8, "edgellm_embed_info changed size");
 static_assert(sizeof(edgellm_router_params) == 80 || sizeof(void*) != 8, "edgellm_router_params changed size");
 static_assert(sizeof(edgellm_metrics) == 368 || sizeof(void*) != 8, "edgellm_metrics changed size");
 static_assert(sizeof(edgellm_pressure) == 16, "edgellm_pressure changed size");

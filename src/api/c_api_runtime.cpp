@@ -1,6 +1,7 @@
 // The C ABI's runtime: parameters, create / destroy, and the lifecycle calls that need no
 // request (pause, resume, trim, warm-up).
 #include <string>
+#include <thread>
 
 #include "api/c_api_internal.h"
 #include "device/power_mode.h"
@@ -81,6 +82,25 @@ RuntimeParams to_runtime_params(const edgellm_runtime_params& p) {
   rp.linux_pressure = p.linux_pressure;
   if (p.recover_ms < 0) throw Error(ErrorCode::kInvalidArgument, "recover_ms must be >= 0");
   rp.recover_ms = p.recover_ms;
+  // An embedding runtime (role EMBED, or an encoder file the Runtime recognises) reads the
+  // fields that mean something to an embedder; the generation ones are ignored there.
+  const int role = capi::enum_value(p.role);
+  if (role != EDGELLM_ROLE_GENERATE && role != EDGELLM_ROLE_EMBED) {
+    throw Error(ErrorCode::kInvalidArgument, "role " + std::to_string(role) + " is unknown");
+  }
+  rp.role = role == EDGELLM_ROLE_EMBED ? RuntimeRole::kEmbed : RuntimeRole::kGenerate;
+  if (p.embed_n_batch < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "embed_n_batch must be >= 0, got " + std::to_string(p.embed_n_batch));
+  }
+  EmbeddingServiceParams& ep = rp.embedding;
+  ep.embedder.n_ctx = cp.n_ctx;
+  ep.embedder.n_batch = p.embed_n_batch;
+  ep.embedder.n_threads = cp.n_threads_batch > 0 ? cp.n_threads_batch : cp.n_threads;  // forwards are prefill-shaped
+  ep.embedder.kv_type = cp.kv_type;
+  ep.load = sp.load;
+  ep.max_queued = sp.max_queued;
+  ep.warmup_min_free_bytes = sp.warmup_min_free_bytes;
+  ep.input_policy = sp.input_policy;
   return rp;
 }
 
@@ -115,6 +135,8 @@ edgellm_runtime_params edgellm_runtime_default_params(void) {
   p.max_session_bytes = d.max_session_bytes;
   p.linux_pressure = d.linux_pressure;
   p.recover_ms = static_cast<int32_t>(d.recover_ms);
+  p.role = EDGELLM_ROLE_GENERATE;
+  p.embed_n_batch = 0;
   return p;
 }
 
@@ -145,6 +167,9 @@ edgellm_status edgellm_runtime_destroy(edgellm_runtime* runtime) {
       return fail(EDGELLM_ERR_WRONG_THREAD, "edgellm_runtime_destroy called from the runtime's own callback");
     }
     if (runtime->rt) runtime->rt->shutdown();  // every request gets its on_finish (cancelled) first
+    // An edgellm_embed blocked on its request was woken by the shutdown; one still leaving
+    // Runtime::embed (submit) gets out before the runtime goes (microseconds).
+    while (runtime->embed_submitting.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     runtime->rt.reset();
     delete runtime;
     return EDGELLM_OK;

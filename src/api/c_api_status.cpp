@@ -98,6 +98,7 @@ const char* edgellm_status_name(edgellm_status status) {
     case EDGELLM_ERR_WRONG_THREAD: return "wrong_thread";
     case EDGELLM_ERR_INTERNAL: return "internal";
     case EDGELLM_ERR_DEGRADED: return "degraded";
+    case EDGELLM_ERR_TIMEOUT: return "timeout";
   }
   return "unknown";
 }

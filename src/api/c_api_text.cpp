@@ -23,18 +23,59 @@ void check_utf8(const char* text, const char* what) {
   if (!utf8::is_valid(text)) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is not valid UTF-8");
 }
 
+// The tokenizer of the model serving: the generator's (held while in use: a swap may replace
+// it) or the embedder's (the runtime's for its life).
+struct TokenizerUse {
+  std::shared_ptr<InferenceService> generator;
+  std::shared_ptr<EmbeddingService> embedder;
+  const Tokenizer* tokenizer = nullptr;
+};
+TokenizerUse tokenizer_of(Runtime& rt) {
+  TokenizerUse u;
+  if ((u.embedder = rt.embedding_service())) {
+    u.tokenizer = &u.embedder->tokenizer();
+  } else if ((u.generator = rt.service())) {
+    u.tokenizer = &u.generator->tokenizer();
+  }
+  return u;
+}
+
+// An embedding runtime's model: what an app needs to size buffers and pick options.
+edgellm_status embedder_info(Runtime& rt, const EmbeddingService& s, char* buf, size_t capacity, size_t* length) {
+  const HParams& hp = s.model().hparams();
+  Json j = Json::object();
+  j.set("role", Json("embed"));
+  j.set("architecture", Json(hp.arch));
+  j.set("n_vocab", static_cast<int>(hp.n_vocab));
+  j.set("n_ctx_train", static_cast<int>(hp.n_ctx_train));
+  j.set("n_embd", static_cast<int>(hp.n_embd));
+  j.set("n_layer", static_cast<int>(hp.n_layer));
+  j.set("dims", static_cast<int>(s.dims()));
+  j.set("pooling", Json(pooling_type_name(s.default_pooling())));
+  j.set("can_rerank", s.can_rerank());
+  j.set("n_ctx", static_cast<int>(s.n_ctx()));
+  j.set("n_batch", static_cast<int>(s.n_batch()));
+  j.set("weight_bytes", static_cast<uint64_t>(s.model().weight_bytes()));
+  j.set("model_version", rt.model_version());
+  j.set("input_policy", input_policy_name(s.params().input_policy));
+  return capi::copy_out(j.dump(), buf, capacity, length);
+}
+
 }  // namespace
 
 extern "C" {
 
 edgellm_status edgellm_model_info_json(edgellm_runtime* runtime, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
-    const std::shared_ptr<InferenceService> current = capi::runtime_of(runtime).service();
+    Runtime& rt = capi::runtime_of(runtime);
+    if (const std::shared_ptr<EmbeddingService> emb = rt.embedding_service()) return embedder_info(rt, *emb, buf, capacity, length);
+    const std::shared_ptr<InferenceService> current = rt.service();
     if (!current) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     const InferenceService& s = *current;
     const Model& m = s.model();
     const HParams& hp = m.hparams();
     Json j = Json::object();
+    j.set("role", Json("generate"));
     j.set("architecture", Json(hp.arch));
     j.set("n_vocab", static_cast<int>(hp.n_vocab));
     j.set("n_ctx_train", static_cast<int>(hp.n_ctx_train));
@@ -80,11 +121,11 @@ edgellm_status edgellm_model_info_json(edgellm_runtime* runtime, char* buf, size
 edgellm_status edgellm_tokenize(edgellm_runtime* runtime, const char* text, bool add_special, bool parse_special,
                                 int32_t* tokens, size_t capacity, size_t* n_tokens) {
   return guard([&] {
-    const std::shared_ptr<InferenceService> svc = capi::runtime_of(runtime).service();
-    if (!svc) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
+    const TokenizerUse tok = tokenizer_of(capi::runtime_of(runtime));
+    if (!tok.tokenizer) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     if (n_tokens == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "n_tokens is NULL");
     check_utf8(text, "text");
-    const std::vector<int32_t> ids = svc->tokenizer().encode(text, add_special, parse_special);
+    const std::vector<int32_t> ids = tok.tokenizer->encode(text, add_special, parse_special);
     *n_tokens = ids.size();
     if (ids.size() > capacity || (tokens == nullptr && !ids.empty())) {
       return fail(EDGELLM_ERR_BUFFER_TOO_SMALL, "the buffer holds " + std::to_string(capacity) + " tokens; " +
@@ -98,10 +139,10 @@ edgellm_status edgellm_tokenize(edgellm_runtime* runtime, const char* text, bool
 edgellm_status edgellm_detokenize(edgellm_runtime* runtime, const int32_t* tokens, size_t n_tokens,
                                   bool render_special, char* buf, size_t capacity, size_t* length) {
   return guard([&] {
-    const std::shared_ptr<InferenceService> svc = capi::runtime_of(runtime).service();
-    if (!svc) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
+    const TokenizerUse use = tokenizer_of(capi::runtime_of(runtime));
+    if (!use.tokenizer) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     if (tokens == nullptr && n_tokens > 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "tokens is NULL");
-    const Tokenizer& tok = svc->tokenizer();
+    const Tokenizer& tok = *use.tokenizer;
     std::vector<int32_t> ids(tokens, tokens + n_tokens);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0 || ids[i] >= tok.n_vocab()) {

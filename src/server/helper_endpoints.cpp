@@ -12,6 +12,7 @@
 #include "server/api_error.h"
 #include "server/api_response.h"
 #include "server/chat_page.h"
+#include "server/embeddings_endpoint.h"
 #include "server/openai_request.h"
 #include "server/structured_request.h"
 #include "service/inference_service.h"
@@ -145,6 +146,7 @@ HttpResponse models(ServerContext& ctx) {
   m.set("meta", std::move(meta));
   Json data = Json::array();
   data.push_back(std::move(m));
+  append_embedding_models(ctx, data);  // --embedding-model, --rerank-model
   Json body = Json::object();
   body.set("object", "list");
   body.set("data", std::move(data));
@@ -162,8 +164,10 @@ HttpResponse metrics(ServerContext& ctx) {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4";
   // The Runtime's (service, ladder, router, sessions, swaps: edgellm_*) and the HTTP side's
-  // (edgellm_http_*, edgellm_router_*: this server's cloud router); no name is in both.
+  // (edgellm_http_*, edgellm_router_*: this server's cloud router); no name is in both. Then the
+// embedding runtimes' (edgellm_embedding_*, labelled runtime="embeddings" / "rerank").
   r.body = ctx.service.metrics_prometheus() + ctx.counters.to_prometheus();
+  r.body += embedding_metrics_prometheus(ctx, r.body);
   return r;
 }
 

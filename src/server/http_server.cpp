@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/api_response.h"
 #include "server/auth.h"
+#include "server/embeddings_endpoint.h"
 #include "server/generation_endpoint.h"
 #include "server/helper_endpoints.h"
 #include "server/memory_policy.h"
@@ -25,6 +26,7 @@ namespace {
 enum class Ep {
   kChat, kCompletion, kTokenize, kDetokenize, kApplyTemplate, kModels, kHealth, kMetrics, kPage,
   kImport, kExport, kDelete, kAdminSwap, kAdminReload, kAdminPressure, kAdminDegradation,
+  kEmbeddings, kRerank,
 };
 
 bool is_admin(Ep ep) {
@@ -74,6 +76,10 @@ Match match(std::string_view method, const std::string& path) {
     is(Ep::kAdminPressure, method == "POST", "POST");
   } else if (path == "/admin/degradation") {
     is(Ep::kAdminDegradation, get, "GET, HEAD");
+  } else if (path == "/v1/embeddings" || path == "/embeddings") {
+    is(Ep::kEmbeddings, method == "POST", "POST");
+  } else if (path == "/v1/rerank" || path == "/rerank" || path == "/v1/reranking" || path == "/reranking") {
+    is(Ep::kRerank, method == "POST", "POST");
   } else if (path == "/v1/sessions/import") {
     is(Ep::kImport, method == "POST", "POST");
   } else if (std::string id = session_export_id(path); !id.empty()) {
@@ -126,13 +132,30 @@ HttpServer::HttpServer(Runtime& runtime, ServerOptions options, ListeningSocket 
       socket_(std::move(socket)) {
   if (runtime.role() != RuntimeRole::kGenerate) {
     throw Error(ErrorCode::kInvalidArgument,
-                "the server generates text: this model embeds (an encoder); use `edgellm embed` / `edgellm rerank`");
+                "the server's -m model generates text: this one embeds (an encoder); serve it beside a generator with "
+                "--embedding-model FILE (or --rerank-model FILE), or use `edgellm embed` / `edgellm rerank`");
   }
   if (ctx_->options.model_name.empty()) ctx_->options.model_name = "edgellm";
   use_serving_allocator_policy();
 }
 
 HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::attach_embedding_runtimes(Runtime* embedder, const std::string& embedder_name, Runtime* reranker,
+                                           const std::string& reranker_name, PoolingType pooling) {
+  require(!transport_, ErrorCode::kInvalidArgument, "attach_embedding_runtimes after bind()");
+  for (Runtime* rt : {embedder, reranker}) {
+    require(rt == nullptr || rt->role() == RuntimeRole::kEmbed, ErrorCode::kInvalidArgument,
+            "an embedding or rerank model must be one (a BERT-family encoder, or a decoder opened with role embed)");
+  }
+  require(reranker == nullptr || reranker->embedding_service()->can_rerank(), ErrorCode::kInvalidArgument,
+          "--rerank-model: '" + reranker_name + "' has no classification head (it embeds; a reranker is a cross-encoder)");
+  ctx_->embedder = embedder;
+  ctx_->embedder_name = embedder_name;
+  ctx_->reranker = reranker;
+  ctx_->reranker_name = reranker_name;
+  ctx_->embedding_pooling = pooling;
+}
 
 const ServerCounters& HttpServer::counters() const { return ctx_->counters; }
 
@@ -308,6 +331,12 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
       break;
     case Ep::kApplyTemplate:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(apply_template(ctx, q)); }, heavy);
+      break;
+    case Ep::kEmbeddings:  // waits for its forward: a worker (embeddings_endpoint.h)
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(embeddings(ctx, q)); }, heavy);
+      break;
+    case Ep::kRerank:
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(rerank(ctx, q)); }, heavy);
       break;
     case Ep::kImport:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(import_session(ctx, q)); }, heavy);

@@ -8,6 +8,8 @@
 //   GET  /                                       the web chat page (embedded, no CDN)
 //   POST /v1/sessions/import, /v1/sessions/{id}/export, DELETE /v1/sessions/{id}
 //                                                a conversation's KV moving between devices
+//   POST /v1/embeddings, /v1/rerank              with --embedding-model / --rerank-model
+//                                                (embeddings_endpoint.h)
 //   POST /admin/swap, /admin/reload, /admin/pressure, GET /admin/degradation
 //                                                the model and the ladder, changed while serving
 //
@@ -37,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "model/pooling_type.h"
 #include "server/admission.h"
 #include "server/http_transport.h"
 #include "server/listening_socket.h"
@@ -64,6 +67,14 @@ class HttpServer : private HttpApplication {
   ~HttpServer() override;
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+
+  // Embedding runtimes (role kEmbed) beside the generator, for /v1/embeddings and /v1/rerank
+  // (embeddings_endpoint.h); null: that endpoint answers 501. `pooling` (kUnspecified: the
+  // model's) applies to /v1/embeddings. Before bind(); the runtimes must outlive the server.
+  // Throws Error(kInvalidArgument) for a generation runtime, or a reranker without a
+  // classification head.
+  void attach_embedding_runtimes(Runtime* embedder, const std::string& embedder_name, Runtime* reranker,
+                                 const std::string& reranker_name, PoolingType pooling);
 
   // Binds host:port (port 0: a free one) unless constructed with a socket, starts the workers
   // and returns the port. Throws Error(kIo) naming the address when it cannot be bound.

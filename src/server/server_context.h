@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/pooling_type.h"
 #include "server/admission.h"
 #include "server/server_counters.h"
 #include "server/server_options.h"
@@ -29,6 +30,13 @@ struct ServerContext {
   Admission model_changes{1};  // one /admin/swap or /admin/reload at a time (429 for another)
   std::atomic<bool> stopping{false};  // stop() was called: generations are cancelled
   std::atomic<uint64_t> next_response_id{1};
+  // Embedding runtimes beside the generator (embeddings_endpoint.h; HttpServer::
+  // attach_embedding_runtimes before bind()); null: that endpoint answers 404-like 501. Set
+  // before serving, read-only after.
+  Runtime* embedder = nullptr;  // /v1/embeddings
+  Runtime* reranker = nullptr;  // /v1/rerank
+  PoolingType embedding_pooling = PoolingType::kUnspecified;  // --pooling: the model's unless set
+  std::string embedder_name, reranker_name;                   // "model" in their answers
 };
 
 }  // namespace edgellm::server

@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "generation_options.h"
 #include "runtime/runtime.h"
+#include "model/pooling_type.h"
 #include "server/http_server.h"
 #include "server/listening_socket.h"
 #include "service/inference_service.h"
@@ -56,6 +57,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   bool no_linux_pressure = false;
   std::string input_policy = "refuse";
   std::string api_key_env;
+  std::string embedding_model, rerank_model, pooling_name;
   ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
   add_model_options(ap, &model_opt);
   ap.add_string("--host", &so.host, "ADDR",
@@ -116,9 +118,26 @@ int cmd_serve(const std::vector<std::string>& args) {
   ap.add_custom("--route-cloud", "P", "router: ask the cloud when the score < P (default 0.6)",
                 [&](const std::string& v) { route_cloud = parse_double(v, "--route-cloud"); });
   ap.add_flag("--privacy", &so.router.privacy, "router: never call the cloud (answers stay on this device)");
+  // Embeddings beside the generator (docs/server.md, "Embeddings and rerank"): llama-server runs
+  // one model per server (--embeddings, --reranking); here one server holds up to three runtimes.
+  ap.add_string("--embedding-model", &embedding_model, "FILE",
+                "also serve POST /v1/embeddings with this embedding model (BERT family, or Qwen3-Embedding)");
+  ap.add_string("--rerank-model", &rerank_model, "FILE",
+                "also serve POST /v1/rerank with this cross-encoder (bge-reranker, ms-marco MiniLM)");
+  ap.add_string("--pooling", &pooling_name, "none|mean|cls|last",
+                "pooling of /v1/embeddings (default: the embedding model's)");
   add_context_options(ap, &ctx);
   add_kv_type_options(ap, &ctx.kv);
   if (!ap.parse(args)) return 0;
+  PoolingType pooling = PoolingType::kUnspecified;
+  if (!pooling_name.empty()) {
+    const auto p = pooling_type_from_name(pooling_name);
+    if (!p.has_value() || *p == PoolingType::kRank) {
+      throw Error(ErrorCode::kInvalidArgument, "--pooling: expected none, mean, cls or last (rank is --rerank-model's)");
+    }
+    if (embedding_model.empty()) throw Error(ErrorCode::kInvalidArgument, "--pooling needs --embedding-model");
+    pooling = *p;
+  }
   if (model_opt.model.empty()) throw Error(ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   if (!api_key_env.empty()) {
     const char* v = std::getenv(api_key_env.c_str());
@@ -174,14 +193,31 @@ int cmd_serve(const std::vector<std::string>& args) {
   set_log_sink([](LogLevel level, const char* message, void*) {
     std::fprintf(stderr, "[%s] %s\n", log_level_name(level), message);
   }, nullptr, LogLevel::kInfo);
+  // The embedding runtimes: their own queue (8 waiting), the server's threads, the model's context.
+  auto embedding_runtime = [&](const std::string& path) {
+    RuntimeParams ep;
+    ep.model_path = path;
+    ep.model_version = "1";
+    ep.role = RuntimeRole::kEmbed;
+    ep.embedding.embedder.n_threads = ctx.threads_batch > 0 ? ctx.threads_batch : ctx.threads;
+    ep.embedding.load = model_load_params(ctx);
+    ep.embedding.input_policy = input_policy_from_name(input_policy);
+    return std::make_unique<Runtime>(std::move(ep));
+  };
+  const std::unique_ptr<Runtime> embedder = embedding_model.empty() ? nullptr : embedding_runtime(embedding_model);
+  const std::unique_ptr<Runtime> reranker = rerank_model.empty() ? nullptr : embedding_runtime(rerank_model);
   Runtime runtime(std::move(rp));
   server::HttpServer http(runtime, so, std::move(socket));
+  http.attach_embedding_runtimes(embedder.get(), file_stem(embedding_model), reranker.get(), file_stem(rerank_model),
+                                 pooling);
   const int bound = http.bind();
   if (!no_warmup) runtime.warmup();
   std::fprintf(stderr, "edgellm serve: %s version %s on http://%s:%d (%d parallel, %d queued)%s%s\n",
                so.model_name.c_str(), runtime.model_version().c_str(), so.host.c_str(), bound, parallel, max_queued,
                so.api_key.empty() ? "" : ", API key required",
                so.router.privacy ? ", router: privacy mode" : so.router.cloud_url.empty() ? "" : ", router: cloud on");
+  if (embedder) std::fprintf(stderr, "edgellm serve: /v1/embeddings: %s\n", file_stem(embedding_model).c_str());
+  if (reranker) std::fprintf(stderr, "edgellm serve: /v1/rerank: %s\n", file_stem(rerank_model).c_str());
   std::fflush(stderr);
 
   // serve() blocks; a watcher thread turns SIGINT/SIGTERM into stop().
@@ -197,6 +233,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   served.store(true);
   watcher.join();
   runtime.shutdown();
+  if (embedder) embedder->shutdown();
+  if (reranker) reranker->shutdown();
   std::fprintf(stderr, "edgellm serve: stopped\n");
   return 0;
 }

@@ -24,6 +24,7 @@ const char* const kPriorities[] = {"interactive", "background", nullptr};
 const char* const kRoles[] = {"system", "user", "assistant", "tool", nullptr};
 const char* const kRoutes[] = {"off", "auto", "local", "cloud", nullptr};      // edgellm_route order
 const char* const kInputPolicies[] = {"refuse", "strip", nullptr};             // edgellm_input_policy order
+const char* const kRuntimeRoles[] = {"generate", "embed", nullptr};            // edgellm_runtime_role order
 
 bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::string* error) {
   uint32_t n = 0;
@@ -193,6 +194,10 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
   r.uint64("maxSessionBytes", &p.max_session_bytes);
   r.boolean("linuxPressure", &p.linux_pressure);
   r.integer("recoverMs", kI32Min, kI32Max, &p.recover_ms);
+  int role = p.role;
+  r.choice("role", kRuntimeRoles, &role);
+  p.role = static_cast<edgellm_runtime_role>(role);
+  r.integer("embedBatch", kI32Min, kI32Max, &p.embed_n_batch);
   if (!r.ok()) {
     *error = r.error();
     return false;

@@ -19,7 +19,7 @@ namespace edgellm_napi {
 // maxQueued, parallel, stepTokens, kvBudgetBytes, kvBudgetFraction, repack: 'auto'|'on'|'off',
 // chatTemplate, pinThreads, powerMode: 'performance'|'balanced'|'efficiency', packDir,
 // inputPolicy: 'refuse'|'strip', modelVersion, registryDir, maxSessions, maxSessionBytes,
-// linuxPressure, recoverMs }.
+// linuxPressure, recoverMs, role: 'generate'|'embed', embedBatch }.
 struct LoadConfig {
   std::string model_path;     // a GGUF path, or with registryDir a registry name
   std::string chat_template;  // params.chat_template points here when set
