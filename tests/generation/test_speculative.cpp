@@ -274,16 +274,31 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
     int32_t max_tokens;
     std::vector<std::string> stop;
     int32_t n_ctx;
+    int32_t kv_blocks = 0;  // > 0: a KV pool of this many 16-token blocks (runs out before n_ctx)
   };
   const std::vector<Case> cases = {
       {0.8f, 150, {}, 512}, {1.2f, 150, {}, 512}, {0.0f, 37, {}, 512},
-      {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512}, {0.0f, -1, {}, 60},
+      {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512}, {0.0f, -1, {}, 60}, {0.0f, -1, {}, 512, 7},
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     int32_t drafted = 0;  // a short run may end before any n-gram recurs; each case drafts somewhere
     for (size_t i = 0; i < f.refs.size(); ++i) {
       auto one = [&](const SpeculationParams& sp, int32_t* len) {
-        auto ctx = make_context(*f.model, cases[c].n_ctx);
+        std::unique_ptr<Context> ctx;
+        if (cases[c].kv_blocks > 0) {
+          ContextParams cp;
+          cp.n_ctx = cases[c].n_ctx;
+          cp.n_threads = 1;
+          cp.kv_type = TensorType::F32;
+          const HParams& hp = f.model->hparams();
+          // Bytes of one block: every layer's K and V rows of 16 positions (F32).
+          cp.kv_budget_bytes = static_cast<size_t>(cases[c].kv_blocks) * hp.n_layer * 2 * hp.n_head_kv * 16 *
+                               hp.head_dim * sizeof(float);
+          ctx = std::make_unique<Context>(*f.model, cp);
+          EXPECT_EQ(ctx->kv_blocks_total(), cases[c].kv_blocks);
+        } else {
+          ctx = make_context(*f.model, cases[c].n_ctx);
+        }
         SamplerParams spar;
         spar.temperature = cases[c].temperature;
         spar.seed = 1234 + i;
@@ -299,6 +314,10 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
       };
       int32_t plain_len = 0, spec_len = 0;
       const GenerationResult plain = one(SpeculationParams{}, &plain_len);
+      if (cases[c].kv_blocks > 0) {  // plain decoding ran out of blocks: "length" with the pool full
+        EXPECT_EQ(plain.finish_reason, FinishReason::kLength);
+        EXPECT_EQ(plain_len, 16 * cases[c].kv_blocks);
+      }
       for (int32_t k : {3, 8}) {
         SpeculationParams sp;
         sp.mode = SpeculationMode::kNgram;
