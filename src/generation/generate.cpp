@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "engine/batch.h"
 #include "engine/context.h"
+#include "generation/draft_schedule.h"
 #include "generation/ngram_drafter.h"
 #include "generation/sequence_generator.h"
 #include "model/model.h"
@@ -39,12 +40,13 @@ std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp) {
   return std::make_unique<NgramDrafter>(np);
 }
 
-// Drafts worth verifying in the next forward after the token at `pos`: at most draft_max, and
+// Drafts worth verifying in the next forward after the token at `pos`: at most `want`, and
 // no more than can be used: positions left in n_ctx, tokens left to max_tokens (a verify forward
 // samples up to drafts + 1), one chunk (n_batch) and the KV blocks free now (a draft must never
 // make the step fail where plain decoding would not).
-int32_t draft_room(const Context& ctx, const SequenceGenerator& gen, const GenerationParams& params, int32_t pos) {
-  int32_t k = params.speculation.draft_max;
+int32_t draft_room(const Context& ctx, const SequenceGenerator& gen, const GenerationParams& params, int32_t pos,
+                   int32_t want) {
+  int32_t k = want;
   k = std::min(k, ctx.params().n_ctx - 1 - pos);
   k = std::min(k, std::max<int32_t>(1, ctx.params().n_batch) - 1);
   if (params.max_tokens > 0) {
@@ -133,6 +135,7 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
     // The last forward's logit rows: row i follows the forward's i-th entry. A verify forward's
     // entries are the token sampled last (at position `base`) and its n_draft drafts.
     std::array<int32_t, SpeculationParams::kMaxDraft> draft{};
+    DraftSchedule schedule(sp.draft_max);
     int32_t n_draft = 0;
     int32_t base = 0;
     bool decode_phase = false;  // the logits come from a decode-phase forward (not the prefill)
@@ -165,6 +168,7 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
       // block kept in place: no accepted row is copied).
       if (n_draft > row) ctx.seq_truncate(seq, base + 1 + row);
       if (done) break;
+      if (n_draft > 0) schedule.verified(n_draft, row);
       if (cancel_requested(callbacks)) {
         gen.finish(FinishReason::kCancelled);
         break;
@@ -177,7 +181,8 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
       base = gen.next_pos();
       n_draft = 0;
       if (drafter != nullptr) {
-        const int32_t room = draft_room(ctx, gen, params, base);
+        const int32_t want = sp.adaptive ? schedule.next() : sp.draft_max;
+        const int32_t room = want > 0 ? draft_room(ctx, gen, params, base, want) : 0;
         if (room > 0) n_draft = std::clamp(drafter->draft(room, draft.data()), 0, room);
       }
       batch.clear();

@@ -51,6 +51,9 @@ struct SpeculationParams {
   int32_t ngram_min = 2;       // kNgram: suffix lengths looked up (ngram_drafter.h)
   int32_t ngram_max = 4;
   int32_t ngram_history = 4096;  // kNgram: tokens kept for lookup (bounds its memory)
+  // Back off when drafts are rejected (generation/draft_schedule.h: the draft length follows the
+  // acceptance, down to pauses); false: always up to draft_max (benchmarks of a fixed k).
+  bool adaptive = true;
   static constexpr int32_t kMaxDraft = 8;
 };
 

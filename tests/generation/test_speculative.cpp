@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
+#include "generation/draft_schedule.h"
 #include "generation/drafter.h"
 #include "generation/generate.h"
 #include "generation/ngram_drafter.h"
@@ -249,6 +250,7 @@ TEST_F(Speculative, OracleAndAlwaysWrongDraftersGiveTheReference) {
         // Rejections cost a full verify forward per token: three k keep the test short.
         if (k != 1 && k != 5 && k != 8) continue;
         ReplayDrafter wrong(r.prompt.size(), r.output, f->eos, 1, n_vocab);
+        sp.adaptive = false;  // k rejected drafts at every step (the back-off would stop drafting)
         const GenerationResult bad = run(*f, r, sp, &wrong, &len);
         EXPECT_EQ(bad.text, plain.text) << "always wrong " << label;
         expect_reference(*f, r, bad, "always wrong " + label);
@@ -257,6 +259,8 @@ TEST_F(Speculative, OracleAndAlwaysWrongDraftersGiveTheReference) {
         EXPECT_GT(bad.speculation.drafted, 0) << "always wrong " << label;
         EXPECT_EQ(bad.speculation.forwards, plain.speculation.forwards) << "always wrong " << label;
         EXPECT_EQ(bad.speculation.tokens_per_forward(), 1.0) << "always wrong " << label;
+        // Each forward drafted k, except near max_tokens / the context's end.
+        EXPECT_GE(bad.speculation.drafted, k * (bad.speculation.forwards - k)) << "always wrong " << label;
       }
     }
   }
@@ -334,6 +338,59 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
       }
     }
     EXPECT_GT(drafted, 0) << "case " << c;
+  }
+}
+
+// The back-off: drafts that are always wrong stop costing (the length falls to 1, then drafting
+// pauses); the output stays the reference.
+TEST_F(Speculative, BackOffStopsDraftingWhenDraftsAreWrong) {
+  const ModelFixture& f = *stories_;
+  const Reference& r = f.refs[0];
+  ASSERT_EQ(r.output.size(), 200u);
+  SpeculationParams sp;
+  sp.draft_max = 8;
+  ReplayDrafter wrong(r.prompt.size(), r.output, f.eos, 1, f.model->hparams().n_vocab);
+  const GenerationResult got = run(f, r, sp, &wrong);
+  expect_reference(f, r, got, "adaptive, always wrong");
+  // Forwards 1..8 draft 8, 7, ..., 1 (36 drafts); then a 1-token probe after pauses of 2, 4, 8,
+  // 16, 32, 32, ... steps: at forwards 11, 16, 25, 42, 75, 108, 141, 174 of the 199 (the next
+  // would be 207): 8 probes.
+  EXPECT_EQ(got.speculation.drafted, 36 + 8);
+  EXPECT_EQ(got.speculation.verify_forwards, 8 + 8);
+  EXPECT_EQ(got.speculation.forwards, 199);
+}
+
+TEST(DraftSchedule, FollowsAcceptanceDownToPauses) {
+  DraftSchedule s(4);
+  EXPECT_EQ(s.next(), 4);
+  s.verified(4, 4);  // all kept: stays at the maximum
+  EXPECT_EQ(s.next(), 4);
+  s.verified(4, 1);
+  EXPECT_EQ(s.next(), 3);
+  s.verified(2, 2);  // all of a shorter draft kept: +2, capped
+  EXPECT_EQ(s.next(), 4);
+  for (int i = 0; i < 3; ++i) s.verified(4, 0);  // 4 -> 3 -> 2 -> 1
+  EXPECT_EQ(s.length(), 1);
+  s.verified(1, 0);  // nothing kept at length 1: pause 2 steps, then probe
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 1);
+  s.verified(1, 0);  // pause 4
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 1);
+  s.verified(1, 1);  // a kept draft: +2, the pauses start again from 2
+  EXPECT_EQ(s.next(), 3);
+  s.verified(3, 0);
+  s.verified(2, 0);
+  s.verified(1, 0);
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 1);
+  for (int round = 0; round < 10; ++round) {  // the pause doubles up to kMaxPause
+    s.verified(1, 0);
+    int32_t zeros = 0;
+    while (s.next() == 0) ++zeros;
+    EXPECT_EQ(zeros, std::min(DraftSchedule::kMaxPause, 4 << round)) << round;
   }
 }
 
