@@ -4,7 +4,9 @@
 //   plain     greedy decoding
 //   oracle    speculation with a drafter that replays plain decoding's output (every draft
 //             accepted: the upper bound of the speed-up at this k)
-//   ngram     speculation with prompt-lookup drafting (what real text gets)
+//   ngram     speculation with prompt-lookup drafting (what real text gets), with the back-off
+//   ngram-k   the same at a fixed k (SpeculationParams::adaptive false)
+//   wrong     a drafter that is always wrong (plain output + 1), with the back-off: its cost
 // and checks that the speculative arms produced plain decoding's tokens. Reported: the median
 // decode tokens/s of each arm (decode_tokens / decode_seconds, wall time), the median of the
 // per-round ratios to plain, the acceptance rate and tokens per forward.
@@ -30,13 +32,14 @@ namespace {
 
 class ReplayDrafter final : public Drafter {
  public:
-  ReplayDrafter(size_t prompt_len, const std::vector<int32_t>& output) : prompt_len_(prompt_len), output_(output) {}
+  ReplayDrafter(size_t prompt_len, const std::vector<int32_t>& output, int32_t shift, int32_t n_vocab)
+      : prompt_len_(prompt_len), output_(output), shift_(shift), n_vocab_(n_vocab) {}
   void append(std::span<const int32_t> tokens) override { appended_ += tokens.size(); }
   int32_t draft(int32_t max, int32_t* out) override {
     const size_t done = appended_ - prompt_len_;
     int32_t n = 0;
     while (n < max && done + static_cast<size_t>(n) < output_.size()) {
-      out[n] = output_[done + static_cast<size_t>(n)];
+      out[n] = (output_[done + static_cast<size_t>(n)] + shift_) % n_vocab_;
       ++n;
     }
     return n;
@@ -45,6 +48,7 @@ class ReplayDrafter final : public Drafter {
  private:
   size_t prompt_len_;
   const std::vector<int32_t>& output_;
+  int32_t shift_, n_vocab_;
   size_t appended_ = 0;
 };
 
@@ -79,8 +83,8 @@ int main(int argc, char** argv) {
     SamplerParams sp;
     sp.temperature = 0.0f;
 
-    enum Arm { kPlain, kOracle, kNgram, kArms };
-    const char* names[kArms] = {"plain", "oracle", "ngram"};
+    enum Arm { kPlain, kOracle, kNgram, kNgramFixed, kWrong, kArms };
+    const char* names[kArms] = {"plain", "oracle", "ngram", "ngram-k", "wrong"};
     std::vector<double> tps[kArms], ratio[kArms];
     SpeculationStats stats[kArms];
     std::vector<int32_t> reference;
@@ -91,10 +95,13 @@ int main(int argc, char** argv) {
       gp.max_tokens = max_tokens;
       gp.ignore_eog = true;  // every arm decodes max_tokens tokens
       gp.speculation.draft_max = k;
-      if (arm == kNgram) gp.speculation.mode = SpeculationMode::kNgram;
-      ReplayDrafter oracle(prompt.size(), reference);
+      if (arm == kNgram || arm == kNgramFixed) gp.speculation.mode = SpeculationMode::kNgram;
+      gp.speculation.adaptive = arm != kNgramFixed;
+      const int32_t n_vocab = model->hparams().n_vocab;
+      ReplayDrafter oracle(prompt.size(), reference, 0, n_vocab), wrong(prompt.size(), reference, 1, n_vocab);
       GenerationCallbacks cb;
       if (arm == kOracle) cb.drafter = &oracle;
+      if (arm == kWrong) cb.drafter = &wrong;
       const GenerationResult r = generate(ctx, s, tok.get(), prompt, gp, cb);
       if (arm == kPlain && reference.empty()) reference = r.tokens;
       if (r.tokens != reference) {
