@@ -279,10 +279,12 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
     std::vector<std::string> stop;
     int32_t n_ctx;
     int32_t kv_blocks = 0;  // > 0: a KV pool of this many 16-token blocks (runs out before n_ctx)
+    int32_t n_batch = 512;  // < k + 1: the drafts are cut to one chunk (n_batch - 1)
   };
   const std::vector<Case> cases = {
       {0.8f, 150, {}, 512}, {1.2f, 150, {}, 512}, {0.0f, 37, {}, 512},
       {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512}, {0.0f, -1, {}, 60}, {0.0f, -1, {}, 512, 7},
+      {0.8f, 200, {}, 512, 0, 3},
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     int32_t drafted = 0;  // a short run may end before any n-gram recurs; each case drafts somewhere
@@ -301,7 +303,7 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
           ctx = std::make_unique<Context>(*f.model, cp);
           EXPECT_EQ(ctx->kv_blocks_total(), cases[c].kv_blocks);
         } else {
-          ctx = make_context(*f.model, cases[c].n_ctx);
+          ctx = make_context(*f.model, cases[c].n_ctx, cases[c].n_batch);
         }
         SamplerParams spar;
         spar.temperature = cases[c].temperature;
@@ -335,6 +337,7 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
         EXPECT_EQ(spec.stop_string, plain.stop_string) << label;
         EXPECT_EQ(spec_len, plain_len) << label;
         drafted += spec.speculation.drafted;
+        EXPECT_LE(spec.speculation.drafted, (cases[c].n_batch - 1) * spec.speculation.verify_forwards) << label;
       }
     }
     EXPECT_GT(drafted, 0) << "case " << c;
