@@ -184,6 +184,10 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
         const int32_t want = sp.adaptive ? schedule.next() : sp.draft_max;
         const int32_t room = want > 0 ? draft_room(ctx, gen, params, base, want) : 0;
         if (room > 0) n_draft = std::clamp(drafter->draft(room, draft.data()), 0, room);
+        // A caller's drafter may guess anything: the draft ends before an id outside the vocabulary.
+        for (int32_t i = 0; i < n_draft; ++i) {
+          if (draft[static_cast<size_t>(i)] < 0 || draft[static_cast<size_t>(i)] >= n_vocab) n_draft = i;
+        }
       }
       batch.clear();
       batch.add(seq, gen.next_token(), base, true);

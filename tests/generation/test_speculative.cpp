@@ -280,11 +280,12 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
     int32_t n_ctx;
     int32_t kv_blocks = 0;  // > 0: a KV pool of this many 16-token blocks (runs out before n_ctx)
     int32_t n_batch = 512;  // < k + 1: the drafts are cut to one chunk (n_batch - 1)
+    bool context_shift = false;
   };
   const std::vector<Case> cases = {
       {0.8f, 150, {}, 512}, {1.2f, 150, {}, 512}, {0.0f, 37, {}, 512},
       {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512}, {0.0f, -1, {}, 60}, {0.0f, -1, {}, 512, 7},
-      {0.8f, 200, {}, 512, 0, 3},
+      {0.8f, 200, {}, 512, 0, 3},  {0.7f, 160, {}, 48, 0, 512, true},
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     int32_t drafted = 0;  // a short run may end before any n-gram recurs; each case drafts somewhere
@@ -314,12 +315,16 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
         gp.max_tokens = cases[c].max_tokens;
         gp.stop = cases[c].stop;
         gp.speculation = sp;
+        gp.context_shift = cases[c].context_shift;
         GenerationResult r = generate(*ctx, s, f.tokenizer.get(), f.refs[i].prompt, gp);
         *len = ctx->seq_length(0);
         return r;
       };
       int32_t plain_len = 0, spec_len = 0;
       const GenerationResult plain = one(SpeculationParams{}, &plain_len);
+      if (cases[c].context_shift) {
+        EXPECT_GT(plain.context_shifts, 0);
+      }
       if (cases[c].kv_blocks > 0) {  // plain decoding ran out of blocks: "length" with the pool full
         EXPECT_EQ(plain.finish_reason, FinishReason::kLength);
         EXPECT_EQ(plain_len, 16 * cases[c].kv_blocks);
@@ -336,6 +341,7 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
         EXPECT_EQ(spec.finish_reason, plain.finish_reason) << label;
         EXPECT_EQ(spec.stop_string, plain.stop_string) << label;
         EXPECT_EQ(spec_len, plain_len) << label;
+        EXPECT_EQ(spec.context_shifts, plain.context_shifts) << label;
         drafted += spec.speculation.drafted;
         EXPECT_LE(spec.speculation.drafted, (cases[c].n_batch - 1) * spec.speculation.verify_forwards) << label;
       }
@@ -361,6 +367,27 @@ TEST_F(Speculative, BackOffStopsDraftingWhenDraftsAreWrong) {
   EXPECT_EQ(got.speculation.drafted, 36 + 8);
   EXPECT_EQ(got.speculation.verify_forwards, 8 + 8);
   EXPECT_EQ(got.speculation.forwards, 199);
+}
+
+// A caller's drafter guessing ids outside the vocabulary: the draft ends before them, the
+// output is the reference.
+class HostileDrafter final : public Drafter {
+ public:
+  void append(std::span<const int32_t>) override {}
+  int32_t draft(int32_t max, int32_t* out) override {
+    for (int32_t i = 0; i < max; ++i) out[i] = (i % 2) ? -5 : 1 << 30;
+    return max + 100;  // more than asked, too
+  }
+};
+
+TEST_F(Speculative, HostileDraftsAreCutNotDecoded) {
+  const ModelFixture& f = *stories_;
+  HostileDrafter hostile;
+  SpeculationParams sp;
+  sp.adaptive = false;
+  const GenerationResult got = run(f, f.refs[1], sp, &hostile);
+  expect_reference(f, f.refs[1], got, "hostile drafter");
+  EXPECT_EQ(got.speculation.drafted, 0);
 }
 
 TEST(DraftSchedule, FollowsAcceptanceDownToPauses) {
