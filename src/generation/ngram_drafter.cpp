@@ -16,8 +16,8 @@ NgramDrafter::NgramDrafter(const NgramDrafterParams& params) : params_(params) {
         ", " + std::to_string(kMaxNgram) + "]");
   }
   if (params.max_history < 2 * (params.ngram_max + 1)) {
-    bad("max_history " + std::to_string(params.max_history) + " < 2 x (ngram_max + 1) = " +
-        std::to_string(2 * (params.ngram_max + 1)));
+    bad("max_history " + std::to_string(params.max_history) +
+        " < 2 x (ngram_max + 1) = " + std::to_string(2 * (params.ngram_max + 1)));
   }
   history_.reserve(static_cast<size_t>(std::min(params.max_history, 1024)));
 }
@@ -56,8 +56,7 @@ int32_t NgramDrafter::draft(int32_t max, int32_t* out) {
     const auto next = static_cast<size_t>(it->second);
     // Distinct n-grams may share a key: compare the tokens.
     if (!std::equal(history_.begin() + static_cast<std::ptrdiff_t>(next - static_cast<size_t>(n)),
-                    history_.begin() + static_cast<std::ptrdiff_t>(next),
-                    history_.end() - n)) {
+                    history_.begin() + static_cast<std::ptrdiff_t>(next), history_.end() - n)) {
       continue;
     }
     const int32_t count = static_cast<int32_t>(std::min<size_t>(static_cast<size_t>(std::max(max, 0)), len - next));

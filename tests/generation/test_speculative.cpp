@@ -132,7 +132,8 @@ GenerationResult run(const ModelFixture& f, const Reference& r, const Speculatio
   return res;
 }
 
-void expect_reference(const ModelFixture& f, const Reference& r, const GenerationResult& got, const std::string& label) {
+void expect_reference(const ModelFixture& f, const Reference& r, const GenerationResult& got,
+                      const std::string& label) {
   EXPECT_EQ(got.tokens, r.output) << label;
   // The reference engine prints a BOS inside the output as "<s>"; the streamed text has none.
   if (r.text.find("<s>") == std::string::npos) {
@@ -202,8 +203,8 @@ TEST_F(Speculative, NgramDraftingReproducesTheReferencesForEveryK) {
       sp.mode = SpeculationMode::kNgram;
       sp.draft_max = k;
       for (size_t i = 0; i < f->refs.size(); ++i) {
-        const std::string label = "vocab " + std::to_string(f->model->hparams().n_vocab) + " k " +
-                                  std::to_string(k) + " line " + std::to_string(i + 1);
+        const std::string label = "vocab " + std::to_string(f->model->hparams().n_vocab) + " k " + std::to_string(k) +
+                                  " line " + std::to_string(i + 1);
         const GenerationResult got = run(*f, f->refs[i], sp);
         expect_reference(*f, f->refs[i], got, label);
         const SpeculationStats& st = got.speculation;
@@ -233,8 +234,8 @@ TEST_F(Speculative, OracleAndAlwaysWrongDraftersGiveTheReference) {
       for (int32_t k : {1, 2, 3, 4, 5, 6, 7, 8}) {
         SpeculationParams sp;
         sp.draft_max = k;
-        const std::string label = "vocab " + std::to_string(n_vocab) + " k " + std::to_string(k) + " line " +
-                                  std::to_string(i + 1);
+        const std::string label =
+            "vocab " + std::to_string(n_vocab) + " k " + std::to_string(k) + " line " + std::to_string(i + 1);
         ReplayDrafter oracle(r.prompt.size(), r.output, f->eos, 0, n_vocab);
         int32_t len = 0;
         const GenerationResult right = run(*f, r, sp, &oracle, &len);
@@ -283,9 +284,9 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
     bool context_shift = false;
   };
   const std::vector<Case> cases = {
-      {0.8f, 150, {}, 512}, {1.2f, 150, {}, 512}, {0.0f, 37, {}, 512},
-      {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512}, {0.0f, -1, {}, 60}, {0.0f, -1, {}, 512, 7},
-      {0.8f, 200, {}, 512, 0, 3},  {0.7f, 160, {}, 48, 0, 512, true},
+      {0.8f, 150, {}, 512},      {1.2f, 150, {}, 512},       {0.0f, 37, {}, 512},
+      {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512},   {0.0f, -1, {}, 60},
+      {0.0f, -1, {}, 512, 7},    {0.8f, 200, {}, 512, 0, 3}, {0.7f, 160, {}, 48, 0, 512, true},
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     int32_t drafted = 0;  // a short run may end before any n-gram recurs; each case drafts somewhere
@@ -335,7 +336,8 @@ TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
         sp.draft_max = k;
         sp.ngram_min = 1;
         const GenerationResult spec = one(sp, &spec_len);
-        const std::string label = "case " + std::to_string(c) + " line " + std::to_string(i + 1) + " k " + std::to_string(k);
+        const std::string label =
+            "case " + std::to_string(c) + " line " + std::to_string(i + 1) + " k " + std::to_string(k);
         EXPECT_EQ(spec.tokens, plain.tokens) << label;
         EXPECT_EQ(spec.text, plain.text) << label;
         EXPECT_EQ(spec.finish_reason, plain.finish_reason) << label;
