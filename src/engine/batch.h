@@ -26,7 +26,17 @@ class Batch {
       add(seq_id, tokens[i], pos0 + static_cast<int32_t>(i), logits_last && i + 1 == tokens.size());
     }
   }
-  void clear() { entries_.clear(); }
+  void clear() {
+    entries_.clear();
+    stepwise_ = false;
+  }
+  // Runs the entries as decode steps: attention entry by entry (not by query blocks, whose GEMM
+  // sums in another order) on the decode threads, so each entry's logits are bit-identical to
+  // decoding the entries one forward pass at a time. Speculative decoding's verify batch (a
+  // sequence's next token and its k drafts, generation/speculative.h) sets it: its greedy output
+  // must be the tokens plain decoding gives, not merely close. clear() resets it.
+  void set_stepwise(bool stepwise) { stepwise_ = stepwise; }
+  bool stepwise() const { return stepwise_; }
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
   const BatchEntry& operator[](size_t i) const { return entries_[i]; }
@@ -34,6 +44,7 @@ class Batch {
 
  private:
   std::vector<BatchEntry> entries_;
+  bool stepwise_ = false;
 };
 
 }  // namespace edgellm

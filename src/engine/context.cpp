@@ -220,11 +220,12 @@ void Context::decode(const Batch& batch) {
         kv.seq_grow(chunk[i].seq_id, chunk[i].pos + 1);
         kv.seq_set_token(chunk[i].seq_id, chunk[i].pos, chunk[i].token);
       }
-      // A decode step (one token per sequence) uses n_threads; prefill uses n_threads_batch,
-      // each phase on its placement (and pool).
-      const int threads = distinct ? params_.n_threads : params_.n_threads_batch;
-      const ThreadPlacement& placement = distinct ? params_.placement : params_.placement_batch;
-      ThreadPool& pool = distinct && impl_->decode_pool ? *impl_->decode_pool : *impl_->pool;
+      // A decode step (one token per sequence, or a stepwise verify batch) uses n_threads;
+      // prefill uses n_threads_batch, each phase on its placement (and pool).
+      const bool decode_phase = distinct || batch.stepwise();
+      const int threads = decode_phase ? params_.n_threads : params_.n_threads_batch;
+      const ThreadPlacement& placement = decode_phase ? params_.placement : params_.placement_batch;
+      ThreadPool& pool = decode_phase && impl_->decode_pool ? *impl_->decode_pool : *impl_->pool;
       const ScopedThreadPlacement scope(placement.empty() ? nullptr : &placement);
       if (!impl_->forward) {  // released by trim()
         const int max_threads = std::max(params_.n_threads, params_.n_threads_batch);
@@ -233,7 +234,7 @@ void Context::decode(const Batch& batch) {
       }
       impl_->forward->run(chunk, cn, kv, pool, threads, abort_check_, matmul_observer_,
                           impl_->logits.data() + static_cast<size_t>(out_done) * impl_->out_width,
-                          params_.embeddings);
+                          params_.embeddings, batch.stepwise());
     } catch (...) {
       for (const auto& g : grown) kv.seq_truncate(g.first, g.second);
       impl_->n_outputs = out_done;

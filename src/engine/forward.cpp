@@ -198,7 +198,8 @@ void ForwardPass::apply_rope(float* h, int32_t entry) const {
 }
 
 void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-                      const AbortCheck& abort, MatmulObserver* observer, float* logits, bool hidden_out) {
+                      const AbortCheck& abort, MatmulObserver* observer, float* logits, bool hidden_out,
+                      bool stepwise) {
   if (n <= 0) return;
   if (n > n_batch_) throw Error(ErrorCode::kInternal, "forward: chunk larger than n_batch");
   pool_ = &pool;
@@ -228,7 +229,7 @@ void ForwardPass::run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadP
     }
   });
   rope_tables(entries, n);
-  plan_query_blocks(entries, n);
+  plan_query_blocks(entries, n, stepwise);
 
   for (int il = 0; il < hp_.n_layer; ++il) {
     if (abort()) throw Error(ErrorCode::kCancelled, "forward pass aborted before layer " + std::to_string(il));

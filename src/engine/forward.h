@@ -48,8 +48,10 @@ class ForwardPass {
   // `abort` is polled before every layer; when it returns true run() throws Error(kCancelled)
   // (the K/V rows written so far belong to the chunk the caller rolls back).
   // `observer` (may be null) sees every matmul's input (engine/matmul_observer.h).
+  // `stepwise`: attention entry by entry whatever the batch (Batch::set_stepwise).
   void run(const BatchEntry* entries, int32_t n, KvCache& kv, ThreadPool& pool, int n_threads,
-           const AbortCheck& abort, MatmulObserver* observer, float* logits, bool hidden_out = false);
+           const AbortCheck& abort, MatmulObserver* observer, float* logits, bool hidden_out = false,
+           bool stepwise = false);
 
   size_t allocated_bytes() const;
   // What the constructor allocates, without allocating (memory planning, `edgellm info`).
@@ -89,7 +91,7 @@ class ForwardPass {
   static constexpr size_t kBlockScoresBudget = size_t{2} << 20;
   static int32_t prefill_block_tokens(int64_t g, int64_t scores_stride, int32_t n_batch);
   static BlockScratch block_scratch(int64_t g, int64_t hd, int64_t scores_stride, int32_t query_block_tokens);
-  void plan_query_blocks(const BatchEntry* entries, int32_t n);
+  void plan_query_blocks(const BatchEntry* entries, int32_t n, bool stepwise);
   void attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
   void attention_entries(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv);
   void attention_blocks(const BatchEntry* entries, int layer, const KvCache& kv);

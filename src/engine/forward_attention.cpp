@@ -35,7 +35,7 @@ namespace {
 
 }  // namespace
 
-void ForwardPass::plan_query_blocks(const BatchEntry* entries, int32_t n) {
+void ForwardPass::plan_query_blocks(const BatchEntry* entries, int32_t n, bool stepwise) {
   blocks_.clear();
   for (int32_t e = 0; e < n; ++e) {
     if (!blocks_.empty()) {
@@ -50,7 +50,8 @@ void ForwardPass::plan_query_blocks(const BatchEntry* entries, int32_t n) {
   }
   // Blocks pay a widened tile per kAttnTileRows positions: worth it from 2 tokens per block on
   // average (a prompt chunk), not for a batch of single-token decode steps.
-  use_blocks_ = query_block_tokens_ >= 2 && n >= 2 * static_cast<int32_t>(blocks_.size());
+  // A stepwise batch (Batch::set_stepwise) keeps the decode arithmetic.
+  use_blocks_ = !stepwise && query_block_tokens_ >= 2 && n >= 2 * static_cast<int32_t>(blocks_.size());
 }
 
 void ForwardPass::attention(const BatchEntry* entries, int32_t n, int layer, const KvCache& kv) {

@@ -1,11 +1,16 @@
 #include "generation/generate.h"
 
 #include <algorithm>
+#include <array>
 #include <exception>
+#include <memory>
+#include <string>
 
 #include "core/error.h"
 #include "engine/batch.h"
 #include "engine/context.h"
+#include "generation/draft_schedule.h"
+#include "generation/ngram_drafter.h"
 #include "generation/sequence_generator.h"
 #include "model/model.h"
 
@@ -25,7 +30,48 @@ bool deliver(const StepOutput& out, const GenerationCallbacks& cb) {
   return true;
 }
 
+// The drafter of params.speculation.mode (null when off); throws for sizes out of range.
+std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp) {
+  if (sp.mode == SpeculationMode::kOff) return nullptr;
+  NgramDrafterParams np;
+  np.ngram_min = sp.ngram_min;
+  np.ngram_max = sp.ngram_max;
+  np.max_history = sp.ngram_history;
+  return std::make_unique<NgramDrafter>(np);
+}
+
+// Drafts worth verifying in the next forward after the token at `pos`: at most `want`, and
+// no more than can be used: positions left in n_ctx, tokens left to max_tokens (a verify forward
+// samples up to drafts + 1), one chunk (n_batch) and the KV blocks free now (a draft must never
+// make the step fail where plain decoding would not).
+int32_t draft_room(const Context& ctx, const SequenceGenerator& gen, const GenerationParams& params, int32_t pos,
+                   int32_t want) {
+  int32_t k = want;
+  k = std::min(k, ctx.params().n_ctx - 1 - pos);
+  k = std::min(k, std::max<int32_t>(1, ctx.params().n_batch) - 1);
+  if (params.max_tokens > 0) {
+    k = std::min<int64_t>(k, static_cast<int64_t>(params.max_tokens) - static_cast<int64_t>(gen.result().tokens.size()) - 1);
+  }
+  while (k > 0 && ctx.kv_blocks_needed(params.seq_id, k + 1) > ctx.kv_blocks_free()) --k;
+  return std::max(k, 0);
+}
+
 }  // namespace
+
+const char* speculation_mode_name(SpeculationMode mode) {
+  switch (mode) {
+    case SpeculationMode::kOff: return "off";
+    case SpeculationMode::kNgram: return "ngram";
+  }
+  return "off";
+}
+
+SpeculationMode speculation_mode_from_name(const std::string& name) {
+  for (SpeculationMode m : {SpeculationMode::kOff, SpeculationMode::kNgram}) {
+    if (name == speculation_mode_name(m)) return m;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown speculation mode '" + name + "' (expected off or ngram)");
+}
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
@@ -42,9 +88,29 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
                           const std::vector<int32_t>& prompt, const GenerationParams& params,
                           const GenerationCallbacks& callbacks) {
   const int32_t seq = params.seq_id;
+  const SpeculationParams& sp = params.speculation;
+  std::unique_ptr<Drafter> own_drafter;
+  Drafter* drafter = callbacks.drafter;
+  if (drafter != nullptr || sp.mode != SpeculationMode::kOff) {
+    require(sp.draft_max >= 1 && sp.draft_max <= SpeculationParams::kMaxDraft, ErrorCode::kInvalidArgument,
+            [&] {
+              return "generate: speculation draft_max " + std::to_string(sp.draft_max) + " outside [1, " +
+                     std::to_string(SpeculationParams::kMaxDraft) + "]";
+            });
+    if (drafter == nullptr) {
+      own_drafter = make_drafter(sp);
+      drafter = own_drafter.get();
+    }
+  }
   SequenceGenerator gen(sampler, tokenizer, ctx.model().hparams().n_vocab, ctx.params().n_ctx,
                         ctx.seq_length(seq), prompt, params);
   const int32_t n_vocab = ctx.model().hparams().n_vocab;
+  SpeculationStats stats;
+  const auto finish_with_stats = [&] {
+    GenerationResult r = gen.take_result();
+    r.speculation = stats;
+    return r;
+  };
   try {
     // Prefill, chunked here as well (Context::decode would split the same way) so that a
     // cancellation is noticed between chunks of a long prompt.
@@ -53,7 +119,7 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
     while (!gen.prefill_done()) {
       if (cancel_requested(callbacks)) {
         gen.finish(FinishReason::kCancelled);
-        return gen.take_result();
+        return finish_with_stats();
       }
       const int32_t n = std::min(n_batch, gen.prompt_remaining());
       batch.clear();
@@ -63,17 +129,46 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
       ctx.decode(batch);
       gen.prefill_advanced(n);
     }
-    if (gen.finished()) return gen.take_result();  // max_tokens == 0
+    if (gen.finished()) return finish_with_stats();  // max_tokens == 0
+    if (drafter != nullptr) drafter->append(gen.prompt());
 
+    // The last forward's logit rows: row i follows the forward's i-th entry. A verify forward's
+    // entries are the token sampled last (at position `base`) and its n_draft drafts.
+    std::array<int32_t, SpeculationParams::kMaxDraft> draft{};
+    DraftSchedule schedule(sp.draft_max);
+    int32_t n_draft = 0;
+    int32_t base = 0;
+    bool decode_phase = false;  // the logits come from a decode-phase forward (not the prefill)
     for (;;) {
-      const float* logits = ctx.logits(0);
-      if (callbacks.on_logits) callbacks.on_logits(logits, n_vocab);
-      const StepOutput out = gen.step(logits);
-      if (!deliver(out, callbacks)) {
-        gen.finish(FinishReason::kCancelled);
-        break;
+      // Sample row by row while the drafts are what the sampler picks: row i + 1's logits are
+      // valid exactly when draft[i] is the token sampled from row i (the forward then ran on the
+      // same tokens plain decoding would have fed it).
+      int32_t row = 0;
+      bool done = false;
+      for (;; ++row) {
+        const float* logits = ctx.logits(row);
+        if (callbacks.on_logits) callbacks.on_logits(logits, n_vocab);
+        const StepOutput out = gen.step(logits);
+        if (decode_phase) stats.forward_tokens++;
+        if (drafter != nullptr && out.token >= 0) drafter->append({&out.token, 1});
+        if (!deliver(out, callbacks)) {
+          gen.finish(FinishReason::kCancelled);
+          done = true;
+          break;
+        }
+        if (out.finished) {
+          done = true;
+          break;
+        }
+        if (row >= n_draft || gen.next_token() != draft[static_cast<size_t>(row)]) break;
+        stats.accepted++;
       }
-      if (out.finished) break;
+      // Rows 0..row were used: positions base .. base + row hold the KV of sampled tokens; the
+      // rejected drafts' positions after them go (whole blocks back to the pool, a partial last
+      // block kept in place: no accepted row is copied).
+      if (n_draft > row) ctx.seq_truncate(seq, base + 1 + row);
+      if (done) break;
+      if (n_draft > 0) schedule.verified(n_draft, row);
       if (cancel_requested(callbacks)) {
         gen.finish(FinishReason::kCancelled);
         break;
@@ -83,8 +178,21 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
         ctx.seq_shift(seq, plan.n_keep, plan.n_discard);
         gen.shifted(plan);
       }
+      base = gen.next_pos();
+      n_draft = 0;
+      if (drafter != nullptr) {
+        const int32_t want = sp.adaptive ? schedule.next() : sp.draft_max;
+        const int32_t room = want > 0 ? draft_room(ctx, gen, params, base, want) : 0;
+        if (room > 0) n_draft = std::clamp(drafter->draft(room, draft.data()), 0, room);
+        // A caller's drafter may guess anything: the draft ends before an id outside the vocabulary.
+        for (int32_t i = 0; i < n_draft; ++i) {
+          if (draft[static_cast<size_t>(i)] < 0 || draft[static_cast<size_t>(i)] >= n_vocab) n_draft = i;
+        }
+      }
       batch.clear();
-      batch.add(seq, gen.next_token(), gen.next_pos(), true);
+      batch.add(seq, gen.next_token(), base, true);
+      for (int32_t i = 0; i < n_draft; ++i) batch.add(seq, draft[static_cast<size_t>(i)], base + 1 + i, true);
+      batch.set_stepwise(n_draft > 0);
       try {
         ctx.decode(batch);
       } catch (const Error& e) {
@@ -92,16 +200,22 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
         deliver(gen.finish(FinishReason::kLength), callbacks);  // KV blocks ran out before n_ctx
         break;
       }
+      decode_phase = true;
+      stats.forwards++;
+      if (n_draft > 0) {
+        stats.verify_forwards++;
+        stats.drafted += n_draft;
+      }
     }
   } catch (const Error& e) {
     gen.finish(e.code() == ErrorCode::kCancelled ? FinishReason::kCancelled : FinishReason::kError, e.what());
-    GenerationResult r = gen.take_result();
+    GenerationResult r = finish_with_stats();
     r.error = e.what();
     return r;
   } catch (const std::exception& e) {
     gen.finish(FinishReason::kError, e.what());
   }
-  return gen.take_result();
+  return finish_with_stats();
 }
 
 }  // namespace edgellm

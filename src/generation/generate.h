@@ -24,6 +24,7 @@
 namespace edgellm {
 
 class Context;
+class Drafter;
 class Sampler;
 class Tokenizer;
 namespace grammar {
@@ -31,6 +32,43 @@ class CompiledGrammar;
 }
 
 enum class FinishReason { kStop, kLength, kCancelled, kTimeout, kError };
+
+// Speculative decoding (docs/speculative-decoding.md): after each sampled token a drafter guesses
+// up to draft_max tokens that follow; one forward pass over the token and its guesses gives the
+// logits of every position, the sampler runs on them in order exactly as in plain decoding, and
+// guesses stop counting at the first one it did not pick (their KV is truncated away). The output
+// is the output of plain decoding, token for token, greedy or sampled at the same seed.
+enum class SpeculationMode { kOff, kNgram };
+
+// "off", "ngram" (llama.cpp's --spec names); parse is the inverse, throwing kInvalidArgument.
+const char* speculation_mode_name(SpeculationMode mode);
+SpeculationMode speculation_mode_from_name(const std::string& name);
+
+struct SpeculationParams {
+  SpeculationMode mode = SpeculationMode::kOff;
+  int32_t draft_max = 8;       // k: tokens drafted per verify forward, 1..kMaxDraft (--draft-max); fewer
+                               // near max_tokens, n_ctx, n_batch - 1 or a nearly full KV pool
+  int32_t ngram_min = 2;       // kNgram: suffix lengths looked up (ngram_drafter.h)
+  int32_t ngram_max = 4;
+  int32_t ngram_history = 4096;  // kNgram: tokens kept for lookup (bounds its memory)
+  // Back off when drafts are rejected (generation/draft_schedule.h: the draft length follows the
+  // acceptance, down to pauses); false: always up to draft_max (benchmarks of a fixed k).
+  bool adaptive = true;
+  static constexpr int32_t kMaxDraft = 8;
+};
+
+// Counters of one generation's decode phase (forwards after the prefill).
+struct SpeculationStats {
+  int32_t drafted = 0;          // draft tokens put into verify forwards
+  int32_t accepted = 0;         // of them, the ones the sampler picked (their forward's work kept)
+  int32_t forwards = 0;         // decode-phase forward passes (verify or one-token)
+  int32_t verify_forwards = 0;  // of them, the ones that carried drafts
+  int32_t forward_tokens = 0;   // tokens sampled from decode-phase forwards' logits
+
+  double acceptance_rate() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
+  // 1 without speculation; up to draft_max + 1.
+  double tokens_per_forward() const { return forwards > 0 ? static_cast<double>(forward_tokens) / forwards : 0.0; }
+};
 
 // "stop", "length", "cancelled", "timeout", "error" (the names the JSON output and the C API use).
 const char* finish_reason_name(FinishReason reason);
@@ -59,6 +97,9 @@ struct GenerationParams {
   // "stop") as soon as nothing else can follow. Shared, immutable: one compiled grammar serves
   // any number of concurrent requests. Null: unconstrained, at no cost.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // Speculative decoding (off by default). Works with every other option (stop strings, grammar,
+  // penalties, sampling, context shift): it changes how many forward passes run, not the tokens.
+  SpeculationParams speculation;
 };
 
 struct GenerationTimings {
@@ -66,7 +107,8 @@ struct GenerationTimings {
   int32_t prompt_tokens = 0;        // tokens prefilled (after any truncation)
   double prefill_seconds = 0;       // wall time of the prompt's forward passes
   double ttft_seconds = 0;          // generate() start to the first sampled token (prefill + 1 sample)
-  int32_t decode_tokens = 0;        // tokens sampled after the first one (= one-token forward passes)
+  int32_t decode_tokens = 0;        // tokens sampled after the first one (= decode forward passes
+                                    // without speculation; GenerationResult::speculation otherwise)
   double decode_seconds = 0;        // wall time from the first to the last sampled token
   double grammar_seconds = 0;       // GenerationParams::grammar: time spent checking tokens and building masks
   int32_t grammar_masks = 0;        // sampled tokens the grammar refused (a full mask was built for each)
@@ -85,6 +127,7 @@ struct GenerationResult {
   int32_t context_shifts = 0;      // context shifts done (GenerationParams::context_shift)
   std::string error;               // message when finish_reason == kError
   GenerationTimings timings;
+  SpeculationStats speculation;    // filled by generate() (all forwards, speculating or not)
 };
 
 struct GenerationCallbacks {
@@ -98,6 +141,10 @@ struct GenerationCallbacks {
   std::function<void(const float* logits, int32_t n_vocab)> on_logits;
   // Polled before every forward pass; set from any thread to cancel.
   const std::atomic<bool>* cancel = nullptr;
+  // Speculative decoding with the caller's drafter (tests replay known outputs; a draft model
+  // would come this way) instead of the one params.speculation.mode names; used with
+  // params.speculation.draft_max, whatever the mode. Must outlive the call.
+  Drafter* drafter = nullptr;
 };
 
 // Runs one generation on `ctx`. `tokenizer` may be null: then there is no text, no EOG detection
@@ -105,7 +152,8 @@ struct GenerationCallbacks {
 // carry over; call reset() for a fresh start).
 // Throws Error(kInvalidArgument) for an empty prompt, a token id outside the vocabulary, stop
 // strings without a tokenizer or a sampler whose vocabulary differs from the model's, and
-// Error(kContextFull) when the prompt does not fit the context and truncate_prompt is false.
+// Error(kContextFull) when the prompt does not fit the context and truncate_prompt is false;
+// also kInvalidArgument for speculation sizes out of range.
 // Everything that fails after that is reported through finish_reason == kError instead.
 GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* tokenizer,
                           const std::vector<int32_t>& prompt, const GenerationParams& params,

@@ -1,0 +1,510 @@
+// Speculative decoding (generate() with a drafter): the output is plain decoding's, token for
+// token. Checked against the shared greedy references (an independent engine's ids) on
+// stories260K and tiny-zh-poems for k = 1..8 with n-gram drafting, with a drafter that replays
+// the reference (every draft accepted) and one that is always wrong (every draft rejected), and
+// against plain decoding for sampling at a fixed seed, stop strings, max_tokens and a full
+// context. Below that: a verify forward's logits equal one-token decodes bit for bit (what
+// greedy exactness rests on), and the n-gram drafter against a naive backwards search.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "engine/context.h"
+#include "engine/sampler.h"
+#include "generation/draft_schedule.h"
+#include "generation/drafter.h"
+#include "generation/generate.h"
+#include "generation/ngram_drafter.h"
+#include "model/model.h"
+#include "support/test_env.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edgellm {
+namespace {
+
+// Draft lengths the reference tests run: all of 1..8 normally; under a sanitizer (10-15x slower
+// forwards) the ends and the middle, which exercise the same code.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+const std::vector<int32_t> kDraftLengths = {1, 4, 8};
+#else
+const std::vector<int32_t> kDraftLengths = {1, 2, 3, 4, 5, 6, 7, 8};
+#endif
+
+struct Reference {
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> output;
+  std::string text;
+};
+
+std::vector<Reference> load_reference(const std::string& file) {
+  std::vector<Reference> refs;
+  const std::string all = test::read_file(test::shared_testdata("reference/" + file));
+  size_t start = 0;
+  while (start < all.size()) {
+    size_t end = all.find('\n', start);
+    if (end == std::string::npos) end = all.size();
+    if (end > start) {
+      const Json j = Json::parse(std::string_view(all).substr(start, end - start));
+      Reference r;
+      for (const auto& v : j.at("prompt_ids").as_array()) r.prompt.push_back(static_cast<int32_t>(v.as_int()));
+      for (const auto& v : j.at("output_ids").as_array()) r.output.push_back(static_cast<int32_t>(v.as_int()));
+      r.text = j.at("output_text").as_string();
+      refs.push_back(std::move(r));
+    }
+    start = end + 1;
+  }
+  return refs;
+}
+
+// Replays a known continuation as the draft: `shift` 0 drafts exactly what greedy decoding
+// produces (always accepted); shift 1 drafts each of those ids + 1 (never what the model picks).
+class ReplayDrafter final : public Drafter {
+ public:
+  ReplayDrafter(size_t prompt_len, std::vector<int32_t> output, int32_t eos, int32_t shift, int32_t n_vocab)
+      : prompt_len_(prompt_len), output_(std::move(output)), eos_(eos), shift_(shift), n_vocab_(n_vocab) {}
+  void append(std::span<const int32_t> tokens) override { appended_ += tokens.size(); }
+  int32_t draft(int32_t max, int32_t* out) override {
+    const size_t done = appended_ - prompt_len_;  // output tokens so far
+    calls_++;
+    for (int32_t i = 0; i < max; ++i) {
+      const size_t at = done + static_cast<size_t>(i);
+      // The oracle knows the output, not what follows it (the EOS is sampled after the last draft).
+      if (at >= output_.size() && shift_ == 0) return i;
+      const int32_t want = at < output_.size() ? output_[at] : eos_;
+      out[i] = (want + shift_) % n_vocab_;
+    }
+    return max;
+  }
+  int calls() const { return calls_; }
+
+ private:
+  size_t prompt_len_;
+  std::vector<int32_t> output_;
+  int32_t eos_, shift_, n_vocab_;
+  size_t appended_ = 0;
+  int calls_ = 0;
+};
+
+struct ModelFixture {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<Reference> refs;
+  int32_t eos = -1;
+  size_t max_new = 0;
+};
+
+ModelFixture load(const std::string& model_file, const std::string& ref_file, size_t max_new) {
+  ModelFixture f;
+  f.model = Model::load(test::shared_model(model_file));
+  f.tokenizer = Tokenizer::from_gguf(f.model->gguf());
+  f.refs = load_reference(ref_file);
+  f.eos = static_cast<int32_t>(f.model->gguf().get_int("tokenizer.ggml.eos_token_id").value_or(-1));
+  f.max_new = max_new;
+  return f;
+}
+
+// F32 KV: the reference engine ran in F32 (test_reference_greedy.cpp).
+std::unique_ptr<Context> make_context(const Model& m, int32_t n_ctx = 512, int32_t n_batch = 512) {
+  ContextParams cp;
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_batch;
+  cp.n_threads = 1;
+  cp.kv_type = TensorType::F32;
+  return std::make_unique<Context>(m, cp);
+}
+
+Sampler greedy(const Model& m) {
+  SamplerParams p;
+  p.temperature = 0.0f;
+  return Sampler(p, m.hparams().n_vocab);
+}
+
+// Greedy generation of reference `r` (to its length, or to EOS where it ended early).
+GenerationResult run(const ModelFixture& f, const Reference& r, const SpeculationParams& sp, Drafter* drafter = nullptr,
+                     int32_t* seq_length = nullptr) {
+  auto ctx = make_context(*f.model);
+  Sampler s = greedy(*f.model);
+  GenerationParams gp;
+  gp.max_tokens = static_cast<int32_t>(f.max_new);
+  gp.speculation = sp;
+  GenerationCallbacks cb;
+  cb.drafter = drafter;
+  GenerationResult res = generate(*ctx, s, f.tokenizer.get(), r.prompt, gp, cb);
+  if (seq_length) *seq_length = ctx->seq_length(0);
+  return res;
+}
+
+void expect_reference(const ModelFixture& f, const Reference& r, const GenerationResult& got,
+                      const std::string& label) {
+  EXPECT_EQ(got.tokens, r.output) << label;
+  // The reference engine prints a BOS inside the output as "<s>"; the streamed text has none.
+  if (r.text.find("<s>") == std::string::npos) {
+    EXPECT_EQ(got.text, r.text) << label;
+  }
+  if (r.output.size() < f.max_new) {
+    EXPECT_EQ(got.finish_reason, FinishReason::kStop) << label;
+    EXPECT_EQ(got.eog_token, f.eos) << label;
+  } else {
+    EXPECT_EQ(got.finish_reason, FinishReason::kLength) << label;
+  }
+}
+
+class Speculative : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    stories_ = new ModelFixture(load("stories260K.gguf", "stories260K-greedy.jsonl", 200));
+    poems_ = new ModelFixture(load("tiny-zh-poems.gguf", "tiny-zh-poems-greedy.jsonl", 100));
+  }
+  static void TearDownTestSuite() {
+    delete stories_;
+    delete poems_;
+  }
+  static ModelFixture* stories_;
+  static ModelFixture* poems_;
+};
+ModelFixture* Speculative::stories_ = nullptr;
+ModelFixture* Speculative::poems_ = nullptr;
+
+// What exactness rests on: a verify forward over k + 1 positions (Batch::set_stepwise) gives
+// each position the logits of decoding the tokens one forward at a time, bit for bit.
+TEST_F(Speculative, VerifyForwardLogitsEqualOneTokenDecodes) {
+  const Model& m = *stories_->model;
+  const Reference& r = stories_->refs[0];
+  const int32_t n_vocab = m.hparams().n_vocab;
+  const int32_t P = static_cast<int32_t>(r.prompt.size());
+  for (int32_t k : {1, 4, 8}) {
+    auto one = make_context(m);
+    auto verify = make_context(m);
+    Batch b;
+    b.add_sequence(0, r.prompt, 0);
+    one->decode(b);
+    verify->decode(b);
+    std::vector<std::vector<float>> want;
+    for (int32_t i = 0; i <= k; ++i) {
+      b.clear();
+      b.add(0, r.output[static_cast<size_t>(i)], P + i, true);
+      one->decode(b);
+      want.emplace_back(one->logits(0), one->logits(0) + n_vocab);
+    }
+    b.clear();
+    for (int32_t i = 0; i <= k; ++i) b.add(0, r.output[static_cast<size_t>(i)], P + i, true);
+    b.set_stepwise(true);
+    verify->decode(b);
+    ASSERT_EQ(verify->n_outputs(), k + 1);
+    for (int32_t i = 0; i <= k; ++i) {
+      EXPECT_EQ(std::vector<float>(verify->logits(i), verify->logits(i) + n_vocab), want[static_cast<size_t>(i)])
+          << "k " << k << " row " << i;
+    }
+  }
+}
+
+TEST_F(Speculative, NgramDraftingReproducesTheReferencesForEveryK) {
+  for (const ModelFixture* f : {stories_, poems_}) {
+    for (int32_t k : kDraftLengths) {
+      SpeculationParams sp;
+      sp.mode = SpeculationMode::kNgram;
+      sp.draft_max = k;
+      for (size_t i = 0; i < f->refs.size(); ++i) {
+        const std::string label = "vocab " + std::to_string(f->model->hparams().n_vocab) + " k " + std::to_string(k) +
+                                  " line " + std::to_string(i + 1);
+        const GenerationResult got = run(*f, f->refs[i], sp);
+        expect_reference(*f, f->refs[i], got, label);
+        const SpeculationStats& st = got.speculation;
+        EXPECT_LE(st.accepted, st.drafted) << label;
+        EXPECT_LE(st.drafted, k * st.verify_forwards) << label;
+        // Every decode forward gives one token plus its accepted drafts (the last forward's
+        // sample may be the EOS, which is no output token but was sampled).
+        EXPECT_EQ(st.forward_tokens, st.forwards + st.accepted) << label;
+      }
+    }
+  }
+}
+
+// A drafter that is always right and one that is always wrong give the same text; the first
+// runs one forward per k + 1 tokens, the second keeps no draft, and both leave the sequence
+// holding exactly the positions plain decoding leaves (the rejected drafts' KV is gone).
+TEST_F(Speculative, OracleAndAlwaysWrongDraftersGiveTheReference) {
+  for (const ModelFixture* f : {stories_, poems_}) {
+    const int32_t n_vocab = f->model->hparams().n_vocab;
+    for (size_t i = 0; i < f->refs.size(); ++i) {
+      const Reference& r = f->refs[i];
+      int32_t plain_len = 0;
+      const GenerationResult plain = run(*f, r, SpeculationParams{}, nullptr, &plain_len);
+      expect_reference(*f, r, plain, "plain");
+      EXPECT_EQ(plain.speculation.drafted, 0);
+      EXPECT_EQ(plain.speculation.tokens_per_forward(), 1.0);
+      for (int32_t k : kDraftLengths) {
+        SpeculationParams sp;
+        sp.draft_max = k;
+        const std::string label =
+            "vocab " + std::to_string(n_vocab) + " k " + std::to_string(k) + " line " + std::to_string(i + 1);
+        ReplayDrafter oracle(r.prompt.size(), r.output, f->eos, 0, n_vocab);
+        int32_t len = 0;
+        const GenerationResult right = run(*f, r, sp, &oracle, &len);
+        expect_reference(*f, r, right, "oracle " + label);
+        EXPECT_EQ(len, plain_len) << "oracle " << label;
+        EXPECT_EQ(right.speculation.accepted, right.speculation.drafted) << "oracle " << label;
+        // n sampled tokens (EOS included) take ceil((n - 1) / (k + 1)) decode forwards.
+        const int32_t sampled = static_cast<int32_t>(r.output.size()) + (r.output.size() < f->max_new ? 1 : 0);
+        EXPECT_EQ(right.speculation.forwards, (sampled - 1 + k) / (k + 1)) << "oracle " << label;
+
+        EXPECT_EQ(right.text, plain.text) << "oracle " << label;
+
+        // Rejections cost a full verify forward per token: three k keep the test short.
+        if (k != 1 && k != 5 && k != 8) continue;
+        ReplayDrafter wrong(r.prompt.size(), r.output, f->eos, 1, n_vocab);
+        sp.adaptive = false;  // k rejected drafts at every step (the back-off would stop drafting)
+        const GenerationResult bad = run(*f, r, sp, &wrong, &len);
+        EXPECT_EQ(bad.text, plain.text) << "always wrong " << label;
+        expect_reference(*f, r, bad, "always wrong " + label);
+        EXPECT_EQ(len, plain_len) << "always wrong " << label;
+        EXPECT_EQ(bad.speculation.accepted, 0) << "always wrong " << label;
+        EXPECT_GT(bad.speculation.drafted, 0) << "always wrong " << label;
+        EXPECT_EQ(bad.speculation.forwards, plain.speculation.forwards) << "always wrong " << label;
+        EXPECT_EQ(bad.speculation.tokens_per_forward(), 1.0) << "always wrong " << label;
+        // Each forward drafted k, except near max_tokens / the context's end.
+        EXPECT_GE(bad.speculation.drafted, k * (bad.speculation.forwards - k)) << "always wrong " << label;
+      }
+    }
+  }
+}
+
+// Sampling draws from the same logits in the same order with the same RNG: at a fixed seed the
+// sampled text is plain decoding's too (with a deterministic drafter this is the standard
+// speculative-sampling rule: a draft d is kept with probability p(d), a rejection resamples from
+// p without d). Also stop strings and max_tokens landing inside a verified run of drafts, and a
+// context that fills up mid-draft.
+TEST_F(Speculative, SamplingStopStringsAndLimitsMatchPlainDecoding) {
+  const ModelFixture& f = *stories_;
+  struct Case {
+    float temperature;
+    int32_t max_tokens;
+    std::vector<std::string> stop;
+    int32_t n_ctx;
+    int32_t kv_blocks = 0;  // > 0: a KV pool of this many 16-token blocks (runs out before n_ctx)
+    int32_t n_batch = 512;  // < k + 1: the drafts are cut to one chunk (n_batch - 1)
+    bool context_shift = false;
+  };
+  const std::vector<Case> cases = {
+      {0.8f, 150, {}, 512},      {1.2f, 150, {}, 512},       {0.0f, 37, {}, 512},
+      {0.0f, -1, {"Lily"}, 512}, {0.5f, 121, {". "}, 512},   {0.0f, -1, {}, 60},
+      {0.0f, -1, {}, 512, 7},    {0.8f, 200, {}, 512, 0, 3}, {0.7f, 160, {}, 48, 0, 512, true},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    int32_t drafted = 0;  // a short run may end before any n-gram recurs; each case drafts somewhere
+    for (size_t i = 0; i < f.refs.size(); ++i) {
+      auto one = [&](const SpeculationParams& sp, int32_t* len) {
+        std::unique_ptr<Context> ctx;
+        if (cases[c].kv_blocks > 0) {
+          ContextParams cp;
+          cp.n_ctx = cases[c].n_ctx;
+          cp.n_threads = 1;
+          cp.kv_type = TensorType::F32;
+          const HParams& hp = f.model->hparams();
+          // Bytes of one block: every layer's K and V rows of 16 positions (F32).
+          cp.kv_budget_bytes = static_cast<size_t>(cases[c].kv_blocks) * hp.n_layer * 2 * hp.n_head_kv * 16 *
+                               hp.head_dim * sizeof(float);
+          ctx = std::make_unique<Context>(*f.model, cp);
+          EXPECT_EQ(ctx->kv_blocks_total(), cases[c].kv_blocks);
+        } else {
+          ctx = make_context(*f.model, cases[c].n_ctx, cases[c].n_batch);
+        }
+        SamplerParams spar;
+        spar.temperature = cases[c].temperature;
+        spar.seed = 1234 + i;
+        spar.repeat_penalty = 1.1f;
+        Sampler s(spar, f.model->hparams().n_vocab);
+        GenerationParams gp;
+        gp.max_tokens = cases[c].max_tokens;
+        gp.stop = cases[c].stop;
+        gp.speculation = sp;
+        gp.context_shift = cases[c].context_shift;
+        GenerationResult r = generate(*ctx, s, f.tokenizer.get(), f.refs[i].prompt, gp);
+        *len = ctx->seq_length(0);
+        return r;
+      };
+      int32_t plain_len = 0, spec_len = 0;
+      const GenerationResult plain = one(SpeculationParams{}, &plain_len);
+      if (cases[c].context_shift) {
+        EXPECT_GT(plain.context_shifts, 0);
+      }
+      if (cases[c].kv_blocks > 0) {  // plain decoding ran out of blocks: "length" with the pool full
+        EXPECT_EQ(plain.finish_reason, FinishReason::kLength);
+        EXPECT_EQ(plain_len, 16 * cases[c].kv_blocks);
+      }
+      for (int32_t k : {3, 8}) {
+        SpeculationParams sp;
+        sp.mode = SpeculationMode::kNgram;
+        sp.draft_max = k;
+        sp.ngram_min = 1;
+        const GenerationResult spec = one(sp, &spec_len);
+        const std::string label =
+            "case " + std::to_string(c) + " line " + std::to_string(i + 1) + " k " + std::to_string(k);
+        EXPECT_EQ(spec.tokens, plain.tokens) << label;
+        EXPECT_EQ(spec.text, plain.text) << label;
+        EXPECT_EQ(spec.finish_reason, plain.finish_reason) << label;
+        EXPECT_EQ(spec.stop_string, plain.stop_string) << label;
+        EXPECT_EQ(spec_len, plain_len) << label;
+        EXPECT_EQ(spec.context_shifts, plain.context_shifts) << label;
+        drafted += spec.speculation.drafted;
+        EXPECT_LE(spec.speculation.drafted, (cases[c].n_batch - 1) * spec.speculation.verify_forwards) << label;
+      }
+    }
+    EXPECT_GT(drafted, 0) << "case " << c;
+  }
+}
+
+// The back-off: drafts that are always wrong stop costing (the length falls to 1, then drafting
+// pauses); the output stays the reference.
+TEST_F(Speculative, BackOffStopsDraftingWhenDraftsAreWrong) {
+  const ModelFixture& f = *stories_;
+  const Reference& r = f.refs[0];
+  ASSERT_EQ(r.output.size(), 200u);
+  SpeculationParams sp;
+  sp.draft_max = 8;
+  ReplayDrafter wrong(r.prompt.size(), r.output, f.eos, 1, f.model->hparams().n_vocab);
+  const GenerationResult got = run(f, r, sp, &wrong);
+  expect_reference(f, r, got, "adaptive, always wrong");
+  // Forwards 1..8 draft 8, 7, ..., 1 (36 drafts); then a 1-token probe after pauses of 2, 4, 8,
+  // 16, 32, 32, ... steps: at forwards 11, 16, 25, 42, 75, 108, 141, 174 of the 199 (the next
+  // would be 207): 8 probes.
+  EXPECT_EQ(got.speculation.drafted, 36 + 8);
+  EXPECT_EQ(got.speculation.verify_forwards, 8 + 8);
+  EXPECT_EQ(got.speculation.forwards, 199);
+}
+
+// A caller's drafter guessing ids outside the vocabulary: the draft ends before them, the
+// output is the reference.
+class HostileDrafter final : public Drafter {
+ public:
+  void append(std::span<const int32_t>) override {}
+  int32_t draft(int32_t max, int32_t* out) override {
+    for (int32_t i = 0; i < max; ++i) out[i] = (i % 2) ? -5 : 1 << 30;
+    return max + 100;  // more than asked, too
+  }
+};
+
+TEST_F(Speculative, HostileDraftsAreCutNotDecoded) {
+  const ModelFixture& f = *stories_;
+  HostileDrafter hostile;
+  SpeculationParams sp;
+  sp.adaptive = false;
+  const GenerationResult got = run(f, f.refs[1], sp, &hostile);
+  expect_reference(f, f.refs[1], got, "hostile drafter");
+  EXPECT_EQ(got.speculation.drafted, 0);
+}
+
+TEST(DraftSchedule, FollowsAcceptanceDownToPauses) {
+  DraftSchedule s(4);
+  EXPECT_EQ(s.next(), 4);
+  s.verified(4, 4);  // all kept: stays at the maximum
+  EXPECT_EQ(s.next(), 4);
+  s.verified(4, 1);
+  EXPECT_EQ(s.next(), 3);
+  s.verified(2, 2);  // all of a shorter draft kept: +2, capped
+  EXPECT_EQ(s.next(), 4);
+  for (int i = 0; i < 3; ++i) s.verified(4, 0);  // 4 -> 3 -> 2 -> 1
+  EXPECT_EQ(s.length(), 1);
+  s.verified(1, 0);  // nothing kept at length 1: pause 2 steps, then probe
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 1);
+  s.verified(1, 0);  // pause 4
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 1);
+  s.verified(1, 1);  // a kept draft: +2, the pauses start again from 2
+  EXPECT_EQ(s.next(), 3);
+  s.verified(3, 0);
+  s.verified(2, 0);
+  s.verified(1, 0);
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 0);
+  EXPECT_EQ(s.next(), 1);
+  for (int round = 0; round < 10; ++round) {  // the pause doubles up to kMaxPause
+    s.verified(1, 0);
+    int32_t zeros = 0;
+    while (s.next() == 0) ++zeros;
+    EXPECT_EQ(zeros, std::min(DraftSchedule::kMaxPause, 4 << round)) << round;
+  }
+}
+
+TEST_F(Speculative, BadSpeculationSizesAreRejected) {
+  const ModelFixture& f = *stories_;
+  for (auto bad : {std::pair<int32_t, int32_t>{0, 2}, {9, 2}, {4, 0}}) {
+    auto ctx = make_context(*f.model);
+    Sampler s = greedy(*f.model);
+    GenerationParams gp;
+    gp.speculation.mode = SpeculationMode::kNgram;
+    gp.speculation.draft_max = bad.first;
+    gp.speculation.ngram_min = bad.second;
+    EXPECT_THROW(generate(*ctx, s, nullptr, f.refs[0].prompt, gp), Error) << bad.first << " " << bad.second;
+  }
+  EXPECT_EQ(speculation_mode_from_name("ngram"), SpeculationMode::kNgram);
+  EXPECT_EQ(speculation_mode_from_name("off"), SpeculationMode::kOff);
+  EXPECT_THROW(speculation_mode_from_name("draft"), Error);
+}
+
+// The n-gram drafter against a naive search written here: for n from ngram_max down, the most
+// recent earlier occurrence of the last n tokens in the history it keeps, and what followed.
+std::vector<int32_t> naive_draft(const std::vector<int32_t>& h, const NgramDrafterParams& p, int32_t max) {
+  const int32_t len = static_cast<int32_t>(h.size());
+  for (int32_t n = std::min(p.ngram_max, len - 1); n >= p.ngram_min; --n) {
+    for (int32_t end = len - 1; end >= n; --end) {  // occurrence h[end - n, end), followed by h[end]
+      if (std::equal(h.begin() + end - n, h.begin() + end, h.end() - n)) {
+        return std::vector<int32_t>(h.begin() + end, h.begin() + std::min(len, end + max));
+      }
+    }
+  }
+  return {};
+}
+
+TEST(NgramDrafter, MatchesANaiveSearchWithinItsBoundedHistory) {
+  std::mt19937 rng(7);
+  struct Config {
+    NgramDrafterParams p;
+    int32_t min_drafts;  // of the 3000 steps that draft (measured at seed 7: 2989, 2963, 91)
+  };
+  for (const Config& cfg : {Config{{1, 3, 64}, 2900}, Config{{2, 4, 4096}, 2900}, Config{{3, 3, 10}, 80}}) {
+    const NgramDrafterParams& p = cfg.p;
+    NgramDrafter d(p);
+    std::vector<int32_t> all;
+    int32_t drafts = 0;
+    for (int step = 0; step < 3000; ++step) {
+      // Small alphabets repeat n-grams often; copied spans (as a summary quotes) now and then.
+      int32_t t = static_cast<int32_t>(rng() % 6);
+      if (all.size() > 20 && rng() % 3 == 0) t = all[all.size() - 1 - rng() % 20];
+      all.push_back(t);
+      d.append({&t, 1});
+      const std::vector<int32_t>& h = d.history();
+      ASSERT_LE(h.size(), static_cast<size_t>(p.max_history));
+      ASSERT_TRUE(std::equal(h.begin(), h.end(), all.end() - static_cast<std::ptrdiff_t>(h.size())));
+      ASSERT_LE(d.index_entries(), static_cast<size_t>(p.ngram_max - p.ngram_min + 1) * p.max_history);
+      const int32_t max = 1 + static_cast<int32_t>(rng() % 8);
+      std::vector<int32_t> out(static_cast<size_t>(max), -1);
+      out.resize(static_cast<size_t>(d.draft(max, out.data())));
+      ASSERT_EQ(out, naive_draft(h, p, max)) << "step " << step;
+      drafts += !out.empty();
+    }
+    EXPECT_GE(drafts, cfg.min_drafts) << p.ngram_min << ".." << p.ngram_max << " history " << p.max_history;
+  }
+  // The most recent occurrence and the longest n win.
+  NgramDrafter d({1, 3, 64});
+  const std::vector<int32_t> h = {5, 1, 2, 7, 9, 1, 2, 8, 3, 2, 1, 2};
+  d.append(h);
+  int32_t out[4];
+  ASSERT_EQ(d.draft(4, out), 4);  // "1 2" last seen at 5..6 -> 8 3 2 1
+  EXPECT_EQ(std::vector<int32_t>(out, out + 4), (std::vector<int32_t>{8, 3, 2, 1}));
+  EXPECT_THROW(NgramDrafter({0, 2, 64}), Error);
+  EXPECT_THROW(NgramDrafter({3, 2, 64}), Error);
+  EXPECT_THROW(NgramDrafter({1, 17, 1000}), Error);
+  EXPECT_THROW(NgramDrafter({2, 4, 9}), Error);
+}
+
+}  // namespace
+}  // namespace edgellm
