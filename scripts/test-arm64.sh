@@ -28,7 +28,7 @@ start=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64.cmake" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-  -DEDGELLM_BUILD_TOOLS=ON -DEDGELLM_GTEST_FROM_SOURCE=ON >/dev/null
+  -DEDGELLM_BUILD_TOOLS=ON -DEDGELLM_GTEST_FROM_SOURCE=ON -DEDGELLM_UNITY=ON >/dev/null
 
 kernel_tests=()
 for src in "$root"/tests/kernels/test_*.cpp; do

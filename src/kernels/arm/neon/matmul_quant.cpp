@@ -19,7 +19,7 @@ struct DotNeon {
 
 // Legacy blocks: 2 rows x 4 tokens for prefill (8 accumulator + 4 weight + 2 activation
 // vectors of the 32 registers), 4 rows for decode (four independent weight streams).
-constexpr int kRT = 2, kTT = 4, kRTDecode = 4;
+constexpr int kLegacyRT = 2, kLegacyTT = 4, kLegacyRTDecode = 4;
 // K-quants: the decoded super-block lives in L1, so each extra token costs only activations.
 constexpr int kKRT = 2, kKTT = 4, kKRTDecode = 2;
 
@@ -27,7 +27,7 @@ constexpr int kKRT = 2, kKTT = 4, kKRTDecode = 2;
 
 // The trampolines of kernel_list.h's legacy and K-quant groups.
 #define EDGELLM_MATMUL_LEGACY(type, fn, K) \
-  void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kRT, kTT, kRTDecode>(EDGELLM_MATMUL_ARGS); }
+  void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kLegacyRT, kLegacyTT, kLegacyRTDecode>(EDGELLM_MATMUL_ARGS); }
 #define EDGELLM_MATMUL_KQUANT(type, fn, K) \
   void fn(EDGELLM_MATMUL_PARAMS) { tiled::matmul_tiled<K, kKRT, kKTT, kKRTDecode>(EDGELLM_MATMUL_ARGS); }
 #include "kernels/arm/neon/kernel_list.h"
