@@ -172,7 +172,7 @@ std::vector<OutTensor> plan_tensors(const HfCheckpoint& ckpt, const Architecture
                        "(tie_word_embeddings), so the embeddings are what the model uses");
       continue;
     }
-    TensorType st;
+    TensorType st = TensorType::F32;  // set by dtype_tensor_type, or require() throws
     require(dtype_tensor_type(t.dtype, &st), ErrorCode::kUnsupported,
             "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) +
                 "; convert reads F32, F16 and BF16 checkpoints (quantized checkpoints such as GPTQ / AWQ / FP8 "
