@@ -1,5 +1,6 @@
 // Document Q&A end to end (docqa/doc_qa.h) on a synthetic BERT-shaped embedder (the one the
-// runtime's embedding tests use: placeholder WordPiece, word "t<id>" is token <id>): a folder is
+// runtime's embedding tests use, test::small_bert_spec: synth's generated WordPiece vocabulary,
+// word "t<id>" is token <id>): a folder is
 // indexed, a question equal to a planted paragraph finds that paragraph's chunk first with the
 // right file and byte range; re-indexing after an edit, a deletion and a new file embeds only
 // what changed and leaves every chunk equal to its file's current bytes (no stale hit); a
@@ -33,20 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string bert_file(int32_t n_cls_out = 0, uint64_t seed = 1) {
-  test::SyntheticModelSpec s;
-  s.arch = "bert";
-  s.n_vocab = 1000;
-  s.n_embd = 128;
-  s.n_layer = 2;
-  s.n_ff = 256;
-  s.n_head = 4;
-  s.n_head_kv = 4;
-  s.n_ctx_train = 128;
-  s.rms_eps = 1e-12f;
-  s.pooling = n_cls_out > 0 ? 4 : 1;  // rank / mean
-  s.n_cls_out = n_cls_out;
-  s.weight_type = TensorType::Q8_0;
-  s.write_vocab = true;
+  test::SyntheticModelSpec s = test::small_bert_spec(n_cls_out);
   s.seed = seed;
   const std::string p = test::temp_dir() + "/bert-" + std::to_string(n_cls_out) + "-" + std::to_string(seed) + ".gguf";
   if (!test::file_exists(p)) test::write_synthetic_model(s, p);

@@ -15,37 +15,14 @@
 #include "generation/generate.h"
 #include "engine/sampler.h"
 #include "model/model.h"
+#include "support/greedy_reference.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {
 namespace {
 
-struct Reference {
-  std::vector<int32_t> prompt;
-  std::vector<int32_t> output;
-  std::string text;
-};
-
-std::vector<Reference> load_reference(const std::string& file = "stories260K-greedy.jsonl") {
-  std::vector<Reference> refs;
-  const std::string all = test::read_file(test::shared_testdata("reference/" + file));
-  size_t start = 0;
-  while (start < all.size()) {
-    size_t end = all.find('\n', start);
-    if (end == std::string::npos) end = all.size();
-    if (end > start) {
-      const Json j = Json::parse(std::string_view(all).substr(start, end - start));
-      Reference r;
-      for (const auto& v : j.at("prompt_ids").as_array()) r.prompt.push_back(static_cast<int32_t>(v.as_int()));
-      for (const auto& v : j.at("output_ids").as_array()) r.output.push_back(static_cast<int32_t>(v.as_int()));
-      r.text = j.at("output_text").as_string();
-      refs.push_back(std::move(r));
-    }
-    start = end + 1;
-  }
-  return refs;
-}
+using Reference = test::GreedyReference;
 
 std::vector<int32_t> prefix(const std::vector<int32_t>& v, size_t n) {
   return std::vector<int32_t>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size())));
@@ -56,7 +33,7 @@ class GeneratorTest : public ::testing::Test {
   static void SetUpTestSuite() {
     model_ = Model::load(test::shared_model("stories260K.gguf")).release();
     tokenizer_ = Tokenizer::from_gguf(model_->gguf()).release();
-    refs_ = new std::vector<Reference>(load_reference());
+    refs_ = new std::vector<Reference>(test::load_greedy_references("stories260K-greedy.jsonl"));
   }
   static void TearDownTestSuite() {
     delete refs_;
@@ -361,7 +338,7 @@ TEST_F(GeneratorTest, SeededSamplingIsReproducible) {
 TEST(GeneratorZh, GreedyTextAndEndOfTextMatchTheReference) {
   const auto model = Model::load(test::shared_model("tiny-zh-poems.gguf"));
   const auto tokenizer = Tokenizer::from_gguf(model->gguf());
-  const std::vector<Reference> refs = load_reference("tiny-zh-poems-greedy.jsonl");
+  const std::vector<Reference> refs = test::load_greedy_references("tiny-zh-poems-greedy.jsonl");
   ASSERT_FALSE(refs.empty());
   int ended_on_eos = 0;
   for (size_t i = 0; i < refs.size(); ++i) {

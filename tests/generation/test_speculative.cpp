@@ -22,6 +22,7 @@
 #include "generation/generate.h"
 #include "generation/ngram_drafter.h"
 #include "model/model.h"
+#include "support/greedy_reference.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,31 +37,7 @@ const std::vector<int32_t> kDraftLengths = {1, 4, 8};
 const std::vector<int32_t> kDraftLengths = {1, 2, 3, 4, 5, 6, 7, 8};
 #endif
 
-struct Reference {
-  std::vector<int32_t> prompt;
-  std::vector<int32_t> output;
-  std::string text;
-};
-
-std::vector<Reference> load_reference(const std::string& file) {
-  std::vector<Reference> refs;
-  const std::string all = test::read_file(test::shared_testdata("reference/" + file));
-  size_t start = 0;
-  while (start < all.size()) {
-    size_t end = all.find('\n', start);
-    if (end == std::string::npos) end = all.size();
-    if (end > start) {
-      const Json j = Json::parse(std::string_view(all).substr(start, end - start));
-      Reference r;
-      for (const auto& v : j.at("prompt_ids").as_array()) r.prompt.push_back(static_cast<int32_t>(v.as_int()));
-      for (const auto& v : j.at("output_ids").as_array()) r.output.push_back(static_cast<int32_t>(v.as_int()));
-      r.text = j.at("output_text").as_string();
-      refs.push_back(std::move(r));
-    }
-    start = end + 1;
-  }
-  return refs;
-}
+using Reference = test::GreedyReference;
 
 // Replays a known continuation as the draft: `shift` 0 drafts exactly what greedy decoding
 // produces (always accepted); shift 1 drafts each of those ids + 1 (never what the model picks).
@@ -103,7 +80,7 @@ ModelFixture load(const std::string& model_file, const std::string& ref_file, si
   ModelFixture f;
   f.model = Model::load(test::shared_model(model_file));
   f.tokenizer = Tokenizer::from_gguf(f.model->gguf());
-  f.refs = load_reference(ref_file);
+  f.refs = test::load_greedy_references(ref_file);
   f.eos = static_cast<int32_t>(f.model->gguf().get_int("tokenizer.ggml.eos_token_id").value_or(-1));
   f.max_new = max_new;
   return f;

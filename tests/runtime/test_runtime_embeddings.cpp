@@ -28,19 +28,7 @@ using namespace std::chrono_literals;
 
 std::string bert_file() {
   static const std::string path = [] {
-    test::SyntheticModelSpec s;
-    s.arch = "bert";
-    s.n_vocab = 1000;
-    s.n_embd = 128;
-    s.n_layer = 2;
-    s.n_ff = 256;
-    s.n_head = 4;
-    s.n_head_kv = 4;
-    s.n_ctx_train = 128;
-    s.rms_eps = 1e-12f;
-    s.pooling = 1;  // mean
-    s.weight_type = TensorType::Q8_0;
-    s.write_vocab = true;
+    const test::SyntheticModelSpec s = test::small_bert_spec();
     const std::string p = test::temp_dir() + "/bert.gguf";
     test::write_synthetic_model(s, p);
     return p;

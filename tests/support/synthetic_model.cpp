@@ -121,4 +121,22 @@ std::unique_ptr<gguf::GgufFile> synthetic_model(const SyntheticModelSpec& spec) 
   });
 }
 
+SyntheticModelSpec small_bert_spec(int32_t n_cls_out) {
+  SyntheticModelSpec s;
+  s.arch = "bert";
+  s.n_vocab = 1000;
+  s.n_embd = 128;
+  s.n_layer = 2;
+  s.n_ff = 256;
+  s.n_head = 4;
+  s.n_head_kv = 4;
+  s.n_ctx_train = 128;
+  s.rms_eps = 1e-12f;
+  s.pooling = n_cls_out > 0 ? 4 : 1;  // rank / mean
+  s.n_cls_out = n_cls_out;
+  s.weight_type = TensorType::Q8_0;
+  s.write_vocab = true;
+  return s;
+}
+
 }  // namespace edgellm::test

@@ -47,6 +47,11 @@ struct SyntheticModelSpec {
   std::vector<std::string> omit_tensors;
 };
 
+// A small BERT-shaped encoder: 2 layers of width 128, 1000 tokens of synth's vocabulary, Q8_0,
+// mean pooling; with n_cls_out > 0 a cross-encoder (rank pooling, that many classifier outputs).
+// What the embedding runtime and document Q&A tests embed with.
+SyntheticModelSpec small_bert_spec(int32_t n_cls_out = 0);
+
 // The type a matrix with rows of n_in elements gets: spec.weight_type if n_in fits its block
 // size, else Q8_0 (as llama.cpp's quantizer falls back for odd widths).
 TensorType synthetic_matrix_type(const SyntheticModelSpec& spec, int64_t n_in);
