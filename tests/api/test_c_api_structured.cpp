@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "edgellm/edgellm.h"
+#include "support/json_validator.h"
 #include "support/test_env.h"
 
 namespace {
@@ -115,46 +116,14 @@ class CApiStructured : public ::testing::Test {
 };
 edgellm_runtime* CApiStructured::rt_ = nullptr;
 
-// A JSON string literal (the outputs file the validator reads).
-std::string quoted(const std::string& s) {
-  std::string q = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      q += '\\';
-      q += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      q += buf;
-    } else {
-      q += static_cast<char>(c);
-    }
-  }
-  return q + "\"";
-}
-
-// python3-jsonschema's verdict on the outputs (scripts/validate-json-outputs.py: every output
-// finished with "stop", parses as JSON and validates). Returns the validator's report line.
+// python3-jsonschema's verdict on the outputs (support/json_validator.h: every output finished
+// with "stop", parses as JSON and validates). Returns the validator's report line.
 std::string validate(const std::string& schema, const std::vector<Output>& outs, int* exit_code) {
-  const std::string dir = edgellm::test::temp_dir();
-  const std::string schema_path = dir + "/capi-structured-schema.json";
-  const std::string outputs_path = dir + "/capi-structured-outputs.jsonl";
-  std::ofstream(schema_path) << schema;
-  {
-    std::ofstream f(outputs_path);
-    for (const Output& o : outs) {
-      f << "{\"text\": " << quoted(o.text) << ", \"finish_reason\": \""
-        << (o.reason == EDGELLM_FINISH_STOP ? "stop" : "length") << "\"}\n";
-    }
-  }
-  FILE* p = ::popen(("python3 scripts/validate-json-outputs.py " + schema_path + " " + outputs_path + " 2>&1").c_str(),
-                    "r");
-  std::string report;
-  char buf[4096];
-  while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) report += buf;
-  const int status = p != nullptr ? ::pclose(p) : -1;
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return report;
+  std::vector<edgellm::test::GeneratedOutput> generated;
+  for (const Output& o : outs) generated.push_back({o.text, o.reason == EDGELLM_FINISH_STOP ? "stop" : "length"});
+  edgellm::test::JsonValidation v = edgellm::test::validate_json_outputs(schema, generated);
+  *exit_code = v.exit_code;
+  return v.report;
 }
 
 constexpr const char* kPersonSchema = R"({

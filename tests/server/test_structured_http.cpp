@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "runtime/runtime.h"
 #include "server/http_server.h"
+#include "support/json_validator.h"
 #include "support/test_env.h"
 
 namespace edgellm::server {
@@ -121,36 +122,14 @@ Json chat_body(const std::string& user) {
   return b;
 }
 
-struct Output {
-  std::string text;
-  std::string finish_reason;
-};
+using Output = test::GeneratedOutput;
 
-// python3-jsonschema's verdict (scripts/validate-json-outputs.py: every output finished with
-// "stop", parses as JSON and validates): the exit code, *report its report line.
+// python3-jsonschema's verdict (support/json_validator.h: every output finished with "stop",
+// parses as JSON and validates): the exit code, *report its report line.
 int validate(const Json& schema, const std::vector<Output>& outs, std::string* report) {
-  static std::atomic<int> n{0};
-  const std::string dir = test::temp_dir();
-  const std::string tag = std::to_string(::getpid()) + "-" + std::to_string(n.fetch_add(1));
-  const std::string schema_path = dir + "/structured-http-schema-" + tag + ".json";
-  const std::string outputs_path = dir + "/structured-http-outputs-" + tag + ".jsonl";
-  std::ofstream(schema_path) << schema.dump();
-  {
-    std::ofstream f(outputs_path);
-    for (const Output& o : outs) {
-      Json rec = Json::object();
-      rec.set("text", o.text);
-      rec.set("finish_reason", o.finish_reason);
-      f << rec.dump() << "\n";
-    }
-  }
-  FILE* p =
-      ::popen(("python3 scripts/validate-json-outputs.py " + schema_path + " " + outputs_path + " 2>&1").c_str(), "r");
-  report->clear();
-  char buf[4096];
-  while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) *report += buf;
-  const int status = p != nullptr ? ::pclose(p) : -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  test::JsonValidation v = test::validate_json_outputs(schema.dump(), outs);
+  *report = std::move(v.report);
+  return v.exit_code;
 }
 
 const Json& choice0(const Json& body) {
