@@ -8,10 +8,11 @@ set -euo pipefail
 # pkg-config, libcpp-httplib-dev, libboost-dev: `edgellm serve` (src/server, not the shipped library):
 # Boost.Beast / Boost.Asio (headers only) for its HTTP transport, cpp-httplib for the router's
 # cloud client and the server tests' client.
+# lld: the linker of the sanitizer and fuzz builds of `make test` (EDGELLM_LINKER, Makefile SAN_FLAGS).
 # python3-jsonschema: the independent validator of constrained JSON output
 # (grammar_test_schema_validity, scripts/validate-json-outputs.py).
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev curl ca-certificates libcurl4-openssl-dev
-  musl-dev libc++-14-dev libc++abi-14-dev pkg-config libcpp-httplib-dev libboost-dev python3 python3-jsonschema)
+  musl-dev libc++-14-dev libc++abi-14-dev pkg-config libcpp-httplib-dev libboost-dev python3 python3-jsonschema lld)
 # --server-tests (make test-server): headless Chromium for the chat page test; Node.js + npm
 # for the openai-client and page tests when no node is installed.
 if [[ " $* " == *" --server-tests "* ]]; then
