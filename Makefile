@@ -8,12 +8,13 @@ JOBS       ?= $(shell nproc)
 TESTDATA   ?= $(abspath ../shared)
 export EDGELLM_TESTDATA ?= $(TESTDATA)
 
-# The plain build is built as an app builds the library (one object per source); the sanitizer,
-# fuzz and cross builds use unity builds of the libraries and the CLI (EDGELLM_UNITY,
+# The plain build builds the libraries as an app builds them (one object per source) and
+# unity-builds only the CLI and the server (EDGELLM_UNITY_TARGETS), which no peak-RSS test links;
+# the sanitizer, fuzz and cross builds unity-build the libraries too (EDGELLM_UNITY,
 # CMakeLists.txt): a test binary that links a unity batch links all 8 of its sources, which moved
 # the peak-RSS tests' process overhead (stories260K: 4.8-5.0 MiB -> 5.6-5.7 MiB), and the plain
 # build is where those run.
-CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server"
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG),
 # linked by lld (EDGELLM_LINKER: their ~150 test links take a quarter of GNU ld's time).
 SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1" \
