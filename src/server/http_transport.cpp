@@ -153,13 +153,17 @@ class Exchange final : public ResponseWriter, public std::enable_shared_from_thi
   }
 
   // ---- the I/O thread
-  // The pieces queued since the last call (none once the client is gone). Re-arms the handler's
-  // flush posts (flush_posted_), so every Connection::flush that returns without a write still
-  // pending must call it.
-  std::vector<Piece> take() {
+  // The pieces queued since the last call (none once the client is gone), and in *ended whether
+  // the handler had ended the response by then: read under one lock with the pieces, so "nothing
+  // taken and ended" means nothing more will come (a separate ended() after an empty take() could
+  // see an end whose last pieces were queued in between, and finish the exchange without them).
+  // Re-arms the handler's flush posts (flush_posted_), so every Connection::flush that returns
+  // without a write still pending must call it.
+  std::vector<Piece> take(bool* ended) {
     std::lock_guard<std::mutex> lock(mutex_);
     flush_posted_ = false;
     if (gone_) pending_.clear();
+    *ended = ended_;
     return std::exchange(pending_, {});
   }
   void sent(size_t bytes, bool ok) {
@@ -180,10 +184,6 @@ class Exchange final : public ResponseWriter, public std::enable_shared_from_thi
       gone_locked();
     }
     space_.notify_all();
-  }
-  bool ended() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return ended_;
   }
   bool gone() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -816,15 +816,17 @@ void Connection::flush(const std::shared_ptr<Exchange>& ex) {
     // flush is outstanding, and one posted while the failed write was pending was never taken:
     // without this the connection, and the request's admission with its helper slot, stayed
     // until the server stopped).
-    ex->take();
+    bool ended = false;
+    ex->take(&ended);
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    if (ex->ended()) close();
+    if (ended) close();
     return;
   }
-  writing_ = ex->take();
+  bool ended = false;
+  writing_ = ex->take(&ended);
   if (writing_.empty()) {
-    if (ex->ended()) finish_exchange();
+    if (ended) finish_exchange();
     return;
   }
   std::vector<net::const_buffer> buffers;

@@ -18,9 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -211,6 +213,7 @@ struct RawResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   bool chunked = false;
+  std::string failure;  // with status -1: what ended it ("connect: ...", "closed by the server", "timed out")
 
   std::string header(const std::string& name) const {
     for (const auto& [n, v] : headers) {
@@ -246,6 +249,7 @@ class Conn {
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    if (!ok_) error_ = std::string("connect: ") + std::strerror(errno);
   }
   ~Conn() { close(); }
   Conn(const Conn&) = delete;
@@ -255,7 +259,10 @@ class Conn {
   bool send(std::string_view s) {
     while (!s.empty()) {
       const ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
-      if (n <= 0) return false;
+      if (n <= 0) {
+        error_ = std::string("send: ") + std::strerror(errno);
+        return false;
+      }
       s.remove_prefix(static_cast<size_t>(n));
     }
     return true;
@@ -278,8 +285,25 @@ class Conn {
     return status;
   }
 
-  // The next response on this connection (Content-Length, chunked, or until close).
+  // The next response on this connection (Content-Length, chunked, or until close); with status -1
+  // and its failure when none came whole.
   RawResponse read_response() {
+    RawResponse r = read_whole_response();
+    if (r.status == -1) {
+      sockaddr_in local{};
+      socklen_t len = sizeof(local);
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len);
+      r.failure = error_ + " after " + std::to_string(received_) + " bytes received (client port " +
+                  std::to_string(ntohs(local.sin_port)) + ")";
+    }
+    return r;
+  }
+
+  // Why the connection failed: connect, send, or the last read ("" while none did).
+  const std::string& error() const { return error_; }
+
+ private:
+  RawResponse read_whole_response() {
     RawResponse r;
     size_t head_end;
     while ((head_end = buf_.find("\r\n\r\n")) == std::string::npos) {
@@ -287,7 +311,10 @@ class Conn {
     }
     const std::string head = buf_.substr(0, head_end);
     buf_.erase(0, head_end + 4);
-    if (head.rfind("HTTP/1.", 0) != 0 || head.size() < 12) return r;
+    if (head.rfind("HTTP/1.", 0) != 0 || head.size() < 12) {
+      error_ = "not a response head: \"" + head.substr(0, 120) + "\"";
+      return r;
+    }
     const int status = std::atoi(head.c_str() + 9);
     size_t pos = head.find("\r\n");
     while (pos != std::string::npos && pos + 2 < head.size()) {
@@ -301,7 +328,7 @@ class Conn {
       }
       pos = end;
     }
-    if (status == 100) return read_response();  // "100 Continue": the answer follows
+    if (status == 100) return read_whole_response();  // "100 Continue": the answer follows
     r.chunked = iequals(r.header("Transfer-Encoding"), "chunked");
     if (status == 204 || status == 304) {
       r.status = status;
@@ -339,6 +366,7 @@ class Conn {
     return r;
   }
 
+ public:
   // True when the server closed this connection within wait_ms (reads and drops anything sent).
   bool closed_by_peer(int wait_ms) {
     const Clock::time_point end = Clock::now() + std::chrono::milliseconds(wait_ms);
@@ -360,13 +388,18 @@ class Conn {
   bool fill() {
     if (peer_closed_ || fd_ < 0) return false;
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms_) <= 0) return false;
+    if (::poll(&p, 1, timeout_ms_) <= 0) {
+      error_ = "timed out after " + std::to_string(timeout_ms_) + " ms";
+      return false;
+    }
     char tmp[65536];
     const ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
     if (n <= 0) {
+      error_ = n == 0 ? std::string("closed by the server") : std::string("recv: ") + std::strerror(errno);
       peer_closed_ = true;
       return false;
     }
+    received_ += static_cast<size_t>(n);
     buf_.append(tmp, static_cast<size_t>(n));
     return true;
   }
@@ -376,6 +409,8 @@ class Conn {
   bool peer_closed_ = false;
   int timeout_ms_;
   std::string buf_;
+  size_t received_ = 0;  // bytes read on this connection
+  std::string error_;
 };
 
 // "POST <path> HTTP/1.1" with Host, Content-Length and the extra header lines ("Name: value\r\n"...).
@@ -393,7 +428,11 @@ inline std::string get_request(const std::string& path, const std::string& extra
 // One request on a fresh connection.
 inline RawResponse round_trip(int port, const std::string& request, int timeout_ms = 20000) {
   Conn c(port, nullptr, timeout_ms);
-  if (!c.ok() || !c.send(request)) return {};
+  if (!c.ok() || !c.send(request)) {
+    RawResponse failed;
+    failed.failure = c.error();
+    return failed;
+  }
   return c.read_response();
 }
 
