@@ -212,6 +212,13 @@ TEST(Runtime, HotSwapUnderLoadLosesNothingAndNamesTheVersion) {
     clients.emplace_back([&, c] {
       for (int i = 0; i < 12; ++i) {
         const size_t pi = static_cast<size_t>(c + i) % prompts.size();
+        if (i == 10) {
+          // The last two of each client go after the swap, so version "2" serves some however
+          // the threads are scheduled (on a loaded host all 72 could otherwise finish while
+          // the new model loads); requests 5-9 of each still run while it loads and switches.
+          const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+          while (rt.swaps() == 0 && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(1ms);
+        }
         ServiceRequest r;
         r.prompt = prompts[pi];
         r.sampling.temperature = 0;
