@@ -50,8 +50,8 @@ edgellm_classify_result edgellm_classify_result_init(void) {
   return r;
 }
 
-edgellm_status edgellm_classify(edgellm_runtime* runtime, const char* text, const char* const* labels,
-                                size_t n_labels, const edgellm_classify_params* params, double* probabilities,
+edgellm_status edgellm_classify(edgellm_runtime* runtime, const char* text, const char* const* labels, size_t n_labels,
+                                const edgellm_classify_params* params, double* probabilities,
                                 edgellm_classify_result* result) {
   return guard([&] {
     Runtime& rt = capi::runtime_of(runtime);

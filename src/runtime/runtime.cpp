@@ -317,6 +317,10 @@ ClassifyResult Runtime::classify(ClassifyRequest request) {
   cp.n_ctx = static_cast<int32_t>(positions);
   cp.n_seq_max = static_cast<int32_t>(tokens.labels.size()) + 1;
   cp.embeddings = false;
+  // The caller's thread runs the forwards: it keeps its own CPU set and priority (a placement
+  // would move it; the pool's workers keep what the service gave them).
+  cp.placement = {};
+  cp.placement_batch = {};
   cp.kv_budget_fraction = 0;
   const int32_t blocks =
       label_scoring_blocks(cp.kv_block_tokens, static_cast<int32_t>(tokens.prompt.size()), tokens.labels);

@@ -19,7 +19,7 @@ class CApiClassify : public ::testing::Test {
  protected:
   void SetUp() override {
     edgellm_runtime_params p = edgellm_runtime_default_params();
-    p.n_ctx = 128;
+    p.n_ctx = 256;
     p.n_parallel = 1;
     ASSERT_EQ(edgellm_runtime_create(edgellm::test::shared_model("stories260K.gguf").c_str(), &p, &rt_), EDGELLM_OK)
         << edgellm_last_error();
@@ -103,8 +103,8 @@ TEST_F(CApiClassify, BadInputIsAStatusAndWritesNothing) {
   expect_status(edgellm_classify(rt_, "bad \xc3", ok, 2, nullptr, probs, &r), inv, "text is not valid UTF-8",
                 "invalid UTF-8");
   std::string long_text;
-  for (int i = 0; i < 60; ++i) long_text += "Once upon a time. ";
-  expect_status(edgellm_classify(rt_, long_text.c_str(), ok, 2, nullptr, probs, &r), inv, "the context holds 128",
+  for (int i = 0; i < 100; ++i) long_text += "Once upon a time. ";
+  expect_status(edgellm_classify(rt_, long_text.c_str(), ok, 2, nullptr, probs, &r), inv, "the context holds 256",
                 "over-long text");
   edgellm_classify_params p = edgellm_classify_default_params();
   p.struct_size = 0;

@@ -14,11 +14,11 @@
 
 #include "cli_args.h"
 #include "command.h"
-#include "generation_options.h"
 #include "core/error.h"
 #include "engine/context.h"
 #include "engine/memory_plan.h"
 #include "generation/label_scorer.h"
+#include "generation_options.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
@@ -33,9 +33,9 @@ double time_labels(const Model& model, ContextParams cp, const std::vector<int32
   cp.n_ctx = static_cast<int32_t>(prompt.size() + longest);
   cp.n_seq_max = static_cast<int32_t>(labels.size()) + 1;
   cp.kv_budget_fraction = 0;
-  cp.kv_budget_bytes = static_cast<size_t>(label_scoring_blocks(cp.kv_block_tokens, static_cast<int32_t>(prompt.size()),
-                                                                labels)) *
-                       KvCache::block_bytes(kv_cache_params(model.hparams(), cp));
+  cp.kv_budget_bytes =
+      static_cast<size_t>(label_scoring_blocks(cp.kv_block_tokens, static_cast<int32_t>(prompt.size()), labels)) *
+      KvCache::block_bytes(kv_cache_params(model.hparams(), cp));
   Context ctx(model, cp);
   const auto t0 = std::chrono::steady_clock::now();
   (void)score_labels(ctx, prompt, labels);
@@ -61,8 +61,9 @@ int bench_classify_command(const std::vector<std::string>& args) {
   ap.add_int("--labels", &n_labels, "N", "labels scored at once (default 8)", 1, 64);
   ap.add_int("--label-tokens", &label_tokens, "N", "tokens per label (default 3)", 1, 256);
   ap.add_int("-r,--repetitions", &reps, "N", "repetitions, each with a new prompt (default 5)", 1, 100);
-  ap.add_custom(shared_option("seed"), [&](const std::string& v) { seed = parse_int(v, "--seed", 0, INT64_MAX); },
-                "of the random token ids; default 1234");
+  ap.add_custom(
+      shared_option("seed"), [&](const std::string& v) { seed = parse_int(v, "--seed", 0, INT64_MAX); },
+      "of the random token ids; default 1234");
   add_context_options(ap, &co, /*with_ctx_size=*/false);
   add_kv_type_options(ap, &co.kv);
   if (!ap.parse(args)) return 0;
