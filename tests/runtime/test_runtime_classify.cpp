@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -197,6 +201,50 @@ TEST_F(ClassifyTest, BadRequestsGetClearErrors) {
   expect_refused(*rt_, r, "the context holds 256");
   // The runtime still serves after every refusal.
   EXPECT_EQ(rt_->classify(ok).finish_reason, FinishReason::kStop);
+}
+
+// Classify calls from two threads while the service generates: each classify equals the one run
+// alone, the generated text equals its solo run (the classify Context shares the model and the
+// thread pool, not the service's KV).
+TEST_F(ClassifyTest, RunsBesideGenerationWithoutChangingEither) {
+  ClassifyRequest req;
+  req.raw = true;
+  req.text = "Once upon a time, there was a little";
+  req.labels = {" girl", " boy", " dog named Spot", " big red ball"};
+  const ClassifyResult alone = rt_->classify(req);
+  const auto generate = [&] {
+    auto done = std::make_shared<std::promise<RequestResult>>();
+    ServiceRequest g;
+    g.prompt = "Lily had a red ball.";
+    g.sampling.temperature = 0;
+    g.max_tokens = 200;  // long enough to overlap the classify calls (not forced)
+    g.deadline_ms = 0;
+    g.on_finish = [done](RequestResult& res) { done->set_value(res); };
+    (void)rt_->submit(std::move(g));
+    return done->get_future();
+  };
+  std::future<RequestResult> solo_f = generate();
+  ASSERT_EQ(solo_f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const RequestResult solo = solo_f.get();
+  ASSERT_NE(solo.finish_reason, FinishReason::kError) << solo.error;
+
+  std::future<RequestResult> beside_f = generate();
+  std::vector<ClassifyResult> got(6);
+  std::thread a([&] {
+    for (size_t i = 0; i < 3; ++i) got[i] = rt_->classify(req);
+  });
+  std::thread b([&] {
+    for (size_t i = 3; i < 6; ++i) got[i] = rt_->classify(req);
+  });
+  a.join();
+  b.join();
+  ASSERT_EQ(beside_f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const RequestResult beside = beside_f.get();
+  EXPECT_EQ(beside.text, solo.text);
+  for (const ClassifyResult& r : got) {
+    EXPECT_EQ(r.index, alone.index);
+    EXPECT_EQ(r.logprobs, alone.logprobs);  // the same forwards: bit for bit
+  }
 }
 
 TEST(ClassifyShutdown, AShutDownRuntimeRefuses) {
