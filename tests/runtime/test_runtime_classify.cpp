@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -261,6 +262,40 @@ TEST(ClassifyShutdown, AShutDownRuntimeRefuses) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
   }
+}
+
+// shutdown() while another thread classifies in a loop: that thread ends with kCancelled (a
+// call in flight stops between layers and returns finish_reason kCancelled; one after shutdown
+// throws kCancelled), nothing hangs. Which of the two it sees depends on timing; both are the
+// documented outcome.
+TEST(ClassifyShutdown, AClassifyLoopEndsWhenTheRuntimeShutsDown) {
+  Runtime rt(params());
+  ClassifyRequest req;
+  req.raw = true;
+  for (int i = 0; i < 20; ++i) req.text += "Once upon a time. ";  // ~100 tokens: a forward worth stopping
+  req.labels = {" there", " a", " the little dog"};
+  std::atomic<int> done{0};
+  std::atomic<bool> cancelled{false};
+  std::thread t([&] {
+    for (;;) {
+      try {
+        const ClassifyResult r = rt.classify(req);
+        if (r.finish_reason == FinishReason::kCancelled) break;
+        EXPECT_EQ(r.finish_reason, FinishReason::kStop);
+        done.fetch_add(1);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+        break;
+      }
+    }
+    cancelled = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (done.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_GE(done.load(), 2);
+  rt.shutdown();
+  t.join();
+  EXPECT_TRUE(cancelled.load());
 }
 
 }  // namespace
