@@ -577,6 +577,64 @@ EDGELLM_API edgellm_status edgellm_rerank(edgellm_runtime* runtime, const char* 
                                           size_t n_documents, const edgellm_embed_params* params, float* scores,
                                           size_t capacity, size_t* n_scores, edgellm_embed_info* info);
 
+/* ============================================================================== classify */
+/* Intent recognition on a generation runtime (docs/c-api.md, "Classify"): the model reads text
+ * (with an instruction, through its chat template) and each label is scored as the answer by its
+ * log-probability; the most probable label wins, so the answer is always one of the labels. One
+ * prefill of the prompt, then one forward over all labels' tokens (each label's sequence shares
+ * the prompt's KV). Blocks (a prefill and a short forward: call it off the UI thread); runs on
+ * the calling thread in a KV cache of its own sized to the call and freed after it, taking turns
+ * with the runtime's requests on its threads; one classify at a time per runtime (other callers
+ * wait). Not from one of this runtime's callbacks (WRONG_THREAD). */
+
+typedef struct edgellm_classify_params {
+  uint32_t struct_size;    /* set by edgellm_classify_default_params() */
+  /* Chat mode: the system message. NULL or "": "Classify the text into exactly one of these
+   * labels: a, b, c. Answer with the label only." Raw mode: put in front of the text as is. */
+  const char* instruction;
+  /* false (default): the chat template renders [system: instruction, user: text] and the
+   * assistant's turn start, labels follow. true: the prompt is instruction + text as given (BOS
+   * as the vocabulary asks): a base model, or a prompt the app wrote; put the separator (" ")
+   * in the labels or at the end of the text. */
+  bool raw;
+  /* false (default): probabilities are the softmax of each label's summed token log-probs (the
+   * log-likelihood llama.cpp and lm-eval report); true: of the mean per token (long labels are
+   * not penalised for their length). */
+  bool length_normalize;
+  int64_t deadline_ms;     /* from the call; <= 0: none; default 30000 */
+} edgellm_classify_params;
+
+EDGELLM_API edgellm_classify_params edgellm_classify_default_params(void);
+
+/* What a call chose (out-parameter of edgellm_classify). */
+typedef struct edgellm_classify_result {
+  uint32_t struct_size;    /* set by edgellm_classify_result_init(); the library writes only within it */
+  /* In, optional: arrays of n_labels that receive each label's summed log-probability (natural
+   * log) and its token count; NULL: not wanted. */
+  double* logprobs;
+  int32_t* label_tokens;
+  int32_t index;           /* the chosen label: labels[index] (the highest probability, the first on a tie) */
+  int32_t prompt_tokens;   /* the prompt's tokens (template and instruction included) */
+  double total_ms;         /* call -> result */
+} edgellm_classify_result;
+
+EDGELLM_API edgellm_classify_result edgellm_classify_result_init(void);
+
+/* Classifies UTF-8 text into one of n_labels labels (1 to 64, distinct, each 1 to 256 bytes of
+ * valid UTF-8 without control characters: a label is an answer the app compares, never
+ * altered). probabilities: the caller's array of n_labels doubles, in label order, summing to 1.
+ * result (required) receives the choice. params NULL: the defaults. INVALID_ARGUMENT: a NULL
+ * runtime / text / labels / element / probabilities / result, an empty text, no label, more than
+ * 64, an empty, over-long, invalid or repeated label (the message names its index), text or
+ * instruction the input policy refuses, a prompt plus the longest label longer than n_ctx
+ * tokens (the message gives both), a bad struct_size; UNSUPPORTED on an embedding runtime;
+ * DEGRADED (the ladder refuses new requests); TIMEOUT (deadline_ms passed); SHUT_DOWN (the runtime
+ * is being destroyed: a call in flight stops between two layers and returns it, destroy waits for
+ * it to leave). Nothing is written unless OK. */
+EDGELLM_API edgellm_status edgellm_classify(edgellm_runtime* runtime, const char* text, const char* const* labels,
+                                            size_t n_labels, const edgellm_classify_params* params,
+                                            double* probabilities, edgellm_classify_result* result);
+
 /* ============================================================================== sessions */
 /* The sessions the runtime keeps by id (edgellm_request_params.session_id). Bytes are the
  * session file format (docs/sessions.md): another device running the same model file and KV type

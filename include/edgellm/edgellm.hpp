@@ -763,6 +763,46 @@ class Runtime {
     return e;
   }
 
+  // ---- classify (a generation runtime): one of a list of labels for a text
+
+  struct Classification {
+    int32_t index = -1;                 // labels[index]
+    std::vector<double> probabilities;  // per label, in label order, summing to 1
+    std::vector<double> logprobs;       // per label: its tokens' summed log-probability
+    std::vector<int32_t> label_tokens;  // per label: its tokens
+    int32_t prompt_tokens = 0;
+    double total_ms = 0;
+  };
+
+  // edgellm_classify: blocks (one prefill, one forward over the labels); not from one of this
+  // runtime's callbacks. Throws Error (INVALID_ARGUMENT for no / repeated / bad labels, ...).
+  Classification classify(const std::string& text, const std::vector<std::string>& labels,
+                          const edgellm_classify_params& params = edgellm_classify_default_params()) {
+    detail::check_no_nul(text, "text");
+    std::vector<const char*> ptrs;
+    ptrs.reserve(labels.size());
+    for (const std::string& l : labels) {
+      detail::check_no_nul(l, "label");
+      ptrs.push_back(l.c_str());
+    }
+    static const char* const kNoLabel[1] = {""};  // no label: the library refuses the count
+    Classification c;
+    c.probabilities.assign(labels.size(), 0);
+    c.logprobs.assign(labels.size(), 0);
+    c.label_tokens.assign(labels.size(), 0);
+    double none = 0;
+    edgellm_classify_result r = edgellm_classify_result_init();
+    r.logprobs = labels.empty() ? nullptr : c.logprobs.data();
+    r.label_tokens = labels.empty() ? nullptr : c.label_tokens.data();
+    detail::check(edgellm_classify(handle_, text.c_str(), labels.empty() ? kNoLabel : ptrs.data(), ptrs.size(), &params,
+                                   labels.empty() ? &none : c.probabilities.data(), &r),
+                  "edgellm_classify");
+    c.index = r.index;
+    c.prompt_tokens = r.prompt_tokens;
+    c.total_ms = r.total_ms;
+    return c;
+  }
+
   // ---- sessions (docs/sessions.md): the conversations the runtime keeps by id
 
   // Checks bytes against the serving model and keeps them under id (replacing one there).

@@ -19,10 +19,10 @@
 // One handle = one Runtime (runtime/runtime.h): the C ABI is a face over it and adds no policy.
 struct edgellm_runtime {
   std::unique_ptr<edgellm::Runtime> rt;
-  // Threads inside Runtime::embed (edgellm_embed / edgellm_rerank submitting). Their calls then
-  // block on the request's end, which shutdown delivers; destroy waits for this to reach 0 after
-  // shutdown, so a call blocked in edgellm_embed when destroy starts returns SHUT_DOWN instead of
-  // touching a freed runtime on its way out of submit.
+  // Threads inside Runtime::embed (edgellm_embed / edgellm_rerank submitting: their calls then
+  // block on the request's end, which shutdown delivers) or Runtime::classify (edgellm_classify,
+  // whose forward stops at the next layer once shutdown started). destroy waits for this to reach
+  // 0 after shutdown, so such a call returns SHUT_DOWN instead of touching a freed runtime.
   std::atomic<int> embed_submitting{0};
 };
 

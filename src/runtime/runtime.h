@@ -30,6 +30,7 @@
 // results) or the router thread (routed answers), never under a lock of the runtime.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "generation/classify.h"
 #include "runtime/degradation_controller.h"
 #include "runtime/model_host.h"
 #include "runtime/router.h"
@@ -133,6 +135,22 @@ class Runtime {
   // A short forward in the background (InferenceService::warmup).
   void warmup(std::function<void(bool ran, const std::string& why)> done = {});
 
+  // ---- classification (role kGenerate; generation/classify.h)
+  // Chooses one of request.labels for request.text by the serving model's log-probability of
+  // each label after the prompt: one prefill of the prompt, one batched forward over every
+  // label's tokens, the labels' sequences forking the prompt's KV. Blocks; the forwards run on
+  // the calling thread, in a Context of its own over the serving model, sized to this request
+  // (prompt + longest label positions, labels + 1 sequences, KV for exactly what it writes) and
+  // freed when the call returns; the pool's threads are the ones the service uses, so a classify
+  // and the service's steps take turns. One classify runs at a time (others wait for it). Any
+  // thread but a callback of this runtime. A call that did not finish returns finish_reason
+  // kTimeout (deadline_ms passed) or kCancelled (the runtime shut down; the forward stops between
+  // layers) with index -1. Throws Error: kInvalidArgument (check_classify_request; a prompt plus
+  // the longest label over the service's n_ctx; from a callback), kUnsupported (an embedding
+  // runtime), kDegraded (the ladder refuses requests), kCancelled (already shut down),
+  // kOutOfMemory.
+  ClassifyResult classify(ClassifyRequest request);
+
   // ---- the model
   // Loads `path` and switches new requests to it (the current version keeps serving what it
   // admitted and while the new one loads; a failure changes nothing). Blocks while loading. At
@@ -194,6 +212,8 @@ class Runtime {
   mutable std::mutex swap_mutex_;                  // one swap or reload at a time
   std::mutex shutdown_mutex_;
   bool shut_down_ = false;
+  std::mutex classify_mutex_;          // one classify at a time (its Context is per call)
+  std::atomic<bool> stopping_{false};  // set first by shutdown(): a classify in flight stops
 };
 
 }  // namespace edgellm

@@ -239,4 +239,30 @@ size_t check_embedding_request(EmbeddingRequest& r, int32_t n_vocab, InputPolicy
   return changed;
 }
 
+size_t check_classify_request(ClassifyRequest& r, InputPolicy policy) {
+  if (r.text.empty()) refuse("text is empty");
+  size_t changed = check_text(r.text, "text", policy);
+  if (!r.instruction.empty()) changed += check_text(r.instruction, "instruction", policy);
+  if (r.labels.empty()) refuse("labels: give at least one");
+  if (r.labels.size() > limits::kMaxClassifyLabels) {
+    refuse("labels: at most " + std::to_string(limits::kMaxClassifyLabels) + ", got " +
+           std::to_string(r.labels.size()));
+  }
+  for (size_t i = 0; i < r.labels.size(); ++i) {
+    const std::string what = "labels[" + std::to_string(i) + "]";
+    const std::string& label = r.labels[i];
+    if (label.empty()) refuse(what + " is empty");
+    if (label.size() > limits::kMaxLabelBytes) {
+      refuse(what + " is " + std::to_string(label.size()) + " bytes; at most " +
+             std::to_string(limits::kMaxLabelBytes));
+    }
+    std::string copy = label;
+    (void)check_text(copy, what, InputPolicy::kRefuse);
+    for (size_t j = 0; j < i; ++j) {
+      if (r.labels[j] == label) refuse(what + " repeats labels[" + std::to_string(j) + "] (\"" + label + "\")");
+    }
+  }
+  return changed;
+}
+
 }  // namespace edgellm

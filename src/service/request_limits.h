@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "engine/sampler.h"
+#include "generation/classify.h"
 #include "service/embedding_request.h"
 #include "service/request.h"
 
@@ -36,6 +37,10 @@ inline constexpr double kMaxAbsFrequencyPenalty = 2;
 inline constexpr double kMaxAbsLogitBias = 100;
 inline constexpr size_t kMaxEmbeddingInputs = 2048;  // texts, token arrays or documents (OpenAI's bound)
 inline constexpr size_t kMaxGrammarBytes = size_t{1} << 20;  // grammar_gbnf, json_schema (1 MiB)
+// classify: labels per request (each forks the prompt's KV: n_seq_max = labels + 1) and bytes
+// per label (a label is an answer, not a document).
+inline constexpr size_t kMaxClassifyLabels = 64;
+inline constexpr size_t kMaxLabelBytes = 256;
 }  // namespace limits
 
 // Checks (and under kStrip cleans) a request for a model of n_vocab tokens: exactly one input,
@@ -49,6 +54,12 @@ size_t check_request(ServiceRequest& request, int32_t n_vocab, InputPolicy polic
 // policy; token ids in the vocabulary; pooling (not rank: rerank is its own task) and
 // normalize values; priority. Returns the characters kStrip changed.
 size_t check_embedding_request(EmbeddingRequest& request, int32_t n_vocab, InputPolicy policy);
+
+// The same for a classify request: text non-empty under the input policy; 1..kMaxClassifyLabels
+// labels, each non-empty, at most kMaxLabelBytes, distinct, and always strictly checked (valid
+// UTF-8, no control character: a label is returned as given, so it is never stripped); the
+// instruction under the input policy. Returns the characters kStrip changed.
+size_t check_classify_request(ClassifyRequest& request, InputPolicy policy);
 
 // The sampling part alone (the CLI's generation options use it too).
 void check_sampling(const SamplerParams& s, int32_t n_vocab);

@@ -6,8 +6,10 @@
 // dropped, thrown), the registry and swap, pressure, metrics, plan and pack.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -120,6 +122,29 @@ TEST_F(CppWrapper, StreamsAGreedyRequest) {
   EXPECT_NE(rt_.metrics_json().find("\"requests_finished\""), std::string::npos);
   EXPECT_NE(rt_.metrics_prometheus().find("edgellm_requests_finished_total 1"), std::string::npos);
   EXPECT_NE(rt_.model_info_json().find("\"architecture\": \"llama\""), std::string::npos);
+}
+
+// classify: the C call's probabilities (softmax of the returned logprobs) and choice; a repeated
+// label throws INVALID_ARGUMENT.
+TEST_F(CppWrapper, ClassifyReturnsTheSoftmaxOfTheLabelsLogprobs) {
+  edgellm_classify_params p = edgellm_classify_default_params();
+  p.raw = true;
+  const std::vector<std::string> labels = {" girl", " boy", " big red ball"};
+  const auto c = rt_.classify("Once upon a time, there was a little", labels, p);
+  ASSERT_EQ(c.probabilities.size(), 3u);
+  double max = c.logprobs[0];
+  for (double v : c.logprobs) max = std::max(max, v);
+  double z = 0;
+  for (double v : c.logprobs) z += std::exp(v - max);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(c.probabilities[i], std::exp(c.logprobs[i] - max) / z, 1e-12);
+  EXPECT_EQ(c.index, std::max_element(c.probabilities.begin(), c.probabilities.end()) - c.probabilities.begin());
+  EXPECT_GT(c.label_tokens[2], c.label_tokens[0]);
+  try {
+    (void)rt_.classify("t", {" a", " a"});
+    FAIL() << "a repeated label was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), EDGELLM_ERR_INVALID_ARGUMENT);
+  }
 }
 
 TEST_F(CppWrapper, FullQueueThrowsBusyAndFreesTheCallbacks) {

@@ -2,7 +2,7 @@
 // holding the shared ModelCore. Quick calls are synchronous and throw Error{code} (SHUT_DOWN once
 // released): tokenize, detokenize, applyTemplate, info, metrics, degradation, pause, resume,
 // setPressure, setRouter, deleteSession, listSessions. Calls that wait for the runtime's threads,
-// embed / rerank (embeddings.cpp),
+// embed / rerank (embeddings.cpp), classify (classify.cpp),
 // load a model or touch files return promises: generate's result, warmup, trim (warmup.cpp), the
 // session copies and files (sessions.cpp), swapModel, reloadRegistry, setFallbackModel (worker
 // threads, async_call.h), and release, which destroys the runtime on a libuv worker thread
@@ -14,6 +14,7 @@
 
 #include "addon.h"
 #include "async_call.h"
+#include "classify.h"
 #include "embeddings.h"
 #include "js.h"
 #include "options.h"
@@ -412,6 +413,12 @@ napi_value m_embed(napi_env env, napi_callback_info info) {
   return embed(env, c.handle->core, c.args[0], c.args[1]);
 }
 
+napi_value m_classify(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!unpack(env, info, &c)) return nullptr;
+  return classify(env, c.handle->core, c.args[0], c.args[1], c.args[2]);
+}
+
 napi_value m_rerank(napi_env env, napi_callback_info info) {
   Call c;
   if (!unpack(env, info, &c)) return nullptr;
@@ -511,6 +518,7 @@ bool define_model_class(napi_env env, napi_value exports, AddonData* data) {
       {"generate", nullptr, m_generate, nullptr, nullptr, nullptr, napi_default_method, nullptr},
       {"embed", nullptr, m_embed, nullptr, nullptr, nullptr, napi_default_method, nullptr},
       {"rerank", nullptr, m_rerank, nullptr, nullptr, nullptr, napi_default_method, nullptr},
+      {"classify", nullptr, m_classify, nullptr, nullptr, nullptr, napi_default_method, nullptr},
       {"tokenize", nullptr, m_tokenize, nullptr, nullptr, nullptr, napi_default_method, nullptr},
       {"detokenize", nullptr, m_detokenize, nullptr, nullptr, nullptr, napi_default_method, nullptr},
       {"applyTemplate", nullptr, m_apply_template, nullptr, nullptr, nullptr, napi_default_method, nullptr},
