@@ -190,7 +190,7 @@ TEST_F(CliTable, EveryCommandTimesEverySharedOption) {
       }
     }
   }
-  EXPECT_EQ(cells, 22 * 14);
+  EXPECT_EQ(cells, 23 * 14);
 }
 
 // The help line of a shared option (names, value, description) is the same in every command
