@@ -20,39 +20,14 @@
 #include "edgellm/edgellm.h"
 #include "support/json_validator.h"
 #include "support/test_env.h"
+#include "support/tool_fixtures.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-// The server's tool-calls test uses the same two tools (tests/server/test_structured_http.cpp).
-constexpr const char* kTools = R"([
-  {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
-    "parameters": {"type": "object", "properties": {
-      "city": {"type": "string", "minLength": 1, "maxLength": 10},
-      "days": {"type": "integer", "minimum": 1, "maximum": 7},
-      "unit": {"enum": ["celsius", "fahrenheit"]}},
-      "required": ["city", "days", "unit"], "additionalProperties": false}}},
-  {"type": "function", "function": {"name": "set_alarm", "description": "An alarm",
-    "parameters": {"type": "object", "properties": {
-      "hour": {"type": "integer", "minimum": 0, "maximum": 23},
-      "label": {"type": "string", "maxLength": 8}},
-      "required": ["hour"], "additionalProperties": false}}}
-])";
-
-// "One of the tools, by name, with arguments that follow its parameters", for {"name", "arguments"}.
-constexpr const char* kAnyToolCall = R"({"anyOf": [
-  {"type": "object", "required": ["name", "arguments"], "properties": {"name": {"const": "get_weather"},
-    "arguments": {"type": "object", "properties": {
-      "city": {"type": "string", "minLength": 1, "maxLength": 10},
-      "days": {"type": "integer", "minimum": 1, "maximum": 7},
-      "unit": {"enum": ["celsius", "fahrenheit"]}},
-      "required": ["city", "days", "unit"], "additionalProperties": false}}},
-  {"type": "object", "required": ["name", "arguments"], "properties": {"name": {"const": "set_alarm"},
-    "arguments": {"type": "object", "properties": {
-      "hour": {"type": "integer", "minimum": 0, "maximum": 23},
-      "label": {"type": "string", "maxLength": 8}},
-      "required": ["hour"], "additionalProperties": false}}}]})";
+using edgellm::test::kTwoTools;
+using edgellm::test::kTwoToolsCallSchema;
 
 struct Call {
   std::string id, name, arguments;
@@ -164,14 +139,14 @@ TEST_F(CApiTools, RequiredAndNamedCallsFollowTheSchemasAndAreTheReplyParsed) {
   std::vector<edgellm_request_params> reqs;
   for (const edgellm_sampling* s : {&s0, &s1}) {
     edgellm_request_params r = chat(&weather, s);
-    r.tools = kTools;
+    r.tools = kTwoTools;
     r.tool_choice = EDGELLM_TOOL_CHOICE_REQUIRED;
     r.parallel_tool_calls = false;
     reqs.push_back(r);
   }
   for (const edgellm_sampling* s : {&s0, &s2}) {
     edgellm_request_params r = chat(&wake, s);
-    r.tools = kTools;
+    r.tools = kTwoTools;
     r.tool_choice = EDGELLM_TOOL_CHOICE_FUNCTION;
     r.tool_choice_name = "set_alarm";
     reqs.push_back(r);
@@ -198,7 +173,7 @@ TEST_F(CApiTools, RequiredAndNamedCallsFollowTheSchemasAndAreTheReplyParsed) {
     raw.push_back({o.text, "stop"});
   }
   replies += "]}";
-  edgellm::test::JsonValidation v = edgellm::test::validate_json_outputs(kAnyToolCall, calls);
+  edgellm::test::JsonValidation v = edgellm::test::validate_json_outputs(kTwoToolsCallSchema, calls);
   EXPECT_EQ(v.exit_code, 0) << v.report;
   v = edgellm::test::validate_json_outputs(replies, raw);
   EXPECT_EQ(v.exit_code, 0) << v.report;
@@ -210,7 +185,7 @@ TEST_F(CApiTools, NoneGivesTheTextOfTheSameChatWithoutTools) {
   edgellm_request_params with = chat(&msg, &s);
   with.max_tokens = 40;
   edgellm_request_params without = with;
-  with.tools = kTools;
+  with.tools = kTwoTools;
   with.tool_choice = EDGELLM_TOOL_CHOICE_NONE;
   const std::vector<Output> outs = run_all({with, without});
   ASSERT_NE(outs[1].reason, EDGELLM_FINISH_ERROR) << outs[1].error;
@@ -227,7 +202,7 @@ TEST_F(CApiTools, ACallCutShortIsNoCall) {
   const edgellm_message msg{sizeof(edgellm_message), "user", "What is the weather in Oslo?"};
   const edgellm_sampling s = greedy();
   edgellm_request_params r = chat(&msg, &s);
-  r.tools = kTools;
+  r.tools = kTwoTools;
   r.tool_choice = EDGELLM_TOOL_CHOICE_REQUIRED;
   r.max_tokens = 6;
   const Output o = run_all({r})[0];
