@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
             s->decode_tokens_per_second, s->total_ms);
     switch (state.reason) {
       case EDGELLM_FINISH_STOP:
-      case EDGELLM_FINISH_LENGTH: break;
+      case EDGELLM_FINISH_LENGTH:
+      case EDGELLM_FINISH_TOOL_CALLS: break; /* only with tools, which this example does not send */
       case EDGELLM_FINISH_ERROR:
         fprintf(stderr, "stream_prompt: the request failed: %s: %s\n", edgellm_status_name(state.status), state.error);
         ok = false;

@@ -268,10 +268,13 @@ typedef enum edgellm_finish_reason {
   EDGELLM_FINISH_LENGTH = 1,    /* max_tokens reached or the context is full */
   EDGELLM_FINISH_CANCELLED = 2, /* edgellm_cancel, on_token returned false, or the runtime was destroyed */
   EDGELLM_FINISH_TIMEOUT = 3,   /* the deadline passed (the text so far is in the result) */
-  EDGELLM_FINISH_ERROR = 4      /* see the result's status and error_message */
+  EDGELLM_FINISH_ERROR = 4,     /* see the result's status and error_message */
+  EDGELLM_FINISH_TOOL_CALLS = 5 /* a request with tools ended by itself with tool calls (the
+                                   result's tool_calls); a reply cut short keeps LENGTH, TIMEOUT
+                                   or CANCELLED: a call cut short is not a call to run */
 } edgellm_finish_reason;
 
-/* "stop", "length", "cancelled", "timeout", "error". */
+/* "stop", "length", "cancelled", "timeout", "error", "tool_calls". */
 EDGELLM_API const char* edgellm_finish_reason_name(edgellm_finish_reason reason);
 
 /* The edge-cloud router (edgellm_set_router, docs/router.md). */
@@ -291,6 +294,24 @@ typedef struct edgellm_message {
   const char* role;     /* "system", "user", "assistant" or "tool" */
   const char* content;  /* UTF-8 */
 } edgellm_message;
+
+/* Which replies a request with tools allows (edgellm_request_params.tool_choice), OpenAI's
+ * tool_choice. */
+typedef enum edgellm_tool_choice {
+  EDGELLM_TOOL_CHOICE_AUTO = 0,     /* text or tool calls, as the model writes (a call that starts is
+                                       constrained to the tools' schemas); the default */
+  EDGELLM_TOOL_CHOICE_NONE = 1,     /* text only: the tools are not rendered, nothing is constrained */
+  EDGELLM_TOOL_CHOICE_REQUIRED = 2, /* one or more calls (one with parallel_tool_calls false) */
+  EDGELLM_TOOL_CHOICE_FUNCTION = 3  /* exactly one call of the tool tool_choice_name names */
+} edgellm_tool_choice;
+
+/* One tool call parsed from a reply (edgellm_result.tool_calls; elements are struct_size apart). */
+typedef struct edgellm_tool_call {
+  uint32_t struct_size;
+  const char* id;        /* "call_" + 24 letters and digits, unique within the result */
+  const char* name;      /* one of the request's tools */
+  const char* arguments; /* the arguments object as JSON text; it follows the tool's parameters schema */
+} edgellm_tool_call;
 
 typedef struct edgellm_logit_bias {
   int32_t token; /* a token id of the model */
@@ -374,6 +395,14 @@ typedef struct edgellm_result {
    * asked for), else why not (IO; INVALID_ARGUMENT: a request that ended with ERROR saves nothing). */
   bool session_stored;
   edgellm_status session_save_status;
+  /* Tool calls (a request with tools, docs/c-api.md "Tool calls"): the calls parsed from the
+   * reply, in order, and content = the reply's text outside them (text keeps the whole reply as
+   * the token events delivered it, calls included). Without tools: no calls, content = text. A
+   * call cut short (LENGTH, TIMEOUT, CANCELLED) is not parsed as one: it stays in content. */
+  const edgellm_tool_call* tool_calls; /* n_tool_calls elements, each tool_calls[0].struct_size apart */
+  size_t n_tool_calls;
+  const char* content; /* NUL-terminated */
+  size_t content_len;
 } edgellm_result;
 
 /* Called for each token (on the scheduler thread); return false to cancel the request. */
@@ -443,6 +472,25 @@ typedef struct edgellm_request_params {
   const char* grammar;
   const char* json_schema;
   bool json_object;
+
+  /* Tool calling (docs/c-api.md "Tool calls"; messages requests only: INVALID_ARGUMENT with a
+   * prompt or tokens). As the server's tools / tool_choice / parallel_tool_calls: the chat template
+   * renders the tools (or, for a template without tool support, a system prompt teaches a JSON
+   * call shape), a call is constrained to its tool's parameters schema while it is generated, and
+   * the result carries the parsed calls (edgellm_result.tool_calls, finish TOOL_CALLS). Not together
+   * with grammar / json_schema / json_object unless tool_choice is NONE. Checked in edgellm_submit:
+   * INVALID_ARGUMENT for JSON that does not parse, a tool that is not {"type": "function",
+   * "function": {"name", "description"?, "parameters"?}}, a schema the grammar cannot hold, an
+   * unknown tool_choice, REQUIRED / FUNCTION without tools, or a tool_choice_name that is not
+   * among the tools.
+   *   tools               JSON text: an array of OpenAI function tools; NULL: none; at most 1 MiB
+   *   tool_choice         default AUTO
+   *   tool_choice_name    the function of tool_choice FUNCTION (NULL otherwise)
+   *   parallel_tool_calls more than one call in a reply; default true */
+  const char* tools;
+  edgellm_tool_choice tool_choice;
+  const char* tool_choice_name;
+  bool parallel_tool_calls;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);

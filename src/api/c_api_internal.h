@@ -7,14 +7,17 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
 #include "edgellm/edgellm.h"
 #include "runtime/runtime.h"
+#include "runtime/tool_request.h"
 
 // One handle = one Runtime (runtime/runtime.h): the C ABI is a face over it and adds no policy.
 struct edgellm_runtime {
@@ -111,7 +114,13 @@ std::string required(const char* s, const char* what);
 Runtime& runtime_of(edgellm_runtime* handle);
 
 // Mirrors of the C enums and structs (c_api_requests.cpp).
-ServiceRequest to_request(const edgellm_request_params& p);
+ServiceRequest to_request(const edgellm_request_params& p);  // on_finish: finish_callback
+// The request's tools / tool_choice fields (r: its input, from to_request) as the runtime's
+// ToolRequest, checked (runtime/tool_request.h); kInvalidArgument naming the field.
+ToolRequest to_tool_request(const edgellm_request_params& p, const ServiceRequest& r);
+// The C on_finish over a RequestResult; `tools`: the reply is parsed into content and calls.
+std::function<void(RequestResult&)> finish_callback(edgellm_finish_callback fn, void* user,
+                                                    std::optional<ToolCallFormat> tools);
 Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict_utf8);
 
 }  // namespace edgellm::capi

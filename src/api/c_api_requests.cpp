@@ -2,11 +2,14 @@
 // are the runtime's, service/request_limits.h), submit / cancel, and the result back to C.
 #include <cstddef>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/c_api_internal.h"
+#include "chat/tool_calls.h"
 #include "core/utf8.h"
+#include "runtime/tool_request.h"
 
 using namespace edgellm;
 using capi::fail;
@@ -26,7 +29,10 @@ static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
 // ABI 5 sizes (LP64: x86-64 and AArch64 alike). A new field goes after the last one, past the
 // old sizeof (read_struct copies a caller's prefix): when one of these fails, the struct grew —
 // keep the old size readable and update the number here and in docs/c-api.md's history.
-static_assert(sizeof(edgellm_request_params) == 200 || sizeof(void*) != 8, "edgellm_request_params changed size");
+// edgellm_request_params: 200 bytes up to json_object; the tool fields appended (232).
+static_assert(sizeof(edgellm_request_params) == 232 || sizeof(void*) != 8, "edgellm_request_params changed size");
+static_assert(offsetof(edgellm_request_params, tools) == 200 || sizeof(void*) != 8, "the tool fields follow ABI 5's 200 bytes");
+static_assert(sizeof(edgellm_tool_call) == 32 || sizeof(void*) != 8, "edgellm_tool_call changed size");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
 static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
 // edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152).
@@ -172,50 +178,107 @@ ServiceRequest to_request(const edgellm_request_params& p) {
       return fn(&e, user);
     };
   }
-  if (p.on_finish != nullptr) {
-    r.on_finish = [fn = p.on_finish, user = p.user_data](RequestResult& res) {
-      edgellm_result out{};
-      out.struct_size = sizeof out;
-      out.id = res.id;
-      out.finish_reason = static_cast<edgellm_finish_reason>(static_cast<int>(res.finish_reason));
-      out.status = res.finish_reason == FinishReason::kError ? status_of(res.error_code) : EDGELLM_OK;
-      out.error_message = res.error.c_str();
-      out.text = res.text.c_str();
-      out.text_len = res.text.size();
-      out.stop_string = res.stop_string.c_str();
-      out.model_version = res.model_version.c_str();
-      const RequestStats& st = res.stats;
-      edgellm_request_stats& os = out.stats;
-      os.struct_size = sizeof os;
-      os.queue_ms = st.queue_ms;
-      os.ttft_ms = st.ttft_ms;
-      os.prefill_ms = st.prefill_ms;
-      os.decode_ms = st.decode_ms;
-      os.total_ms = st.total_ms;
-      os.prompt_tokens = st.prompt_tokens;
-      os.cached_tokens = st.cached_tokens;
-      os.completion_tokens = st.completion_tokens;
-      os.prefill_tokens_per_second = st.prefill_tokens_per_second;
-      os.decode_tokens_per_second = st.decode_tokens_per_second;
-      os.kv_blocks = st.kv_blocks;
-      os.peak_rss_bytes = st.peak_rss_bytes;
-      os.sanitized_chars = st.sanitized_chars;
-      edgellm_route_info& ri = out.route;
-      ri.struct_size = sizeof ri;
-      ri.route = res.route.route.c_str();
-      ri.reason = res.route.reason.c_str();
-      ri.tier = res.route.tier.c_str();
-      ri.score = res.route.score;
-      ri.mean_p = res.route.mean_p;
-      ri.min_p = res.route.min_p;
-      ri.latency_ms = res.route.latency_ms;
-      ri.retry_in_cloud = res.route.retry_in_cloud;
-      out.session_stored = res.session_stored;
-      out.session_save_status = res.session_save_failed ? status_of(res.session_save_code) : EDGELLM_OK;
-      fn(&out, user);
-    };
-  }
   return r;
+}
+
+ToolRequest to_tool_request(const edgellm_request_params& p, const ServiceRequest& r) {
+  ToolRequest t;
+  const std::string text = optional_string(p.tools, "tools");
+  if (!text.empty()) {
+    if (text.size() > limits::kMaxGrammarBytes) {
+      throw Error(ErrorCode::kInvalidArgument, "tools: longer than " + std::to_string(limits::kMaxGrammarBytes) + " bytes");
+    }
+    try {
+      t.tools = Json::parse(text);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("tools: not JSON (") + e.what() + ")");
+    }
+    check_tools(t.tools);
+    require(r.messages.is_array(), ErrorCode::kInvalidArgument,
+            "tools: tool calls are a chat feature: give the request as messages");
+  }
+  switch (enum_value(p.tool_choice)) {
+    case EDGELLM_TOOL_CHOICE_AUTO: t.choice.kind = ToolChoiceKind::kAuto; break;
+    case EDGELLM_TOOL_CHOICE_NONE: t.choice.kind = ToolChoiceKind::kNone; break;
+    case EDGELLM_TOOL_CHOICE_REQUIRED: t.choice.kind = ToolChoiceKind::kRequired; break;
+    case EDGELLM_TOOL_CHOICE_FUNCTION: t.choice.kind = ToolChoiceKind::kFunction; break;
+    default:
+      throw Error(ErrorCode::kInvalidArgument, "tool_choice " + std::to_string(enum_value(p.tool_choice)) + " is unknown");
+  }
+  if (t.choice.kind == ToolChoiceKind::kFunction) {
+    require(p.tool_choice_name != nullptr && *p.tool_choice_name != '\0', ErrorCode::kInvalidArgument,
+            "tool_choice_name: tool_choice FUNCTION needs the function's name");
+    t.choice.function = p.tool_choice_name;
+  } else {
+    require(p.tool_choice_name == nullptr, ErrorCode::kInvalidArgument,
+            "tool_choice_name: set, but tool_choice is not FUNCTION");
+  }
+  t.parallel = p.parallel_tool_calls;
+  check_tool_choice(t);
+  return t;
+}
+
+std::function<void(RequestResult&)> finish_callback(edgellm_finish_callback fn, void* user,
+                                                    std::optional<ToolCallFormat> tools) {
+  return [fn, user, tools](RequestResult& res) {
+    // The reply's calls (a request with active tools): parsed as the server parses a whole reply.
+    std::optional<ToolCallParser> parser;
+    std::vector<edgellm_tool_call> calls;
+    if (tools && res.finish_reason != FinishReason::kError) {
+      parser.emplace(*tools);
+      parser->push(res.text);
+      parser->finish();
+      for (const ToolCall& c : parser->tool_calls()) {
+        calls.push_back(edgellm_tool_call{sizeof(edgellm_tool_call), c.id.c_str(), c.name.c_str(), c.arguments.c_str()});
+      }
+    }
+    const std::string& content = parser ? parser->content() : res.text;
+    edgellm_result out{};
+    out.struct_size = sizeof out;
+    out.id = res.id;
+    out.finish_reason = ends_in_tool_calls(!calls.empty(), res.finish_reason)
+                            ? EDGELLM_FINISH_TOOL_CALLS
+                            : static_cast<edgellm_finish_reason>(static_cast<int>(res.finish_reason));
+    out.status = res.finish_reason == FinishReason::kError ? status_of(res.error_code) : EDGELLM_OK;
+    out.error_message = res.error.c_str();
+    out.text = res.text.c_str();
+    out.text_len = res.text.size();
+    out.stop_string = res.stop_string.c_str();
+    out.model_version = res.model_version.c_str();
+    const RequestStats& st = res.stats;
+    edgellm_request_stats& os = out.stats;
+    os.struct_size = sizeof os;
+    os.queue_ms = st.queue_ms;
+    os.ttft_ms = st.ttft_ms;
+    os.prefill_ms = st.prefill_ms;
+    os.decode_ms = st.decode_ms;
+    os.total_ms = st.total_ms;
+    os.prompt_tokens = st.prompt_tokens;
+    os.cached_tokens = st.cached_tokens;
+    os.completion_tokens = st.completion_tokens;
+    os.prefill_tokens_per_second = st.prefill_tokens_per_second;
+    os.decode_tokens_per_second = st.decode_tokens_per_second;
+    os.kv_blocks = st.kv_blocks;
+    os.peak_rss_bytes = st.peak_rss_bytes;
+    os.sanitized_chars = st.sanitized_chars;
+    edgellm_route_info& ri = out.route;
+    ri.struct_size = sizeof ri;
+    ri.route = res.route.route.c_str();
+    ri.reason = res.route.reason.c_str();
+    ri.tier = res.route.tier.c_str();
+    ri.score = res.route.score;
+    ri.mean_p = res.route.mean_p;
+    ri.min_p = res.route.min_p;
+    ri.latency_ms = res.route.latency_ms;
+    ri.retry_in_cloud = res.route.retry_in_cloud;
+    out.session_stored = res.session_stored;
+    out.session_save_status = res.session_save_failed ? status_of(res.session_save_code) : EDGELLM_OK;
+    out.tool_calls = calls.empty() ? nullptr : calls.data();
+    out.n_tool_calls = calls.size();
+    out.content = content.c_str();
+    out.content_len = content.size();
+    fn(&out, user);
+  };
 }
 
 }  // namespace edgellm::capi
@@ -254,6 +317,8 @@ edgellm_request_params edgellm_request_default_params(void) {
   p.context_shift = d.context_shift;
   p.n_keep = d.n_keep;
   p.route = EDGELLM_ROUTE_OFF;
+  p.tool_choice = EDGELLM_TOOL_CHOICE_AUTO;
+  p.parallel_tool_calls = true;
   return p;
 }
 
@@ -265,7 +330,19 @@ edgellm_status edgellm_submit(edgellm_runtime* runtime, const edgellm_request_pa
     if (params == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "params is NULL");
     if (out_id == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "out_id is NULL");
     const edgellm_request_params p = capi::read_struct(params, edgellm_request_default_params(), "params");
-    *out_id = rt.submit(capi::to_request(p)).id;
+    ServiceRequest r = capi::to_request(p);
+    const ToolRequest tools = capi::to_tool_request(p, r);
+    std::optional<ToolCallFormat> format;  // set: the reply is parsed into content and calls
+    if (tools.active()) {
+      // The serving model's template decides how the tools are rendered and how calls are
+      // written (a swap before the submit below serves it with the new model all the same, as
+      // the server's requests).
+      const std::shared_ptr<InferenceService> svc = rt.service();
+      if (svc == nullptr) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shutting down");
+      format = prepare_tool_request(svc->chat_template(), tools, r);
+    }
+    if (p.on_finish != nullptr) r.on_finish = capi::finish_callback(p.on_finish, p.user_data, format);
+    *out_id = rt.submit(std::move(r)).id;
     return EDGELLM_OK;
   });
 }

@@ -110,6 +110,7 @@ const char* edgellm_finish_reason_name(edgellm_finish_reason reason) {
     case EDGELLM_FINISH_CANCELLED: return "cancelled";
     case EDGELLM_FINISH_TIMEOUT: return "timeout";
     case EDGELLM_FINISH_ERROR: return "error";
+    case EDGELLM_FINISH_TOOL_CALLS: return "tool_calls";
   }
   return "unknown";
 }

@@ -79,7 +79,7 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   std::optional<ToolCallParser> tool_parser;
   if (endpoint == Endpoint::kChat && p.tools.active()) {
     const std::shared_ptr<InferenceService> svc = ctx.service.serving();
-    tool_parser.emplace(prepare_tool_request(svc->chat_template(), p.tools, sr));
+    tool_parser.emplace(prepare_tool_request_400(svc->chat_template(), p.tools, sr));
   }
   sr.on_token = [channel](const TokenEvent& ev) { return channel->on_token(ev); };
   sr.on_finish = [channel](const RequestResult& r) { channel->on_finish(r); };

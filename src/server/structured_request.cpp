@@ -3,7 +3,6 @@
 #include <string>
 #include <utility>
 
-#include "chat/chat_template.h"
 #include "core/error.h"
 #include "server/api_error.h"
 
@@ -140,18 +139,10 @@ ToolRequest parse_tool_request(const Json& body) {
     if (!p->is_bool()) throw ApiError::bad_field("parallel_tool_calls", "expected true or false");
     out.parallel = p->as_bool();
   }
-  const bool have_tools = out.tools.is_array() && out.tools.size() > 0;
-  if (!have_tools && (out.choice.kind == ToolChoiceKind::kRequired || out.choice.kind == ToolChoiceKind::kFunction)) {
-    throw ApiError::bad_field("tool_choice", "asks for a tool call, but the request has no tools");
-  }
-  if (out.choice.kind == ToolChoiceKind::kFunction) {
-    bool found = false;
-    for (const Json& t : out.tools.as_array())
-      found = found || t.at("function").at("name").as_string() == out.choice.function;
-    if (!found) {
-      throw ApiError::bad_field("tool_choice",
-                                "names the function \"" + out.choice.function + "\", which is not among the tools");
-    }
+  try {
+    check_tool_choice(out);
+  } catch (const Error& e) {
+    throw tools_error(e, "tool_choice");
   }
   return out;
 }
@@ -193,36 +184,13 @@ Json parse_message_tool_calls(const Json& calls, const std::string& where) {
   return out;
 }
 
-ToolCallFormat prepare_tool_request(const ChatTemplate& chat_template, const ToolRequest& tools, ServiceRequest& r) {
-  const ToolCallFormat format = detect_tool_call_format(chat_template.source());
-  ToolCallGrammarOptions o;
-  o.format = format;
-  o.choice = tools.choice;
-  o.parallel = tools.parallel;
+ToolCallFormat prepare_tool_request_400(const ChatTemplate& chat_template, const ToolRequest& tools, ServiceRequest& r) {
   try {
-    r.grammar_gbnf = tool_call_gbnf(tools.tools, o);
+    return prepare_tool_request(chat_template, tools, r);
   } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
     throw tools_error(e, "tools");
   }
-  if (format != ToolCallFormat::kGeneric) {
-    r.tools = tools.tools;  // the template writes the tools section its model was trained on
-    return format;
-  }
-  // A template that knows no tools: the instruction goes into the system message (the first
-  // one, or a new one before the conversation).
-  const std::string teach = generic_tool_system_prompt(tools.tools, tools.choice);
-  Json::Array& msgs = r.messages.as_array();
-  if (!msgs.empty() && msgs.front().is_object() && msgs.front().find("role") != nullptr &&
-      msgs.front().at("role").as_string() == "system") {
-    const std::string content = msgs.front().at("content").as_string();
-    msgs.front().set("content", content + "\n\n" + teach);
-  } else {
-    Json sys = Json::object();
-    sys.set("role", "system");
-    sys.set("content", teach);
-    msgs.insert(msgs.begin(), std::move(sys));
-  }
-  return format;
 }
 
 }  // namespace edgellm::server

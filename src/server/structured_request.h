@@ -21,24 +21,11 @@
 
 #include <string>
 
-#include "chat/tool_calls.h"
 #include "core/json.h"
+#include "runtime/tool_request.h"
 #include "service/request.h"
 
-namespace edgellm {
-class ChatTemplate;
-}
-
 namespace edgellm::server {
-
-struct ToolRequest {
-  Json tools;         // the request's "tools" (checked); null when absent
-  ToolChoice choice;  // "auto" when absent
-  bool parallel = true;
-
-  // Whether the reply is constrained to (possible) calls: tools given and the choice is not "none".
-  bool active() const { return tools.is_array() && tools.size() > 0 && choice.kind != ToolChoiceKind::kNone; }
-};
 
 // response_format, grammar and json_schema -> r.json_object / r.json_schema / r.grammar_gbnf.
 // `tools_active`: a tool grammar will be the constraint (refused together with another one).
@@ -46,18 +33,14 @@ struct ToolRequest {
 // "grammar", ...; "" for none): the `param` of a 400 when it does not compile at submit.
 std::string parse_output_constraint(const Json& body, bool tools_active, ServiceRequest& r);
 
-// tools, tool_choice, parallel_tool_calls (chat only).
+// tools, tool_choice, parallel_tool_calls (chat only; runtime/tool_request.h checks the choice).
 ToolRequest parse_tool_request(const Json& body);
 
 // One message's "tool_calls" (an assistant turn that called tools), checked:
 // [{"id"?, "type"?: "function", "function": {"name", "arguments": JSON text or an object}}].
 Json parse_message_tool_calls(const Json& calls, const std::string& where);
 
-// A chat request with active tools made ready for the model that serves it: the call format its
-// template uses (chat/tool_calls.h), the call grammar as r.grammar_gbnf, and the tools either in
-// the template's context (r.tools: templates that render tools) or, for the generic format, as
-// a system prompt that teaches the JSON call shape. Returns the format the reply is parsed with.
-// Throws ApiError 400 (param "tools") when a tool's parameters schema cannot be a grammar.
-ToolCallFormat prepare_tool_request(const ChatTemplate& chat_template, const ToolRequest& tools, ServiceRequest& r);
+// runtime/tool_request.h's prepare_tool_request with its errors as 400s on "tools".
+ToolCallFormat prepare_tool_request_400(const ChatTemplate& chat_template, const ToolRequest& tools, ServiceRequest& r);
 
 }  // namespace edgellm::server

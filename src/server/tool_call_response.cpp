@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/tool_request.h"
+
 namespace edgellm::server {
 namespace {
 
@@ -32,7 +34,7 @@ Json call_json(const std::string& id, const std::string& name, const std::string
 }  // namespace
 
 const char* tool_finish_reason(bool has_calls, FinishReason reason) {
-  return has_calls && reason == FinishReason::kStop ? "tool_calls" : openai_finish_reason(reason);
+  return ends_in_tool_calls(has_calls, reason) ? "tool_calls" : openai_finish_reason(reason);
 }
 
 Json tool_calls_chunk(const ResponseHead& head, const std::vector<ToolCallDelta>& calls, int32_t tokens,

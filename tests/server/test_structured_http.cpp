@@ -24,6 +24,7 @@
 #include "server/http_server.h"
 #include "support/json_validator.h"
 #include "support/test_env.h"
+#include "support/tool_fixtures.h"
 
 namespace edgellm::server {
 namespace {
@@ -147,39 +148,12 @@ constexpr const char* kPersonSchema = R"({
   "additionalProperties": false
 })";
 
-constexpr const char* kTools = R"([
-  {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
-    "parameters": {"type": "object", "properties": {
-      "city": {"type": "string", "minLength": 1, "maxLength": 10},
-      "days": {"type": "integer", "minimum": 1, "maximum": 7},
-      "unit": {"enum": ["celsius", "fahrenheit"]}},
-      "required": ["city", "days", "unit"], "additionalProperties": false}}},
-  {"type": "function", "function": {"name": "set_alarm", "description": "An alarm",
-    "parameters": {"type": "object", "properties": {
-      "hour": {"type": "integer", "minimum": 0, "maximum": 23},
-      "label": {"type": "string", "maxLength": 8}},
-      "required": ["hour"], "additionalProperties": false}}}
-])";
+using test::kTwoTools;
 
 // Every call validated in one run of the validator: {"name", "arguments"} against the schema
 // "one of the tools, by name, with arguments that follow its parameters".
 void expect_calls_validate(const std::vector<std::pair<std::string, std::string>>& calls) {
-  Json any_tool = Json::array();
-  const Json tools = Json::parse(kTools);
-  for (const Json& t : tools.as_array()) {
-    Json props = Json::object();
-    Json name = Json::object();
-    name.set("const", t.at("function").at("name"));
-    props.set("name", std::move(name));
-    props.set("arguments", t.at("function").at("parameters"));
-    Json one = Json::object();
-    one.set("type", "object");
-    one.set("properties", std::move(props));
-    one.set("required", Json::parse(R"(["name", "arguments"])"));
-    any_tool.push_back(std::move(one));
-  }
-  Json schema = Json::object();
-  schema.set("anyOf", std::move(any_tool));
+  const Json schema = Json::parse(test::kTwoToolsCallSchema);
   std::vector<Output> records;
   for (const auto& [n, args] : calls)
     records.push_back({"{\"name\": " + Json(n).dump() + ", \"arguments\": " + args + "}", "stop"});
@@ -286,12 +260,12 @@ TEST(StructuredHttp, ToolChoiceRequiredAndNamedGiveCallsThatValidate) {
   std::vector<Json> required, named;
   for (int seed = 1; seed <= 3; ++seed) {
     Json body = sampled(chat_body("What is the weather in Oslo?"), seed, 300);
-    body.set("tools", Json::parse(kTools));
+    body.set("tools", Json::parse(kTwoTools));
     body.set("tool_choice", "required");
     body.set("parallel_tool_calls", false);
     required.push_back(body);
     body = sampled(chat_body("Wake me up."), seed, 300);
-    body.set("tools", Json::parse(kTools));
+    body.set("tools", Json::parse(kTwoTools));
     body.set("tool_choice", Json::parse(R"({"type": "function", "function": {"name": "set_alarm"}})"));
     body.set("stream", true);
     named.push_back(body);
@@ -342,7 +316,7 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
   std::vector<Json> bodies;
   for (int seed = 1; seed <= 4; ++seed) {
     Json body = sampled(chat_body("What is the weather in Oslo?"), seed, 300);
-    body.set("tools", Json::parse(kTools));
+    body.set("tools", Json::parse(kTwoTools));
     body.set("tool_choice", Json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"));
     body.set("stream", seed % 2 == 0);
     bodies.push_back(body);
@@ -375,7 +349,7 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
   // The request's prompt is the template's rendering with the tools (what /apply-template shows,
   // tokenized with BOS as a chat prompt is): the tools reached the template's context.
   Json ask = chat_body("What is the weather in Oslo?");
-  ask.set("tools", Json::parse(kTools));
+  ask.set("tools", Json::parse(kTwoTools));
   const Reply rendered = post(s, "/apply-template", ask);
   ASSERT_EQ(rendered.status, 200) << rendered.raw;
   Json tok = Json::object();
@@ -393,7 +367,7 @@ TEST(StructuredHttp, HermesTemplateCallsAndToolTurnsRender) {
     {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
       "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\", \"days\": 1, \"unit\": \"celsius\"}"}}]},
     {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 degrees"}]})");
-  follow.set("tools", Json::parse(kTools));
+  follow.set("tools", Json::parse(kTwoTools));
   Reply prompt = post(s, "/apply-template", follow);
   ASSERT_EQ(prompt.status, 200) << prompt.raw;
   const std::string p = prompt.body.at("prompt").as_string();
@@ -544,7 +518,7 @@ TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
       EXPECT_TRUE(text == "local" || text == "\"local\"") << extra << ": " << r.raw;
     }
     Json tools = sampled(chat_body("Alarm at 7"), 1, 300);
-    tools.set("tools", Json::parse(kTools));
+    tools.set("tools", Json::parse(kTwoTools));
     tools.set("tool_choice", "required");
     tools.set("parallel_tool_calls", false);
     r = post(s, "/v1/chat/completions", tools);

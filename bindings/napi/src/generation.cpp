@@ -9,9 +9,11 @@
 //
 // The result therefore settles after the last onToken call, never before. An exception thrown by
 // onToken cancels the request and the result rejects with that exception.
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "addon.h"
 #include "async_op.h"
@@ -39,6 +41,12 @@ class FinalMessage final : public Message {
   edgellm_finish_reason reason_ = EDGELLM_FINISH_ERROR;
   edgellm_status status_ = EDGELLM_ERR_INTERNAL;
   std::string error_message_, text_, stop_string_, model_version_;
+  // Tool calls (a request with tools): the reply's text outside the calls, and the calls.
+  std::string content_;
+  struct Call {
+    std::string id, name, arguments;
+  };
+  std::vector<Call> tool_calls_;
   edgellm_request_stats stats_{};
   // The router's decision (route_.empty(): not routed).
   std::string route_, route_reason_, route_tier_;
@@ -109,11 +117,24 @@ void FinalMessage::fill(const edgellm_result& r) noexcept {
     route_ = r.route.route ? r.route.route : "";
     route_reason_ = r.route.reason ? r.route.reason : "";
     route_tier_ = r.route.tier ? r.route.tier : "";
+    // A library older than the tool fields passes a shorter result: no calls, content = text.
+    content_ = text_;
+    if (offsetof(edgellm_result, content_len) < r.struct_size && r.content != nullptr) {
+      content_.assign(r.content, r.content_len);
+      const auto* base = reinterpret_cast<const unsigned char*>(r.tool_calls);
+      const uint32_t stride = r.n_tool_calls > 0 ? r.tool_calls[0].struct_size : 0;
+      for (size_t i = 0; i < r.n_tool_calls; ++i) {
+        const auto* c = reinterpret_cast<const edgellm_tool_call*>(base + i * stride);
+        tool_calls_.push_back({c->id, c->name, c->arguments});
+      }
+    }
   } catch (...) {
     reason_ = EDGELLM_FINISH_ERROR;
     status_ = EDGELLM_ERR_OUT_OF_MEMORY;
     error_message_.clear();
     text_.clear();
+    content_.clear();
+    tool_calls_.clear();
   }
 }
 
@@ -146,6 +167,16 @@ napi_value FinalMessage::result_object(napi_env env) const {
   } else {
     save_error = js_string(env, status_code(session_save_status_));
   }
+  // toolCalls: [{id, name, arguments}] (arguments: the JSON text, as OpenAI's function.arguments).
+  napi_value calls = nullptr;
+  ok = ok && napi_create_array_with_length(env, tool_calls_.size(), &calls) == napi_ok;
+  for (size_t i = 0; ok && i < tool_calls_.size(); ++i) {
+    napi_value c = js_object(env);
+    ok = set_property(env, c, "id", js_string(env, tool_calls_[i].id)) &&
+         set_property(env, c, "name", js_string(env, tool_calls_[i].name)) &&
+         set_property(env, c, "arguments", js_string(env, tool_calls_[i].arguments)) &&
+         napi_set_element(env, calls, static_cast<uint32_t>(i), c) == napi_ok;
+  }
   napi_value result = js_object(env);
   ok = ok && set_property(env, result, "id", js_number(env, static_cast<double>(g_->id_))) &&
        set_property(env, result, "text", js_string(env, text_)) &&
@@ -161,7 +192,9 @@ napi_value FinalMessage::result_object(napi_env env) const {
        set_property(env, result, "modelVersion", js_string(env, model_version_)) &&
        set_property(env, result, "route", route) &&
        set_property(env, result, "sessionStored", js_bool(env, session_stored_)) &&
-       set_property(env, result, "sessionSaveError", save_error);
+       set_property(env, result, "sessionSaveError", save_error) &&
+       set_property(env, result, "content", js_string(env, content_)) &&
+       set_property(env, result, "toolCalls", calls);
   return ok ? result : nullptr;
 }
 

@@ -25,6 +25,7 @@ const char* const kRoles[] = {"system", "user", "assistant", "tool", nullptr};
 const char* const kRoutes[] = {"off", "auto", "local", "cloud", nullptr};      // edgellm_route order
 const char* const kInputPolicies[] = {"refuse", "strip", nullptr};             // edgellm_input_policy order
 const char* const kRuntimeRoles[] = {"generate", "embed", nullptr};            // edgellm_runtime_role order
+const char* const kToolChoices[] = {"auto", "none", "required", nullptr};      // edgellm_tool_choice order
 
 bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::string* error) {
   uint32_t n = 0;
@@ -143,6 +144,36 @@ bool read_logit_bias(napi_env env, napi_value list, RequestConfig* out, std::str
 }
 
 // An optional string option whose value the params point to: set only when present.
+// toolChoice: 'auto' | 'none' | 'required' | {type: 'function', function: {name}} (OpenAI's
+// tool_choice); the C ABI checks the name against the tools.
+bool read_tool_choice(napi_env env, napi_value value, RequestConfig* out, std::string* error) {
+  edgellm_request_params& p = out->params;
+  const char* const shape = "options.toolChoice must be 'auto', 'none', 'required' or {type: 'function', function: {name}}";
+  std::string s;
+  if (type_of(env, value) == napi_string) {
+    read_string(env, value, &s);
+    for (int i = 0; kToolChoices[i] != nullptr; ++i) {
+      if (s == kToolChoices[i]) {
+        p.tool_choice = static_cast<edgellm_tool_choice>(i);
+        return true;
+      }
+    }
+    *error = shape;
+    return false;
+  }
+  napi_value type = nullptr, fn = nullptr, name = nullptr;
+  if (type_of(env, value) != napi_object || napi_get_named_property(env, value, "type", &type) != napi_ok ||
+      !read_string(env, type, &s) || s != "function" || napi_get_named_property(env, value, "function", &fn) != napi_ok ||
+      type_of(env, fn) != napi_object || napi_get_named_property(env, fn, "name", &name) != napi_ok ||
+      !read_string(env, name, &out->tool_choice_name)) {
+    *error = shape;
+    return false;
+  }
+  p.tool_choice = EDGELLM_TOOL_CHOICE_FUNCTION;
+  p.tool_choice_name = out->tool_choice_name.c_str();
+  return true;
+}
+
 void optional_string(OptionReader& r, const char* name, std::string* storage, const char** field) {
   std::string value;
   if (!r.field(name)) return;
@@ -253,6 +284,9 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   napi_value stop = r.field("stop");
   napi_value logit_bias = r.field("logitBias");
   napi_value schema = r.field("jsonSchema");
+  napi_value tools = r.field("tools");
+  napi_value tool_choice = r.field("toolChoice");
+  r.boolean("parallelToolCalls", &p.parallel_tool_calls);
   if (!r.ok()) {
     *error = r.error();
     return false;
@@ -268,6 +302,16 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
     }
     p.json_schema = out->json_schema.c_str();
   }
+  if (tools) {  // an array of OpenAI function tools (as JSON.stringify writes it) or its JSON text
+    if (type_of(env, tools) == napi_string) {
+      read_string(env, tools, &out->tools);
+    } else if (type_of(env, tools) != napi_object || !stringify_json(env, tools, &out->tools)) {
+      *error = "options.tools must be an array of function tools or its JSON text";
+      return false;
+    }
+    p.tools = out->tools.c_str();
+  }
+  if (tool_choice && !read_tool_choice(env, tool_choice, out, error)) return false;
   if (logit_bias && !read_logit_bias(env, logit_bias, out, error)) return false;
   return !stop || read_stops(env, stop, out, error);
 }

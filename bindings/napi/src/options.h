@@ -50,6 +50,7 @@ struct RequestConfig {
   std::vector<edgellm_logit_bias> logit_bias;
   std::string session_id, session_load_path, session_save_path;
   std::string grammar, json_schema;  // constrained output: GBNF, a JSON Schema as JSON text
+  std::string tools, tool_choice_name;  // tool calling: the tools as JSON text, a named function
   edgellm_sampling sampling{};
   edgellm_request_params params{};
 };

@@ -144,6 +144,27 @@ export interface GenerateOptions {
   grammar?: string;
   jsonSchema?: object | string;
   jsonObject?: boolean;
+  // Tool calling (docs/c-api.md "Tool calls"; messages input only): OpenAI function tools (an
+  // array, or its JSON text); the template renders them, a call's arguments follow its tool's
+  // parameters schema, and result.toolCalls holds the parsed calls (finishReason 'tool_calls').
+  // toolChoice: 'auto' (default) | 'none' (text, tools not rendered) | 'required' (one or more
+  // calls) | a named function (exactly one call of it). Bad tools reject with INVALID_ARGUMENT.
+  tools?: ToolDefinition[] | string;
+  toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+  parallelToolCalls?: boolean;  // more than one call in a reply; default true
+}
+
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: object };
+}
+
+// A call parsed from the reply: arguments is the JSON text of its arguments object (OpenAI's
+// function.arguments); it follows the tool's parameters schema.
+export interface ToolCall {
+  id: string;                 // 'call_' + 24 letters and digits
+  name: string;
+  arguments: string;
 }
 
 export interface Message {
@@ -176,7 +197,7 @@ export interface RouteInfo {
 export interface Result {
   id: number;
   text: string;
-  finishReason: 'stop' | 'length' | 'cancelled' | 'timeout';
+  finishReason: 'stop' | 'length' | 'cancelled' | 'timeout' | 'tool_calls';
   stopString: string;
   promptTokens: number;
   cachedTokens: number;       // of promptTokens, taken from the KV cache or a session (not prefilled)
@@ -189,6 +210,8 @@ export interface Result {
   route: RouteInfo | null;    // null when not routed
   sessionStored: boolean;     // sessionId: the KV is kept under it now
   sessionSaveError: string | null;  // sessionSavePath: null when written (or not asked), else the code
+  content: string;            // text outside the tool calls (without tools: text)
+  toolCalls: ToolCall[];      // the reply's tool calls ([] without tools or calls)
 }
 
 export interface Generation {

@@ -1,0 +1,144 @@
+'use strict';
+// Tool calling through the addon (generate's tools / toolChoice / parallelToolCalls options, the
+// result's toolCalls and content), judged by references outside the tool grammar and parser:
+// V8's JSON.parse with the tools' schema rules checked by hand here, `edgellm serve` of the same
+// build answering the same chat greedily (its OpenAI tool_calls), and the same chat without
+// tools for toolChoice 'none'. Bad tools reject with INVALID_ARGUMENT naming the field.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const edgellm = require('..');
+const h = require('./helpers');
+
+const tools = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather in a city',
+      parameters: {
+        type: 'object',
+        properties: {
+          city: { type: 'string', minLength: 1, maxLength: 10 },
+          days: { type: 'integer', minimum: 1, maximum: 7 },
+          unit: { enum: ['celsius', 'fahrenheit'] },
+        },
+        required: ['city', 'days', 'unit'],
+        additionalProperties: false,
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'set_alarm',
+      description: 'An alarm',
+      parameters: {
+        type: 'object',
+        properties: { hour: { type: 'integer', minimum: 0, maximum: 23 }, label: { type: 'string', maxLength: 8 } },
+        required: ['hour'],
+        additionalProperties: false,
+      },
+    },
+  },
+];
+
+// The tools' schemas, checked by hand on a parsed call.
+function checkCall(call) {
+  assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
+  const a = JSON.parse(call.arguments);
+  if (call.name === 'get_weather') {
+    assert.deepEqual(Object.keys(a).sort(), ['city', 'days', 'unit'], call.arguments);
+    assert.ok(typeof a.city === 'string' && [...a.city].length >= 1 && [...a.city].length <= 10, call.arguments);
+    assert.ok(Number.isInteger(a.days) && a.days >= 1 && a.days <= 7, call.arguments);
+    assert.ok(['celsius', 'fahrenheit'].includes(a.unit), call.arguments);
+  } else {
+    assert.equal(call.name, 'set_alarm');
+    assert.ok(Object.keys(a).every((k) => k === 'hour' || k === 'label'), call.arguments);
+    assert.ok(Number.isInteger(a.hour) && a.hour >= 0 && a.hour <= 23, call.arguments);
+    assert.ok(a.label === undefined || (typeof a.label === 'string' && [...a.label].length <= 8), call.arguments);
+  }
+}
+
+const greedy = { temperature: 0, maxTokens: 300 };
+const ask = (text) => [{ role: 'user', content: text }];
+
+test('toolChoice required / named: calls that follow the schemas, the same as edgellm serve gives', async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 2048, parallel: 2 });
+  const serve = await h.startServe(h.stories, ['-c', '2048']);
+  try {
+    const required = { ...greedy, tools, toolChoice: 'required', parallelToolCalls: false };
+    const named = { ...greedy, tools: JSON.stringify(tools), toolChoice: { type: 'function', function: { name: 'set_alarm' } } };
+    const [a, b] = await Promise.all([
+      m.generate(ask('What is the weather in Oslo?'), required).result,
+      m.generate(ask('Wake me up.'), named).result,
+    ]);
+    for (const r of [a, b]) {
+      assert.equal(r.finishReason, 'tool_calls', r.text);
+      assert.equal(r.toolCalls.length, 1, r.text);
+      assert.equal(r.content, '', r.text);
+      checkCall(r.toolCalls[0]);
+    }
+    assert.equal(b.toolCalls[0].name, 'set_alarm');
+    // The server's answer to the same chat (OpenAI's body): the same calls, greedy.
+    for (const [r, body] of [
+      [a, { messages: ask('What is the weather in Oslo?'), tools, tool_choice: 'required', parallel_tool_calls: false }],
+      [b, { messages: ask('Wake me up.'), tools, tool_choice: { type: 'function', function: { name: 'set_alarm' } } }],
+    ]) {
+      const res = await fetch(`${serve.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...body, temperature: 0, max_tokens: 300 }),
+      });
+      const j = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(j));
+      assert.equal(j.choices[0].finish_reason, 'tool_calls');
+      const calls = j.choices[0].message.tool_calls;
+      assert.equal(calls.length, r.toolCalls.length);
+      assert.equal(calls[0].function.name, r.toolCalls[0].name);
+      assert.deepEqual(JSON.parse(calls[0].function.arguments), JSON.parse(r.toolCalls[0].arguments));
+    }
+  } finally {
+    await serve.stop();
+    await m.release();
+  }
+});
+
+test("toolChoice 'none': the text of the same chat without tools, no calls", async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 2048 });
+  try {
+    const opts = { temperature: 0, maxTokens: 40 };
+    const withNone = await m.generate(ask('Tell me a story.'), { ...opts, tools, toolChoice: 'none' }).result;
+    const without = await m.generate(ask('Tell me a story.'), opts).result;
+    assert.notEqual(withNone.finishReason, 'tool_calls');
+    assert.deepEqual(withNone.toolCalls, []);
+    assert.ok(withNone.text.length > 0);
+    assert.equal(withNone.text, without.text);
+    assert.equal(withNone.content, withNone.text);
+    assert.deepEqual(without.toolCalls, []);
+  } finally {
+    await m.release();
+  }
+});
+
+test('bad tools and choices reject with INVALID_ARGUMENT naming the field', async () => {
+  const m = await edgellm.load(h.stories);
+  try {
+    const one = [{ type: 'function', function: { name: 'f' } }];
+    for (const [input, options, needle] of [
+      [ask('hi'), { tools: '[{' }, 'tools: not JSON'],
+      [ask('hi'), { tools: 5 }, 'options.tools'],
+      [ask('hi'), { tools: [{ type: 'function', function: { name: 'a b' } }] }, 'may only hold'],
+      [ask('hi'), { tools: one, toolChoice: { type: 'function', function: { name: 'g' } } }, 'not among the tools'],
+      [ask('hi'), { tools: one, toolChoice: 'sometimes' }, 'options.toolChoice'],
+      [ask('hi'), { toolChoice: 'required' }, 'no tools'],
+      ['Once upon a time', { tools: one }, 'chat feature'],
+      [ask('hi'), { tools: one, grammar: 'root ::= "x"' }, 'only one output constraint'],
+    ]) {
+      const e = await h.rejection(m.generate(input, options).result);
+      assert.equal(e.code, 'INVALID_ARGUMENT', `${JSON.stringify(options)}: ${e.message}`);
+      assert.ok(e.message.includes(needle), `${JSON.stringify(options)}: ${e.message}`);
+    }
+  } finally {
+    await m.release();
+  }
+});
