@@ -11,5 +11,12 @@ inline constexpr bool kSanitized = true;
 #else
 inline constexpr bool kSanitized = false;
 #endif
+// ThreadSanitizer only: cases whose variants differ in what TSan does not look at (shapes,
+// weight types: the same threads, the same partitions) run one variant there.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitized = true;
+#else
+inline constexpr bool kThreadSanitized = false;
+#endif
 
 }  // namespace edgellm::test
