@@ -23,6 +23,7 @@
 #include "generation/ngram_drafter.h"
 #include "model/model.h"
 #include "support/greedy_reference.h"
+#include "support/sanitizer.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -31,11 +32,8 @@ namespace {
 
 // Draft lengths the reference tests run: all of 1..8 normally; under a sanitizer (10-15x slower
 // forwards) the ends and the middle, which exercise the same code.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-const std::vector<int32_t> kDraftLengths = {1, 4, 8};
-#else
-const std::vector<int32_t> kDraftLengths = {1, 2, 3, 4, 5, 6, 7, 8};
-#endif
+const std::vector<int32_t> kDraftLengths =
+    test::kSanitized ? std::vector<int32_t>{1, 4, 8} : std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8};
 
 using Reference = test::GreedyReference;
 

@@ -31,6 +31,7 @@
 #include "generation/generate.h"
 #include "model/model.h"
 #include "serve_harness.h"
+#include "support/sanitizer.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,11 +40,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using edgellm::test::kSanitized;
 
 // Greedy text of `prompt` run alone with generate() on a fresh Context (F32 KV, as the server's).
 std::string solo_greedy(const std::string& prompt, int32_t max_tokens) {

@@ -31,6 +31,7 @@
 #include "core/utf8.h"
 #include "model/model.h"
 #include "serve_harness.h"
+#include "support/sanitizer.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,11 +44,7 @@ using std::chrono::milliseconds;
 // took > 10 s; a 16-token greedy completion of stories260K takes milliseconds, ~50 ms under TSan.
 constexpr milliseconds kPromptly{1000};
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // RSS is the sanitizer's (shadow memory, quarantine), not ours
-#else
-constexpr bool kSanitized = false;
-#endif
+using edgellm::test::kSanitized;  // under a sanitizer: RSS is its shadow memory and quarantine, not ours
 
 #define SKIP_IF_EXTERNAL()                                                                        \
   if (!serve_binary().empty()) GTEST_SKIP() << "needs ServerOptions that `edgellm serve` has no " \
