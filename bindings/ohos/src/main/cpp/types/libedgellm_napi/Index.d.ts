@@ -6,7 +6,7 @@
 // Errors are Error objects whose `code` is the C ABI status name: 'INVALID_ARGUMENT', 'BUSY',
 // 'NOT_FOUND', 'IO', 'INVALID_FILE', 'UNSUPPORTED', 'OUT_OF_MEMORY', 'CONTEXT_FULL', 'SHUT_DOWN',
 // 'WRONG_THREAD', 'INTERNAL', 'DEGRADED', 'TIMEOUT'. Calls that load, copy, hash or wait (load,
-// release, swapModel, embed, rerank, the registry, sessions as bytes or files, plan, pack, warmup,
+// release, swapModel, embed, rerank, classify, the registry, sessions as bytes or files, plan, pack, warmup,
 // trim) return Promises
 // that reject; `generate`'s `result` rejects; quick synchronous calls throw. Nothing blocks the JS
 // thread.
@@ -78,6 +78,24 @@ export interface RerankResult {
   results: RerankEntry[];       // best first, topN of them
   tokens: number[];             // per document: tokens of its (query, document) pair
   truncated: number;
+  promptTokens: number;
+  totalMs: number;
+}
+
+// classify options (the C ABI's edgellm_classify_params).
+export interface ClassifyOptions {
+  instruction?: string;         // chat mode: the system message (default: one naming the labels); raw: put before the text
+  raw?: boolean;                // no chat template: instruction + text as the prompt (put the " " in the labels)
+  lengthNormalize?: boolean;    // softmax over the mean log-prob per token instead of the sum
+  deadlineMs?: number;          // default 30000; <= 0: none
+}
+
+export interface ClassifyResult {
+  label: string;                // labels[index]: always one of the labels
+  index: number;
+  probabilities: number[];      // per label, in label order, summing to 1
+  logprobs: number[];           // per label: its tokens' summed log-probability (natural log)
+  labelTokens: number[];        // per label: its tokens
   promptTokens: number;
   totalMs: number;
 }
@@ -505,6 +523,12 @@ export declare class Model {
   embed(texts: string | string[], options?: EmbedOptions): Promise<EmbedResult>;
   // A reranker (a cross-encoder: info().can_rerank): each document scored for query.
   rerank(query: string, documents: string[], options?: RerankOptions): Promise<RerankResult>;
+  // A generation model: one of 1..64 distinct labels for text by the model's log-probability of
+  // each as the answer (one prefill, the labels sharing its KV), on a worker thread. Rejects
+  // 'INVALID_ARGUMENT' (no / repeated / empty / over-long labels, empty text, a prompt over
+  // contextSize, wrong types), 'UNSUPPORTED' on an embedding model, 'DEGRADED', 'TIMEOUT',
+  // 'SHUT_DOWN'.
+  classify(text: string, labels: string[], options?: ClassifyOptions): Promise<ClassifyResult>;
   tokenize(text: string, options?: TokenizeOptions): number[];
   detokenize(ids: number[], options?: DetokenizeOptions): string;
   applyTemplate(messages: Message[], options?: TemplateOptions): string;
