@@ -85,29 +85,18 @@ bool read_classify_options(napi_env env, napi_value options, ClassifyOutput* o, 
   return true;
 }
 
-napi_value number_array(napi_env env, const std::vector<double>& v) {
-  napi_value a = nullptr;
-  if (napi_create_array_with_length(env, v.size(), &a) != napi_ok) return nullptr;
-  for (size_t i = 0; i < v.size(); ++i) {
-    napi_value n = js_number(env, v[i]);
-    if (!n || napi_set_element(env, a, static_cast<uint32_t>(i), n) != napi_ok) return nullptr;
-  }
-  return a;
-}
-
 napi_value classify_result(napi_env env, const ClassifyOutput& o) {
   const int32_t index = o.result.index;
   if (index < 0 || static_cast<size_t>(index) >= o.labels.size()) {
     throw_error(env, "INTERNAL", "classify: the library chose no label");
     return nullptr;
   }
-  const std::vector<double> tokens(o.label_tokens.begin(), o.label_tokens.end());
   napi_value obj = js_object(env);
   if (!obj || !set_property(env, obj, "label", js_string(env, o.labels[static_cast<size_t>(index)])) ||
       !set_property(env, obj, "index", js_number(env, index)) ||
-      !set_property(env, obj, "probabilities", number_array(env, o.probabilities)) ||
-      !set_property(env, obj, "logprobs", number_array(env, o.logprobs)) ||
-      !set_property(env, obj, "labelTokens", number_array(env, tokens)) ||
+      !set_property(env, obj, "probabilities", js_number_array(env, o.probabilities)) ||
+      !set_property(env, obj, "logprobs", js_number_array(env, o.logprobs)) ||
+      !set_property(env, obj, "labelTokens", js_number_array(env, o.label_tokens)) ||
       !set_property(env, obj, "promptTokens", js_number(env, o.result.prompt_tokens)) ||
       !set_property(env, obj, "totalMs", js_number(env, o.result.total_ms))) {
     return nullptr;

@@ -104,19 +104,9 @@ std::vector<const char*> pointers(const std::vector<std::string>& v) {
   return p;
 }
 
-napi_value int_array(napi_env env, const std::vector<int32_t>& v) {
-  napi_value a = nullptr;
-  if (napi_create_array_with_length(env, v.size(), &a) != napi_ok) return nullptr;
-  for (size_t i = 0; i < v.size(); ++i) {
-    napi_value n = js_number(env, v[i]);
-    if (!n || napi_set_element(env, a, static_cast<uint32_t>(i), n) != napi_ok) return nullptr;
-  }
-  return a;
-}
-
 // The fields both results share.
 bool set_common(napi_env env, napi_value obj, const Output& o) {
-  return set_property(env, obj, "tokens", int_array(env, o.tokens)) &&
+  return set_property(env, obj, "tokens", js_number_array(env, o.tokens)) &&
          set_property(env, obj, "truncated", js_number(env, o.info.truncated)) &&
          set_property(env, obj, "promptTokens", js_number(env, static_cast<double>(o.info.prompt_tokens))) &&
          set_property(env, obj, "totalMs", js_number(env, o.info.total_ms));

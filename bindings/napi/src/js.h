@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compat.h"
 
@@ -43,6 +44,18 @@ napi_value js_number(napi_env env, double v);
 napi_value js_bool(napi_env env, bool v);
 napi_value js_undefined(napi_env env);
 napi_value js_object(napi_env env);
+
+// [v0, v1, ...] as JS numbers (token ids, probabilities); nullptr on failure.
+template <typename T>
+napi_value js_number_array(napi_env env, const std::vector<T>& v) {
+  napi_value a = nullptr;
+  if (napi_create_array_with_length(env, v.size(), &a) != napi_ok) return nullptr;
+  for (size_t i = 0; i < v.size(); ++i) {
+    napi_value n = js_number(env, static_cast<double>(v[i]));
+    if (!n || napi_set_element(env, a, static_cast<uint32_t>(i), n) != napi_ok) return nullptr;
+  }
+  return a;
+}
 
 // obj[name] = value; false on failure.
 bool set_property(napi_env env, napi_value obj, const char* name, napi_value value);

@@ -134,16 +134,8 @@ napi_value m_tokenize(napi_env env, napi_callback_info info) {
     st = edgellm_tokenize(s, text.c_str(), add_bos, parse_special, ids.data(), ids.size(), &n);
   }
   if (st != EDGELLM_OK) return status_result(env, st);
-  napi_value array = nullptr;
-  if (napi_create_array_with_length(env, n, &array) != napi_ok) return nullptr;
-  for (size_t i = 0; i < n; ++i) {
-    napi_value v = nullptr;
-    if (napi_create_int32(env, ids[i], &v) != napi_ok ||
-        napi_set_element(env, array, static_cast<uint32_t>(i), v) != napi_ok) {
-      return nullptr;
-    }
-  }
-  return array;
+  ids.resize(n);
+  return js_number_array(env, ids);
 }
 
 napi_value m_detokenize(napi_env env, napi_callback_info info) {
