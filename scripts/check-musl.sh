@@ -68,6 +68,32 @@ musl_x86=${MUSL_X86_64_INCLUDE:-/usr/include/x86_64-linux-musl}
 musl_arm=${MUSL_AARCH64_INCLUDE:-/usr/include/aarch64-linux-musl}
 
 # One compile (run by xargs below): prints "ok" or "FAIL <file> [<target>]: <first error>".
+# --batch TARGET FILE...: generic C++ sources of one folder in one -fsyntax-only translation unit
+# (#included one after another, as a unity build does): the libc++ and project headers are parsed
+# once per batch instead of once per file. A batch that fails is checked again file by file
+# (--one), so every verdict and message names its own file.
+if [[ ${1:-} == --batch ]]; then
+  target=$2
+  shift 2
+  case $target in
+    x86_64) musl=$musl_x86 arch=(-DEDGELLM_ARCH_X86=1) ;;
+    aarch64) musl=$musl_arm arch=(-DEDGELLM_ARCH_ARM64=1) ;;
+  esac
+  unit=$(mktemp "${CHECK_MUSL_PCH_DIR:-${TMPDIR:-/tmp}}/batch-XXXXXX.cpp")
+  for file in "$@"; do printf '#include "%s/%s"\n' "$root" "$file"; done >"$unit"
+  mode=(-fsyntax-only)
+  pch=${CHECK_MUSL_PCH_DIR:-}/$target.pch
+  [[ -n ${CHECK_MUSL_PCH_DIR:-} && -f $pch ]] && mode+=(-include-pch "$pch")
+  set_cxx_flags "$target" "$musl" "${arch[@]}"
+  if (cd "$root" && "$cxx" "${cxx_flags[@]}" "${mode[@]}" "$unit" >/dev/null 2>&1); then
+    for file in "$@"; do echo "ok $file [$target]"; done
+  else
+    for file in "$@"; do "${BASH_SOURCE[0]}" --one "$target" - "$file"; done
+  fi
+  rm -f "$unit"
+  exit 0
+fi
+
 if [[ ${1:-} == --one ]]; then
   target=$2 isa=$3 file=$4
   [[ $isa == - ]] && isa=""
@@ -148,6 +174,8 @@ both_targets() { ((!have_arm)) || grep -qxF "$1" <<<"$arch_sensitive"; }
 
 # The library's sources, as CMakeLists.txt globs them; the ISA folders get their flags.
 jobs_list=()
+generic_x86=()
+generic_arm=()
 n_arm_sources=0
 while IFS= read -r f; do
   case $f in
@@ -166,11 +194,28 @@ while IFS= read -r f; do
     src/kernels/arm/*) echo "check-musl: $f is in no ISA folder CMakeLists.txt compiles" >&2; exit 2 ;;
     src/tools/fetch/*) ;;  # Linux tool builds only (libcurl downloads for the CLI): never on a phone
     *)
-      if both_targets "$f"; then jobs_list+=("x86_64 - $f"); fi
-      if ((have_arm)); then jobs_list+=("aarch64 - $f"); fi
+      if both_targets "$f"; then generic_x86+=("$f"); fi
+      if ((have_arm)); then generic_arm+=("$f"); fi
       ;;
   esac
 done < <(cd "$root" && find src -name '*.cpp' -not -path 'src/server/*' | LC_ALL=C sort)
+# The generic sources as --batch jobs: up to 8 files of one folder per translation unit (a folder
+# is in one library, where no two files may share a file-local name: CMakeLists.txt, EDGELLM_UNITY).
+batch_jobs() {  # batch_jobs TARGET FILE... (sorted, so a folder's files are adjacent)
+  local target=$1 dir="" batch=() f
+  shift
+  for f in "$@"; do
+    if [[ ${#batch[@]} -ge 8 || ( ${#batch[@]} -gt 0 && $(dirname "$f") != "$dir" ) ]]; then
+      jobs_list+=("--batch $target ${batch[*]}")
+      batch=()
+    fi
+    dir=$(dirname "$f")
+    batch+=("$f")
+  done
+  if ((${#batch[@]})); then jobs_list+=("--batch $target ${batch[*]}"); fi
+}
+batch_jobs x86_64 "${generic_x86[@]}"
+batch_jobs aarch64 "${generic_arm[@]}"
 # The C examples (public header only, as an app on the device would build them).
 while IFS= read -r f; do
   if both_targets "$f"; then jobs_list+=("x86_64 - $f"); fi
@@ -197,19 +242,22 @@ std_pch x86_64 "$musl_x86" -DEDGELLM_ARCH_X86=1 &
 if ((have_arm)); then std_pch aarch64 "$musl_arm" -DEDGELLM_ARCH_ARM64=1 & fi
 wait
 export CHECK_MUSL_PCH_DIR=$pch_dir
-results=$(printf '%s\n' "${jobs_list[@]}" | xargs -P "${JOBS:-2}" -L1 "${BASH_SOURCE[0]}" --one) || true
+results=$(printf '%s\n' "${jobs_list[@]}" | sed -E '/^--batch /!s/^/--one /' |
+  xargs -P "${JOBS:-2}" -L1 "${BASH_SOURCE[0]}") || true
 secs=$(($(date +%s) - start))
 
 failed=$(grep -c '^FAIL' <<<"$results" || true)
 passed=$(grep -c '^ok' <<<"$results" || true)
 # A compile that reported nothing (the --one step itself died) is a failure too.
-lost=$((${#jobs_list[@]} - passed - failed))
+compiles=$(printf '%s\n' "${jobs_list[@]}" | awk '{n += ($1 == "--batch") ? NF - 2 : 1} END {print n}')
+lost=$((compiles - passed - failed))
 if ((lost > 0)); then
   echo "check-musl: FAIL $lost compiles reported no result" >&2
   failed=$((failed + lost))
 fi
 # A file counts as compiling only if every target it was compiled for passed.
-total_files=$(printf '%s\n' "${jobs_list[@]}" | awk '{print $3}' | sort -u | wc -l)
+total_files=$(printf '%s\n' "${jobs_list[@]}" | awk '{for (i = 3; i <= ($1 == "--batch" ? NF : 3); ++i) print $i}' |
+  sort -u | wc -l)
 failed_files=$(awk '/^FAIL/ {print $2}' <<<"$results" | sort -u | wc -l)
 files=$((total_files - failed_files))
 grep '^FAIL' <<<"$results" | sed 's/^FAIL /check-musl: FAIL /' || true
