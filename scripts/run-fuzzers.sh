@@ -5,9 +5,11 @@
 #   scripts/run-fuzzers.sh BUILD_DIR
 #
 # Environment:
-#   FUZZ_SECONDS   total fuzzing time, split evenly across the fuzzers (default 120: 12 s each for 10)
-#   FUZZ_JOBS      fuzzers run at the same time (default: the number of cores, so 120 s of fuzzing
-#                  take 60 s of wall time on 2 cores; each fuzzer is one process)
+#   FUZZ_SECONDS   total fuzzing time, split evenly across the fuzzers (default 66: 6 s each for 11;
+#                  CI's smoke run beside the kept corpus, which is the regression guard; the long
+#                  runs are scripts/fuzz-long.sh, their CPU hours in docs/testing.md, "Fuzzing")
+#   FUZZ_JOBS      fuzzers run at the same time (default: the number of cores, so 66 s of fuzzing
+#                  take 33 s of wall time on 2 cores; each fuzzer is one process)
 #   EDGELLM_TESTDATA  the shared/ folder (default ../shared): real GGUF files become seeds, and
 #                  fuzz_chat_messages renders the chat templates of testdata/tokenizers/*
 #
@@ -31,7 +33,7 @@ build_dir=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 export EDGELLM_TESTDATA=${EDGELLM_TESTDATA:-$root/../shared}
 testdata=$EDGELLM_TESTDATA
-total_seconds=${FUZZ_SECONDS:-120}
+total_seconds=${FUZZ_SECONDS:-66}
 max_len=65536
 
 mapfile -t fuzzers < <(find "$build_dir" -maxdepth 1 -type f -name 'fuzz_*' -perm -u+x | sort)
