@@ -5,8 +5,15 @@
 # one of as many) and one llama.cpp pair (llama-completion of the reference build with
 # --json-schema-file, then --ignore-eos with the token count it produced), both at -t THREADS,
 # temperature 1 without truncation (a random pick is almost always refused: full masks every
-# token, the worst case for both check-first samplers). Prints one line per round and the
-# medians. Not a test; the machine's load goes into the numbers (pairs are interleaved).
+# token, the worst case for both check-first samplers). First, once: the schema's compile time
+# and the mask time per token along random walks (`bench-grammar --pairs 0 --walks 20`). Prints
+# one line per round and the medians with their range. Not a test; the machine's load goes into
+# the numbers (pairs are interleaved).
+#
+# llama.cpp runs with OMP_WAIT_POLICY=PASSIVE unless the caller sets it: the reference build uses
+# OpenMP, whose threads spin while they wait; with the cores shared (load ~10 on 2 cores) that
+# made its decode 1,644 ms/token instead of 30 (synthetic Qwen2.5-0.5B Q4_K_M, 2 threads,
+# 2026-12-06), which would measure the machine, not the sampler. EdgeLLM's pool does not spin.
 #
 #   scripts/bench-grammar.sh MODEL.gguf [SCHEMA.json] [ROUNDS] [N] [THREADS]
 #   (defaults: tests/grammar/schemas/06-nested-order.json, 5, 128, 2; BUILD, LLAMACPP_DIR env)
@@ -25,7 +32,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 llama_run() {  # args...; prints "tokens ms_per_token sampling_ms_per_token"
-  "$completion" -m "$model" -p "$prompt" -t "$threads" --temp 1 --top-k 0 --top-p 1 --min-p 0 -no-cnv --no-warmup \
+  OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} "$completion" -m "$model" -p "$prompt" -t "$threads" --temp 1 --top-k 0 --top-p 1 --min-p 0 -no-cnv --no-warmup \
     -c 4096 "$@" > "$tmp/out.txt" 2> "$tmp/err.txt" || { tail -5 "$tmp/err.txt" >&2; exit 1; }
   python3 - "$tmp/err.txt" <<'PY'
 import re, sys
@@ -37,6 +44,17 @@ print(runs + 1, ms / max(runs, 1), float(sa.group(1)) / max(runs, 1))
 PY
 }
 
+"$build/edgellm" bench-grammar -m "$model" --json-schema-file "$schema" --pairs 0 --walks 20 -t "$threads" \
+  > "$tmp/masks.json"
+python3 - "$tmp/masks.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); c = d["compile"]; m = d["mask"]; v = d["vocabulary"]
+print(f"vocabulary {v['tokens']} tokens, view {v['build_ms']:.0f} ms | compile: schema->GBNF {c['schema_to_gbnf_ms']:.1f} ms, "
+      f"automata {c['automaton_ms']:.1f} ms ({c['automaton_cpu_ms']:.1f} ms CPU), every state's mask "
+      f"{c['all_masks_ms']:.0f} ms ({c['all_masks_cpu_ms']:.0f} ms CPU; lazily spread otherwise) | full mask per token: "
+      f"mean {m['mean_ms']*1000:.1f} us, p95 {m['p95_ms']*1000:.1f} us, max {m['max_ms']*1000:.1f} us ({m['n']} tokens) | "
+      f"one-token check mean {d['allows']['mean_us']:.1f} us")
+PY
 printf '%5s | %7s %9s %9s %7s %9s | %7s %9s %9s %7s %11s\n' round tokens "E cons" "E free" "E ratio" "E gram" \
   tokens "L cons" "L free" "L ratio" "L sampling"
 for ((r = 0; r < rounds; r++)); do
@@ -56,6 +74,8 @@ python3 - "$tmp/all.txt" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
 med = lambda i: statistics.median(r[i] for r in rows)
-print(f"median: EdgeLLM constrained/free {med(0):.3f}, grammar {med(2):.3f} ms/token | "
-      f"llama.cpp constrained/free {med(1):.3f}, sampling {med(3):.2f} ms/token with the grammar, {med(4):.2f} without")
+rng = lambda i: f"[{min(r[i] for r in rows):.3f}, {max(r[i] for r in rows):.3f}]"
+print(f"median of {len(rows)}: EdgeLLM constrained/free {med(0):.3f} {rng(0)}, grammar {med(2):.3f} ms/token | "
+      f"llama.cpp constrained/free {med(1):.3f} {rng(1)}, sampling {med(3):.2f} ms/token with the grammar, "
+      f"{med(4):.2f} without")
 PY

@@ -285,6 +285,14 @@ struct Request {
   std::optional<std::string> grammar;
   std::optional<std::string> json_schema;
   bool json_object = false;
+  // Tool calling (docs/c-api.md, "Tool calls"; a chat request): `tools` is JSON text, an array of
+  // OpenAI function tools; tool_choice AUTO (default), NONE, REQUIRED, or FUNCTION with
+  // tool_choice_name; parallel_tool_calls (default true) allows more than one call in a reply.
+  // The result's calls: tool_calls(result) and content(result) below; finish TOOL_CALLS.
+  std::optional<std::string> tools;
+  edgellm_tool_choice tool_choice;
+  std::optional<std::string> tool_choice_name;
+  bool parallel_tool_calls;
 
   Request() : Request(edgellm_request_default_params()) {}
 
@@ -373,6 +381,21 @@ struct Request {
     json_object = on;
     return *this;
   }
+  Request& with_tools(std::string tools_json, edgellm_tool_choice choice = EDGELLM_TOOL_CHOICE_AUTO) {
+    tools = std::move(tools_json);
+    tool_choice = choice;
+    return *this;
+  }
+  // tool_choice FUNCTION: exactly one call of the tool named `name`.
+  Request& with_tool_choice_function(std::string name) {
+    tool_choice = EDGELLM_TOOL_CHOICE_FUNCTION;
+    tool_choice_name = std::move(name);
+    return *this;
+  }
+  Request& with_parallel_tool_calls(bool on) {
+    parallel_tool_calls = on;
+    return *this;
+  }
 
  private:
   explicit Request(const edgellm_request_params& d)
@@ -385,8 +408,47 @@ struct Request {
         priority(d.priority),
         context_shift(d.context_shift),
         n_keep(d.n_keep),
-        route(d.route) {}
+        route(d.route),
+        tool_choice(d.tool_choice),
+        parallel_tool_calls(d.parallel_tool_calls) {}
 };
+
+// One tool call of a result (edgellm_tool_call, copied).
+struct ToolCall {
+  std::string id;         // "call_" + 24 letters and digits
+  std::string name;       // one of the request's tools
+  std::string arguments;  // the arguments object as JSON text
+};
+
+// The calls parsed from a reply of a request with tools, in order (empty without tools, for a
+// reply with none, and from a library older than the tool fields). Call it inside on_finish:
+// the result's pointers live only during the callback.
+inline std::vector<ToolCall> tool_calls(const edgellm_result& result) {
+  std::vector<ToolCall> calls;
+  if (result.struct_size < offsetof(edgellm_result, n_tool_calls) + sizeof(size_t) || result.n_tool_calls == 0 ||
+      result.tool_calls == nullptr) {
+    return calls;
+  }
+  // Elements are tool_calls[0].struct_size apart (a newer library's element may be larger).
+  const auto* base = reinterpret_cast<const unsigned char*>(result.tool_calls);
+  const size_t stride = result.tool_calls[0].struct_size;
+  calls.reserve(result.n_tool_calls);
+  for (size_t i = 0; i < result.n_tool_calls; ++i) {
+    const auto* c = reinterpret_cast<const edgellm_tool_call*>(base + i * stride);
+    calls.push_back({c->id != nullptr ? c->id : "", c->name != nullptr ? c->name : "",
+                     c->arguments != nullptr ? c->arguments : ""});
+  }
+  return calls;
+}
+
+// The reply's text outside its tool calls (= the whole text without tools, and from a library
+// older than the tool fields). A view into the result: valid during on_finish.
+inline std::string_view content(const edgellm_result& result) {
+  if (result.struct_size < offsetof(edgellm_result, content_len) + sizeof(size_t) || result.content == nullptr) {
+    return std::string_view(result.text, result.text_len);
+  }
+  return std::string_view(result.content, result.content_len);
+}
 
 // ============================================================================== the router
 
@@ -607,6 +669,10 @@ class Runtime {
     p.grammar = detail::c_str_or_null(request.grammar, "grammar");
     p.json_schema = detail::c_str_or_null(request.json_schema, "json_schema");
     p.json_object = request.json_object;
+    p.tools = detail::c_str_or_null(request.tools, "tools");
+    p.tool_choice = request.tool_choice;
+    p.tool_choice_name = detail::c_str_or_null(request.tool_choice_name, "tool_choice_name");
+    p.parallel_tool_calls = request.parallel_tool_calls;
 
     // on_finish always goes through the trampoline, even without a user callback: it is what
     // frees the block.

@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/api_response.h"
 #include "server/auth.h"
+#include "server/classify_endpoint.h"
 #include "server/embeddings_endpoint.h"
 #include "server/generation_endpoint.h"
 #include "server/helper_endpoints.h"
@@ -26,7 +27,7 @@ namespace {
 enum class Ep {
   kChat, kCompletion, kTokenize, kDetokenize, kApplyTemplate, kModels, kHealth, kMetrics, kPage,
   kImport, kExport, kDelete, kAdminSwap, kAdminReload, kAdminPressure, kAdminDegradation,
-  kEmbeddings, kRerank,
+  kEmbeddings, kRerank, kClassify,
 };
 
 bool is_admin(Ep ep) {
@@ -80,6 +81,8 @@ Match match(std::string_view method, const std::string& path) {
     is(Ep::kEmbeddings, method == "POST", "POST");
   } else if (path == "/v1/rerank" || path == "/rerank" || path == "/v1/reranking" || path == "/reranking") {
     is(Ep::kRerank, method == "POST", "POST");
+  } else if (path == "/v1/classify" || path == "/classify") {
+    is(Ep::kClassify, method == "POST", "POST");
   } else if (path == "/v1/sessions/import") {
     is(Ep::kImport, method == "POST", "POST");
   } else if (std::string id = session_export_id(path); !id.empty()) {
@@ -337,6 +340,9 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
       break;
     case Ep::kRerank:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(rerank(ctx, q)); }, heavy);
+      break;
+    case Ep::kClassify:  // blocks for its forwards: a worker (classify_endpoint.h)
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(classify(ctx, q)); }, heavy);
       break;
     case Ep::kImport:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(import_session(ctx, q)); }, heavy);

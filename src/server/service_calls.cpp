@@ -13,6 +13,7 @@ ServiceCalls::Submitted ServiceCalls::submit(ServiceRequest request) {
   return {s.id, std::move(s.version)};
 }
 bool ServiceCalls::cancel(RequestId id) { return runtime_.cancel(id); }
+ClassifyResult ServiceCalls::classify(ClassifyRequest request) { return runtime_.classify(std::move(request)); }
 
 int32_t ServiceCalls::import_session(const std::string& id, std::string bytes) {
   return runtime_.import_session(id, std::move(bytes));

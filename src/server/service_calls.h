@@ -4,6 +4,7 @@
 // Runtime::submit) as one from an app.
 //
 //   requests   submit, cancel                       Runtime::submit / cancel
+//   classify   classify (blocks the worker)         Runtime::classify
 //   sessions   import, export, delete, size limits  the Runtime's SessionStore
 //   the model  serving(): tokenizer, template, sizes   Runtime::service(), held while used
 //   admin      swap, reload, pressure, degradation  ModelHost / DegradationController via the Runtime
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "generation/classify.h"
 #include "runtime/degradation_ladder.h"
 #include "service/request.h"
 
@@ -53,6 +55,9 @@ class ServiceCalls {
   // kCancelled after shutdown. ServiceRequest::session_id continues / keeps a session.
   Submitted submit(ServiceRequest request);
   bool cancel(RequestId id);
+  // Runtime::classify: blocks for a prefill and one batched forward over the labels. Error
+  // kInvalidArgument (request_limits.h's check_classify_request wording), kDegraded, kCancelled.
+  ClassifyResult classify(ClassifyRequest request);
 
   // Sessions: Runtime::import_session checks the bytes against the serving model (kInvalidFile:
   // truncated or corrupted; kInvalidArgument: another model, KV type or shape, or too large)

@@ -7,6 +7,8 @@
 //     call the library parsed out of it ({"tool_calls": [{"name", "arguments"}]} with both consts);
 //   - tool_choice NONE: the same messages without tools give the same greedy text;
 // and bad tools, choices and inputs are INVALID_ARGUMENT naming the field, with nothing queued.
+// The C++ wrapper (edgellm.hpp: Request::tools / tool_choice / tool_choice_name /
+// parallel_tool_calls, tool_calls() / content() of a result) gives what the same C request gives.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "edgellm/edgellm.h"
+#include "edgellm/edgellm.hpp"
 #include "support/json_validator.h"
 #include "support/test_env.h"
 #include "support/tool_fixtures.h"
@@ -297,6 +300,123 @@ TEST_F(CApiTools, OlderStructsAndNames) {
   EXPECT_EQ(d.tool_choice_name, nullptr);
   EXPECT_TRUE(d.parallel_tool_calls);
   EXPECT_STREQ(edgellm_finish_reason_name(EDGELLM_FINISH_TOOL_CALLS), "tool_calls");
+}
+
+// The wrapper's request through a runtime of its own, waited for (a deadline, not a sleep).
+Output run_cpp(edgellm::cpp::Runtime& rt, const edgellm::cpp::Request& req) {
+  Outcome o;
+  rt.submit(req, {}, [&o](const edgellm_result& res) {
+    std::lock_guard<std::mutex> lock(o.m);
+    o.out.text.assign(res.text, res.text_len);
+    o.out.reason = res.finish_reason;
+    o.out.error = res.error_message != nullptr ? res.error_message : "";
+    o.out.content = std::string(edgellm::cpp::content(res));
+    for (const edgellm::cpp::ToolCall& c : edgellm::cpp::tool_calls(res)) o.out.calls.push_back({c.id, c.name, c.arguments});
+    o.out.done = true;
+    o.cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(o.m);
+  EXPECT_TRUE(o.cv.wait_for(lock, 120s, [&] { return o.out.done; })) << "no on_finish";
+  return o.out;
+}
+
+TEST_F(CApiTools, CppWrapperGivesWhatTheSameCRequestGives) {
+  edgellm_runtime_params p = edgellm_runtime_default_params();
+  p.n_ctx = 2048;
+  p.n_parallel = 1;
+  edgellm::cpp::Runtime rt = edgellm::cpp::Runtime::open(edgellm::test::shared_model("stories260K.gguf"), p);
+  const edgellm::cpp::Request defaults;
+  EXPECT_FALSE(defaults.tools.has_value());
+  EXPECT_EQ(defaults.tool_choice, EDGELLM_TOOL_CHOICE_AUTO);
+  EXPECT_FALSE(defaults.tool_choice_name.has_value());
+  EXPECT_TRUE(defaults.parallel_tool_calls);
+
+  const edgellm_message weather{sizeof(edgellm_message), "user", "What is the weather in Oslo?"};
+  const edgellm_message wake{sizeof(edgellm_message), "user", "Wake me up."};
+  const edgellm_message story{sizeof(edgellm_message), "user", "Tell me a story."};
+  const edgellm_sampling s0 = greedy(), s3 = hot(3);
+  // Four shapes, each as a C request (the reference) and as the wrapper's.
+  std::vector<edgellm_request_params> c_reqs;
+  std::vector<edgellm::cpp::Request> cpp_reqs;
+  {
+    edgellm_request_params r = chat(&weather, &s3);  // REQUIRED, one call, sampled
+    r.tools = kTwoTools;
+    r.tool_choice = EDGELLM_TOOL_CHOICE_REQUIRED;
+    r.parallel_tool_calls = false;
+    c_reqs.push_back(r);
+    cpp_reqs.push_back(edgellm::cpp::Request::from_messages({{"user", weather.content}})
+                           .with_sampling(s3)
+                           .with_max_tokens(300)
+                           .with_deadline_ms(0)
+                           .with_tools(kTwoTools, EDGELLM_TOOL_CHOICE_REQUIRED)
+                           .with_parallel_tool_calls(false));
+  }
+  {
+    edgellm_request_params r = chat(&wake, &s0);  // a named function
+    r.tools = kTwoTools;
+    r.tool_choice = EDGELLM_TOOL_CHOICE_FUNCTION;
+    r.tool_choice_name = "set_alarm";
+    c_reqs.push_back(r);
+    cpp_reqs.push_back(edgellm::cpp::Request::from_messages({{"user", wake.content}})
+                           .greedy()
+                           .with_max_tokens(300)
+                           .with_deadline_ms(0)
+                           .with_tools(kTwoTools)
+                           .with_tool_choice_function("set_alarm"));
+  }
+  {
+    edgellm_request_params r = chat(&weather, &s3);  // REQUIRED, parallel calls allowed
+    r.tools = kTwoTools;
+    r.tool_choice = EDGELLM_TOOL_CHOICE_REQUIRED;
+    c_reqs.push_back(r);
+    cpp_reqs.push_back(edgellm::cpp::Request::from_messages({{"user", weather.content}})
+                           .with_sampling(s3)
+                           .with_max_tokens(300)
+                           .with_deadline_ms(0)
+                           .with_tools(kTwoTools, EDGELLM_TOOL_CHOICE_REQUIRED));
+  }
+  {
+    edgellm_request_params r = chat(&story, &s0);  // NONE: text
+    r.max_tokens = 40;
+    r.tools = kTwoTools;
+    r.tool_choice = EDGELLM_TOOL_CHOICE_NONE;
+    c_reqs.push_back(r);
+    cpp_reqs.push_back(edgellm::cpp::Request::from_messages({{"user", story.content}})
+                           .greedy()
+                           .with_max_tokens(40)
+                           .with_deadline_ms(0)
+                           .with_tools(kTwoTools, EDGELLM_TOOL_CHOICE_NONE));
+  }
+  const std::vector<Output> ref = run_all(c_reqs);
+  for (size_t i = 0; i < cpp_reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    const Output o = run_cpp(rt, cpp_reqs[i]);
+    EXPECT_EQ(o.reason, ref[i].reason) << o.error << " " << o.text;
+    EXPECT_EQ(o.text, ref[i].text);
+    EXPECT_EQ(o.content, ref[i].content);
+    ASSERT_EQ(o.calls.size(), ref[i].calls.size()) << o.text;
+    for (size_t k = 0; k < o.calls.size(); ++k) {
+      EXPECT_EQ(o.calls[k].name, ref[i].calls[k].name);
+      EXPECT_EQ(o.calls[k].arguments, ref[i].calls[k].arguments);
+      EXPECT_EQ(o.calls[k].id.rfind("call_", 0), 0u) << o.calls[k].id;
+    }
+  }
+  EXPECT_EQ(ref[0].reason, EDGELLM_FINISH_TOOL_CALLS) << ref[0].text;
+  EXPECT_EQ(ref[0].calls.size(), 1u) << ref[0].text;
+  ASSERT_EQ(ref[1].calls.size(), 1u) << ref[1].text;
+  EXPECT_EQ(ref[1].calls[0].name, "set_alarm");
+  EXPECT_NE(ref[3].reason, EDGELLM_FINISH_TOOL_CALLS);
+  EXPECT_EQ(ref[3].content, ref[3].text);
+  // A refused request throws the C ABI's status and wording.
+  try {
+    rt.submit(edgellm::cpp::Request::from_messages({{"user", "Hi"}})
+                  .with_tools(R"([{"type": "function", "function": {"name": "f"}}])")
+                  .with_tool_choice_function("g"));
+    ADD_FAILURE() << "an unknown function was accepted";
+  } catch (const edgellm::cpp::Error& e) {
+    EXPECT_EQ(e.status(), EDGELLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("not among the tools"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

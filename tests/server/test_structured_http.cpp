@@ -5,12 +5,17 @@
 // (scripts/validate-json-outputs.py, Draft 2020-12) for schemas, objects and each tool call's
 // arguments against that tool's "parameters", and a grammar's finite language spelled out in the
 // test. Malformed fields are 400s naming the field; a constrained or tool request never reaches
-// the router's cloud (a stand-in counting what it receives).
+// the router's cloud (a stand-in counting what it receives). POST /v1/classify: each label's
+// log-probability and the probabilities equal a naive teacher-forced pass written here (a fresh
+// Context per label, prompt + label in one forward, log-softmax summed), raw and through the chat
+// template, and its bad requests are 400s with the Runtime's (and so the C ABI's) wording.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -19,8 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "chat/chat_prompt.h"
 #include "core/json.h"
+#include "engine/batch.h"
+#include "engine/context.h"
+#include "model/model.h"
 #include "runtime/runtime.h"
+#include "service/inference_service.h"
+#include "tokenizer/tokenizer.h"
 #include "server/http_server.h"
 #include "support/json_validator.h"
 #include "support/test_env.h"
@@ -59,6 +70,7 @@ class Serving {
     c.set_read_timeout(60, 0);
     return c;
   }
+  Runtime& runtime() const { return *runtime_; }
 
  private:
   std::unique_ptr<Runtime> runtime_;
@@ -528,6 +540,158 @@ TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
   }
   cloud.stop();
   cloud_thread.join();
+}
+
+// ---- POST /v1/classify
+
+// log P(label | prompt) the slow obvious way: prompt + label through a fresh Context in one
+// forward, each label token's log-softmax (double) summed.
+double naive_label_logprob(const Model& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& label) {
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.n_threads = 1;
+  cp.kv_type = TensorType::F32;
+  Context ctx(model, cp);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), label.begin(), label.end());
+  Batch b;
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+  const auto n_all = static_cast<int32_t>(all.size());
+  for (int32_t i = 0; i < n_all; ++i) b.add(0, all[static_cast<size_t>(i)], i, i >= n_prompt - 1 && i < n_all - 1);
+  ctx.decode(b);
+  const int32_t n_vocab = model.hparams().n_vocab;
+  double sum = 0;
+  for (size_t j = 0; j < label.size(); ++j) {
+    const float* row = ctx.logits(static_cast<int32_t>(j));
+    double max = row[0];
+    for (int32_t v = 1; v < n_vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+    double z = 0;
+    for (int32_t v = 0; v < n_vocab; ++v) z += std::exp(static_cast<double>(row[v]) - max);
+    sum += static_cast<double>(row[label[j]]) - (max + std::log(z));
+  }
+  return sum;
+}
+
+// The server's answer to `body` against the reference on `prompt` (summed or, norm, per-token
+// mean log-probs through a softmax written here).
+void expect_classify_matches(const Serving& s, const Model& model, const Tokenizer& tok, const Json& body,
+                             const std::vector<int32_t>& prompt, bool norm) {
+  const Reply r = post(s, "/v1/classify", body);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const Json& labels = body.at("labels");
+  const Json& got = r.body.at("labels");
+  ASSERT_EQ(got.size(), labels.size()) << r.raw;
+  std::vector<double> sums, z;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const std::vector<int32_t> ids = tok.encode(labels.at(i).as_string(), false, false);
+    sums.push_back(naive_label_logprob(model, prompt, ids));
+    z.push_back(norm ? sums.back() / static_cast<double>(ids.size()) : sums.back());
+    EXPECT_EQ(got.at(i).at("tokens").as_int(), static_cast<int64_t>(ids.size()));
+  }
+  const double max = *std::max_element(z.begin(), z.end());
+  double total = 0;
+  for (double& v : z) total += (v = std::exp(v - max));
+  double p_sum = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    SCOPED_TRACE(labels.at(i).as_string());
+    EXPECT_EQ(got.at(i).at("index").as_int(), static_cast<int64_t>(i));
+    EXPECT_EQ(got.at(i).at("label").as_string(), labels.at(i).as_string());
+    // Measured |difference| 0 (x86-64, F32 KV: test_runtime_classify's bound, float rounding of a
+    // ~10-nat sum for kernels that sum a batch in another order); JSON carries doubles exactly.
+    EXPECT_NEAR(got.at(i).at("logprob").as_number(), sums[i], 1e-6);
+    EXPECT_NEAR(got.at(i).at("probability").as_number(), z[i] / total, 1e-6);
+    p_sum += got.at(i).at("probability").as_number();
+  }
+  EXPECT_NEAR(p_sum, 1.0, 1e-12);
+  const auto best = static_cast<size_t>(std::max_element(z.begin(), z.end()) - z.begin());
+  EXPECT_EQ(r.body.at("index").as_int(), static_cast<int64_t>(best)) << r.raw;
+  EXPECT_EQ(r.body.at("label").as_string(), labels.at(best).as_string());
+  EXPECT_EQ(r.body.at("object").as_string(), "classification");
+  EXPECT_EQ(r.body.at("usage").at("prompt_tokens").as_int(), static_cast<int64_t>(prompt.size()));
+}
+
+TEST(StructuredHttp, ClassifyEqualsTeacherForcedReference) {
+  Serving s;
+  const std::unique_ptr<Model> model = Model::load(test::shared_model("stories260K.gguf"));
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(model->gguf());
+  // Raw: the prompt is the text as given (BOS first), labels of 1 to several tokens.
+  Json raw = Json::parse(R"({"text": "Once upon a time, there was a little", "raw": true,
+    "labels": [" girl", " dog named Spot", " bird", " big red ball", " cat"]})");
+  const std::vector<int32_t> raw_prompt = tok->encode(raw.at("text").as_string(), true, false);
+  for (bool norm : {false, true}) {
+    SCOPED_TRACE(norm ? "length_normalize" : "summed");
+    raw.set("length_normalize", norm);
+    expect_classify_matches(s, *model, *tok, raw, raw_prompt, norm);
+  }
+  // Chat: the system message is the instruction, the user message the text; "text" +
+  // "instruction" is the same request.
+  const Json messages = Json::parse(R"([{"role": "system", "content": "Which animal is in the story?"},
+    {"role": "user", "content": "Lily went to the park and saw a big dog."}])");
+  Json chat = Json::object();
+  chat.set("messages", messages);
+  chat.set("labels", Json::parse(R"(["dog", "cat", "bird", "fish"])"));
+  std::vector<int32_t> chat_prompt;
+  {
+    const std::shared_ptr<InferenceService> svc = s.runtime().service();
+    chat_prompt = chat_prompt_tokens(svc->chat_template(), *tok, messages);
+  }
+  expect_classify_matches(s, *model, *tok, chat, chat_prompt, false);
+  Json flat = Json::object();
+  flat.set("instruction", "Which animal is in the story?");
+  flat.set("text", "Lily went to the park and saw a big dog.");
+  flat.set("labels", chat.at("labels"));
+  expect_classify_matches(s, *model, *tok, flat, chat_prompt, false);
+}
+
+TEST(StructuredHttp, ClassifyBadRequestsAre400sWithTheRuntimesWording) {
+  Serving s;
+  Json many = Json::array();
+  for (int i = 0; i < 65; ++i) many.push_back("l" + std::to_string(i));
+  Json too_many = Json::object();
+  too_many.set("text", "x");
+  too_many.set("labels", many);
+  struct Case {
+    Json body;
+    std::string says;  // in error.message (request_limits.h's words where the Runtime refuses)
+  };
+  const std::vector<Case> cases = {
+      {Json::parse(R"({"labels": ["a"]})"), "text: required"},
+      {Json::parse(R"({"text": "x"})"), "labels: required"},
+      {Json::parse(R"({"text": "x", "labels": "a"})"), "labels: required"},
+      {Json::parse(R"({"text": 5, "labels": ["a"]})"), "text: expected a string"},
+      {Json::parse(R"({"text": "x", "labels": ["a", 5]})"), "labels[1]: expected a string"},
+      {Json::parse(R"({"text": "x", "labels": ["a"], "raw": "yes"})"), "raw: expected true or false"},
+      {Json::parse(R"({"text": "x", "messages": [], "labels": ["a"]})"), "not both"},
+      {Json::parse(R"({"messages": [{"role": "assistant", "content": "x"}], "labels": ["a"]})"),
+       "one user message"},
+      {Json::parse(R"({"messages": [{"role": "user", "content": "x"}], "raw": true, "labels": ["a"]})"),
+       "raw: "},
+      {Json::parse(R"({"messages": [{"role": "user", "content": "x"}], "instruction": "i", "labels": ["a"]})"),
+       "instruction: "},
+      // The Runtime's checks (check_classify_request), worded as edgellm_classify reports them.
+      {Json::parse(R"({"text": "", "labels": ["a"]})"), "text is empty"},
+      {Json::parse(R"({"text": "x", "labels": []})"), "labels: give at least one"},
+      {Json::parse(R"({"text": "x", "labels": ["a", ""]})"), "labels[1] is empty"},
+      {Json::parse(R"({"text": "x", "labels": ["a", "b", "a"]})"), "labels[2] repeats labels[0]"},
+      {too_many, "labels: at most 64, got 65"},
+      {Json::parse(R"({"text": "x", "labels": ["a\u0001"]})"), "labels[0]"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.dump());
+    const Reply r = post(s, "/v1/classify", c.body);
+    ASSERT_EQ(r.status, 400) << r.raw;
+    EXPECT_NE(r.body.at("error").at("message").as_string().find(c.says), std::string::npos) << r.raw;
+  }
+  httplib::Client c = s.client();
+  auto bad = c.Post("/v1/classify", "{\"text\": ", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  auto get = c.Get("/v1/classify");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+  // After all that the server still classifies.
+  const Reply ok = post(s, "/classify", Json::parse(R"({"text": "a dog", "labels": ["dog", "cat"]})"));
+  EXPECT_EQ(ok.status, 200) << ok.raw;
 }
 
 }  // namespace
