@@ -441,7 +441,7 @@ TEST(StructuredHttp, MalformedFieldsAre400sNamingTheField) {
        "parallel_tool_calls", "true or false"},
       {"/v1/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}]})", "tools",
        "/v1/chat/completions"},
-      {"/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
+      {"/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 3}]})", "messages[0].tool_call_id",
        "expected a string"},
       {"/v1/chat/completions",
        R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": 3}}]}, {"role": "user", "content": "y"}]})",
