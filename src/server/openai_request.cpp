@@ -100,6 +100,10 @@ void parse_common(const Json& body, ParsedRequest& out) {
   if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(any_number(body, "repeat_penalty"));
   // llama-server's extension: never sample end-of-generation tokens (benchmarks, tests).
   if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
+  // Endless streams (docs/context-shift.md): llama-server's n_keep, and context_shift per request
+  // (llama-server has it as a server flag). n_keep's range is the Runtime's.
+  if (field(body, "context_shift")) r.context_shift = boolean(body, "context_shift");
+  if (field(body, "n_keep")) r.n_keep = any_int32(*body.find("n_keep"), "n_keep");
   if (field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
     out.seed_given = true;
