@@ -17,6 +17,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -456,6 +460,67 @@ TEST(Router, LargeTierAnswersWhenTheSmallOneIsDown) {
   EXPECT_EQ(Json::parse(d->body).at("choices").at(0).at("message").at("content").as_string(),
             j.at("choices").at(0).at("message").at("content").as_string());
   EXPECT_EQ(local.runtime().router_counters().cloud_failures, 1u);
+}
+
+// The server's transport and TLS: a local HTTPS server (python3's ssl, a self-signed certificate
+// openssl makes for 127.0.0.1) is refused by default and answered once its certificate is the
+// trusted CA (--cloud-ca); plain http:// is refused to a non-loopback host unless allowed.
+TEST(Router, TlsSelfSignedCertificateRefusedUnlessTrusted) {
+  EXPECT_THROW(HttpsTransport::check_url("http://10.0.0.5:8080", false), Error);
+  EXPECT_NO_THROW(HttpsTransport::check_url("http://10.0.0.5:8080", true));
+  EXPECT_NO_THROW(HttpsTransport::check_url("http://127.0.0.1:8080", false));
+  EXPECT_THROW(HttpsTransport::check_url("ftp://example.com", true), Error);
+
+  char dir_template[] = "/tmp/edgellm-tls-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem", script = dir + "/serve.py";
+  const std::string make_cert = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
+                                key + " -out " + cert +
+                                " -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1";
+  if (std::system(make_cert.c_str()) != 0) {
+    std::system(("rm -rf " + dir).c_str());
+    GTEST_SKIP() << "NOT CHECKED ON THIS HOST: openssl cannot make a certificate";
+  }
+  {
+    // Answers two connections (the refused handshake, then the trusted call) and exits.
+    std::ofstream py(script);
+    py << "import http.server, ssl, sys\n"
+          "class H(http.server.BaseHTTPRequestHandler):\n"
+          "    def do_POST(self):\n"
+          "        self.rfile.read(int(self.headers['Content-Length']))\n"
+          "        b = b'{\"choices\": [{\"message\": {\"content\": \"over tls\"}, \"finish_reason\": \"stop\"}]}'\n"
+          "        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers()\n"
+          "        self.wfile.write(b)\n"
+          "    def log_message(self, *a): pass\n"
+          "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+          "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+          "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
+          "s.timeout = 30\n"
+          "print(s.server_address[1], flush=True)\n"
+          "for _ in range(2): s.handle_request()\n";
+  }
+  FILE* server = ::popen(("python3 " + script + " " + cert + " " + key + " 2>/dev/null").c_str(), "r");
+  ASSERT_NE(server, nullptr);
+  char line[32] = {0};
+  ASSERT_NE(std::fgets(line, sizeof line, server), nullptr) << "the HTTPS stand-in did not start";
+  const std::string url = "https://127.0.0.1:" + std::string(line, std::strcspn(line, "\n"));
+  const std::string body = R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})";
+
+  HttpsTransportOptions untrusting;
+  untrusting.timeout_ms = 20000;
+  untrusting.workers = 1;
+  const CloudReply refused = HttpsTransport(untrusting).post(CloudEndpoint{url, ""}, body);
+  EXPECT_EQ(refused.status, 0);
+  EXPECT_NE(refused.error.find("TLS"), std::string::npos) << refused.error;
+
+  HttpsTransportOptions trusting = untrusting;
+  trusting.ca_file = cert;  // what --cloud-ca FILE sets
+  const CloudReply answered = HttpsTransport(trusting).post(CloudEndpoint{url, ""}, body);
+  EXPECT_EQ(answered.status, 200) << answered.error;
+  EXPECT_EQ(parse_cloud_answer(answered.body).text, "over tls");
+  ::pclose(server);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(Router, SplitContextKeepsSystemAndLastTurns) {
