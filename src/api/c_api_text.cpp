@@ -10,6 +10,7 @@
 #include "engine/memory_plan.h"
 #include "kernels/tensor_type.h"
 #include "model/model.h"
+#include "service/request_limits.h"
 #include "tokenizer/tokenizer.h"
 
 using namespace edgellm;
@@ -162,6 +163,10 @@ edgellm_status edgellm_apply_template(edgellm_runtime* runtime, const edgellm_me
     if (!svc) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shut down");
     if (messages == nullptr || n_messages == 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "no messages");
     const Json conv = capi::to_messages(messages, n_messages, true);
+    // The roles a request may hold, refused in the same words as at submit.
+    for (size_t i = 0; i < conv.size(); ++i) {
+      check_role(conv.at(i).at("role").as_string(), "messages[" + std::to_string(i) + "]");
+    }
     return capi::copy_out(svc->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
   });
 }

@@ -1,5 +1,6 @@
 #include "server/api_response.h"
 
+#include <cctype>
 #include <utility>
 
 #include "core/utf8.h"
@@ -41,12 +42,38 @@ HttpResponse error_response(const ApiError& e, int retry_after_s) {
   return r;
 }
 
+namespace {
+
+// The body field a Runtime refusal names (service/request_limits.h words each one "<field>
+// must be ...", "<field>: ...", "<field>[i] = ...", "<field> holds ...", "<field> is ..."),
+// in the OpenAI body's spelling; "" when the message names none ("no input: ...").
+std::string refused_field(const std::string& message) {
+  size_t end = 0;
+  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) != 0 ||
+                                  message[end] == '_' || message[end] == '.' || message[end] == '[' ||
+                                  message[end] == ']')) {
+    ++end;
+  }
+  if (end == 0 || end == message.size() || (message[end] != ':' && message[end] != ' ')) return {};
+  std::string name = message.substr(0, end);
+  const bool field_like = name.find_first_of("_[.") != std::string::npos || name == "temperature" ||
+                          name == "stop" || name == "messages" || name == "prompt" || name == "tokens" ||
+                          name == "grammar";
+  if (!field_like) return {};
+  // The Runtime's names that differ from the body's.
+  if (name.rfind("tokens", 0) == 0) return "prompt" + name.substr(6);
+  if (name == "session_id") return "x_edgellm_session";
+  return name;
+}
+
+}  // namespace
+
 ApiError api_error_from(const Error& e) {
   switch (e.code()) {
     case ErrorCode::kBusy:
       return ApiError(429, "rate_limit_error", "server_busy", std::string("server busy: ") + e.what());
     case ErrorCode::kInvalidArgument:
-      return ApiError(400, "invalid_request_error", "invalid_value", e.what());
+      return ApiError(400, "invalid_request_error", "invalid_value", e.what(), refused_field(e.what()));
     case ErrorCode::kContextFull:
       return ApiError(400, "invalid_request_error", "context_length_exceeded", e.what());
     case ErrorCode::kCancelled:

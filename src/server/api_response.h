@@ -24,7 +24,8 @@ HttpResponse error_response(const ApiError& e, int retry_after_s);
 
 // The service's refusals as HTTP errors (kBusy 429, kInvalidArgument 400, kContextFull 400
 // context_length_exceeded, kCancelled 503, kDegraded 503 degraded (the ladder refuses new
-// requests under device pressure), anything else 500).
+// requests under device pressure), anything else 500). The message is the Runtime's, word for
+// word (the same every face gives); `param` is the body field it names, when it names one.
 ApiError api_error_from(const Error& e);
 
 // A JSON endpoint's body: a JSON object whatever the Content-Type says (`curl -d` sends

@@ -48,11 +48,12 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   head.created = static_cast<int64_t>(std::time(nullptr));
   head.model = p.model.empty() ? ctx.options.model_name : p.model;
 
-  // A request that continues a session is answered here (the cloud holds no KV of it), and so is
-  // one with an output constraint or tools (ParsedRequest::local_only).
-  if (endpoint == Endpoint::kChat && !p.stream && ctx.options.router.enabled() && p.session_id.empty() &&
-      !p.local_only()) {
-    out.send(answer_routed(ctx, body, std::move(p), head));
+  // With the router on, a non-streamed chat is the router's to answer (routed_chat.h). A request
+  // that continues a session is answered here (the cloud holds no KV of it), and so is one with
+  // an output constraint or tools (ParsedRequest::local_only).
+  const bool routing = endpoint == Endpoint::kChat && ctx.service.routing();
+  if (routing && !p.stream && p.session_id.empty() && !p.local_only()) {
+    out.send(answer_routed(ctx, std::move(p), head));
     return;
   }
 
@@ -63,6 +64,11 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
 
   ServiceRequest& sr = p.request;
   sr.deadline_ms = ctx.options.deadline_ms;
+  // Streamed chat (and a session's) with the router on: through the router as route local, so
+  // tokens stream as they come and a local run that fails for the device's sake (out of memory,
+  // degraded, context full) may still be answered by the cloud. Tools stay off the router: the
+  // cloud call carries the chat only, not the tools.
+  if (routing && !p.tools.active()) sr.route = RouteMode::kLocal;
   if (!p.session_id.empty()) {
     if (ctx.service.max_sessions() == 0) {
       throw ApiError::bad_field("x_edgellm_session", "sessions are off on this server (--sessions 0)");
@@ -130,12 +136,13 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   }
 
   if (stream) ctx.counters.streams.fetch_add(1);
-  HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}, {"x-edgellm-model-version", version}};
-  if (endpoint == Endpoint::kChat && ctx.options.router.enabled()) {
-    // Streamed chat with the router on: always local (the score needs the whole answer).
-    ctx.counters.route_local.fetch_add(1);
-    headers.emplace_back("x-edgellm-route", "local");
-  }
+  // With the router on: local unless the local run already failed over to the cloud (then its
+  // answer is all there is, labelled "cloud:<model>").
+  const bool cloud_answered = routing && b.finished && b.result.route.route == "cloud";
+  HeaderList headers = {{"Cache-Control", "no-cache"},
+                        {"X-Accel-Buffering", "no"},
+                        {"x-edgellm-model-version", cloud_answered ? b.result.model_version : version}};
+  if (routing) headers.emplace_back("x-edgellm-route", cloud_answered ? "cloud" : "local");
   // The head goes out now, with status 200; what follows is the body. A probe (written only to
   // a client that closed its sending side) is an SSE comment or JSON whitespace: ignored.
   out.begin_stream(200, stream ? "text/event-stream" : "application/json", std::move(headers),

@@ -164,8 +164,7 @@ HttpResponse metrics(ServerContext& ctx) {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4";
   // The Runtime's (service, ladder, router, sessions, swaps: edgellm_*) and the HTTP side's
-  // (edgellm_http_*, edgellm_router_*: this server's cloud router); no name is in both. Then the
-// embedding runtimes' (edgellm_embedding_*, labelled runtime="embeddings" / "rerank").
+  // (edgellm_http_*); no name is in both. Then the embedding runtimes' (edgellm_embedding_*, labelled runtime="embeddings" / "rerank").
   r.body = ctx.service.metrics_prometheus() + ctx.counters.to_prometheus();
   r.body += embedding_metrics_prometheus(ctx, r.body);
   return r;

@@ -10,24 +10,13 @@
 #include "core/utf8.h"
 #include "server/api_error.h"
 #include "server/structured_request.h"
-#include "runtime/session_store.h"
 
 namespace edgellm::server {
 namespace {
 
-constexpr size_t kMaxStops = 4;  // as OpenAI
-
 const Json* field(const Json& body, const char* name) {
   const Json* v = body.find(name);
   return v != nullptr && !v->is_null() ? v : nullptr;  // null means "not given", as in OpenAI
-}
-
-double number_in(const Json& body, const char* name, double lo, double hi) {
-  const Json& v = *body.find(name);
-  if (!v.is_number() || !(v.as_number() >= lo && v.as_number() <= hi)) {
-    throw ApiError::bad_field(name, "expected a number in [" + Json(lo).dump() + ", " + Json(hi).dump() + "]");
-  }
-  return v.as_number();
 }
 
 int64_t integer_in(const Json& body, const char* name, int64_t lo, int64_t hi) {
@@ -37,6 +26,24 @@ int64_t integer_in(const Json& body, const char* name, int64_t lo, int64_t hi) {
     throw ApiError::bad_field(name, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   return static_cast<int64_t>(v.as_number());
+}
+
+// A field the Runtime range-checks (service/request_limits.h, check_request): only its JSON type
+// is checked here, so the refusal of a value out of range has the one wording every face shares
+// ("temperature must be in [0, 100], got 101"), with OpenAI's status (400).
+double any_number(const Json& body, const char* name) {
+  const Json& v = *body.find(name);
+  if (!v.is_number()) throw ApiError::bad_field(name, "expected a number");
+  return v.as_number();
+}
+
+// An integer the Runtime range-checks; here only that it is one, within int32.
+int32_t any_int32(const Json& v, const std::string& name) {
+  if (!v.is_number() || v.as_number() != std::floor(v.as_number()) || v.as_number() < INT32_MIN ||
+      v.as_number() > INT32_MAX) {
+    throw ApiError::bad_field(name, "expected an integer");
+  }
+  return static_cast<int32_t>(v.as_number());
 }
 
 bool boolean(const Json& body, const char* name) {
@@ -61,10 +68,9 @@ void parse_common(const Json& body, ParsedRequest& out) {
     throw ApiError::bad_field("n", "only n = 1 is supported (send several requests for several choices)");
   }
   if (field(body, "stream")) out.stream = boolean(body, "stream");
+  // The id's form is the Runtime's to check (session_id: 1 to 64 of A-Z a-z 0-9 _ - .).
   if (const Json* sid = field(body, "x_edgellm_session")) {
-    if (!sid->is_string() || !SessionStore::valid_id(sid->as_string())) {
-      throw ApiError::bad_field("x_edgellm_session", "expected a session id: 1 to 64 characters of A-Z a-z 0-9 _ - .");
-    }
+    if (!sid->is_string()) throw ApiError::bad_field("x_edgellm_session", "expected a string");
     out.session_id = sid->as_string();
   }
   if (const Json* so = field(body, "stream_options")) {
@@ -77,43 +83,44 @@ void parse_common(const Json& body, ParsedRequest& out) {
     }
   }
   r.max_tokens = -1;
-  // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI.
+  // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI. 0 runs
+  // the prompt only (its KV, e.g. for a session), as in the C ABI.
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (field(body, name)) r.max_tokens = static_cast<int32_t>(integer_in(body, name, 1, 1 << 20));
+    if (field(body, name)) r.max_tokens = static_cast<int32_t>(integer_in(body, name, 0, 1 << 20));
   }
-  if (field(body, "temperature")) s.temperature = static_cast<float>(number_in(body, "temperature", 0, 2));
-  if (field(body, "top_p")) s.top_p = static_cast<float>(number_in(body, "top_p", 0, 1));
-  if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_in(body, "top_k", 0, 1 << 20));
-  if (field(body, "min_p")) s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1));
-  if (field(body, "frequency_penalty")) {
-    s.frequency_penalty = static_cast<float>(number_in(body, "frequency_penalty", -2, 2));
-  }
-  if (field(body, "presence_penalty")) {
-    s.presence_penalty = static_cast<float>(number_in(body, "presence_penalty", -2, 2));
-  }
-  if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(number_in(body, "repeat_penalty", 0, 10));
+  // The sampling ranges are the Runtime's (check_sampling): the type is checked here, the value
+  // there, so every face refuses it in the same words. OpenAI's own bounds are narrower in two
+  // places (temperature <= 2, at most 4 stop strings); this server takes the Runtime's.
+  if (field(body, "temperature")) s.temperature = static_cast<float>(any_number(body, "temperature"));
+  if (field(body, "top_p")) s.top_p = static_cast<float>(any_number(body, "top_p"));
+  if (field(body, "top_k")) s.top_k = any_int32(*body.find("top_k"), "top_k");
+  if (field(body, "min_p")) s.min_p = static_cast<float>(any_number(body, "min_p"));
+  if (field(body, "frequency_penalty")) s.frequency_penalty = static_cast<float>(any_number(body, "frequency_penalty"));
+  if (field(body, "presence_penalty")) s.presence_penalty = static_cast<float>(any_number(body, "presence_penalty"));
+  if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(any_number(body, "repeat_penalty"));
   // llama-server's extension: never sample end-of-generation tokens (benchmarks, tests).
   if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
+  // Endless streams (docs/context-shift.md): llama-server's n_keep, and context_shift per request
+  // (llama-server has it as a server flag). n_keep's range is the Runtime's.
+  if (field(body, "context_shift")) r.context_shift = boolean(body, "context_shift");
+  if (field(body, "n_keep")) r.n_keep = any_int32(*body.find("n_keep"), "n_keep");
   if (field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
     out.seed_given = true;
   } else {
     s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   }
+  // Stop strings: their count and lengths are the Runtime's to check (at most 16, 1 to 256 bytes).
   if (const Json* stop = field(body, "stop")) {
     if (stop->is_string()) {
       r.stop.push_back(stop->as_string());
     } else if (stop->is_array()) {
-      if (stop->size() > kMaxStops) throw ApiError::bad_field("stop", "at most 4 stop strings");
       for (size_t i = 0; i < stop->size(); ++i) {
         if (!stop->at(i).is_string()) throw ApiError::bad_field("stop[" + std::to_string(i) + "]", "expected a string");
         r.stop.push_back(stop->at(i).as_string());
       }
     } else {
       throw ApiError::bad_field("stop", "expected a string or an array of strings");
-    }
-    for (const std::string& st : r.stop) {
-      if (st.empty()) throw ApiError::bad_field("stop", "a stop string is empty");
     }
   }
   if (const Json* bias = field(body, "logit_bias")) {
@@ -122,10 +129,11 @@ void parse_common(const Json& body, ParsedRequest& out) {
       const std::string name = "logit_bias." + key;
       char* end = nullptr;
       const long id = std::strtol(key.c_str(), &end, 10);
-      if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX) throw ApiError::bad_field(name, "key is not a token id");
-      if (!value.is_number() || !(value.as_number() >= -100 && value.as_number() <= 100)) {
-        throw ApiError::bad_field(name, "expected a number in [-100, 100]");
+      // The id's vocabulary and the bias's range are the Runtime's to check.
+      if (key.empty() || *end != '\0' || id < INT32_MIN || id > INT32_MAX) {
+        throw ApiError::bad_field(name, "key is not a token id");
       }
+      if (!value.is_number()) throw ApiError::bad_field(name, "expected a number");
       s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.as_number()));
     }
   }
@@ -188,9 +196,8 @@ Json parse_messages(const Json* messages) {
     if (role == nullptr || !role->is_string()) throw ApiError::bad_field(where + ".role", "expected a string");
     std::string r = role->as_string();
     if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
-      throw ApiError::bad_field(where + ".role", "expected system, developer, user, assistant or tool");
-    }
+    // Any other role is the Runtime's to refuse ("messages[0]: unknown role ...").
+
     const Json* content = m.find("content");
     const Json* calls = m.find("tool_calls");
     const bool has_calls = r == "assistant" && calls != nullptr && !calls->is_null();
@@ -201,10 +208,13 @@ Json parse_messages(const Json* messages) {
     msg.set("content", content == nullptr || content->is_null() ? std::string() : content_text(*content, where + ".content"));
     if (has_calls) msg.set("tool_calls", parse_message_tool_calls(*calls, where + ".tool_calls"));
     if (r == "tool") {
-      // The result of a call: which call it answers (templates that render tool results use it).
+      // The result of a call: which call it answers (templates that render tool results use it;
+      // optional, as the C ABI's and NAPI's tool turns carry none).
       const Json* call_id = m.find("tool_call_id");
-      if (call_id == nullptr || !call_id->is_string()) throw ApiError::bad_field(where + ".tool_call_id", "expected a string");
-      msg.set("tool_call_id", call_id->as_string());
+      if (call_id != nullptr && !call_id->is_null()) {
+        if (!call_id->is_string()) throw ApiError::bad_field(where + ".tool_call_id", "expected a string");
+        msg.set("tool_call_id", call_id->as_string());
+      }
       if (const Json* name = m.find("name"); name != nullptr && name->is_string()) msg.set("name", name->as_string());
     }
     normalized.push_back(std::move(msg));
@@ -247,25 +257,21 @@ ParsedRequest parse_completion_request(const Json& body) {
   if (field(body, "best_of") && integer_in(body, "best_of", 1, 1000) != 1) {
     throw ApiError::bad_field("best_of", "only best_of = 1 is supported");
   }
+  // A missing or empty prompt is the Runtime's to refuse ("no input: ..."), as every face's.
   const Json* prompt = field(body, "prompt");
-  if (prompt == nullptr) throw ApiError::bad_field("prompt", "required");
+  if (prompt == nullptr) return out;
   if (prompt->is_string()) {
     out.request.prompt = prompt->as_string();
   } else if (prompt->is_array() && prompt->size() == 1 && prompt->at(0).is_string()) {
     out.request.prompt = prompt->at(0).as_string();
   } else if (prompt->is_array() && prompt->size() > 0 && prompt->at(0).is_number()) {
+    // Token ids: the vocabulary is the Runtime's to check ("tokens[1] = 99999 is outside ...").
     for (size_t i = 0; i < prompt->size(); ++i) {
-      const Json& t = prompt->at(i);
-      if (!t.is_number() || t.as_number() != std::floor(t.as_number()) || t.as_number() < 0 ||
-          t.as_number() > INT32_MAX) {
-        throw ApiError::bad_field("prompt[" + std::to_string(i) + "]", "expected a token id");
-      }
-      out.request.tokens.push_back(static_cast<int32_t>(t.as_number()));
+      out.request.tokens.push_back(any_int32(prompt->at(i), "prompt[" + std::to_string(i) + "]"));
     }
-  } else {
+  } else if (!(prompt->is_array() && prompt->size() == 0)) {
     throw ApiError::bad_field("prompt", "expected a string, an array of one string or an array of token ids");
   }
-  if (out.request.prompt.empty() && out.request.tokens.empty()) throw ApiError::bad_field("prompt", "is empty");
   return out;
 }
 

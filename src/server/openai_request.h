@@ -6,7 +6,7 @@
 // structured_request.h.
 //
 // llama-server extensions accepted too: top_k, min_p, repeat_penalty, ignore_eos. EdgeLLM's:
-// x_edgellm_route (router.h) and x_edgellm_session (an id of SessionStore::valid_id's form).
+// x_edgellm_route (runtime/router.h) and x_edgellm_session (an id of SessionStore::valid_id's form).
 //
 // Defaults are the engine's (as llama-server's): temperature 0.8, top_k 40, top_p 0.95, min_p
 // 0.05, a random seed; max_tokens: until a stop or the context is full (the deadline still
@@ -27,7 +27,7 @@ struct ParsedRequest {
   bool include_usage = false;  // stream_options.include_usage
   std::string model;           // as the client named it (echoed back), may be empty
   bool seed_given = false;
-  std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (router.h)
+  std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (runtime/router.h)
   std::string session_id;      // "x_edgellm_session": continue from / save to this server session
   ToolRequest tools;           // chat: tools, tool_choice, parallel_tool_calls
   std::string constraint_field;  // the body field of the output constraint ("" none; structured_request.h)

@@ -1,14 +1,14 @@
-// The router path of a non-streamed chat request (router.h, docs/server.md "Router"): the local
-// model answers first with token probabilities, the score picks local / low-confidence / cloud,
-// a cloud call gets the synced context. Moved here unchanged from the former http_server.cpp;
-// issue 37 replaces it with the Runtime's router.
+// A non-streamed chat request with the router on (docs/server.md "Router"), answered by the
+// Runtime's router (runtime/router.h): the request goes to Runtime::submit with its route
+// (x_edgellm_route: auto | local | cloud), the router decides, syncs the context and calls the
+// cloud through the transport `edgellm serve` gave the Runtime (tools/fetch/https_transport.h);
+// this file waits for the answer and writes it with the decision in x_edgellm.route and the
+// x-edgellm-route header. The policy (thresholds, privacy, tiers, failure fallback) is the
+// Runtime's alone: the C ABI and NAPI route the same way.
 //
 // Thread-safety: one call per request, any worker thread (blocks until the answer is complete).
 #pragma once
 
-#include <vector>
-
-#include "core/json.h"
 #include "server/http_message.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -16,11 +16,10 @@
 
 namespace edgellm::server {
 
-// Answers `body` (already parsed into `p`) through the router.
-HttpResponse answer_routed(ServerContext& ctx, const Json& body, ParsedRequest p, const ResponseHead& head);
+// The RouteMode of x_edgellm_route ("auto", "local", "cloud").
+RouteMode route_mode(const std::string& route);
 
-// Runs one request on the local service to the end (no streaming); throws ApiError when it is
-// refused or fails. *probabilities: the answer's token probabilities (when requested).
-RequestResult run_local(ServerContext& ctx, ServiceRequest request, std::vector<float>* probabilities);
+// Answers `p` (a parsed chat request, not streamed) through the Runtime's router.
+HttpResponse answer_routed(ServerContext& ctx, ParsedRequest p, const ResponseHead& head);
 
 }  // namespace edgellm::server

@@ -27,19 +27,6 @@ std::string ServerCounters::to_prometheus() const {
   counter(out, "edgellm_http_overloaded_total",
           "Requests answered 503 because every worker was busy or the request-body budget was spent.",
           overloaded.load());
-  out += "# HELP edgellm_router_decisions_total Routed chat requests by the route that answered.\n"
-         "# TYPE edgellm_router_decisions_total counter\n";
-  out += "edgellm_router_decisions_total{route=\"local\"} " + std::to_string(route_local.load()) + "\n";
-  out += "edgellm_router_decisions_total{route=\"local-low-confidence\"} " + std::to_string(route_low_confidence.load()) + "\n";
-  out += "edgellm_router_decisions_total{route=\"cloud\"} " + std::to_string(route_cloud.load()) + "\n";
-  counter(out, "edgellm_router_cloud_failures_total", "Cloud calls that failed (answered locally instead).",
-          route_cloud_failures.load());
-  counter(out, "edgellm_router_privacy_blocks_total", "Cloud routes refused by privacy mode.", route_privacy_blocks.load());
-  out += "# HELP edgellm_router_score Confidence scores of local answers (geometric mean token probability).\n"
-         "# TYPE edgellm_router_score summary\n";
-  out += "edgellm_router_score_sum " + std::to_string(static_cast<double>(route_score_micros.load()) / 1e6) + "\n";
-  out += "edgellm_router_score_count " + std::to_string(route_scored.load()) + "\n";
-  counter(out, "edgellm_router_latency_microseconds_total", "Summed latency of routed requests.", route_latency_us.load());
   return out;
 }
 

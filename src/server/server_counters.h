@@ -22,16 +22,7 @@ struct ServerCounters {
   std::atomic<uint64_t> connections_refused{0};
   std::atomic<uint64_t> timeouts{0};
   std::atomic<uint64_t> overloaded{0};
-  // Router decisions (router.h): by final route, cloud calls that failed (answered locally),
-  // cloud routes refused by privacy mode, and the sums behind the mean score and latency.
-  std::atomic<uint64_t> route_local{0};
-  std::atomic<uint64_t> route_low_confidence{0};
-  std::atomic<uint64_t> route_cloud{0};
-  std::atomic<uint64_t> route_cloud_failures{0};
-  std::atomic<uint64_t> route_privacy_blocks{0};
-  std::atomic<uint64_t> route_score_micros{0};   // sum of scores x 1e6
-  std::atomic<uint64_t> route_scored{0};         // decisions with a local score
-  std::atomic<uint64_t> route_latency_us{0};     // sum of routed request latencies
+  // The router's counters are the Runtime's (edgellm_routed_total, edgellm_route_*: runtime/router.h).
 
   // Prometheus text exposition (edgellm_http_* counters).
   std::string to_prometheus() const;

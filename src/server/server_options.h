@@ -1,13 +1,12 @@
 // Everything `edgellm serve` configures on the HTTP side. The model side (ServiceParams, the
-// sessions kept and their bytes, the ladder, the registry) is the Runtime's: RuntimeParams.
+// sessions kept and their bytes, the ladder, the registry, the router and its cloud transport)
+// is the Runtime's: RuntimeParams.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "server/router.h"
 
 namespace edgellm::server {
 
@@ -42,7 +41,6 @@ struct ServerOptions {
   // Bytes of request bodies held in memory at once (503 above, before the body is read);
   // 0: 16 x max_body_bytes. Session imports are counted apart: one at a time.
   size_t max_body_bytes_in_flight = 0;
-  RouterOptions router;            // edge-cloud routing of non-streamed chat (router.h)
 };
 
 }  // namespace edgellm::server

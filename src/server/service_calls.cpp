@@ -51,6 +51,13 @@ Json ServiceCalls::degradation_json() const { return runtime_.degradation_json()
 std::vector<std::string> ServiceCalls::live_versions() const { return runtime_.live_versions(); }
 uint64_t ServiceCalls::swaps() const { return runtime_.swaps(); }
 
+bool ServiceCalls::routing() const {
+  const RouterParams p = runtime_.router_params();
+  return p.privacy || p.transport != nullptr;
+}
+RouterParams ServiceCalls::router_params() const { return runtime_.router_params(); }
+RouterCounters ServiceCalls::router_counters() const { return runtime_.router_counters(); }
+
 std::string ServiceCalls::metrics_prometheus() const { return runtime_.metrics_prometheus(); }
 
 }  // namespace edgellm::server

@@ -8,6 +8,7 @@
 //   sessions   import, export, delete, size limits  the Runtime's SessionStore
 //   the model  serving(): tokenizer, template, sizes   Runtime::service(), held while used
 //   admin      swap, reload, pressure, degradation  ModelHost / DegradationController via the Runtime
+//   router     routing(), router_params()           the Runtime's router (runtime/router.h)
 //   metrics    the Runtime's Prometheus text        service + ladder + router + sessions + swaps
 //
 // Hot swap: the service behind serving() changes when a new model version switches in. Its
@@ -26,6 +27,7 @@
 #include "core/json.h"
 #include "generation/classify.h"
 #include "runtime/degradation_ladder.h"
+#include "runtime/router.h"
 #include "service/request.h"
 
 namespace edgellm {
@@ -81,6 +83,12 @@ class ServiceCalls {
   Json degradation_json() const;
   std::vector<std::string> live_versions() const;
   uint64_t swaps() const;
+
+  // The Runtime's router: on when it may call a cloud (a transport) or refuses to (privacy
+  // mode); chat requests then carry a route (routed_chat.h). Its parameters and counters.
+  bool routing() const;
+  RouterParams router_params() const;
+  RouterCounters router_counters() const;
 
   // The runtime's Prometheus text (service, ladder, router, sessions, swaps).
   std::string metrics_prometheus() const;

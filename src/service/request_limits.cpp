@@ -76,6 +76,17 @@ void check_strict_utf8(const std::string& text, const std::string& what) {
     refuse(what + " is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
 }
 
+}  // namespace
+
+void check_role(const std::string& r, const std::string& where) {
+  if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+    check_strict_utf8(r, where + ".role");
+    refuse(where + ": unknown role \"" + r + "\" (expected system, user, assistant or tool)");
+  }
+}
+
+namespace {
+
 size_t check_messages(Json& messages, InputPolicy policy) {
   if (!messages.is_array() || messages.size() == 0) refuse("messages: expected a non-empty array of {role, content}");
   if (messages.size() > limits::kMaxMessages) {
@@ -90,11 +101,7 @@ size_t check_messages(Json& messages, InputPolicy policy) {
     const Json* content = m.is_object() ? m.find("content") : nullptr;
     if (role == nullptr || !role->is_string()) refuse(where + ": no string \"role\"");
     if (content == nullptr || !content->is_string()) refuse(where + ": no string \"content\"");
-    const std::string& r = role->as_string();
-    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
-      check_strict_utf8(r, where + ".role");
-      refuse(where + ": unknown role \"" + r + "\" (expected system, user, assistant or tool)");
-    }
+    check_role(role->as_string(), where);
     std::string text = content->as_string();
     const size_t n = check_text(text, where + ".content", policy);
     if (n > 0) m.set("content", std::move(text));

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "engine/sampler.h"
 #include "generation/classify.h"
@@ -60,6 +61,10 @@ size_t check_embedding_request(EmbeddingRequest& request, int32_t n_vocab, Input
 // UTF-8, no control character: a label is returned as given, so it is never stripped); the
 // instruction under the input policy. Returns the characters kStrip changed.
 size_t check_classify_request(ClassifyRequest& request, InputPolicy policy);
+
+// A chat message's role: system, user, assistant or tool; `where` names the message
+// ("messages[0]"). check_request applies it; edgellm_apply_template too.
+void check_role(const std::string& role, const std::string& where);
 
 // The sampling part alone (the CLI's generation options use it too).
 void check_sampling(const SamplerParams& s, int32_t n_vocab);

@@ -1,10 +1,12 @@
-// The edge-cloud router (src/server/router.h) end to end: the confidence score equals an
-// independent recompute from generate()'s logits; a low score goes to a second EdgeLLM server on
-// loopback acting as the cloud, with the context synced (checked on the cloud side: the last 3
-// user turns verbatim, older turns only as a summary); the band between the thresholds returns
-// the local answer marked low-confidence with a one-call retry in the cloud; privacy mode never
-// connects (the stand-in's listening socket has nothing to accept); a cloud that is down gives
-// the local answer with the reason.
+// The edge-cloud router through `edgellm serve`: the Runtime's router (runtime/router.h) with
+// the server's libcurl transport (tools/fetch/https_transport.h), end to end over HTTP. The
+// confidence score equals an independent recompute from generate()'s logits; a low score goes to
+// a second EdgeLLM server on loopback acting as the cloud, with the context synced (checked on the
+// cloud side: the last 3 user turns verbatim, older turns only as a summary the test recomputes);
+// the band between the thresholds returns the local answer marked low-confidence with a one-call
+// retry in the cloud; privacy mode never connects (the stand-in's listening socket has nothing to
+// accept); a cloud that is down gives the local answer with the reason; a second (large) tier
+// answers when the small one is down.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -15,6 +17,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -32,10 +38,11 @@
 #include "model/model.h"
 #include "runtime/runtime.h"
 #include "server/http_server.h"
-#include "server/router.h"
+#include "runtime/router_policy.h"
 #include "service/inference_service.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/fetch/https_transport.h"
 
 namespace edgellm::server {
 namespace {
@@ -48,10 +55,22 @@ void capture(LogLevel, const char* message, void*) {
   g_log.emplace_back(message);
 }
 
+// The Runtime's router calling `url` (small tier; `large_url`: a large tier too) through the
+// transport `edgellm serve` builds (plain http:// is allowed to loopback).
+RouterParams cloud_router(const std::string& url, const std::string& large_url = "") {
+  HttpsTransportOptions to;
+  to.tiers["small"] = CloudEndpoint{url, ""};
+  if (!large_url.empty()) to.tiers["large"] = CloudEndpoint{large_url, ""};
+  RouterParams p;
+  p.transport = std::make_shared<HttpsTransport>(std::move(to));
+  return p;
+}
+
 class Running {
  public:
-  explicit Running(ServerOptions so) {
+  explicit Running(ServerOptions so, RouterParams router = {}) {
     RuntimeParams rp;
+    rp.router = std::move(router);
     rp.model_path = test::shared_model("stories260K.gguf");
     rp.service.context.n_ctx = 512;
     rp.service.context.n_seq_max = 2;
@@ -72,6 +91,7 @@ class Running {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   InferenceService& service() { return *service_; }
   HttpServer& http() { return *server_; }
+  Runtime& runtime() { return *runtime_; }
 
   httplib::Result chat(const Json& body) const {
     httplib::Client c("127.0.0.1", port_);
@@ -196,9 +216,9 @@ std::string local_greedy_answer(const InferenceService& service, const Json& mes
 }
 
 TEST(Router, ScoreIsTheGeometricMeanOfTheModelsTokenProbabilities) {
-  ServerOptions so;
-  so.router.privacy = true;  // local answers only
-  Running local(so);
+  RouterParams router;
+  router.privacy = true;  // local answers only
+  Running local(ServerOptions{}, router);
   Json messages = Json::array();
   messages.push_back(message("user", "Tell me about a cat"));
   auto res = local.chat(chat_body(messages));
@@ -253,12 +273,11 @@ TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
   cloud_opts.model_name = "cloud-model";
   Running cloud(cloud_opts);
   RecordingProxy front(cloud.port());
-  ServerOptions so;
-  so.router.cloud_url = front.url();
-  so.router.cloud_model = "big-model";
-  so.router.local_threshold = 1.5;  // every score is below both: always the cloud
-  so.router.cloud_threshold = 1.4;
-  Running local(so);
+  RouterParams router = cloud_router(front.url());
+  router.cloud_model = "big-model";
+  router.local_threshold = 1.0;  // every score is below both (1 needs p = 1 at every token): the cloud
+  router.cloud_threshold = 1.0;
+  Running local(ServerOptions{}, router);
 
   set_log_sink(capture, nullptr, LogLevel::kInfo);
   Json messages = Json::array();
@@ -331,11 +350,10 @@ TEST(Router, LowConfidenceGoesToTheCloudWithSyncedContext) {
 TEST(Router, BetweenThresholdsIsLocalLowConfidenceWithOneCallRetry) {
   ServerOptions cloud_opts;
   Running cloud(cloud_opts);
-  ServerOptions so;
-  so.router.cloud_url = cloud.url();
-  so.router.local_threshold = 1.5;
-  so.router.cloud_threshold = 0.0;
-  Running local(so);
+  RouterParams router = cloud_router(cloud.url());
+  router.local_threshold = 1.0;
+  router.cloud_threshold = 0.0;
+  Running local(ServerOptions{}, router);
   Json messages = Json::array();
   messages.push_back(message("user", "Hi"));
   auto res = local.chat(chat_body(messages));
@@ -358,12 +376,11 @@ TEST(Router, BetweenThresholdsIsLocalLowConfidenceWithOneCallRetry) {
 
 TEST(Router, PrivacyModeNeverConnects) {
   Listener standin;
-  ServerOptions so;
-  so.router.cloud_url = "http://127.0.0.1:" + std::to_string(standin.port());
-  so.router.privacy = true;
-  so.router.local_threshold = 1.5;
-  so.router.cloud_threshold = 1.4;  // the score says cloud; privacy says no
-  Running local(so);
+  RouterParams router = cloud_router("http://127.0.0.1:" + std::to_string(standin.port()));
+  router.privacy = true;
+  router.local_threshold = 1.0;
+  router.cloud_threshold = 1.0;  // the score says cloud; privacy says no
+  Running local(ServerOptions{}, router);
   Json messages = Json::array();
   messages.push_back(message("user", "Hi"));
   for (const char* forced : {"auto", "cloud"}) {
@@ -378,7 +395,7 @@ TEST(Router, PrivacyModeNeverConnects) {
     EXPECT_FALSE(j.at("choices").at(0).at("message").at("content").as_string().empty());
   }
   EXPECT_EQ(standin.pending(), 0);
-  EXPECT_EQ(local.http().counters().route_privacy_blocks.load(), 2u);
+  EXPECT_EQ(local.runtime().router_counters().privacy_blocks, 2u);
 }
 
 TEST(Router, CloudDownAnswersLocallyWithTheReason) {
@@ -387,12 +404,11 @@ TEST(Router, CloudDownAnswersLocallyWithTheReason) {
     Listener gone;
     dead_port = gone.port();
   }  // closed: connections are refused
-  ServerOptions so;
-  so.router.cloud_url = "http://127.0.0.1:" + std::to_string(dead_port);
-  so.router.local_threshold = 1.5;
-  so.router.cloud_threshold = 1.4;
-  so.router.cloud_timeout_ms = 2000;
-  Running local(so);
+  RouterParams router = cloud_router("http://127.0.0.1:" + std::to_string(dead_port));
+  router.local_threshold = 1.0;
+  router.cloud_threshold = 1.0;
+  router.cloud_timeout_ms = 2000;
+  Running local(ServerOptions{}, router);
   Json messages = Json::array();
   messages.push_back(message("user", "Hi"));
   auto res = local.chat(chat_body(messages));
@@ -402,12 +418,109 @@ TEST(Router, CloudDownAnswersLocallyWithTheReason) {
   const Json j = Json::parse(res->body);
   EXPECT_NE(j.at("x_edgellm").at("route").at("reason").as_string().find("offline"), std::string::npos);
   EXPECT_FALSE(j.at("choices").at(0).at("message").at("content").as_string().empty());
-  EXPECT_EQ(local.http().counters().route_cloud_failures.load(), 1u);
+  EXPECT_EQ(local.runtime().router_counters().cloud_failures, 1u);
   httplib::Client c("127.0.0.1", local.port());
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find("edgellm_router_decisions_total{route=\"local\"} 1"), std::string::npos);
-  EXPECT_NE(m->body.find("edgellm_router_cloud_failures_total 1"), std::string::npos);
+  EXPECT_NE(m->body.find("edgellm_routed_total{route=\"local\"} 1"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("edgellm_route_cloud_failures_total 1"), std::string::npos) << m->body;
+}
+
+TEST(Router, LargeTierAnswersWhenTheSmallOneIsDown) {
+  int dead_port = 0;
+  {
+    Listener gone;
+    dead_port = gone.port();
+  }
+  ServerOptions cloud_opts;
+  cloud_opts.model_name = "cloud-model";
+  Running cloud(cloud_opts);
+  RouterParams router = cloud_router("http://127.0.0.1:" + std::to_string(dead_port), cloud.url());
+  router.cloud_model = "small-model";
+  router.cloud_model_large = "large-model";
+  router.local_threshold = 1.0;
+  router.cloud_threshold = 1.0;
+  Running local(ServerOptions{}, router);
+  Json messages = Json::array();
+  messages.push_back(message("user", "Hi"));
+  auto res = local.chat(chat_body(messages));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("x-edgellm-route"), "cloud");
+  const Json j = Json::parse(res->body);
+  const Json& route = j.at("x_edgellm").at("route");
+  EXPECT_EQ(route.at("tier").as_string(), "large") << res->body;
+  EXPECT_NE(route.at("reason").as_string().find("small cloud tier failed"), std::string::npos) << res->body;
+  EXPECT_EQ(j.at("x_edgellm").at("model_version").as_string(), "cloud:large-model");
+  // The large tier is the second server: it answered exactly this one request, and its answer is
+  // the one the client got (the same request straight to it).
+  EXPECT_EQ(cloud.http().counters().http_requests.load(), 1u);
+  auto d = cloud.chat(chat_body(messages));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(Json::parse(d->body).at("choices").at(0).at("message").at("content").as_string(),
+            j.at("choices").at(0).at("message").at("content").as_string());
+  EXPECT_EQ(local.runtime().router_counters().cloud_failures, 1u);
+}
+
+// The server's transport and TLS: a local HTTPS server (python3's ssl, a self-signed certificate
+// openssl makes for 127.0.0.1) is refused by default and answered once its certificate is the
+// trusted CA (--cloud-ca); plain http:// is refused to a non-loopback host unless allowed.
+TEST(Router, TlsSelfSignedCertificateRefusedUnlessTrusted) {
+  EXPECT_THROW(HttpsTransport::check_url("http://10.0.0.5:8080", false), Error);
+  EXPECT_NO_THROW(HttpsTransport::check_url("http://10.0.0.5:8080", true));
+  EXPECT_NO_THROW(HttpsTransport::check_url("http://127.0.0.1:8080", false));
+  EXPECT_THROW(HttpsTransport::check_url("ftp://example.com", true), Error);
+
+  char dir_template[] = "/tmp/edgellm-tls-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem", script = dir + "/serve.py";
+  const std::string make_cert = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
+                                key + " -out " + cert +
+                                " -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1";
+  if (std::system(make_cert.c_str()) != 0) {
+    std::system(("rm -rf " + dir).c_str());
+    GTEST_SKIP() << "NOT CHECKED ON THIS HOST: openssl cannot make a certificate";
+  }
+  {
+    // Answers two connections (the refused handshake, then the trusted call) and exits.
+    std::ofstream py(script);
+    py << "import http.server, ssl, sys\n"
+          "class H(http.server.BaseHTTPRequestHandler):\n"
+          "    def do_POST(self):\n"
+          "        self.rfile.read(int(self.headers['Content-Length']))\n"
+          "        b = b'{\"choices\": [{\"message\": {\"content\": \"over tls\"}, \"finish_reason\": \"stop\"}]}'\n"
+          "        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers()\n"
+          "        self.wfile.write(b)\n"
+          "    def log_message(self, *a): pass\n"
+          "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+          "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+          "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
+          "s.timeout = 30\n"
+          "print(s.server_address[1], flush=True)\n"
+          "for _ in range(2): s.handle_request()\n";
+  }
+  FILE* server = ::popen(("python3 " + script + " " + cert + " " + key + " 2>/dev/null").c_str(), "r");
+  ASSERT_NE(server, nullptr);
+  char line[32] = {0};
+  ASSERT_NE(std::fgets(line, sizeof line, server), nullptr) << "the HTTPS stand-in did not start";
+  const std::string url = "https://127.0.0.1:" + std::string(line, std::strcspn(line, "\n"));
+  const std::string body = R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})";
+
+  HttpsTransportOptions untrusting;
+  untrusting.timeout_ms = 20000;
+  untrusting.workers = 1;
+  const CloudReply refused = HttpsTransport(untrusting).post(CloudEndpoint{url, ""}, body);
+  EXPECT_EQ(refused.status, 0);
+  EXPECT_NE(refused.error.find("TLS"), std::string::npos) << refused.error;
+
+  HttpsTransportOptions trusting = untrusting;
+  trusting.ca_file = cert;  // what --cloud-ca FILE sets
+  const CloudReply answered = HttpsTransport(trusting).post(CloudEndpoint{url, ""}, body);
+  EXPECT_EQ(answered.status, 200) << answered.error;
+  EXPECT_EQ(parse_cloud_answer(answered.body).text, "over tls");
+  ::pclose(server);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(Router, SplitContextKeepsSystemAndLastTurns) {
@@ -416,14 +529,14 @@ TEST(Router, SplitContextKeepsSystemAndLastTurns) {
   m.push_back(message("user", "u1"));
   m.push_back(message("assistant", "a1"));
   m.push_back(message("user", "u2"));
-  const ContextSplit few = server::split_context(m, 3);
+  const ContextSplit few = split_context(m, 3);
   EXPECT_EQ(few.older.size(), 0u);
   EXPECT_EQ(few.recent.size(), 4u);
-  const ContextSplit one = server::split_context(m, 1);
+  const ContextSplit one = split_context(m, 1);
   EXPECT_EQ(one.older.size(), 2u);
   ASSERT_EQ(one.recent.size(), 2u);
   EXPECT_EQ(one.recent.at(1).at("content").as_string(), "u2");
-  const Json with = server::with_summary(one.recent, "talked");
+  const Json with = with_summary(one.recent, "talked");
   ASSERT_EQ(with.size(), 3u);
   EXPECT_EQ(with.at(1).at("role").as_string(), "system");
   const Confidence c = confidence_of({0.5f, 0.5f, 1.0f});

@@ -36,6 +36,9 @@
 #include "support/json_validator.h"
 #include "support/test_env.h"
 #include "support/tool_fixtures.h"
+#if defined(EDGELLM_HAVE_CURL)
+#include "tools/fetch/https_transport.h"
+#endif
 
 namespace edgellm::server {
 namespace {
@@ -44,8 +47,9 @@ namespace {
 // model's own).
 class Serving {
  public:
-  explicit Serving(ServerOptions so = {}, const std::string& chat_template = "") {
+  explicit Serving(ServerOptions so = {}, const std::string& chat_template = "", RouterParams router = {}) {
     RuntimeParams rp;
+    rp.router = std::move(router);
     rp.model_path = test::shared_model("stories260K.gguf");
     ServiceParams& sp = rp.service;
     sp.context.n_ctx = 2048;  // the tools' system prompt and 4 replies at once
@@ -449,7 +453,7 @@ TEST(StructuredHttp, MalformedFieldsAre400sNamingTheField) {
        "parallel_tool_calls", "true or false"},
       {"/v1/completions", R"({"tools": [{"type": "function", "function": {"name": "f"}}]})", "tools",
        "/v1/chat/completions"},
-      {"/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
+      {"/v1/chat/completions", R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 3}]})", "messages[0].tool_call_id",
        "expected a string"},
       {"/v1/chat/completions",
        R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": 3}}]}, {"role": "user", "content": "y"}]})",
@@ -487,6 +491,7 @@ TEST(StructuredHttp, MalformedFieldsAre400sNamingTheField) {
   EXPECT_EQ(choice0(r.body).at("message").at("content").as_string(), "ok");
 }
 
+#if defined(EDGELLM_HAVE_CURL)  // the cloud transport of `edgellm serve`
 TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
   // A cloud stand-in that answers every chat and counts what it gets; the thresholds send every
   // unconstrained answer to it (so the count shows the router would have gone there).
@@ -502,12 +507,15 @@ TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
   const int cloud_port = cloud.bind_to_any_port("127.0.0.1");
   std::thread cloud_thread([&] { cloud.listen_after_bind(); });
   {
-    ServerOptions so;
-    so.router.cloud_url = "http://127.0.0.1:" + std::to_string(cloud_port);
-    so.router.cloud_model = "cloud";
-    so.router.local_threshold = 1.5;  // every score is below both: the cloud
-    so.router.cloud_threshold = 1.4;
-    Serving s(so);
+    // The Runtime's router with `edgellm serve`'s transport (libcurl; http:// to loopback).
+    RouterParams router;
+    HttpsTransportOptions to;
+    to.tiers["small"] = CloudEndpoint{"http://127.0.0.1:" + std::to_string(cloud_port), ""};
+    router.transport = std::make_shared<HttpsTransport>(std::move(to));
+    router.cloud_model = "cloud";
+    router.local_threshold = 1.0;  // every score is below both (a score of 1 needs every token at p = 1): the cloud
+    router.cloud_threshold = 1.0;
+    Serving s(ServerOptions{}, "", std::move(router));
     // Unconstrained: the cloud answers (the stand-in is reachable and the router uses it).
     Reply r = post(s, "/v1/chat/completions",
                    Json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})"));
@@ -541,6 +549,7 @@ TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
   cloud.stop();
   cloud_thread.join();
 }
+#endif
 
 // ---- POST /v1/classify
 

@@ -28,6 +28,9 @@
 #include "server/listening_socket.h"
 #include "service/inference_service.h"
 #include "service/request_limits.h"
+#if defined(EDGELLM_HAVE_CURL)
+#include "tools/fetch/https_transport.h"
+#endif
 
 namespace edgellm::cli {
 namespace {
@@ -107,17 +110,36 @@ int cmd_serve(const std::vector<std::string>& args) {
               "ladder (default: read them; POST /admin/pressure feeds levels either way)");
   ap.add_string("--input-policy", &input_policy, "refuse|strip",
                 "text with invalid UTF-8 or control characters: refused 400 (default) or stripped");
-  std::string cloud_key_env;
-  double route_local = so.router.local_threshold, route_cloud = so.router.cloud_threshold;
-  ap.add_string("--cloud-url", &so.router.cloud_url, "URL",
-                "router: OpenAI-compatible cloud endpoint base, e.g. http://10.0.0.5:8080 (default: none)");
-  ap.add_string("--cloud-model", &so.router.cloud_model, "NAME", "router: model name sent to the cloud");
+  // The router is the Runtime's (runtime/router.h, docs/router.md); this command gives it the
+  // cloud transport: libcurl, certificates verified (tools/fetch/https_transport.h).
+  RouterParams& router = rp.router;
+  std::string cloud_url, cloud_url_large, cloud_key_env, cloud_ca;
+  bool cloud_insecure_tls = false, cloud_allow_http = false, no_cloud_on_failure = false;
+  int32_t cloud_timeout_ms = router.cloud_timeout_ms;
+  double route_local = router.local_threshold, route_cloud = router.cloud_threshold;
+  ap.add_string("--cloud-url", &cloud_url, "URL",
+                "router: OpenAI-compatible cloud endpoint base, https://HOST[:PORT][/v1] (plain http:// only to "
+                "loopback or with --cloud-allow-http; default: no cloud)");
+  ap.add_string("--cloud-model", &router.cloud_model, "NAME",
+                "router: model name sent to the cloud (default: this server's model name)");
+  ap.add_string("--cloud-model-large", &router.cloud_model_large, "NAME",
+                "router: a second, larger cloud tier: asked for a full context and when the first tier fails");
+  ap.add_string("--cloud-url-large", &cloud_url_large, "URL", "router: the large tier's endpoint (default: --cloud-url)");
   ap.add_string("--cloud-key-env", &cloud_key_env, "VAR", "router: environment variable holding the cloud's API key");
+  ap.add_string("--cloud-ca", &cloud_ca, "FILE", "router: PEM bundle of the CA(s) to trust for the cloud (default: the system's)");
+  ap.add_flag("--cloud-insecure-tls", &cloud_insecure_tls,
+              "router: do not verify the cloud's certificate (testing only: anyone on the path can read the chat)");
+  ap.add_flag("--cloud-allow-http", &cloud_allow_http,
+              "router: allow plain http:// to a non-loopback cloud (the key and the chat cross the network unencrypted)");
+  ap.add_int("--cloud-timeout", &cloud_timeout_ms, "MS",
+             "router: a cloud call not answered by then fails over (default 30000)", 1, 600000);
+  ap.add_flag("--no-cloud-on-failure", &no_cloud_on_failure,
+              "router: a local run that fails (out of memory, degraded, context full) is not retried in the cloud");
   ap.add_custom("--route-local", "P", "router: answer locally when the confidence score >= P (default 0.85)",
                 [&](const std::string& v) { route_local = parse_double(v, "--route-local"); });
   ap.add_custom("--route-cloud", "P", "router: ask the cloud when the score < P (default 0.6)",
                 [&](const std::string& v) { route_cloud = parse_double(v, "--route-cloud"); });
-  ap.add_flag("--privacy", &so.router.privacy, "router: never call the cloud (answers stay on this device)");
+  ap.add_flag("--privacy", &router.privacy, "router: never call the cloud (answers stay on this device)");
   // Embeddings beside the generator (docs/server.md, "Embeddings and rerank"): llama-server runs
   // one model per server (--embeddings, --reranking); here one server holds up to three runtimes.
   ap.add_string("--embedding-model", &embedding_model, "FILE",
@@ -144,19 +166,41 @@ int cmd_serve(const std::vector<std::string>& args) {
     if (v == nullptr || *v == '\0') throw Error(ErrorCode::kInvalidArgument, "--api-key-env: $" + api_key_env + " is empty");
     so.api_key = v;
   }
+  std::string cloud_key;
   if (!cloud_key_env.empty()) {
     const char* v = std::getenv(cloud_key_env.c_str());
     if (v == nullptr) throw Error(ErrorCode::kInvalidArgument, "--cloud-key-env: $" + cloud_key_env + " is not set");
-    so.router.cloud_key = v;
+    cloud_key = v;
   }
-  if (!(route_cloud >= 0 && route_cloud <= route_local && route_local <= 1.0001)) {
+  if (!(route_cloud >= 0 && route_cloud <= route_local && route_local <= 1.0)) {
     throw Error(ErrorCode::kInvalidArgument, "--route-cloud and --route-local: need 0 <= cloud <= local <= 1");
   }
-  so.router.local_threshold = route_local;
-  so.router.cloud_threshold = route_cloud;
-  if (!so.router.cloud_url.empty() && so.router.cloud_url.rfind("http://", 0) != 0 &&
-      so.router.cloud_url.rfind("https://", 0) != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "--cloud-url: expected http://HOST:PORT or https://HOST");
+  router.local_threshold = route_local;
+  router.cloud_threshold = route_cloud;
+  router.cloud_timeout_ms = cloud_timeout_ms;
+  router.cloud_on_failure = !no_cloud_on_failure;
+  if (cloud_url.empty() && (!cloud_url_large.empty() || !router.cloud_model_large.empty())) {
+    throw Error(ErrorCode::kInvalidArgument, "--cloud-model-large and --cloud-url-large need --cloud-url");
+  }
+  if (!cloud_url_large.empty() && router.cloud_model_large.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "--cloud-url-large needs --cloud-model-large (the large tier's model)");
+  }
+  std::shared_ptr<CloudTransport> transport;
+  if (!cloud_url.empty()) {
+#if defined(EDGELLM_HAVE_CURL)
+    HttpsTransportOptions to;
+    to.tiers["small"] = CloudEndpoint{cloud_url, cloud_key};
+    if (!router.cloud_model_large.empty()) {
+      to.tiers["large"] = CloudEndpoint{cloud_url_large.empty() ? cloud_url : cloud_url_large, cloud_key};
+    }
+    to.ca_file = cloud_ca;
+    to.insecure_tls = cloud_insecure_tls;
+    to.allow_http = cloud_allow_http;
+    to.timeout_ms = cloud_timeout_ms + 5000;  // the router gives up first, by its own timeout
+    transport = std::make_shared<HttpsTransport>(std::move(to));  // checks the URLs (https, or http to loopback)
+#else
+    throw Error(ErrorCode::kUnsupported, "--cloud-url: this build has no libcurl (the router's HTTPS client)");
+#endif
   }
   so.port = port;
   so.deadline_ms = timeout_s * 1000;
@@ -174,6 +218,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     rp.registry_name = model_opt.model;
   }
   if (so.model_name.empty()) so.model_name = model_opt.registry.empty() ? file_stem(model_opt.model) : model_opt.model;
+  if (router.cloud_model.empty()) router.cloud_model = so.model_name;
+  router.transport = transport;
 
   ServiceParams& sp = rp.service;
   sp.context = context_params(ctx);
@@ -215,7 +261,9 @@ int cmd_serve(const std::vector<std::string>& args) {
   std::fprintf(stderr, "edgellm serve: %s version %s on http://%s:%d (%d parallel, %d queued)%s%s\n",
                so.model_name.c_str(), runtime.model_version().c_str(), so.host.c_str(), bound, parallel, max_queued,
                so.api_key.empty() ? "" : ", API key required",
-               so.router.privacy ? ", router: privacy mode" : so.router.cloud_url.empty() ? "" : ", router: cloud on");
+               runtime.router_params().privacy ? ", router: privacy mode"
+               : transport                      ? ", router: cloud on"
+                                                : "");
   if (embedder) std::fprintf(stderr, "edgellm serve: /v1/embeddings: %s\n", file_stem(embedding_model).c_str());
   if (reranker) std::fprintf(stderr, "edgellm serve: /v1/rerank: %s\n", file_stem(rerank_model).c_str());
   std::fflush(stderr);

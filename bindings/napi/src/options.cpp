@@ -21,7 +21,6 @@ const char* const kPowerModes[] = {"performance", "balanced", "efficiency", null
 const char* const kKvTypes[] = {"f16", "f32", "q8_0", "q4_0", nullptr};  // edgellm_kv_type order
 const char* const kRepack[] = {"auto", "on", "off", nullptr};    // edgellm_repack order
 const char* const kPriorities[] = {"interactive", "background", nullptr};
-const char* const kRoles[] = {"system", "user", "assistant", "tool", nullptr};
 const char* const kRoutes[] = {"off", "auto", "local", "cloud", nullptr};      // edgellm_route order
 const char* const kInputPolicies[] = {"refuse", "strip", nullptr};             // edgellm_input_policy order
 const char* const kRuntimeRoles[] = {"generate", "embed", nullptr};            // edgellm_runtime_role order
@@ -43,23 +42,25 @@ bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::stri
       return false;
     }
     OptionReader reader(env, message, where.c_str());
-    int role = -1;
-    reader.choice("role", kRoles, &role);
+    // The role's value is the runtime's to check ("messages[0]: unknown role ..."), in the words
+    // every face uses (service/request_limits.h); here only that it is a string.
+    std::string role;
+    napi_value role_value = reader.field("role");
     std::string content;
     napi_value content_value = reader.field("content");
     if (!reader.ok()) {
       *error = reader.error();
       return false;
     }
-    if (role < 0) {
-      *error = where + ".role must be one of 'system', 'user', 'assistant', 'tool'";
+    if (!read_string(env, role_value, &role)) {
+      *error = where + ".role must be a string ('system', 'user', 'assistant' or 'tool')";
       return false;
     }
     if (!read_string(env, content_value, &content)) {
       *error = where + ".content must be a string";
       return false;
     }
-    out->roles.emplace_back(kRoles[role]);
+    out->roles.push_back(std::move(role));
     out->contents.push_back(std::move(content));
   }
   // Pointers only once the vectors no longer grow.
@@ -70,7 +71,10 @@ bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::stri
     m.content = out->contents[i].c_str();
     out->messages.push_back(m);
   }
-  out->params.messages = out->messages.data();
+  // An empty array is messages given with none in them (the runtime's "messages: expected a
+  // non-empty array ..."), not messages left out: never a null pointer.
+  static const edgellm_message kNoMessage{};
+  out->params.messages = out->messages.empty() ? &kNoMessage : out->messages.data();
   out->params.n_messages = out->messages.size();
   return true;
 }
@@ -240,7 +244,10 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   edgellm_request_params& p = out->params;
   p = edgellm_request_default_params();
   bool is_array = false;
-  if (read_string(env, input, &out->prompt)) {
+  const napi_valuetype input_type = type_of(env, input);
+  if (input_type == napi_undefined || input_type == napi_null) {
+    // No input: the runtime refuses it ("no input: give a prompt, messages or tokens"), as every face.
+  } else if (read_string(env, input, &out->prompt)) {
     p.prompt = out->prompt.c_str();
   } else if (napi_is_array(env, input, &is_array) == napi_ok && is_array) {
     if (!read_messages(env, input, out, error)) return false;

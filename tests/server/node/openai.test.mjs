@@ -73,7 +73,7 @@ test("completion, streamed and not, same greedy text", async () => {
 
 test("errors are APIError subclasses with the status and the field", async () => {
   await assert.rejects(
-    client.chat.completions.create({ model: "m", messages, temperature: 7 }),
+    client.chat.completions.create({ model: "m", messages, temperature: 101 }),  // the Runtime's range: [0, 100]
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === "temperature" &&
            /temperature/.test(e.message));
   await assert.rejects(
