@@ -133,7 +133,11 @@ std::shared_ptr<DocqaCore> unpack(napi_env env, napi_callback_info info, napi_va
     throw_error(env, "INVALID_ARGUMENT", "not a DocQA object");
     return nullptr;
   }
-  return static_cast<DocqaHandle*>(p)->core;
+  const std::shared_ptr<DocqaCore>& core = static_cast<DocqaHandle*>(p)->core;
+  if (core) return core;
+  auto closed = std::make_shared<DocqaCore>();  // after close(): a stand-in every call rejects
+  closed->closed = true;
+  return closed;
 }
 
 using DocqaWork = std::function<edgellm_status(edgellm_docqa* qa)>;
