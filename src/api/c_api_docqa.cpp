@@ -297,6 +297,9 @@ edgellm_status edgellm_docqa_create(edgellm_runtime* embedder, edgellm_runtime* 
 edgellm_status edgellm_docqa_destroy(edgellm_docqa* docqa) {
   if (docqa == nullptr) return EDGELLM_OK;
   return guard([&] {
+    if (on_callback_of({docqa->embedder, docqa->reranker, docqa->generator})) {
+      return wrong_thread("edgellm_docqa_destroy");  // it may wait for a call that waits for that callback
+    }
     { std::lock_guard<std::mutex> wait_for_a_call(docqa->mutex); }
     delete docqa;
     return EDGELLM_OK;
@@ -325,6 +328,8 @@ edgellm_status edgellm_docqa_remove(edgellm_docqa* docqa, const char* key, edgel
     edgellm_docqa& h = handle_of(docqa);
     const std::string k = key_of(key);
     check_report(report);
+    // Every call that takes the handle's mutex: one holder may be waiting for these runtimes.
+    if (on_callback_of({h.embedder, h.reranker, h.generator})) return wrong_thread("edgellm_docqa_remove");
     std::lock_guard<std::mutex> lock(h.mutex);
     const IndexedDocument* d = h.qa->index().find_document(k);
     if (d == nullptr) return fail(EDGELLM_ERR_NOT_FOUND, "no document has this key");
@@ -421,6 +426,7 @@ edgellm_status edgellm_docqa_list_json(edgellm_docqa* docqa, char* buf, size_t c
     edgellm_docqa& h = handle_of(docqa);
     if (length == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "length is NULL");
     if (buf == nullptr && capacity > 0) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "buf is NULL");
+    if (on_callback_of({h.embedder, h.reranker, h.generator})) return wrong_thread("edgellm_docqa_list_json");
     std::string text;
     {
       std::lock_guard<std::mutex> lock(h.mutex);
