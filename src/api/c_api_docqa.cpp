@@ -91,7 +91,8 @@ DocQaOptions to_options(const edgellm_docqa_params& p) {
   o.truncation = truncation == EDGELLM_TRUNCATE_END ? Truncation::kEnd : Truncation::kRefuse;
   if (p.query_prefix != nullptr) {
     o.query_prefix = p.query_prefix;
-    if (!utf8::is_valid(o.query_prefix)) throw Error(ErrorCode::kInvalidArgument, "params.query_prefix is not valid UTF-8");
+    if (!utf8::is_valid(o.query_prefix))
+      throw Error(ErrorCode::kInvalidArgument, "params.query_prefix is not valid UTF-8");
   }
   o.rebuild = bool_byte(p.rebuild);
   return o;
@@ -166,8 +167,8 @@ std::string text_of(edgellm_docqa& h, const char* text, const char* what) {
   if (svc && svc->params().input_policy == InputPolicy::kRefuse) {
     const size_t bad = utf8::first_invalid(t);
     if (bad != t.size()) {
-      throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is not valid UTF-8 (ill-formed sequence at byte " +
-                                                   std::to_string(bad) + ")");
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(what) + " is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
     }
   }
   return t;

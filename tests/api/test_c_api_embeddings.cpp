@@ -492,9 +492,9 @@ TEST(CApiEmbeddings, CppWrapperEmbedsAndReranks) {
 // Documents of sentences drawn from a word list (each document its own words mostly, so a
 // question has a best document).
 const std::vector<std::string> kDocqaWords = {
-    "river",  "engine", "garden", "violin", "harbor", "pepper", "marble", "planet", "candle", "forest",
-    "silver", "rocket", "meadow", "copper", "lantern", "island", "winter", "signal", "orange", "bridge",
-    "castle", "pencil", "thunder", "valley", "mirror", "cotton", "desert", "anchor", "melody", "tunnel"};
+    "river",  "engine", "garden",  "violin", "harbor",  "pepper", "marble", "planet", "candle", "forest",
+    "silver", "rocket", "meadow",  "copper", "lantern", "island", "winter", "signal", "orange", "bridge",
+    "castle", "pencil", "thunder", "valley", "mirror",  "cotton", "desert", "anchor", "melody", "tunnel"};
 
 std::string docqa_document(std::mt19937& rng, size_t first_word) {
   std::string d;
@@ -634,8 +634,8 @@ TEST(CApiDocqa, HitsAndAnswerEqualTheCliAndBruteForceCosine) {
     ASSERT_EQ(got.r->n_hits, 3u);  // params.top_k
     // The CLI on the same file, in its own process.
     bool ok = false;
-    const std::string out =
-        run_cli("docqa search " + quote(q) + " -m " + quote(model) + " --index " + quote(index) + kDocqaCliOptions, &ok);
+    const std::string out = run_cli(
+        "docqa search " + quote(q) + " -m " + quote(model) + " --index " + quote(index) + kDocqaCliOptions, &ok);
     ASSERT_TRUE(ok);
     const auto want = cli_hits(out);
     ASSERT_EQ(want.size(), 3u) << out;
@@ -674,10 +674,10 @@ TEST(CApiDocqa, HitsAndAnswerEqualTheCliAndBruteForceCosine) {
   DocqaResult a;
   ASSERT_EQ(edgellm_docqa_ask(h.qa, question.c_str(), &a.r), EDGELLM_OK) << edgellm_last_error();
   bool ok = false;
-  const std::string out = run_cli("docqa ask " + quote(question) + " -m " + quote(model) + " --index " + quote(index) +
-                                      " --gen-model " + quote(edgellm::test::shared_model("stories260K.gguf")) +
-                                      kDocqaCliOptions,
-                                  &ok);
+  const std::string out =
+      run_cli("docqa ask " + quote(question) + " -m " + quote(model) + " --index " + quote(index) + " --gen-model " +
+                  quote(edgellm::test::shared_model("stories260K.gguf")) + kDocqaCliOptions,
+              &ok);
   ASSERT_TRUE(ok);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex("\"answer\": (\"(?:[^\"\\\\]|\\\\.)*\")")));
@@ -754,9 +754,10 @@ TEST(CApiDocqa, BadInputAndACorruptIndexGetAClearStatusAndLoseNothing) {
     expect(edgellm_docqa_add(h.qa, "c", "  \n", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "empty", "blank text");
     expect(edgellm_docqa_add(h.qa, "c", "bad \xff byte", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "byte 4",
            "invalid UTF-8 text (input policy REFUSE)");
-    expect(edgellm_docqa_add(h.qa, "k\xc3", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "key is not valid UTF-8",
-           "invalid UTF-8 key");
-    expect(edgellm_docqa_add(h.qa, "k\x01", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "control", "control key");
+    expect(edgellm_docqa_add(h.qa, "k\xc3", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
+           "key is not valid UTF-8", "invalid UTF-8 key");
+    expect(edgellm_docqa_add(h.qa, "k\x01", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "control",
+           "control key");
     expect(edgellm_docqa_add(h.qa, "", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "key must be", "empty key");
     expect(edgellm_docqa_add(nullptr, "c", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "docqa is NULL",
            "null handle");

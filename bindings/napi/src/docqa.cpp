@@ -24,8 +24,8 @@ namespace {
 
 struct DocqaCore {
   edgellm_docqa* qa = nullptr;
-  std::shared_ptr<ModelCore> models[3];  // embedder, reranker, generator (the last two may be empty)
-  bool closed = false;                   // close(): later calls reject (JS thread)
+  std::shared_ptr<ModelCore> models[3];        // embedder, reranker, generator (the last two may be empty)
+  bool closed = false;                         // close(): later calls reject (JS thread)
   ~DocqaCore() { edgellm_docqa_destroy(qa); }  // no call in flight holds it any more
 };
 
@@ -33,7 +33,7 @@ struct DocqaHandle {
   std::shared_ptr<DocqaCore> core;
 };
 
-const char* const kVectors[] = {"int8", "f16", nullptr};        // edgellm_docqa_vectors order
+const char* const kVectors[] = {"int8", "f16", nullptr};             // edgellm_docqa_vectors order
 const char* const kDocqaTruncations[] = {"refuse", "end", nullptr};  // edgellm_truncation order
 
 // Worker-thread holds of every model's runtime (a release waits for them), dropped after the work.
@@ -57,7 +57,8 @@ bool take_holds(const std::shared_ptr<ModelCore> (&models)[3], Holds* h) {
 napi_value hit_object(napi_env env, const edgellm_docqa_hit* e) {
   napi_value o = js_object(env);
   if (!o || !set_property(env, o, "chunk", js_number(env, e->chunk)) ||
-      !set_property(env, o, "key", js_string(env, e->key)) || !set_property(env, o, "begin", js_number(env, e->begin)) ||
+      !set_property(env, o, "key", js_string(env, e->key)) ||
+      !set_property(env, o, "begin", js_number(env, e->begin)) ||
       !set_property(env, o, "end", js_number(env, e->end)) || !set_property(env, o, "text", js_string(env, e->text)) ||
       !set_property(env, o, "score", js_number(env, e->score)) ||
       (e->has_rerank_score && !set_property(env, o, "rerankScore", js_number(env, e->rerank_score)))) {
@@ -272,8 +273,9 @@ napi_value m_list(napi_env env, napi_callback_info info) {
   return docqa_call(
       env, "edgellm.DocQA.list", core,
       [text](edgellm_docqa* qa) {
-        return read_library_text([qa](char* buf, size_t cap, size_t* len) { return edgellm_docqa_list_json(qa, buf, cap, len); },
-                                 text.get());
+        return read_library_text(
+            [qa](char* buf, size_t cap, size_t* len) { return edgellm_docqa_list_json(qa, buf, cap, len); },
+            text.get());
       },
       [text](napi_env env) { return parse_json(env, *text); });
 }
