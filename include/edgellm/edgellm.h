@@ -698,9 +698,9 @@ EDGELLM_API edgellm_status edgellm_classify(edgellm_runtime* runtime, const char
  * may call any of them; a second caller waits for the first, so keep long calls off the UI
  * thread); handles over the same runtimes may run at once. The calls that embed or generate
  * block until the runtimes answer (their queues, BUSY, pause and metrics as every request).
- * No edgellm_docqa_* function that takes a handle (destroy included) is for one of its
- * runtimes' callbacks: WRONG_THREAD (it would wait for itself, or for a call that waits for
- * that callback). No function here calls back into the app. Chunk ids are never reused: an id in a
+ * No edgellm_docqa_* function that takes a handle is for one of its runtimes' callbacks:
+ * WRONG_THREAD (it would wait for itself, or for a call that waits for that callback); destroy
+ * does not look at the runtimes (they may be gone), so it must not be called there either. No function here calls back into the app. Chunk ids are never reused: an id in a
  * citation names one piece of text for the index's whole life. */
 
 typedef struct edgellm_docqa edgellm_docqa; /* opaque */
@@ -746,8 +746,8 @@ EDGELLM_API edgellm_status edgellm_docqa_create(edgellm_runtime* embedder, edgel
                                                 edgellm_runtime* generator, const char* index_path,
                                                 const edgellm_docqa_params* params, edgellm_docqa** out);
 /* Frees the handle (the index file keeps what the last call saved). NULL: OK. Waits for a call on
- * the handle in another thread to end; never call it while one might still start. WRONG_THREAD
- * (nothing freed) from a callback of its runtimes. */
+ * the handle in another thread to end; never call it while one might still start. Never touches
+ * the runtimes. */
 EDGELLM_API edgellm_status edgellm_docqa_destroy(edgellm_docqa* docqa);
 
 /* What a change did (optional out-parameter of edgellm_docqa_add / _remove / _index_folder). */

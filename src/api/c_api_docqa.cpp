@@ -298,9 +298,6 @@ edgellm_status edgellm_docqa_create(edgellm_runtime* embedder, edgellm_runtime* 
 edgellm_status edgellm_docqa_destroy(edgellm_docqa* docqa) {
   if (docqa == nullptr) return EDGELLM_OK;
   return guard([&] {
-    if (on_callback_of({docqa->embedder, docqa->reranker, docqa->generator})) {
-      return wrong_thread("edgellm_docqa_destroy");  // it may wait for a call that waits for that callback
-    }
     { std::lock_guard<std::mutex> wait_for_a_call(docqa->mutex); }
     delete docqa;
     return EDGELLM_OK;
