@@ -683,6 +683,166 @@ EDGELLM_API edgellm_status edgellm_classify(edgellm_runtime* runtime, const char
                                             size_t n_labels, const edgellm_classify_params* params,
                                             double* probabilities, edgellm_classify_result* result);
 
+/* ============================================================================== document Q&A */
+/* "Ask my notes" on the device (docs/c-api.md, "Document Q&A"; docs/docqa.md): documents are cut
+ * into chunks (sentences kept whole, sizes in the embedder's tokens, an overlap), embedded by an
+ * embedding runtime and kept in a local index file (exact cosine search over int8 or f16
+ * vectors: 10,000 chunks of 384 dims are ~4 MB and a few milliseconds per search); a question is
+ * embedded the same way, the nearest chunks found, optionally reordered by a reranker runtime,
+ * and a generation runtime answers from them citing the chunk ids it used. Nothing leaves the
+ * device.
+ *
+ * A handle owns its index (in memory, and the file it saves to) and refers to the runtimes it
+ * was created with: they must outlive every call on it (edgellm_docqa_destroy itself never
+ * touches them, so it may come after them). Calls on one handle take turns (a mutex: any thread
+ * may call any of them; a second caller waits for the first, so keep long calls off the UI
+ * thread); handles over the same runtimes may run at once. The calls that embed or generate
+ * block until the runtimes answer (their queues, BUSY, pause and metrics as every request).
+ * No edgellm_docqa_* function that takes a handle is for one of its runtimes' callbacks:
+ * WRONG_THREAD (it would wait for itself, or for a call that waits for that callback); destroy
+ * does not look at the runtimes (they may be gone), so it must not be called there either. No function here calls back into the app. Chunk ids are never reused: an id in a
+ * citation names one piece of text for the index's whole life. */
+
+typedef struct edgellm_docqa edgellm_docqa; /* opaque */
+
+typedef enum edgellm_docqa_vectors {
+  EDGELLM_DOCQA_INT8 = 0, /* dims + 4 bytes per chunk: one scale and dims codes (default) */
+  EDGELLM_DOCQA_F16 = 1   /* 2 x dims bytes per chunk */
+} edgellm_docqa_vectors;
+
+typedef struct edgellm_docqa_params {
+  uint32_t struct_size;   /* set by edgellm_docqa_default_params() */
+  int32_t chunk_tokens;   /* tokens per chunk at most; 0 (default): min(256, the embedder's n_ctx - 2);
+                             at least 8 */
+  int32_t overlap_tokens; /* tokens a chunk repeats of the previous one; default 32, at most chunk_tokens / 2 */
+  int32_t top_k;          /* chunks an answer is generated from (and search's default); default 4 */
+  int32_t candidates;     /* chunks retrieved before a reranker keeps top_k of them; default 16, >= top_k */
+  int32_t max_answer_tokens;      /* the answer's longest; default 256 */
+  edgellm_docqa_vectors vectors;  /* for a new index (an existing file keeps its own); default INT8 */
+  edgellm_truncation truncation;  /* a chunk or question longer than the embedder's context; default END */
+  /* Put before a question when it is embedded (documents are embedded as they are): bge English
+   * v1.5 wants "Represent this sentence for searching relevant passages: "; NULL or "": none. */
+  const char* query_prefix;
+  /* Start from an empty index: the file is not read, the next save replaces it (after a corrupt
+   * file was refused: the documents are then added again). Default false. */
+  bool rebuild;
+} edgellm_docqa_params;
+
+EDGELLM_API edgellm_docqa_params edgellm_docqa_default_params(void);
+
+/* Opens the index file at index_path (UTF-8; a new, empty index when no file is there; nothing is
+ * written until a call changes the index) for documents embedded by embedder (an EMBED runtime).
+ * reranker (may be NULL): an EMBED runtime with a classification head that reorders the top
+ * candidates. generator (may be NULL: search only, ask is UNSUPPORTED): a GENERATE runtime that
+ * writes answers through its chat template. params NULL: the defaults. *out receives the handle
+ * (NULL unless OK). INVALID_ARGUMENT: a NULL embedder / index_path / out, an embedder that is not
+ * an embedding runtime, a reranker without a classification head, a generator that does not
+ * generate, params out of range, an index built with another embedding model (vectors of two
+ * models do not compare: rebuild); INVALID_FILE: a corrupt index file, refused whole with the
+ * reason (nothing on disk is changed: restore "<index_path>.bak", the previous good generation,
+ * or open with rebuild and add the documents again); IO. Blocks for the file's read (~4 MB per
+ * 10,000 chunks); not from a callback of the three runtimes (WRONG_THREAD). */
+EDGELLM_API edgellm_status edgellm_docqa_create(edgellm_runtime* embedder, edgellm_runtime* reranker,
+                                                edgellm_runtime* generator, const char* index_path,
+                                                const edgellm_docqa_params* params, edgellm_docqa** out);
+/* Frees the handle (the index file keeps what the last call saved). NULL: OK. Waits for a call on
+ * the handle in another thread to end; never call it while one might still start. Never touches
+ * the runtimes. */
+EDGELLM_API edgellm_status edgellm_docqa_destroy(edgellm_docqa* docqa);
+
+/* What a change did (optional out-parameter of edgellm_docqa_add / _remove / _index_folder). */
+typedef struct edgellm_docqa_report {
+  uint32_t struct_size; /* set by edgellm_docqa_report_init(); the library writes only within it */
+  int32_t added, updated, removed, unchanged, skipped; /* documents */
+  int64_t chunks_added, chunks_removed, tokens_embedded;
+  int64_t documents, chunks; /* in the index afterwards */
+  uint64_t memory_bytes;     /* the index's estimated heap afterwards */
+  double seconds;
+} edgellm_docqa_report;
+
+EDGELLM_API edgellm_docqa_report edgellm_docqa_report_init(void);
+
+/* Adds the document text (UTF-8) under key (an app's note id, a path: 1 to 4096 bytes of valid
+ * UTF-8 without control characters), or replaces the one under key when its content changed
+ * (its chunks get new ids; the old ids never come back as hits); an unchanged text is left alone.
+ * Then saves the index atomically (write to a temporary file, fsync, rename; the previous file
+ * becomes "<index_path>.bak"): a crash or a full disk leaves the old file. Text that is not valid
+ * UTF-8 is refused (INVALID_ARGUMENT naming the byte) when the embedder's input_policy is REFUSE,
+ * replaced by U+FFFD under STRIP; an empty text is refused. On an error before the save nothing
+ * changed; an IO error in the save (a full disk) leaves the old file whole and the change in
+ * memory (the next call that saves writes it). Statuses as edgellm_embed's (BUSY, SHUT_DOWN,
+ * DEGRADED) and IO. */
+EDGELLM_API edgellm_status edgellm_docqa_add(edgellm_docqa* docqa, const char* key, const char* text,
+                                             edgellm_docqa_report* report);
+/* Removes the document under key and its chunks, then saves as edgellm_docqa_add. NOT_FOUND when
+ * no document has that key (nothing changed). */
+EDGELLM_API edgellm_status edgellm_docqa_remove(edgellm_docqa* docqa, const char* key, edgellm_docqa_report* report);
+/* Indexes every .txt / .md / .markdown file under the folder dir (keys: paths relative to it):
+ * new files added, changed ones re-embedded, vanished ones removed (documents added under other
+ * keys by edgellm_docqa_add are removed too: use one handle per source), unreadable or over 16
+ * MiB skipped; one save at the end. As edgellm_docqa_add otherwise. */
+EDGELLM_API edgellm_status edgellm_docqa_index_folder(edgellm_docqa* docqa, const char* dir,
+                                                      edgellm_docqa_report* report);
+
+/* One retrieved chunk (library-owned, inside an edgellm_docqa_result). */
+typedef struct edgellm_docqa_hit {
+  uint32_t struct_size;   /* the library's: read a field only when offsetof(field) < struct_size */
+  uint32_t chunk;         /* the chunk id (what citations name) */
+  const char* key;        /* its document's key (NUL-terminated UTF-8) */
+  uint32_t begin, end;    /* the chunk's byte range in that document's text (after STRIP) */
+  const char* text;       /* the chunk's text (NUL-terminated UTF-8) */
+  float score;            /* cosine with the question (up to the int8 / f16 storage rounding) */
+  bool has_rerank_score;  /* a reranker ordered the hits */
+  float rerank_score;     /* its raw score (higher is more relevant) */
+} edgellm_docqa_hit;
+
+/* A search's or an answer's result, library-owned: free it with edgellm_docqa_result_free. Every
+ * pointer in it stays valid until then, also after the handle is destroyed. */
+typedef struct edgellm_docqa_result {
+  uint32_t struct_size; /* the library's (as edgellm_docqa_hit) */
+  /* ask: the answer (NUL-terminated UTF-8); search: "". */
+  const char* answer;
+  edgellm_finish_reason finish_reason; /* ask: STOP, LENGTH (max_answer_tokens), ERROR; search: STOP */
+  const char* error;                   /* finish_reason ERROR: why; else "" */
+  /* search: the hits, best first; ask: the chunks the generator was given, best first (the
+   * lowest-ranked are dropped while the prompt and max_answer_tokens exceed its context). Index
+   * with edgellm_docqa_result_hit (hits are hit_size bytes apart: a newer library may append
+   * fields). */
+  size_t n_hits;
+  const edgellm_docqa_hit* hits;
+  size_t hit_size;
+  /* ask: the chunk ids the answer cites ("[12]", "[3, 7]" markers naming a chunk it was given), in
+   * order of first use; search: none. */
+  size_t n_citations;
+  const uint32_t* citations;
+  double embed_ms, search_ms, rerank_ms, generate_ms; /* where the time went */
+} edgellm_docqa_result;
+
+/* The i-th hit of result (NULL for a NULL result or i >= n_hits). */
+EDGELLM_API const edgellm_docqa_hit* edgellm_docqa_result_hit(const edgellm_docqa_result* result, size_t i);
+/* Frees a result (NULL: nothing). */
+EDGELLM_API void edgellm_docqa_result_free(edgellm_docqa_result* result);
+
+/* The top_k chunks nearest to query (UTF-8; under the embedder's input policy; a long one cut or
+ * refused as params.truncation says): exact cosine over every stored vector, best first (ties by
+ * chunk id); with a reranker the params' candidates (at least top_k) are reordered by it and the
+ * top_k kept. top_k <= 0: the params' top_k; at most 4096. *out receives a result to free (NULL
+ * unless OK). INVALID_ARGUMENT: a NULL docqa / query / out, an empty query, an empty index (the
+ * message says so), text the policy refuses; the embedding statuses. */
+EDGELLM_API edgellm_status edgellm_docqa_search(edgellm_docqa* docqa, const char* query, int32_t top_k,
+                                                edgellm_docqa_result** out);
+/* Retrieves as edgellm_docqa_search (top_k: the params') and has the generator answer from those
+ * chunks (greedy, at most max_answer_tokens; a system message tells it to cite passages as [id]
+ * and to say when they do not hold the answer). *out receives the answer, its context and its
+ * citations (NULL unless OK). UNSUPPORTED without a generator; INVALID_ARGUMENT as search and for
+ * a question that leaves no room for one passage in the generator's context; a generation that
+ * fails after it started is a result with finish_reason ERROR. Blocks for the whole answer. */
+EDGELLM_API edgellm_status edgellm_docqa_ask(edgellm_docqa* docqa, const char* question, edgellm_docqa_result** out);
+
+/* The index's documents as JSON ({"documents": [{"key", "bytes", "chunks"}...], "chunks", "dims",
+ * "vectors", "model", "memory_bytes"}), by key (the buffer convention above). */
+EDGELLM_API edgellm_status edgellm_docqa_list_json(edgellm_docqa* docqa, char* buf, size_t capacity, size_t* length);
+
 /* ============================================================================== sessions */
 /* The sessions the runtime keeps by id (edgellm_request_params.session_id). Bytes are the
  * session file format (docs/sessions.md): another device running the same model file and KV type

@@ -1150,6 +1150,119 @@ inline void remove(const std::string& registry_dir, const std::string& name, con
 
 }  // namespace registry
 
+// Document Q&A (edgellm_docqa_*): one index over an embedding Runtime, an optional reranker and an
+// optional generator, which must outlive every call (the DocQa may be destroyed after them).
+// Calls take turns (the library's mutex); failures throw Error with the library's status.
+class DocQa {
+ public:
+  struct Hit {
+    uint32_t chunk = 0;
+    std::string key;
+    uint32_t begin = 0, end = 0;
+    std::string text;
+    float score = 0;
+    std::optional<float> rerank_score;
+  };
+  struct Answer {
+    std::string answer;
+    edgellm_finish_reason finish_reason = EDGELLM_FINISH_STOP;
+    std::string error;
+    std::vector<uint32_t> citations;  // chunk ids, in order of first use
+    std::vector<Hit> context;         // what the generator was given, best first
+  };
+
+  static DocQa open(Runtime& embedder, const std::string& index_path, Runtime* generator = nullptr,
+                    Runtime* reranker = nullptr, edgellm_docqa_params params = edgellm_docqa_default_params()) {
+    detail::check_no_nul(index_path, "index_path");
+    edgellm_docqa* h = nullptr;
+    detail::check(edgellm_docqa_create(embedder.handle(), reranker ? reranker->handle() : nullptr,
+                                       generator ? generator->handle() : nullptr, index_path.c_str(), &params, &h),
+                  "edgellm_docqa_create");
+    return DocQa(h);
+  }
+  DocQa(DocQa&& o) noexcept : handle_(o.handle_) { o.handle_ = nullptr; }
+  DocQa& operator=(DocQa&& o) noexcept {
+    if (this != &o) {
+      edgellm_docqa_destroy(handle_);
+      handle_ = o.handle_;
+      o.handle_ = nullptr;
+    }
+    return *this;
+  }
+  DocQa(const DocQa&) = delete;
+  DocQa& operator=(const DocQa&) = delete;
+  ~DocQa() { edgellm_docqa_destroy(handle_); }
+
+  // Adds or replaces the document under key, then saves the index.
+  edgellm_docqa_report add(const std::string& key, const std::string& text) {
+    detail::check_no_nul(key, "key");
+    detail::check_no_nul(text, "text");
+    edgellm_docqa_report r = edgellm_docqa_report_init();
+    detail::check(edgellm_docqa_add(handle_, key.c_str(), text.c_str(), &r), "edgellm_docqa_add");
+    return r;
+  }
+  edgellm_docqa_report remove(const std::string& key) {  // throws NOT_FOUND when absent
+    detail::check_no_nul(key, "key");
+    edgellm_docqa_report r = edgellm_docqa_report_init();
+    detail::check(edgellm_docqa_remove(handle_, key.c_str(), &r), "edgellm_docqa_remove");
+    return r;
+  }
+  edgellm_docqa_report index_folder(const std::string& dir) {
+    detail::check_no_nul(dir, "dir");
+    edgellm_docqa_report r = edgellm_docqa_report_init();
+    detail::check(edgellm_docqa_index_folder(handle_, dir.c_str(), &r), "edgellm_docqa_index_folder");
+    return r;
+  }
+  std::vector<Hit> search(const std::string& query, int32_t top_k = 0) {
+    detail::check_no_nul(query, "query");
+    edgellm_docqa_result* r = nullptr;
+    detail::check(edgellm_docqa_search(handle_, query.c_str(), top_k, &r), "edgellm_docqa_search");
+    const Owned owned(r);
+    return hits_of(r);
+  }
+  Answer ask(const std::string& question) {
+    detail::check_no_nul(question, "question");
+    edgellm_docqa_result* r = nullptr;
+    detail::check(edgellm_docqa_ask(handle_, question.c_str(), &r), "edgellm_docqa_ask");
+    const Owned owned(r);
+    Answer a;
+    a.answer = r->answer;
+    a.finish_reason = r->finish_reason;
+    a.error = r->error;
+    a.citations.assign(r->citations, r->citations + r->n_citations);
+    a.context = hits_of(r);
+    return a;
+  }
+  edgellm_docqa* handle() const noexcept { return handle_; }
+
+ private:
+  explicit DocQa(edgellm_docqa* h) : handle_(h) {}
+  struct Owned {
+    edgellm_docqa_result* r;
+    explicit Owned(edgellm_docqa_result* p) : r(p) {}
+    ~Owned() { edgellm_docqa_result_free(r); }
+    Owned(const Owned&) = delete;
+    Owned& operator=(const Owned&) = delete;
+  };
+  static std::vector<Hit> hits_of(const edgellm_docqa_result* r) {
+    std::vector<Hit> out;
+    for (size_t i = 0; i < r->n_hits; ++i) {
+      const edgellm_docqa_hit* e = edgellm_docqa_result_hit(r, i);
+      Hit h;
+      h.chunk = e->chunk;
+      h.key = e->key;
+      h.begin = e->begin;
+      h.end = e->end;
+      h.text = e->text;
+      h.score = e->score;
+      if (e->has_rerank_score) h.rerank_score = e->rerank_score;
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+  edgellm_docqa* handle_ = nullptr;
+};
+
 // Which model and configuration fit a device (edgellm_plan_json's request and answer, JSON).
 inline std::string plan_json(const std::string& request_json) {
   detail::check_no_nul(request_json, "request_json");

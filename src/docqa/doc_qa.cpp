@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 #include "docqa/index_file.h"
 #include "model/model_fingerprint.h"
 #include "runtime/runtime.h"
@@ -186,6 +187,12 @@ IndexReport DocQa::index_directory(const std::string& dir) {
   std::sort(files.begin(), files.end());
   for (const fs::path& p : files) {
     const std::string key = fs::relative(p, dir).generic_string();
+    if (!utf8::is_valid(key)) {
+      // The index stores keys as UTF-8; such a name cannot be one (it is left out, not mangled).
+      ++total.skipped;
+      total.notes.push_back(sanitize_user_text(key) + ": skipped (the file name is not valid UTF-8)");
+      continue;
+    }
     seen.insert(key);
     std::string text;
     try {
@@ -220,7 +227,9 @@ IndexReport DocQa::index_directory(const std::string& dir) {
   return total;
 }
 
-std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime* reranker, RetrieveTiming* timing) {
+std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime* reranker, RetrieveTiming* timing,
+                                            int32_t top_k) {
+  const int32_t keep = top_k > 0 ? top_k : options_.top_k;
   RetrieveTiming t;
   auto t0 = Clock::now();
   const std::string clean = sanitize_user_text(question);
@@ -234,7 +243,7 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
   const EmbeddingResult e = run(embedder_, std::move(q));
   t.embed_ms = ms_since(t0);
   t0 = Clock::now();
-  const size_t k = static_cast<size_t>(reranker ? options_.candidates : options_.top_k);
+  const size_t k = static_cast<size_t>(reranker ? std::max(options_.candidates, keep) : keep);
   const std::vector<VectorIndex::Hit> hits = index_->search(e.vectors.data(), k);
   t.search_ms = ms_since(t0);
   t0 = Clock::now();
@@ -257,7 +266,7 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
     std::stable_sort(out.begin(), out.end(), [](const RetrievedChunk& a, const RetrievedChunk& b) {
       return *a.rerank_score > *b.rerank_score;
     });
-    if (out.size() > static_cast<size_t>(options_.top_k)) out.resize(static_cast<size_t>(options_.top_k));
+    if (out.size() > static_cast<size_t>(keep)) out.resize(static_cast<size_t>(keep));
     t.rerank_ms = ms_since(t0);
   }
   if (timing != nullptr) *timing = t;

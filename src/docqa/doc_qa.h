@@ -116,8 +116,10 @@ class DocQa {
   bool remove(const std::string& key);
   void save();
 
+  // top_k > 0 overrides options().top_k for this call (with a reranker, at least that many
+  // candidates are retrieved for it to reorder).
   std::vector<RetrievedChunk> retrieve(const std::string& question, Runtime* reranker = nullptr,
-                                       RetrieveTiming* timing = nullptr);
+                                       RetrieveTiming* timing = nullptr, int32_t top_k = 0);
   // retrieve + generate. The passages are dropped from the lowest-ranked while the rendered
   // prompt (the generator's chat template) and max_answer_tokens exceed the generator's context;
   // DocAnswer::context holds what was given. Throws Error(kInvalidArgument) for an empty index or

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/utf8.h"
 
 namespace edgellm {
 
@@ -74,6 +75,11 @@ void VectorIndex::store_vector(const float* v, uint8_t* out) const {
 void VectorIndex::check_new(const std::string& path, uint64_t bytes, const std::vector<ChunkSource>& chunks,
                             const float* vectors) const {
   require(!path.empty(), ErrorCode::kInvalidArgument, "vector index: a document needs a path");
+  // The file format stores paths as checked UTF-8: one that is not would make the saved index
+  // unreadable (and its documents lost with it).
+  require(
+      utf8::is_valid(path), ErrorCode::kInvalidArgument,
+      "vector index: a document's path is not valid UTF-8 (byte " + std::to_string(utf8::first_invalid(path)) + ")");
   require(chunks.empty() || vectors != nullptr, ErrorCode::kInvalidArgument, "vector index: chunks without vectors");
   for (const ChunkSource& c : chunks) {
     require(c.begin <= c.end && c.end <= bytes && c.text.size() == c.end - c.begin, ErrorCode::kInvalidArgument,

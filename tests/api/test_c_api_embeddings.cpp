@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -479,6 +481,392 @@ TEST(CApiEmbeddings, CppWrapperEmbedsAndReranks) {
   const auto one = rr.rerank("pandas", {"tax law"});
   EXPECT_EQ(one.data[0], s.data[1]);  // a document's score does not depend on its neighbours
   EXPECT_GT(s.tokens[0], 3);
+}
+
+// ---- document Q&A (edgellm_docqa_*): the same index file read by the CLI's `edgellm docqa`
+// (a separate process) must give the same hits and the same answer; the hits must be the
+// brute-force cosine top-k over vectors edgellm_embed gives for every chunk text (float, not the
+// index's int8); add / update / remove leave no stale hit; bad input and a corrupt file get a
+// clear status and lose no document.
+
+// Documents of sentences drawn from a word list (each document its own words mostly, so a
+// question has a best document).
+const std::vector<std::string> kDocqaWords = {
+    "river",  "engine", "garden",  "violin", "harbor",  "pepper", "marble", "planet", "candle", "forest",
+    "silver", "rocket", "meadow",  "copper", "lantern", "island", "winter", "signal", "orange", "bridge",
+    "castle", "pencil", "thunder", "valley", "mirror",  "cotton", "desert", "anchor", "melody", "tunnel"};
+
+std::string docqa_document(std::mt19937& rng, size_t first_word) {
+  std::string d;
+  for (int p = 0; p < 3; ++p) {
+    for (int s = 0; s < 3; ++s) {
+      std::string sent;
+      const int n = 4 + static_cast<int>(rng() % 5);
+      for (int w = 0; w < n; ++w) {
+        const size_t i = (first_word + rng() % 8) % kDocqaWords.size();
+        sent += (w ? " " : "") + kDocqaWords[i];
+      }
+      sent[0] = static_cast<char>(sent[0] - 'a' + 'A');
+      d += (s ? " " : "") + sent + ".";
+    }
+    d += "\n\n";
+  }
+  return d;
+}
+
+struct DocqaHandle {
+  edgellm_docqa* qa = nullptr;
+  ~DocqaHandle() { EXPECT_EQ(edgellm_docqa_destroy(qa), EDGELLM_OK); }
+};
+
+struct DocqaResult {
+  edgellm_docqa_result* r = nullptr;
+  ~DocqaResult() { edgellm_docqa_result_free(r); }
+  std::vector<uint32_t> ids() const {
+    std::vector<uint32_t> v;
+    for (size_t i = 0; i < r->n_hits; ++i) v.push_back(edgellm_docqa_result_hit(r, i)->chunk);
+    return v;
+  }
+};
+
+edgellm_docqa_params docqa_test_params() {
+  edgellm_docqa_params p = edgellm_docqa_default_params();
+  p.chunk_tokens = 24;
+  p.overlap_tokens = 8;
+  p.top_k = 3;
+  p.max_answer_tokens = 16;
+  return p;
+}
+const char* const kDocqaCliOptions = " --chunk-tokens 24 --overlap 8 --top-k 3 -n 16 --json";
+
+// "chunk": id and "score": s of the CLI's JSON hits / context, in order.
+std::vector<std::pair<uint32_t, double>> cli_hits(const std::string& json) {
+  std::vector<std::pair<uint32_t, double>> out;
+  const std::regex entry("\"chunk\": (\\d+),[^}]*?\"score\": ([-0-9.eE+]+)");
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), entry); it != std::sregex_iterator(); ++it) {
+    out.emplace_back(static_cast<uint32_t>(std::stoul((*it)[1])), std::stod((*it)[2]));
+  }
+  return out;
+}
+
+std::vector<float> embed_one(edgellm_runtime* rt, const std::string& text) {
+  std::vector<float> v(384);
+  size_t n = 0;
+  const char* t = text.c_str();
+  edgellm_embed_params p = edgellm_embed_default_params();
+  p.truncation = EDGELLM_TRUNCATE_END;  // as docqa embeds
+  EXPECT_EQ(edgellm_embed(rt, &t, 1, &p, v.data(), v.size(), &n, nullptr), EDGELLM_OK) << edgellm_last_error();
+  return v;
+}
+
+TEST(CApiDocqa, HitsAndAnswerEqualTheCliAndBruteForceCosine) {
+  const std::string model = synth("all-minilm-l6");
+  REQUIRE_MODEL(model);
+  const std::string index = edgellm::test::temp_dir() + "/capi-docqa.index";
+  std::remove(index.c_str());
+  std::remove((index + ".bak").c_str());
+  Rt emb(model);
+  edgellm_runtime_params gp = edgellm_runtime_default_params();
+  gp.n_parallel = 1;
+  Rt gen(edgellm::test::shared_model("stories260K.gguf"), gp);
+  const edgellm_docqa_params params = docqa_test_params();
+  DocqaHandle h;
+  ASSERT_EQ(edgellm_docqa_create(emb.rt, nullptr, gen.rt, index.c_str(), &params, &h.qa), EDGELLM_OK)
+      << edgellm_last_error();
+
+  std::mt19937 rng(7);
+  std::vector<std::string> docs;
+  for (size_t d = 0; d < 6; ++d) docs.push_back(docqa_document(rng, d * 5));
+  for (size_t d = 0; d < docs.size(); ++d) {
+    edgellm_docqa_report rep = edgellm_docqa_report_init();
+    const std::string key = "note-" + std::to_string(d);
+    ASSERT_EQ(edgellm_docqa_add(h.qa, key.c_str(), docs[d].c_str(), &rep), EDGELLM_OK) << edgellm_last_error();
+    EXPECT_EQ(rep.added, 1);
+    EXPECT_EQ(rep.documents, static_cast<int64_t>(d + 1));
+    EXPECT_GE(rep.chunks_added, 3);  // three paragraphs: a chunk never spans two
+  }
+  // The same text again: unchanged. A new text for note-1: its old chunks go. note-4: removed.
+  edgellm_docqa_report rep = edgellm_docqa_report_init();
+  ASSERT_EQ(edgellm_docqa_add(h.qa, "note-0", docs[0].c_str(), &rep), EDGELLM_OK);
+  EXPECT_EQ(rep.unchanged, 1);
+  DocqaResult before;
+  ASSERT_EQ(edgellm_docqa_search(h.qa, "x", 4096, &before.r), EDGELLM_OK) << edgellm_last_error();
+  std::vector<uint32_t> stale;  // chunk ids of note-1's and note-4's old text
+  for (size_t i = 0; i < before.r->n_hits; ++i) {
+    const edgellm_docqa_hit* e = edgellm_docqa_result_hit(before.r, i);
+    if (std::string(e->key) == "note-1" || std::string(e->key) == "note-4") stale.push_back(e->chunk);
+  }
+  ASSERT_FALSE(stale.empty());
+  const std::string note1 = docqa_document(rng, 17);
+  ASSERT_EQ(edgellm_docqa_add(h.qa, "note-1", note1.c_str(), &rep), EDGELLM_OK);
+  EXPECT_EQ(rep.updated, 1);
+  ASSERT_EQ(edgellm_docqa_remove(h.qa, "note-4", &rep), EDGELLM_OK) << edgellm_last_error();
+  EXPECT_EQ(rep.removed, 1);
+  EXPECT_EQ(rep.documents, 5);
+
+  // Every chunk (a search for all of them): each a byte range of its document's text.
+  DocqaResult all;
+  ASSERT_EQ(edgellm_docqa_search(h.qa, "x", 4096, &all.r), EDGELLM_OK);
+  ASSERT_EQ(static_cast<int64_t>(all.r->n_hits), rep.chunks);
+  std::vector<std::pair<uint32_t, std::string>> chunks;
+  for (size_t i = 0; i < all.r->n_hits; ++i) {
+    const edgellm_docqa_hit* e = edgellm_docqa_result_hit(all.r, i);
+    const std::string key = e->key;
+    ASSERT_NE(key, "note-4");
+    const std::string& text = key == "note-1" ? note1 : docs.at(std::stoul(key.substr(5)));
+    EXPECT_EQ(text.substr(e->begin, e->end - e->begin), e->text) << key;
+    EXPECT_EQ(std::find(stale.begin(), stale.end(), e->chunk), stale.end()) << "stale chunk " << e->chunk;
+    chunks.emplace_back(e->chunk, e->text);
+  }
+
+  // The brute force's chunk vectors: each chunk text through edgellm_embed (float), once.
+  std::vector<std::pair<uint32_t, std::vector<float>>> chunk_vectors;
+  for (const auto& [id, text] : chunks) chunk_vectors.emplace_back(id, embed_one(emb.rt, text));
+
+  // Questions: a chunk's own text, a sentence of words from several documents (two: each costs
+  // a CLI process, ~1 s under ASan).
+  const std::vector<std::string> questions = {chunks[chunks.size() / 2].second,
+                                              "Which river has a harbor with silver rockets?"};
+  for (const std::string& q : questions) {
+    SCOPED_TRACE(q);
+    DocqaResult got;
+    ASSERT_EQ(edgellm_docqa_search(h.qa, q.c_str(), 0, &got.r), EDGELLM_OK) << edgellm_last_error();
+    ASSERT_EQ(got.r->n_hits, 3u);  // params.top_k
+    // The CLI on the same file, in its own process.
+    bool ok = false;
+    const std::string out = run_cli(
+        "docqa search " + quote(q) + " -m " + quote(model) + " --index " + quote(index) + kDocqaCliOptions, &ok);
+    ASSERT_TRUE(ok);
+    const auto want = cli_hits(out);
+    ASSERT_EQ(want.size(), 3u) << out;
+    for (size_t i = 0; i < 3; ++i) {
+      const edgellm_docqa_hit* e = edgellm_docqa_result_hit(got.r, i);
+      EXPECT_EQ(e->chunk, want[i].first) << i;
+      EXPECT_EQ(static_cast<double>(e->score), want[i].second) << i;  // a float printed shortest: exact
+      EXPECT_FALSE(e->has_rerank_score);
+    }
+    // Brute force: the question's and every chunk's float vector from edgellm_embed, cosine
+    // (dot product of unit vectors) in the test. The index stores int8 codes: its scores are
+    // within kTol of the float cosines (measured max |diff| 0.00047 on an AMD EPYC host), and
+    // the hit at rank i scores, by brute force, at least the brute-force i-th best minus kTol
+    // (the synthetic model's chunks score within ~0.01 of each other, so ranks may swap within
+    // the rounding, never by more).
+    constexpr float kTol = 0.002f;
+    const std::vector<float> qv = embed_one(emb.rt, q);
+    std::vector<std::pair<float, uint32_t>> brute;
+    for (const auto& [id, cv] : chunk_vectors) {
+      double dot = 0;
+      for (size_t k = 0; k < cv.size(); ++k) dot += static_cast<double>(qv[k]) * cv[k];
+      brute.emplace_back(static_cast<float>(dot), id);
+    }
+    std::sort(brute.begin(), brute.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = 0; i < 3; ++i) {
+      const edgellm_docqa_hit* e = edgellm_docqa_result_hit(got.r, i);
+      const auto it = std::find_if(brute.begin(), brute.end(), [&](const auto& b) { return b.second == e->chunk; });
+      ASSERT_NE(it, brute.end());
+      EXPECT_NEAR(e->score, it->first, kTol) << "chunk " << e->chunk;
+      EXPECT_GE(it->first, brute[i].first - kTol) << "rank " << i << ": chunk " << e->chunk << " is not among the best";
+    }
+  }
+
+  // ask: the same answer, context and citations as `edgellm docqa ask` (greedy) on the same file.
+  const std::string question = "What is by the river?";
+  DocqaResult a;
+  ASSERT_EQ(edgellm_docqa_ask(h.qa, question.c_str(), &a.r), EDGELLM_OK) << edgellm_last_error();
+  bool ok = false;
+  const std::string out =
+      run_cli("docqa ask " + quote(question) + " -m " + quote(model) + " --index " + quote(index) + " --gen-model " +
+                  quote(edgellm::test::shared_model("stories260K.gguf")) + kDocqaCliOptions,
+              &ok);
+  ASSERT_TRUE(ok);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("\"answer\": (\"(?:[^\"\\\\]|\\\\.)*\")")));
+  std::string answer_json = "\"";
+  for (const char c : std::string(a.r->answer)) {  // the C answer escaped as the CLI's JSON writer does
+    switch (c) {
+      case '"': answer_json += "\\\""; break;
+      case '\\': answer_json += "\\\\"; break;
+      case '\n': answer_json += "\\n"; break;
+      default: answer_json += c;
+    }
+  }
+  answer_json += "\"";
+  EXPECT_EQ(answer_json, m[1].str());
+  EXPECT_GT(std::string(a.r->answer).size(), 0u);
+  const auto want = cli_hits(out.substr(out.find("\"context\"")));
+  ASSERT_EQ(want.size(), a.r->n_hits);
+  for (size_t i = 0; i < a.r->n_hits; ++i) EXPECT_EQ(edgellm_docqa_result_hit(a.r, i)->chunk, want[i].first) << i;
+  // Citations: each names a chunk the generator was given.
+  for (size_t i = 0; i < a.r->n_citations; ++i) {
+    const auto ids = a.ids();
+    EXPECT_NE(std::find(ids.begin(), ids.end(), a.r->citations[i]), ids.end());
+  }
+  EXPECT_TRUE(a.r->finish_reason == EDGELLM_FINISH_STOP || a.r->finish_reason == EDGELLM_FINISH_LENGTH);
+}
+
+TEST(CApiDocqa, BadInputAndACorruptIndexGetAClearStatusAndLoseNothing) {
+  const std::string model = synth("all-minilm-l6");
+  REQUIRE_MODEL(model);
+  const std::string index = edgellm::test::temp_dir() + "/capi-docqa-bad.index";
+  std::remove(index.c_str());
+  std::remove((index + ".bak").c_str());
+  Rt emb(model);
+  auto expect = [&](edgellm_status got, edgellm_status want, const char* words, const char* what) {
+    EXPECT_EQ(got, want) << what << ": " << edgellm_last_error();
+    EXPECT_NE(std::string(edgellm_last_error()).find(words), std::string::npos)
+        << what << ": '" << edgellm_last_error() << "' lacks '" << words << "'";
+  };
+  edgellm_docqa* none = nullptr;
+  expect(edgellm_docqa_create(nullptr, nullptr, nullptr, index.c_str(), nullptr, &none), EDGELLM_ERR_INVALID_ARGUMENT,
+         "runtime is NULL", "null embedder");
+  expect(edgellm_docqa_create(emb.rt, nullptr, nullptr, nullptr, nullptr, &none), EDGELLM_ERR_INVALID_ARGUMENT,
+         "index_path is NULL", "null path");
+  expect(edgellm_docqa_create(emb.rt, nullptr, nullptr, index.c_str(), nullptr, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
+         "out is NULL", "null out");
+  expect(edgellm_docqa_create(emb.rt, emb.rt, nullptr, index.c_str(), nullptr, &none), EDGELLM_ERR_INVALID_ARGUMENT,
+         "reranker", "an embedder as the reranker");
+  expect(edgellm_docqa_create(emb.rt, nullptr, emb.rt, index.c_str(), nullptr, &none), EDGELLM_ERR_INVALID_ARGUMENT,
+         "generator", "an embedder as the generator");
+  edgellm_docqa_params bad = docqa_test_params();
+  bad.candidates = 1;
+  expect(edgellm_docqa_create(emb.rt, nullptr, nullptr, index.c_str(), &bad, &none), EDGELLM_ERR_INVALID_ARGUMENT,
+         "candidates", "candidates < top_k");
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(edgellm_docqa_destroy(nullptr), EDGELLM_OK);
+  edgellm_docqa_result_free(nullptr);
+  EXPECT_EQ(edgellm_docqa_result_hit(nullptr, 0), nullptr);
+
+  const edgellm_docqa_params params = docqa_test_params();
+  {
+    DocqaHandle h;
+    ASSERT_EQ(edgellm_docqa_create(emb.rt, nullptr, nullptr, index.c_str(), &params, &h.qa), EDGELLM_OK)
+        << edgellm_last_error();
+    DocqaResult r;
+    expect(edgellm_docqa_search(h.qa, "anything", 0, &r.r), EDGELLM_ERR_INVALID_ARGUMENT, "holds no documents",
+           "search of an empty index");
+    EXPECT_FALSE(edgellm::test::file_exists(index));  // nothing written before a change
+    ASSERT_EQ(edgellm_docqa_add(h.qa, "a", "Rivers run to the sea. Harbors hold ships.", nullptr), EDGELLM_OK)
+        << edgellm_last_error();
+    ASSERT_EQ(edgellm_docqa_add(h.qa, "b", "Violins and melodies fill the castle.", nullptr), EDGELLM_OK);
+    const std::string saved = edgellm::test::read_file(index);
+    expect(edgellm_docqa_add(h.qa, nullptr, "text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "key is NULL", "null key");
+    expect(edgellm_docqa_add(h.qa, "c", nullptr, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "text is NULL", "null text");
+    expect(edgellm_docqa_add(h.qa, "c", "  \n", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "empty", "blank text");
+    expect(edgellm_docqa_add(h.qa, "c", "bad \xff byte", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "byte 4",
+           "invalid UTF-8 text (input policy REFUSE)");
+    expect(edgellm_docqa_add(h.qa, "k\xc3", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
+           "key is not valid UTF-8", "invalid UTF-8 key");
+    expect(edgellm_docqa_add(h.qa, "k\x01", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "control",
+           "control key");
+    expect(edgellm_docqa_add(h.qa, "", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "key must be", "empty key");
+    expect(edgellm_docqa_add(nullptr, "c", "fine text", nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "docqa is NULL",
+           "null handle");
+    expect(edgellm_docqa_remove(h.qa, "missing", nullptr), EDGELLM_ERR_NOT_FOUND, "no document", "remove unknown");
+    expect(edgellm_docqa_search(h.qa, nullptr, 0, &r.r), EDGELLM_ERR_INVALID_ARGUMENT, "query is NULL", "null query");
+    expect(edgellm_docqa_search(h.qa, "q \xe2\x82", 0, &r.r), EDGELLM_ERR_INVALID_ARGUMENT, "not valid UTF-8",
+           "invalid query");
+    expect(edgellm_docqa_search(h.qa, "q", 0, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "out is NULL", "null out");
+    expect(edgellm_docqa_ask(h.qa, "what?", &r.r), EDGELLM_ERR_UNSUPPORTED, "no generator", "ask without generator");
+    EXPECT_EQ(r.r, nullptr);
+    size_t len = 0;
+    expect(edgellm_docqa_list_json(h.qa, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL, "", "list size query");
+    std::string list(len + 1, '\0');
+    ASSERT_EQ(edgellm_docqa_list_json(h.qa, list.data(), list.size(), &len), EDGELLM_OK);
+    EXPECT_NE(list.find("\"key\": \"a\""), std::string::npos) << list;
+    EXPECT_EQ(edgellm::test::read_file(index), saved);  // no refused call touched the file
+
+    // From a callback of its embedder: it would wait for itself.
+    struct Call {
+      edgellm_docqa* qa;
+      std::atomic<int> status{-1}, remove{-1}, list{-1};
+    } call{h.qa};
+    ASSERT_EQ(edgellm_trim(
+                  emb.rt,
+                  [](uint64_t, void* user) {
+                    auto* c = static_cast<Call*>(user);
+                    edgellm_docqa_result* res = nullptr;
+                    size_t len = 0;
+                    c->remove = edgellm_docqa_remove(c->qa, "a", nullptr);
+                    c->list = edgellm_docqa_list_json(c->qa, nullptr, 0, &len);
+                    c->status = edgellm_docqa_search(c->qa, "rivers", 0, &res);
+                    edgellm_docqa_result_free(res);
+                  },
+                  &call),
+              EDGELLM_OK);
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (call.status.load() < 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    EXPECT_EQ(call.status.load(), EDGELLM_ERR_WRONG_THREAD);
+    EXPECT_EQ(call.remove.load(), EDGELLM_ERR_WRONG_THREAD);
+    EXPECT_EQ(call.list.load(), EDGELLM_ERR_WRONG_THREAD);
+  }
+
+  // A damaged file: refused whole with the reason, the file and its backup left as they were;
+  // the backup (the generation before the last save) opens and holds document "a".
+  std::string bytes = edgellm::test::read_file(index);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x20);
+  { std::ofstream(index, std::ios::binary | std::ios::trunc) << bytes; }
+  edgellm_docqa* broken = nullptr;
+  expect(edgellm_docqa_create(emb.rt, nullptr, nullptr, index.c_str(), &params, &broken), EDGELLM_ERR_INVALID_FILE,
+         "is corrupt: checksum mismatch", "corrupt index");
+  EXPECT_EQ(broken, nullptr);
+  EXPECT_EQ(edgellm::test::read_file(index), bytes);
+  const std::string backup = index + ".bak";
+  ASSERT_TRUE(edgellm::test::file_exists(backup));
+  {
+    DocqaHandle h;
+    ASSERT_EQ(edgellm_docqa_create(emb.rt, nullptr, nullptr, backup.c_str(), &params, &h.qa), EDGELLM_OK)
+        << edgellm_last_error();
+    DocqaResult r;
+    ASSERT_EQ(edgellm_docqa_search(h.qa, "Rivers run to the sea.", 1, &r.r), EDGELLM_OK) << edgellm_last_error();
+    ASSERT_EQ(r.r->n_hits, 1u);
+    EXPECT_STREQ(edgellm_docqa_result_hit(r.r, 0)->key, "a");
+  }
+  // rebuild: starts empty, the damaged file replaced at the first save.
+  edgellm_docqa_params rebuild = params;
+  rebuild.rebuild = true;
+  DocqaHandle h;
+  ASSERT_EQ(edgellm_docqa_create(emb.rt, nullptr, nullptr, index.c_str(), &rebuild, &h.qa), EDGELLM_OK)
+      << edgellm_last_error();
+  ASSERT_EQ(edgellm_docqa_add(h.qa, "b", "Violins and melodies fill the castle.", nullptr), EDGELLM_OK);
+  edgellm_docqa* reopened = nullptr;
+  ASSERT_EQ(edgellm_docqa_create(emb.rt, nullptr, nullptr, index.c_str(), &params, &reopened), EDGELLM_OK)
+      << edgellm_last_error();
+  EXPECT_EQ(edgellm_docqa_destroy(reopened), EDGELLM_OK);
+}
+
+// The C++ wrapper's DocQa: the same hits as the C calls on the same handle, a refused call thrown
+// as Error with its status, NOT_FOUND for an unknown key.
+TEST(CApiDocqa, CppWrapperAddsSearchesAndThrows) {
+  const std::string model = synth("all-minilm-l6");
+  REQUIRE_MODEL(model);
+  const std::string index = edgellm::test::temp_dir() + "/capi-docqa-cpp.index";
+  std::remove(index.c_str());
+  auto rt = edgellm::cpp::Runtime::open(model);
+  auto qa = edgellm::cpp::DocQa::open(rt, index, nullptr, nullptr, docqa_test_params());
+  EXPECT_EQ(qa.add("a", "Rivers run to the sea. Harbors hold ships.").added, 1);
+  EXPECT_EQ(qa.add("b", "Violins and melodies fill the castle.").documents, 2);
+  const auto hits = qa.search("ships in the harbor", 2);
+  DocqaResult c;
+  ASSERT_EQ(edgellm_docqa_search(qa.handle(), "ships in the harbor", 2, &c.r), EDGELLM_OK);
+  ASSERT_EQ(hits.size(), c.r->n_hits);
+  for (size_t i = 0; i < hits.size(); ++i) {
+    EXPECT_EQ(hits[i].chunk, edgellm_docqa_result_hit(c.r, i)->chunk);
+    EXPECT_EQ(hits[i].text, edgellm_docqa_result_hit(c.r, i)->text);
+    EXPECT_EQ(hits[i].score, edgellm_docqa_result_hit(c.r, i)->score);
+  }
+  try {
+    qa.remove("missing");
+    ADD_FAILURE() << "an unknown key was removed";
+  } catch (const edgellm::cpp::Error& e) {
+    EXPECT_EQ(e.status(), EDGELLM_ERR_NOT_FOUND);
+  }
+  try {
+    qa.ask("what?");
+    ADD_FAILURE() << "asked without a generator";
+  } catch (const edgellm::cpp::Error& e) {
+    EXPECT_EQ(e.status(), EDGELLM_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("no generator"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -16,12 +16,16 @@ namespace edgellm_napi {
 struct AddonData {
   napi_ref model_constructor = nullptr;
   void* constructing = nullptr;  // the handle new_model is passing to the constructor right now
+  napi_ref docqa_constructor = nullptr;
+  void* constructing_docqa = nullptr;  // the same for new DocQA objects (docqa.cpp)
 };
 
 // Defines class Model on exports and records its constructor in data. False: exception pending.
 bool define_model_class(napi_env env, napi_value exports, AddonData* data);
 // A new Model object owning core (nullptr: exception pending).
 napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core);
+// The core of a Model object; nullptr (no exception) when `value` is not one.
+std::shared_ptr<ModelCore> model_core_of(napi_env env, napi_value value);
 
 // load(modelPath, options?) -> Promise<Model>.
 napi_value load(napi_env env, napi_callback_info info);

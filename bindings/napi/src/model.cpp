@@ -569,4 +569,18 @@ napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core) {
   return obj;
 }
 
+std::shared_ptr<ModelCore> model_core_of(napi_env env, napi_value value) {
+  void* instance = nullptr;
+  napi_value cls = nullptr;
+  bool is_model = false;
+  if (napi_get_instance_data(env, &instance) != napi_ok || !instance ||
+      napi_get_reference_value(env, static_cast<AddonData*>(instance)->model_constructor, &cls) != napi_ok ||
+      napi_instanceof(env, value, cls, &is_model) != napi_ok || !is_model) {
+    return nullptr;
+  }
+  void* p = nullptr;
+  if (napi_unwrap(env, value, &p) != napi_ok || !p) return nullptr;
+  return static_cast<ModelHandle*>(p)->core;
+}
+
 }  // namespace edgellm_napi

@@ -2,6 +2,7 @@
 // registryList, registrySetCurrent, registryRemove, plan } and registers with the host
 // (compat.h: NAPI_MODULE for Node.js, napi_module_register from a constructor for OHOS).
 #include "addon.h"
+#include "docqa.h"
 #include "js.h"
 
 #if defined(EDGELLM_NAPI_OHOS)
@@ -46,6 +47,7 @@ napi_value init(napi_env env, napi_value exports) {
           [](napi_env env, void* d, void*) {
             auto* data = static_cast<AddonData*>(d);
             if (data->model_constructor) napi_delete_reference(env, data->model_constructor);
+            if (data->docqa_constructor) napi_delete_reference(env, data->docqa_constructor);
             delete data;
           },
           nullptr) != napi_ok) {
@@ -55,6 +57,7 @@ napi_value init(napi_env env, napi_value exports) {
   }
   napi_value load_fn = nullptr, pack_fn = nullptr, version_fn = nullptr, abi_fn = nullptr;
   if (!define_model_class(env, exports, data) || !define_registry_functions(env, exports) ||
+      !define_docqa(env, exports, data) ||
       napi_create_function(env, "abiVersion", NAPI_AUTO_LENGTH, abi_version, nullptr, &abi_fn) != napi_ok ||
       !set_property(env, exports, "abiVersion", abi_fn) ||
       napi_create_function(env, "load", NAPI_AUTO_LENGTH, load, nullptr, &load_fn) != napi_ok ||

@@ -7,7 +7,7 @@
 // 'NOT_FOUND', 'IO', 'INVALID_FILE', 'UNSUPPORTED', 'OUT_OF_MEMORY', 'CONTEXT_FULL', 'SHUT_DOWN',
 // 'WRONG_THREAD', 'INTERNAL', 'DEGRADED', 'TIMEOUT'. Calls that load, copy, hash or wait (load,
 // release, swapModel, embed, rerank, classify, the registry, sessions as bytes or files, plan, pack, warmup,
-// trim) return Promises
+// trim, openDocQA and every DocQA method) return Promises
 // that reject; `generate`'s `result` rejects; quick synchronous calls throw. Nothing blocks the JS
 // thread.
 
@@ -558,6 +558,90 @@ export declare class Model {
   saveSessionFile(id: string, path: string): Promise<boolean>;    // false: none kept under id
   release(): Promise<void>;
 }
+
+// ---- document Q&A ("ask my notes", the C ABI's edgellm_docqa_*; docs/docqa.md): documents are
+// chunked, embedded by an embedding Model into a local index file (exact cosine search), the
+// nearest chunks optionally reordered by a reranker, and a generation Model answers from them
+// citing the chunk ids it used. Nothing leaves the device.
+export interface DocQAOptions {
+  embedder: Model;            // role 'embed' (an embedding model)
+  reranker?: Model | null;    // a cross-encoder (info().can_rerank) that reorders the candidates
+  generator?: Model | null;   // writes answers (ask); without one, ask rejects 'UNSUPPORTED'
+  indexPath: string;          // the index file (a new, empty index when absent; written at each change)
+  chunkTokens?: number;       // tokens per chunk; 0 (default): min(256, the embedder's context - 2)
+  overlapTokens?: number;     // tokens a chunk repeats of the previous one (default 32)
+  topK?: number;              // chunks an answer is generated from, and search's default (4)
+  candidates?: number;        // chunks the reranker reorders (16)
+  maxAnswerTokens?: number;   // default 256
+  vectors?: 'int8' | 'f16';   // for a new index (default 'int8': dims + 4 bytes per chunk)
+  truncate?: 'refuse' | 'end';  // a chunk or question longer than the embedder's context (default 'end')
+  queryPrefix?: string;       // put before a question when it is embedded (bge English v1.5 wants one)
+  rebuild?: boolean;          // start empty, replacing the file at the first change (after 'INVALID_FILE')
+}
+
+export interface DocQAReport {
+  added: number; updated: number; removed: number; unchanged: number; skipped: number;  // documents
+  chunksAdded: number; chunksRemoved: number; tokensEmbedded: number;
+  documents: number; chunks: number;  // in the index afterwards
+  memoryBytes: number;                // the index's estimated heap
+  seconds: number;
+}
+
+export interface DocQAHit {
+  chunk: number;         // the chunk id (never reused: what citations name)
+  key: string;           // its document's key (indexFolder: the path relative to the folder)
+  begin: number;         // the chunk's byte range in the document's UTF-8 text
+  end: number;
+  text: string;
+  score: number;         // cosine with the question
+  rerankScore?: number;  // with a reranker: its score (the order)
+}
+
+export interface DocQATimings { embedMs: number; searchMs: number; rerankMs: number; generateMs: number; }
+
+export interface DocQASearchResult {
+  hits: DocQAHit[];      // best first
+  timings: DocQATimings;
+}
+
+export interface DocQAAnswer {
+  answer: string;
+  finishReason: 'stop' | 'length' | 'timeout' | 'error';
+  error?: string;        // finishReason 'error'
+  citations: number[];   // chunk ids the answer cites ([12] markers naming a chunk of context), in order
+  context: DocQAHit[];   // the chunks the generator was given, best first
+  timings: DocQATimings;
+}
+
+export interface DocQAListing {
+  documents: { key: string; bytes: number; chunks: number }[];
+  chunks: number; dims: number; vectors: 'int8' | 'f16'; model: string; memoryBytes: number;
+}
+
+// One index. Calls take turns (each runs on a worker thread; a second waits for the first); a
+// Model it uses that is released makes later calls reject 'SHUT_DOWN' (release() waits for a call
+// in flight). Errors: 'INVALID_ARGUMENT' (an empty text, invalid UTF-8 under the embedder's
+// inputPolicy 'refuse', an empty index, a bad key), 'NOT_FOUND' (remove), 'IO', the models'
+// 'BUSY' / 'DEGRADED'.
+export declare class DocQA {
+  private constructor();
+  // Adds text under key (an app's note id: 1 to 4096 bytes, no control characters), or replaces
+  // the document there when the text changed (new chunk ids); saves the index file atomically.
+  add(key: string, text: string): Promise<DocQAReport>;
+  remove(key: string): Promise<DocQAReport>;   // then saves; 'NOT_FOUND' when absent
+  // Every .txt / .md / .markdown file under dir (keys: relative paths): new added, changed
+  // re-embedded, vanished removed (with documents add()ed under other keys); one save.
+  indexFolder(dir: string): Promise<DocQAReport>;
+  search(query: string, options?: { topK?: number }): Promise<DocQASearchResult>;
+  ask(question: string): Promise<DocQAAnswer>;  // 'UNSUPPORTED' without a generator
+  list(): Promise<DocQAListing>;
+  close(): void;  // later calls reject; the index's memory goes when the calls in flight end
+}
+
+// Opens (or creates) the index file. 'INVALID_FILE': a corrupt file, refused whole with the reason
+// (nothing on disk changed: restore '<indexPath>.bak', or open with rebuild and add the documents
+// again); 'INVALID_ARGUMENT': an index built with another embedding model, a Model of the wrong role.
+export function openDocQA(options: DocQAOptions): Promise<DocQA>;
 
 export function load(modelPath: string, options?: LoadOptions): Promise<Model>;
 // Writes the model's pack file, "<packDir>/<model file name>.x16.pack": its weights in the layout
