@@ -20,6 +20,7 @@
 #include "engine/context.h"
 #include "model/model.h"
 #include "runtime/runtime.h"
+#include "support/label_logprob.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,36 +35,6 @@ RuntimeParams params() {
   p.service.context.n_threads = 1;
   p.service.context.kv_type = TensorType::F32;
   return p;
-}
-
-// log P(label | prompt) the slow obvious way: prompt + label through a fresh Context in one
-// forward, logits at every position from the prompt's last, each label token's log-softmax
-// (double) summed.
-double reference_logprob(const Model& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& label) {
-  ContextParams cp;
-  cp.n_ctx = 256;
-  cp.n_threads = 1;
-  cp.kv_type = TensorType::F32;
-  Context ctx(model, cp);
-  std::vector<int32_t> all = prompt;
-  all.insert(all.end(), label.begin(), label.end());
-  Batch b;
-  const auto n_prompt = static_cast<int32_t>(prompt.size());
-  for (int32_t i = 0; i < static_cast<int32_t>(all.size()); ++i) {
-    b.add(0, all[static_cast<size_t>(i)], i, i >= n_prompt - 1 && i < static_cast<int32_t>(all.size()) - 1);
-  }
-  ctx.decode(b);
-  const int32_t n_vocab = model.hparams().n_vocab;
-  double sum = 0;
-  for (size_t j = 0; j < label.size(); ++j) {
-    const float* row = ctx.logits(static_cast<int32_t>(j));
-    double max = row[0];
-    for (int32_t v = 1; v < n_vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-    double z = 0;
-    for (int32_t v = 0; v < n_vocab; ++v) z += std::exp(static_cast<double>(row[v]) - max);
-    sum += static_cast<double>(row[label[j]]) - (max + std::log(z));
-  }
-  return sum;
 }
 
 std::vector<double> softmax(std::vector<double> z) {
@@ -81,7 +52,7 @@ void expect_matches_reference(Runtime& rt, const Model& model, const Tokenizer& 
   std::vector<double> ref_sum, ref_mean;
   for (const std::string& l : req.labels) {
     label_ids.push_back(tok.encode(l, false, false));
-    ref_sum.push_back(reference_logprob(model, prompt, label_ids.back()));
+    ref_sum.push_back(test::naive_label_logprob(model, prompt, label_ids.back()));
     ref_mean.push_back(ref_sum.back() / static_cast<double>(label_ids.back().size()));
   }
   for (bool norm : {false, true}) {

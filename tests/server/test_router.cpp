@@ -471,15 +471,12 @@ TEST(Router, TlsSelfSignedCertificateRefusedUnlessTrusted) {
   EXPECT_NO_THROW(HttpsTransport::check_url("http://127.0.0.1:8080", false));
   EXPECT_THROW(HttpsTransport::check_url("ftp://example.com", true), Error);
 
-  char dir_template[] = "/tmp/edgellm-tls-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  const std::string dir = edgellm::test::temp_dir();  // removed at exit
   const std::string cert = dir + "/cert.pem", key = dir + "/key.pem", script = dir + "/serve.py";
   const std::string make_cert = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
                                 key + " -out " + cert +
                                 " -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1";
   if (std::system(make_cert.c_str()) != 0) {
-    std::system(("rm -rf " + dir).c_str());
     GTEST_SKIP() << "NOT CHECKED ON THIS HOST: openssl cannot make a certificate";
   }
   {
@@ -520,7 +517,6 @@ TEST(Router, TlsSelfSignedCertificateRefusedUnlessTrusted) {
   EXPECT_EQ(answered.status, 200) << answered.error;
   EXPECT_EQ(parse_cloud_answer(answered.body).text, "over tls");
   ::pclose(server);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(Router, SplitContextKeepsSystemAndLastTurns) {

@@ -34,6 +34,7 @@
 #include "tokenizer/tokenizer.h"
 #include "server/http_server.h"
 #include "support/json_validator.h"
+#include "support/label_logprob.h"
 #include "support/test_env.h"
 #include "support/tool_fixtures.h"
 #if defined(EDGELLM_HAVE_CURL)
@@ -553,34 +554,6 @@ TEST(StructuredHttp, ConstrainedAndToolRequestsNeverReachTheRoutersCloud) {
 
 // ---- POST /v1/classify
 
-// log P(label | prompt) the slow obvious way: prompt + label through a fresh Context in one
-// forward, each label token's log-softmax (double) summed.
-double naive_label_logprob(const Model& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& label) {
-  ContextParams cp;
-  cp.n_ctx = 512;
-  cp.n_threads = 1;
-  cp.kv_type = TensorType::F32;
-  Context ctx(model, cp);
-  std::vector<int32_t> all = prompt;
-  all.insert(all.end(), label.begin(), label.end());
-  Batch b;
-  const auto n_prompt = static_cast<int32_t>(prompt.size());
-  const auto n_all = static_cast<int32_t>(all.size());
-  for (int32_t i = 0; i < n_all; ++i) b.add(0, all[static_cast<size_t>(i)], i, i >= n_prompt - 1 && i < n_all - 1);
-  ctx.decode(b);
-  const int32_t n_vocab = model.hparams().n_vocab;
-  double sum = 0;
-  for (size_t j = 0; j < label.size(); ++j) {
-    const float* row = ctx.logits(static_cast<int32_t>(j));
-    double max = row[0];
-    for (int32_t v = 1; v < n_vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-    double z = 0;
-    for (int32_t v = 0; v < n_vocab; ++v) z += std::exp(static_cast<double>(row[v]) - max);
-    sum += static_cast<double>(row[label[j]]) - (max + std::log(z));
-  }
-  return sum;
-}
-
 // The server's answer to `body` against the reference on `prompt` (summed or, norm, per-token
 // mean log-probs through a softmax written here).
 void expect_classify_matches(const Serving& s, const Model& model, const Tokenizer& tok, const Json& body,
@@ -593,7 +566,7 @@ void expect_classify_matches(const Serving& s, const Model& model, const Tokeniz
   std::vector<double> sums, z;
   for (size_t i = 0; i < labels.size(); ++i) {
     const std::vector<int32_t> ids = tok.encode(labels.at(i).as_string(), false, false);
-    sums.push_back(naive_label_logprob(model, prompt, ids));
+    sums.push_back(edgellm::test::naive_label_logprob(model, prompt, ids));
     z.push_back(norm ? sums.back() / static_cast<double>(ids.size()) : sums.back());
     EXPECT_EQ(got.at(i).at("tokens").as_int(), static_cast<int64_t>(ids.size()));
   }

@@ -17,6 +17,7 @@
 #include "addon.h"
 #include "async_call.h"
 #include "js.h"
+#include "native_class.h"
 
 namespace edgellm_napi {
 
@@ -296,47 +297,13 @@ napi_value m_close(napi_env env, napi_callback_info info) {
 }
 
 napi_value constructor(napi_env env, napi_callback_info info) {
-  napi_value self = nullptr;
-  void* instance = nullptr;
-  if (napi_get_cb_info(env, info, nullptr, nullptr, &self, nullptr) != napi_ok) return nullptr;
-  if (napi_get_instance_data(env, &instance) != napi_ok || !instance) return nullptr;
-  auto* data = static_cast<AddonData*>(instance);
-  auto* handle = static_cast<DocqaHandle*>(data->constructing_docqa);
-  if (!handle) {
-    throw_error(env, "INVALID_ARGUMENT", "DocQA objects come from openDocQA()");
-    return nullptr;
-  }
-  data->constructing_docqa = nullptr;
-  if (napi_wrap(
-          env, self, handle, [](napi_env, void* d, void*) { delete static_cast<DocqaHandle*>(d); }, nullptr, nullptr) !=
-      napi_ok) {
-    delete handle;
-    throw_napi_failure(env, "napi_wrap");
-    return nullptr;
-  }
-  return self;
+  return construct_native<DocqaHandle>(env, info, &AddonData::constructing_docqa,
+                                       "DocQA objects come from openDocQA()");
 }
 
 napi_value new_docqa(napi_env env, std::shared_ptr<DocqaCore> core) {
-  void* instance = nullptr;
-  napi_value cls = nullptr, obj = nullptr;
-  if (napi_get_instance_data(env, &instance) != napi_ok || !instance ||
-      napi_get_reference_value(env, static_cast<AddonData*>(instance)->docqa_constructor, &cls) != napi_ok) {
-    throw_napi_failure(env, "new DocQA");
-    return nullptr;
-  }
-  auto* data = static_cast<AddonData*>(instance);
-  data->constructing_docqa = new DocqaHandle{std::move(core)};
-  const bool ok = napi_new_instance(env, cls, 0, nullptr, &obj) == napi_ok;
-  if (data->constructing_docqa) {
-    delete static_cast<DocqaHandle*>(data->constructing_docqa);
-    data->constructing_docqa = nullptr;
-  }
-  if (!ok) {
-    throw_napi_failure(env, "new DocQA");
-    return nullptr;
-  }
-  return obj;
+  return new_native<DocqaHandle>(env, &AddonData::docqa_constructor, &AddonData::constructing_docqa, std::move(core),
+                                 "new DocQA");
 }
 
 // openDocQA(options) -> Promise<DocQA>.

@@ -17,6 +17,7 @@
 #include "classify.h"
 #include "embeddings.h"
 #include "js.h"
+#include "native_class.h"
 #include "options.h"
 #include "router.h"
 #include "sessions.h"
@@ -83,25 +84,7 @@ napi_value status_result(napi_env env, edgellm_status st) {
 // Called by new_model only: `new Model()` from JS is refused, since it carries no handle
 // (AddonData::constructing is set only while new_model constructs).
 napi_value constructor(napi_env env, napi_callback_info info) {
-  napi_value self = nullptr;
-  void* instance = nullptr;
-  if (napi_get_cb_info(env, info, nullptr, nullptr, &self, nullptr) != napi_ok) return nullptr;
-  if (napi_get_instance_data(env, &instance) != napi_ok || !instance) return nullptr;
-  auto* data = static_cast<AddonData*>(instance);
-  auto* handle = static_cast<ModelHandle*>(data->constructing);
-  if (!handle) {
-    throw_error(env, "INVALID_ARGUMENT", "Model objects come from load()");
-    return nullptr;
-  }
-  data->constructing = nullptr;  // one object per handle, even if the wrap fails
-  if (napi_wrap(
-          env, self, handle, [](napi_env, void* d, void*) { delete static_cast<ModelHandle*>(d); }, nullptr, nullptr) !=
-      napi_ok) {
-    delete handle;
-    throw_napi_failure(env, "napi_wrap");
-    return nullptr;
-  }
-  return self;
+  return construct_native<ModelHandle>(env, info, &AddonData::constructing, "Model objects come from load()");
 }
 
 napi_value m_generate(napi_env env, napi_callback_info info) {
@@ -548,25 +531,8 @@ bool define_model_class(napi_env env, napi_value exports, AddonData* data) {
 }
 
 napi_value new_model(napi_env env, std::shared_ptr<ModelCore> core) {
-  void* instance = nullptr;
-  napi_value cls = nullptr, obj = nullptr;
-  if (napi_get_instance_data(env, &instance) != napi_ok || !instance ||
-      napi_get_reference_value(env, static_cast<AddonData*>(instance)->model_constructor, &cls) != napi_ok) {
-    throw_napi_failure(env, "new Model");
-    return nullptr;
-  }
-  auto* data = static_cast<AddonData*>(instance);
-  data->constructing = new ModelHandle{std::move(core)};  // the constructor takes it
-  bool ok = napi_new_instance(env, cls, 0, nullptr, &obj) == napi_ok;
-  if (data->constructing) {  // the constructor did not run
-    delete static_cast<ModelHandle*>(data->constructing);
-    data->constructing = nullptr;
-  }
-  if (!ok) {
-    throw_napi_failure(env, "new Model");
-    return nullptr;
-  }
-  return obj;
+  return new_native<ModelHandle>(env, &AddonData::model_constructor, &AddonData::constructing, std::move(core),
+                                 "new Model");
 }
 
 std::shared_ptr<ModelCore> model_core_of(napi_env env, napi_value value) {
