@@ -14,14 +14,19 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 # CMakeLists.txt): a test binary that links a unity batch links all 8 of its sources, which moved
 # the peak-RSS tests' process overhead (stories260K: 4.8-5.0 MiB -> 5.6-5.7 MiB), and the plain
 # build is where those run.
-CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server"
+# The test files (tests/<area>/test_*.cpp) compile with clang++ when it is there (EDGELLM_TEST_CXX,
+# CMakeLists.txt: about half of g++'s compile time for gtest-heavy files); the library, tools and
+# server keep g++, which links every binary.
+TEST_CXX   ?= $(shell command -v clang++ 2>/dev/null)
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server" \
+             -DEDGELLM_TEST_CXX=$(TEST_CXX)
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG),
 # linked by lld (EDGELLM_LINKER: their ~150 test links take a quarter of GNU ld's time) against
 # shared internal libraries (EDGELLM_SHARED_INTERNALS: each test links its own objects instead of
 # an 83 MB copy of the library; the plain build, which the RSS tests and the install test use,
 # keeps the static libraries an app's libedgellm.so is made of).
 SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_C_FLAGS_RELEASE="-O1 -g1" \
-             -DEDGELLM_UNITY=ON -DEDGELLM_LINKER=lld -DEDGELLM_SHARED_INTERNALS=ON
+             -DEDGELLM_UNITY=ON -DEDGELLM_LINKER=lld -DEDGELLM_SHARED_INTERNALS=ON -DEDGELLM_TEST_CXX=$(TEST_CXX)
 # TSan: the thread pool (platform), the parallel forward pass and repacking (engine), the service,
 # the model host and degradation ladder (runtime), the C ABI (api: tests/api and the examples) and
 # the HTTP server's I/O thread, workers and service callbacks (server: built without the CLI).
