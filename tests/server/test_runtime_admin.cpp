@@ -660,10 +660,11 @@ TEST(RuntimeAdmin, PauseHoldsRequestsUntilResumeAndTrimAnswersTheRuntimesBytes) 
 // interactive request are queued; after resume the interactive one is admitted first, then the
 // background ones in their order (service/request.h's rule). Through Runtime::submit the order
 // is on_finish's. Through HTTP it is read from the prefix cache, which only holds full 16-token
-// blocks of requests that ran before: the three prompts (token ids) share 2 blocks, two of them
-// a third, one of those a fourth, so each of the 6 admission orders gives its own cached_tokens
-// triple (a naive model of the cache in the test computes them; the answers' usage must match
-// exactly one, and that order must be the Runtime's).
+// blocks of requests that ran before: the prompts (token ids) share 2 blocks, the two
+// background ones a third, so a request's cached_tokens say which ran before it. A naive model
+// of the cache in the test gives the cached_tokens triple of each of the 6 orders; the answers'
+// triple must be that of exactly one order, and it must be the Runtime's. (The expected order's
+// triple is unique; some other orders share one, which fails the test as a wrong order should.)
 TEST(RuntimeAdmin, PriorityOrdersTheQueueAsTheRuntimeDoes) {
   Served s(kKey, 10000, "", /*n_seq=*/1);
   Runtime& rt = s.runtime();
