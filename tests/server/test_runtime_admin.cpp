@@ -600,21 +600,27 @@ TEST(RuntimeAdmin, PauseHoldsRequestsUntilResumeAndTrimAnswersTheRuntimesBytes) 
   EXPECT_EQ(json_of(r).at("running").as_number(), 0);
 
   // A deadline passing while paused: the server's answer is the Runtime's (finish "timeout").
-  std::mutex mutex;
-  std::condition_variable cv;
-  FinishReason direct_finish = FinishReason::kError;
-  bool direct_done = false;
-  rt.submit(direct_request(Priority::kInteractive, 300, [&](RequestResult& res) {
-    std::lock_guard<std::mutex> lock(mutex);
-    direct_finish = res.finish_reason;
-    direct_done = true;
-    cv.notify_all();
+  // Shared with the callback: should the test end early, the runtime's shutdown still calls it.
+  struct Direct {
+    std::mutex mutex;
+    std::condition_variable cv;
+    FinishReason finish = FinishReason::kError;
+    bool done = false;
+  };
+  auto direct = std::make_shared<Direct>();
+  rt.submit(direct_request(Priority::kInteractive, 300, [direct](RequestResult& res) {
+    std::lock_guard<std::mutex> lock(direct->mutex);
+    direct->finish = res.finish_reason;
+    direct->done = true;
+    direct->cv.notify_all();
   }));
   r = completion(s.port(), with("x_edgellm_deadline_ms", 300));
   ASSERT_EQ(r.status, 200) << r.body;
+  FinishReason direct_finish = FinishReason::kError;
   {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return direct_done; }));
+    std::unique_lock<std::mutex> lock(direct->mutex);
+    ASSERT_TRUE(direct->cv.wait_for(lock, std::chrono::seconds(30), [&] { return direct->done; }));
+    direct_finish = direct->finish;
   }
   EXPECT_EQ(direct_finish, FinishReason::kTimeout);
   EXPECT_EQ(json_of(r).at("x_edgellm").at("finish_reason").as_string(), finish_reason_name(direct_finish)) << r.body;
@@ -670,24 +676,32 @@ TEST(RuntimeAdmin, PriorityOrdersTheQueueAsTheRuntimeDoes) {
   Runtime& rt = s.runtime();
   const std::vector<std::string> expected = {"interactive", "background-1", "background-2"};
 
-  std::mutex mutex;
-  std::vector<std::string> direct_order;
+  // Shared with the callbacks: should the test end early, the runtime's shutdown still calls them.
+  struct Order {
+    std::mutex mutex;
+    std::vector<std::string> names;
+  };
+  auto finished = std::make_shared<Order>();
   rt.pause();
   for (const auto& [name, priority] : {std::pair<std::string, Priority>{"background-1", Priority::kBackground},
                                        {"background-2", Priority::kBackground},
                                        {"interactive", Priority::kInteractive}}) {
-    rt.submit(direct_request(priority, 60000, [&, name = name](RequestResult&) {
-      std::lock_guard<std::mutex> lock(mutex);
-      direct_order.push_back(name);
+    rt.submit(direct_request(priority, 60000, [finished, name = name](RequestResult&) {
+      std::lock_guard<std::mutex> lock(finished->mutex);
+      finished->names.push_back(name);
     }));
   }
   rt.resume();
   ASSERT_TRUE(wait_for(
       [&] {
-        std::lock_guard<std::mutex> lock(mutex);
-        return direct_order.size() == 3;
+        std::lock_guard<std::mutex> lock(finished->mutex);
+        return finished->names.size() == 3;
       },
       milliseconds(30000)));
+  const std::vector<std::string> direct_order = [&] {
+    std::lock_guard<std::mutex> lock(finished->mutex);
+    return finished->names;
+  }();
   EXPECT_EQ(direct_order, expected);
 
   // The prompts, in blocks of 16 ids (ids 100+ are not in the text prompt above): S S X t
