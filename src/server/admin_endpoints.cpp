@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +82,37 @@ void only_fields(const Json& body, const std::vector<std::string>& known) {
   }
 }
 
+// Pause, resume and trim act on the runtime as a whole: a body, if any, is empty or {} (a
+// field there is a mistake the operator should hear about, not a silent no-op).
+void no_fields(const HttpRequest& request, int max_depth) {
+  if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) return;
+  const Json body = parse_json_request(request, max_depth);
+  if (!body.as_object().empty()) {
+    throw ApiError::bad_field(body.as_object().begin()->first, "unknown field (this endpoint takes no fields)");
+  }
+}
+
+Json runtime_state(ServerContext& ctx) {
+  const ServiceMetrics m = ctx.service.service_metrics();
+  Json j = Json::object();
+  j.set("object", "runtime_state");
+  j.set("paused", ctx.service.paused());
+  j.set("paused_idle", m.paused_idle);
+  j.set("running", m.running);
+  j.set("waiting", m.waiting);
+  j.set("model_version", ctx.service.model_version());
+  return j;
+}
+
+// The trim's answer, from the scheduler thread to the worker that waits for it. Shared: a
+// worker that gave up (deadline, stop) leaves it to the callback.
+struct TrimDone {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  size_t bytes = 0;
+};
+
 }  // namespace
 
 HttpResponse admin_swap(ServerContext& ctx, HttpRequest& request) {
@@ -139,6 +173,53 @@ HttpResponse admin_pressure(ServerContext& ctx, HttpRequest& request) {
   j.set("target", static_cast<int>(target));
   j.set("target_name", rung_name(target));
   j.set("reason", reason);
+  return json_response(200, j);
+}
+
+HttpResponse admin_pause(ServerContext& ctx, HttpRequest& request, bool pause) {
+  no_fields(request, ctx.options.max_json_depth);
+  if (pause) {
+    ctx.service.pause();
+  } else {
+    ctx.service.resume();
+  }
+  log_message(LogLevel::kInfo, pause ? "server: /admin/pause: the runtime is paused (requests wait)"
+                                     : "server: /admin/resume: the runtime runs again");
+  return json_response(200, runtime_state(ctx));
+}
+
+HttpResponse admin_state(ServerContext& ctx) {
+  return json_response(200, runtime_state(ctx));
+}
+
+HttpResponse admin_trim(ServerContext& ctx, HttpRequest& request) {
+  no_fields(request, ctx.options.max_json_depth);
+  auto state = std::make_shared<TrimDone>();
+  const Clock::time_point t0 = Clock::now();
+  ctx.service.trim([state](size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->bytes = bytes;
+      state->done = true;
+    }
+    state->cv.notify_all();
+  });
+  // The scheduler runs it between two steps (at most one forward away; at once when idle or
+  // paused). Polled: a stopping server must not keep the worker.
+  const Clock::time_point give_up = t0 + std::chrono::milliseconds(ctx.options.deadline_ms);
+  std::unique_lock<std::mutex> lock(state->mutex);
+  while (!state->done) {
+    if (ctx.stopping.load() || Clock::now() > give_up) {
+      throw ApiError(503, "server_error", "trim_not_run",
+                     "the trim did not run in time (the server is stopping or the scheduler is busy)");
+    }
+    state->cv.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  Json j = Json::object();
+  j.set("object", "trim");
+  j.set("released_bytes", static_cast<double>(state->bytes));
+  j.set("trim_ms", ms_since(t0));
+  log_message(LogLevel::kInfo, "server: /admin/trim released " + std::to_string(state->bytes) + " bytes");
   return json_response(200, j);
 }
 

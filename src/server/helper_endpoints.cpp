@@ -157,6 +157,9 @@ HttpResponse health(ServerContext& ctx) {
   const bool stopping = ctx.stopping.load();
   Json j = Json::object();
   j.set("status", stopping ? "stopping" : "ok");
+  // POST /admin/pause: still 200 (the server is up and queues requests), but a balancer or an
+  // operator can see that nothing is generated until /admin/resume.
+  if (!stopping) j.set("paused", ctx.service.paused());
   return json_response(stopping ? 503 : 200, j);
 }
 

@@ -27,11 +27,12 @@ namespace {
 enum class Ep {
   kChat, kCompletion, kTokenize, kDetokenize, kApplyTemplate, kModels, kHealth, kMetrics, kPage,
   kImport, kExport, kDelete, kAdminSwap, kAdminReload, kAdminPressure, kAdminDegradation,
-  kEmbeddings, kRerank, kClassify,
+  kAdminPause, kAdminResume, kAdminState, kAdminTrim, kEmbeddings, kRerank, kClassify,
 };
 
 bool is_admin(Ep ep) {
-  return ep == Ep::kAdminSwap || ep == Ep::kAdminReload || ep == Ep::kAdminPressure || ep == Ep::kAdminDegradation;
+  return ep == Ep::kAdminSwap || ep == Ep::kAdminReload || ep == Ep::kAdminPressure || ep == Ep::kAdminDegradation ||
+         ep == Ep::kAdminPause || ep == Ep::kAdminResume || ep == Ep::kAdminState || ep == Ep::kAdminTrim;
 }
 
 struct Match {
@@ -77,6 +78,14 @@ Match match(std::string_view method, const std::string& path) {
     is(Ep::kAdminPressure, method == "POST", "POST");
   } else if (path == "/admin/degradation") {
     is(Ep::kAdminDegradation, get, "GET, HEAD");
+  } else if (path == "/admin/pause") {
+    is(Ep::kAdminPause, method == "POST", "POST");
+  } else if (path == "/admin/resume") {
+    is(Ep::kAdminResume, method == "POST", "POST");
+  } else if (path == "/admin/state") {
+    is(Ep::kAdminState, get, "GET, HEAD");
+  } else if (path == "/admin/trim") {
+    is(Ep::kAdminTrim, method == "POST", "POST");
   } else if (path == "/v1/embeddings" || path == "/embeddings") {
     is(Ep::kEmbeddings, method == "POST", "POST");
   } else if (path == "/v1/rerank" || path == "/rerank" || path == "/v1/reranking" || path == "/reranking") {
@@ -356,13 +365,16 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
     case Ep::kAdminPressure:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_pressure(ctx, q)); }, heavy);
       break;
+    case Ep::kAdminTrim:  // waits for the scheduler to run it: a worker, never the I/O thread
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_trim(ctx, q)); }, heavy);
+      break;
     default: {
       // Cheap, never blocking: answered on the I/O thread, so they work even when every
       // worker is busy (/health above all).
       const Ep ep = m.ep;
       std::string id = std::move(m.session_id);
       const int retry_after = o.retry_after_s;
-      p.run_inline = [&ctx, ep, id, retry_after](HttpRequest&) -> HttpResponse {
+      p.run_inline = [&ctx, ep, id, retry_after](HttpRequest& q) -> HttpResponse {
         try {
           switch (ep) {
             case Ep::kModels: return models(ctx);
@@ -372,6 +384,9 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
             case Ep::kExport: return export_session(ctx, id);
             case Ep::kDelete: return delete_session(ctx, id);
             case Ep::kAdminDegradation: return admin_degradation(ctx);
+            case Ep::kAdminPause: return admin_pause(ctx, q, true);
+            case Ep::kAdminResume: return admin_pause(ctx, q, false);
+            case Ep::kAdminState: return admin_state(ctx);
             default: break;
           }
           throw ApiError(404, "invalid_request_error", "not_found", "no such endpoint");

@@ -12,13 +12,15 @@
 //                                                (embeddings_endpoint.h)
 //   POST /admin/swap, /admin/reload, /admin/pressure, GET /admin/degradation
 //                                                the model and the ladder, changed while serving
+//   POST /admin/pause, /admin/resume, /admin/trim, GET /admin/state
+//                                                the Runtime's scheduling and memory
 //
 // This file is the router path and policy; the pieces live beside it:
 //   http_transport.h       connections, parsing, limits, deadlines (Boost.Beast)
 //   generation_endpoint.h  the OpenAI generation (streamed and not); routed_chat.h its router path
 //   helper_endpoints.h     tokenize, detokenize, apply-template, models, health, metrics, page
 //   session_endpoints.h    import, export, delete
-//   admin_endpoints.h      swap, reload, pressure, degradation (API key only)
+//   admin_endpoints.h      swap, reload, pressure, degradation, pause, resume, state, trim (API key only)
 //   request_policy.h       Host and Origin checks (DNS rebinding, cross-site requests)
 //   service_calls.h        the calls the endpoints make to the model side (the Runtime)
 //

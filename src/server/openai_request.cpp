@@ -98,12 +98,39 @@ void parse_common(const Json& body, ParsedRequest& out) {
   if (field(body, "frequency_penalty")) s.frequency_penalty = static_cast<float>(any_number(body, "frequency_penalty"));
   if (field(body, "presence_penalty")) s.presence_penalty = static_cast<float>(any_number(body, "presence_penalty"));
   if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(any_number(body, "repeat_penalty"));
+  // llama-server's name for the penalties' window (SamplerParams::penalty_last_n; NAPI's
+  // penaltyLastN): 0 no penalties, -1 every token. Its range is the Runtime's.
+  if (field(body, "repeat_last_n")) s.penalty_last_n = any_int32(*body.find("repeat_last_n"), "repeat_last_n");
   // llama-server's extension: never sample end-of-generation tokens (benchmarks, tests).
   if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
   // Endless streams (docs/context-shift.md): llama-server's n_keep, and context_shift per request
   // (llama-server has it as a server flag). n_keep's range is the Runtime's.
   if (field(body, "context_shift")) r.context_shift = boolean(body, "context_shift");
   if (field(body, "n_keep")) r.n_keep = any_int32(*body.find("n_keep"), "n_keep");
+  // The queue's order (ServiceRequest::priority, as the C ABI's and NAPI's): interactive requests
+  // are admitted before background ones, FIFO within one. The names, or the C ABI's numbers
+  // (0, 1): a number is passed on as it is, so one out of range is refused in the Runtime's
+  // words (request_limits.h) with every face's status.
+  if (const Json* pr = field(body, "priority")) {
+    if (pr->is_string()) {
+      if (pr->as_string() == "interactive") {
+        r.priority = Priority::kInteractive;
+      } else if (pr->as_string() == "background") {
+        r.priority = Priority::kBackground;
+      } else {
+        throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
+      }
+    } else if (pr->is_number()) {
+      r.priority = static_cast<Priority>(any_int32(*pr, "priority"));
+    } else {
+      throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
+    }
+  }
+  // A deadline shorter than the server's --timeout (ServiceRequest::deadline_ms, queue wait
+  // included); generate() checks it against --timeout, which it may not exceed.
+  if (field(body, "x_edgellm_deadline_ms")) {
+    out.deadline_ms = integer_in(body, "x_edgellm_deadline_ms", 1, INT64_MAX / 2);
+  }
   if (field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
     out.seed_given = true;
@@ -225,6 +252,10 @@ Json parse_messages(const Json* messages) {
 ParsedRequest parse_chat_request(const Json& body) {
   ParsedRequest out;
   parse_common(body, out);
+  // A chat is rendered by the template, never tokenized as raw text: the raw-prompt switches
+  // would do nothing here.
+  refuse(body, "add_special", "applies to a raw prompt: send it to /v1/completions");
+  refuse(body, "parse_special", "applies to a raw prompt: send it to /v1/completions");
   out.tools = parse_tool_request(body);
   out.constraint_field = parse_output_constraint(body, out.tools.active(), out.request);
   // The templates want a call's arguments as an object (OpenAI sends a JSON string).
@@ -253,6 +284,11 @@ ParsedRequest parse_completion_request(const Json& body) {
   refuse(body, "tools", "tool calls are a chat feature: send them to /v1/chat/completions");
   refuse(body, "tool_choice", "tool calls are a chat feature: send them to /v1/chat/completions");
   out.constraint_field = parse_output_constraint(body, false, out.request);
+  // The raw prompt's tokenization (ServiceRequest::add_special / parse_special, the C ABI's and
+  // NAPI's): BOS as the model asks (default true); "<|im_start|>" in the text as the control
+  // token (default false: a prompt's text is text).
+  if (field(body, "add_special")) out.request.add_special = boolean(body, "add_special");
+  if (field(body, "parse_special")) out.request.parse_special = boolean(body, "parse_special");
   if (field(body, "echo") && boolean(body, "echo")) throw ApiError::bad_field("echo", "not supported");
   if (field(body, "best_of") && integer_in(body, "best_of", 1, 1000) != 1) {
     throw ApiError::bad_field("best_of", "only best_of = 1 is supported");

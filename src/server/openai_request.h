@@ -5,8 +5,10 @@
 // silently dropped. Structured output (response_format, grammar, json_schema) and tools:
 // structured_request.h.
 //
-// llama-server extensions accepted too: top_k, min_p, repeat_penalty, ignore_eos. EdgeLLM's:
-// x_edgellm_route (runtime/router.h) and x_edgellm_session (an id of SessionStore::valid_id's form).
+// llama-server extensions accepted too: top_k, min_p, repeat_penalty, repeat_last_n, ignore_eos,
+// n_keep, context_shift; /v1/completions: add_special, parse_special. EdgeLLM's: priority
+// ("interactive" | "background"), x_edgellm_route (runtime/router.h), x_edgellm_session (an id
+// of SessionStore::valid_id's form), x_edgellm_deadline_ms (at most the server's --timeout).
 //
 // Defaults are the engine's (as llama-server's): temperature 0.8, top_k 40, top_p 0.95, min_p
 // 0.05, a random seed; max_tokens: until a stop or the context is full (the deadline still
@@ -29,6 +31,7 @@ struct ParsedRequest {
   bool seed_given = false;
   std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (runtime/router.h)
   std::string session_id;      // "x_edgellm_session": continue from / save to this server session
+  int64_t deadline_ms = 0;     // "x_edgellm_deadline_ms": 0 not given (the server's --timeout)
   ToolRequest tools;           // chat: tools, tool_choice, parallel_tool_calls
   std::string constraint_field;  // the body field of the output constraint ("" none; structured_request.h)
 

@@ -30,7 +30,7 @@ HttpResponse answer_routed(ServerContext& ctx, ParsedRequest p, const ResponseHe
   auto ch = std::make_shared<CompletionChannel>();
   ServiceRequest sr = std::move(p.request);
   sr.route = route_mode(p.route);
-  sr.deadline_ms = ctx.options.deadline_ms;
+  sr.deadline_ms = p.deadline_ms > 0 ? p.deadline_ms : ctx.options.deadline_ms;  // generate() checked it
   sr.on_token = [ch](const TokenEvent& ev) { return ch->on_token(ev); };
   sr.on_finish = [ch](const RequestResult& r) { ch->on_finish(r); };
   RequestId id = 0;

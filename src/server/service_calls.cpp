@@ -48,6 +48,11 @@ void ServiceCalls::swap_model(const std::string& path, const std::string& versio
 std::string ServiceCalls::reload_from_registry() { return runtime_.reload_from_registry(); }
 void ServiceCalls::set_pressure(const PressureSignals& signals) { runtime_.set_pressure(signals); }
 Json ServiceCalls::degradation_json() const { return runtime_.degradation_json(); }
+void ServiceCalls::pause() { runtime_.pause(); }
+void ServiceCalls::resume() { runtime_.resume(); }
+bool ServiceCalls::paused() const { return runtime_.paused(); }
+void ServiceCalls::trim(std::function<void(size_t)> done) { runtime_.trim(std::move(done)); }
+ServiceMetrics ServiceCalls::service_metrics() const { return runtime_.service_metrics(); }
 std::vector<std::string> ServiceCalls::live_versions() const { return runtime_.live_versions(); }
 uint64_t ServiceCalls::swaps() const { return runtime_.swaps(); }
 

@@ -8,6 +8,7 @@
 //   sessions   import, export, delete, size limits  the Runtime's SessionStore
 //   the model  serving(): tokenizer, template, sizes   Runtime::service(), held while used
 //   admin      swap, reload, pressure, degradation  ModelHost / DegradationController via the Runtime
+//              pause, resume, trim                  Runtime::pause / resume / trim
 //   router     routing(), router_params()           the Runtime's router (runtime/router.h)
 //   metrics    the Runtime's Prometheus text        service + ladder + router + sessions + swaps
 //
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "runtime/degradation_ladder.h"
 #include "runtime/router.h"
 #include "service/request.h"
+#include "service/service_metrics.h"
 
 namespace edgellm {
 class InferenceService;
@@ -81,6 +84,14 @@ class ServiceCalls {
   std::string reload_from_registry();
   void set_pressure(const PressureSignals& signals);
   Json degradation_json() const;
+  // Runtime::pause / resume (every live version; new requests queue, deadlines keep running)
+  // and Runtime::trim (done(bytes) on the scheduler thread, between two steps, paused or not).
+  void pause();
+  void resume();
+  bool paused() const;
+  void trim(std::function<void(size_t)> done);
+  // The serving version's queue and sequences (ServiceMetrics running / waiting / paused_idle).
+  ServiceMetrics service_metrics() const;
   std::vector<std::string> live_versions() const;
   uint64_t swaps() const;
 

@@ -41,6 +41,12 @@ void in_range(double v, double lo, double hi, const char* name) {
     refuse(std::string(name) + " must be in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
 }
 
+void check_priority(Priority p) {
+  if (p != Priority::kInteractive && p != Priority::kBackground) {
+    refuse("priority must be 0 (interactive) or 1 (background), got " + std::to_string(static_cast<int>(p)));
+  }
+}
+
 bool is_control(char32_t cp) {
   return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || (cp >= 0x7F && cp <= 0x9F);
 }
@@ -190,7 +196,7 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
   if (!r.grammar_gbnf.empty()) check_strict_utf8(r.grammar_gbnf, "grammar");
   if (!r.json_schema.empty()) check_strict_utf8(r.json_schema, "json_schema");
   if (r.n_keep < -1) refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.n_keep));
-  if (r.priority != Priority::kInteractive && r.priority != Priority::kBackground) refuse("priority is unknown");
+  check_priority(r.priority);
   check_sampling(r.sampling, n_vocab);
   return changed;
 }
@@ -242,7 +248,7 @@ size_t check_embedding_request(EmbeddingRequest& r, int32_t n_vocab, InputPolicy
     refuse("task is unknown");
   }
   if (r.truncation != Truncation::kRefuse && r.truncation != Truncation::kEnd) refuse("truncation is unknown");
-  if (r.priority != Priority::kInteractive && r.priority != Priority::kBackground) refuse("priority is unknown");
+  check_priority(r.priority);
   return changed;
 }
 

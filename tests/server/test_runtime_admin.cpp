@@ -1,6 +1,7 @@
 // `edgellm serve` as a face of the Runtime (issue 37): a hot swap under load through
-// POST /admin/swap, the admin endpoints' refusals, and POST /admin/pressure moving the
-// degradation ladder.
+// POST /admin/swap, the admin endpoints' refusals, POST /admin/pressure moving the
+// degradation ladder, POST /admin/pause / resume / trim against the Runtime's own state and
+// metrics, and a request's priority ordering the queue as Runtime::submit's does.
 //
 // The swap: 8 streaming chat clients loop on one greedy prompt (ignore_eos, 24 tokens) against
 // stories260K as version "1". With all 8 requests admitted (4 decoding, 4 queued) and the
@@ -12,10 +13,14 @@
 // answer has the same text, every "2" answer the same text, and the two differ (two models).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +34,7 @@
 #include "runtime/runtime.h"
 #include "serve_harness.h"
 #include "support/test_env.h"
+#include "tokenizer/tokenizer.h"
 
 namespace edgellm::server::test {
 namespace {
@@ -43,7 +49,9 @@ constexpr int kTokens = 24;
 class Served {
  public:
   // registry_dir: open `story` from that registry (as `edgellm serve --registry DIR -m story`).
-  explicit Served(std::string api_key, int64_t recover_ms = 10000, const std::string& registry_dir = "") {
+  // n_seq: sequences decoded at once (1: requests run one after another, in admission order).
+  explicit Served(std::string api_key, int64_t recover_ms = 10000, const std::string& registry_dir = "",
+                  int32_t n_seq = 4) {
     RuntimeParams rp;
     if (registry_dir.empty()) {
       rp.model_path = edgellm::test::shared_model("stories260K.gguf");
@@ -55,7 +63,7 @@ class Served {
     rp.recover_ms = recover_ms;
     ServiceParams& sp = rp.service;
     sp.context.n_ctx = 512;
-    sp.context.n_seq_max = 4;
+    sp.context.n_seq_max = n_seq;
     sp.context.kv_type = TensorType::F32;
     sp.max_queued = 8;  // 4 decoding + 4 waiting = the 8 clients: none is refused 429
     runtime_ = std::make_unique<Runtime>(std::move(rp));
@@ -200,6 +208,40 @@ RawResponse session_completion(int port, const std::string& id) {
   return round_trip(port, post_request("/v1/completions", b.dump(), bearer(kKey)));
 }
 
+// A greedy completion of kPrompt, 4 tokens; `extra` adds fields (priority, deadline, ...).
+constexpr const char* kPrompt = "Once upon a time";
+std::string completion_body(const Json& extra = Json::object()) {
+  Json b = Json::object();
+  b.set("prompt", kPrompt);
+  b.set("max_tokens", 4);
+  b.set("temperature", 0);
+  b.set("ignore_eos", true);
+  for (const auto& [k, v] : extra.as_object()) b.set(k, v);
+  return b.dump();
+}
+RawResponse completion(int port, const Json& extra = Json::object()) {
+  return round_trip(port, post_request("/v1/completions", completion_body(extra), bearer(kKey)), 60000);
+}
+Json with(const char* name, Json value) {
+  Json j = Json::object();
+  j.set(name, std::move(value));
+  return j;
+}
+
+// The same request straight into the Runtime (no HTTP): the reference the server's answers are
+// compared with. on_finish records `name` in `order` (under `mutex`).
+ServiceRequest direct_request(Priority priority, int64_t deadline_ms, std::function<void(RequestResult&)> on_finish) {
+  ServiceRequest r;
+  r.prompt = kPrompt;
+  r.max_tokens = 4;
+  r.sampling.temperature = 0;
+  r.ignore_eog = true;
+  r.priority = priority;
+  r.deadline_ms = deadline_ms;
+  r.on_finish = std::move(on_finish);
+  return r;
+}
+
 TEST(RuntimeAdmin, HotSwapUnderLoadDrainsTheOldVersionAndLabelsEveryAnswer) {
   Served s(kKey);
   const std::string body = chat_body();
@@ -340,12 +382,15 @@ TEST(RuntimeAdmin, AdminNeedsTheKeyAndRefusesBadRequests) {
          {admin_get(open.port(), "/admin/degradation", ""),
           admin_post(open.port(), "/admin/swap", R"({"model": "/etc/passwd", "version": "2"})", ""),
           admin_post(open.port(), "/admin/pressure", R"({"memory": 3})", ""),
-          admin_post(open.port(), "/admin/reload", "", "")}) {
+          admin_post(open.port(), "/admin/reload", "", ""), admin_post(open.port(), "/admin/pause", "", ""),
+          admin_post(open.port(), "/admin/resume", "", ""), admin_post(open.port(), "/admin/trim", "", ""),
+          admin_get(open.port(), "/admin/state", "")}) {
       EXPECT_EQ(r.status, 403) << r.body;
       EXPECT_EQ(error_code(r), "admin_needs_api_key") << r.body;
     }
     EXPECT_EQ(open.runtime().model_version(), "1");
     EXPECT_EQ(open.runtime().rung(), Rung::kNormal);
+    EXPECT_FALSE(open.runtime().paused());
   }
   Served s(kKey);
   const std::string swap_body =
@@ -357,11 +402,33 @@ TEST(RuntimeAdmin, AdminNeedsTheKeyAndRefusesBadRequests) {
     EXPECT_EQ(r.status, 401) << r.body;
     EXPECT_EQ(error_code(r), "invalid_api_key");
     EXPECT_EQ(admin_post(s.port(), "/admin/pressure", R"({"memory": 3})", key).status, 401);
+    for (const char* path : {"/admin/pause", "/admin/resume", "/admin/trim"}) {
+      const RawResponse a = admin_post(s.port(), path, "", key);
+      EXPECT_EQ(a.status, 401) << path << ": " << a.body;
+      EXPECT_EQ(error_code(a), "invalid_api_key") << path;
+    }
+    EXPECT_EQ(admin_get(s.port(), "/admin/state", key).status, 401);
   }
+  EXPECT_FALSE(s.runtime().paused());
   EXPECT_EQ(s.runtime().model_version(), "1");
   EXPECT_EQ(s.runtime().swaps(), 0u);
   // The wrong method: 405.
   EXPECT_EQ(admin_get(s.port(), "/admin/swap").status, 405);
+  for (const char* path : {"/admin/pause", "/admin/resume", "/admin/trim"}) {
+    EXPECT_EQ(admin_get(s.port(), path).status, 405) << path;
+    // Bad JSON, a field where none is taken: 400, and nothing happens.
+    RawResponse a = admin_post(s.port(), path, "{\"paused\": ");
+    EXPECT_EQ(a.status, 400) << path << ": " << a.body;
+    EXPECT_EQ(error_code(a), "invalid_json") << a.body;
+    a = admin_post(s.port(), path, R"({"seconds": 5})");
+    EXPECT_EQ(a.status, 400) << path << ": " << a.body;
+    EXPECT_EQ(json_of(a).at("error").at("param").as_string(), "seconds") << a.body;
+    a = admin_post(s.port(), path, "[]");
+    EXPECT_EQ(a.status, 400) << path << ": " << a.body;
+  }
+  EXPECT_EQ(admin_post(s.port(), "/admin/state", "").status, 405);
+  EXPECT_FALSE(s.runtime().paused());
+  EXPECT_EQ(s.runtime().service_metrics().trims, 0u);
 
   // Bad bodies name the field; a file that cannot be served changes nothing.
   RawResponse r = admin_post(s.port(), "/admin/swap", R"({"version": "2"})");
@@ -490,6 +557,315 @@ TEST(RuntimeAdmin, ReloadFollowsTheRegistryAndRefusesACorruptedFile) {
   EXPECT_EQ(r.header("x-edgellm-model-version"), "2");
   EXPECT_EQ(json_of(r).at("x_edgellm").at("model_version").as_string(), "2");
   std::filesystem::remove_all(dir);
+}
+
+// POST /admin/pause: a request sent while paused is queued and does not start (the scheduler
+// has seen the pause: paused_idle, no step) until POST /admin/resume; one whose deadline passes
+// while paused ends "timeout", as the same request submitted to the Runtime directly does.
+// POST /admin/trim answers the bytes the Runtime's metrics count for that trim.
+TEST(RuntimeAdmin, PauseHoldsRequestsUntilResumeAndTrimAnswersTheRuntimesBytes) {
+  Served s(kKey);
+  Runtime& rt = s.runtime();
+  RawResponse r = admin_post(s.port(), "/admin/pause", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(json_of(r).at("paused").as_bool()) << r.body;
+  EXPECT_TRUE(rt.paused());
+  r = round_trip(s.port(), get_request("/health"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(json_of(r).at("paused").as_bool()) << r.body;
+
+  std::atomic<bool> answered{false};
+  RawResponse held;
+  std::thread client([&] {
+    held = completion(s.port());
+    answered.store(true);
+  });
+  struct Joiner {
+    std::thread& t;
+    Runtime& rt;
+    ~Joiner() {
+      rt.resume();
+      if (t.joinable()) t.join();
+    }
+  } joiner{client, rt};
+  // Queued behind the pause: waiting, not running, and the scheduler idles.
+  ASSERT_TRUE(wait_for([&] { return rt.service_metrics().waiting == 1; }, milliseconds(30000)));
+  ASSERT_TRUE(wait_for([&] { return rt.service_metrics().paused_idle; }, milliseconds(30000)));
+  const uint64_t steps = rt.service_metrics().steps;
+  r = admin_get(s.port(), "/admin/state");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(json_of(r).at("paused").as_bool());
+  EXPECT_TRUE(json_of(r).at("paused_idle").as_bool());
+  EXPECT_EQ(json_of(r).at("waiting").as_number(), 1);
+  EXPECT_EQ(json_of(r).at("running").as_number(), 0);
+
+  // A deadline passing while paused: the server's answer is the Runtime's (finish "timeout").
+  // Shared with the callback: should the test end early, the runtime's shutdown still calls it.
+  struct Direct {
+    std::mutex mutex;
+    std::condition_variable cv;
+    FinishReason finish = FinishReason::kError;
+    bool done = false;
+  };
+  auto direct = std::make_shared<Direct>();
+  rt.submit(direct_request(Priority::kInteractive, 300, [direct](RequestResult& res) {
+    std::lock_guard<std::mutex> lock(direct->mutex);
+    direct->finish = res.finish_reason;
+    direct->done = true;
+    direct->cv.notify_all();
+  }));
+  r = completion(s.port(), with("x_edgellm_deadline_ms", 300));
+  ASSERT_EQ(r.status, 200) << r.body;
+  FinishReason direct_finish = FinishReason::kError;
+  {
+    std::unique_lock<std::mutex> lock(direct->mutex);
+    ASSERT_TRUE(direct->cv.wait_for(lock, std::chrono::seconds(30), [&] { return direct->done; }));
+    direct_finish = direct->finish;
+  }
+  EXPECT_EQ(direct_finish, FinishReason::kTimeout);
+  EXPECT_EQ(json_of(r).at("x_edgellm").at("finish_reason").as_string(), finish_reason_name(direct_finish)) << r.body;
+  EXPECT_EQ(json_of(r).at("x_edgellm").at("completion_tokens").as_number(), 0) << r.body;
+
+  // Trim while paused (the scheduler's housekeeping runs): the answer is the metrics' step.
+  ServiceMetrics m0 = rt.service_metrics();
+  r = admin_post(s.port(), "/admin/trim", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ServiceMetrics m1 = rt.service_metrics();
+  EXPECT_EQ(m1.trims, m0.trims + 1);
+  EXPECT_EQ(static_cast<double>(m1.trimmed_bytes - m0.trimmed_bytes), json_of(r).at("released_bytes").as_number());
+
+  // Still held: no answer, no step, still waiting.
+  EXPECT_FALSE(answered.load());
+  EXPECT_EQ(rt.service_metrics().steps, steps);
+  EXPECT_EQ(rt.service_metrics().waiting, 1);
+
+  r = admin_post(s.port(), "/admin/resume", "{}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_FALSE(json_of(r).at("paused").as_bool());
+  EXPECT_FALSE(rt.paused());
+  client.join();
+  ASSERT_EQ(held.status, 200) << held.body;
+  EXPECT_EQ(json_of(held).at("x_edgellm").at("finish_reason").as_string(), "length") << held.body;
+  EXPECT_EQ(json_of(held).at("usage").at("completion_tokens").as_number(), 4) << held.body;
+  EXPECT_FALSE(json_of(round_trip(s.port(), get_request("/health"))).at("paused").as_bool());
+
+  // After a generation its scratch is there to give back: the trim releases some, and the
+  // metrics count exactly what the answer says.
+  m0 = rt.service_metrics();
+  r = admin_post(s.port(), "/admin/trim", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  m1 = rt.service_metrics();
+  EXPECT_EQ(m1.trims, m0.trims + 1);
+  const double released = json_of(r).at("released_bytes").as_number();
+  EXPECT_EQ(static_cast<double>(m1.trimmed_bytes - m0.trimmed_bytes), released);
+  EXPECT_GT(released, 0) << r.body;
+  std::printf("trim after a generation released %.0f bytes\n", released);
+}
+
+// priority: with one sequence and the runtime paused, two background requests and then one
+// interactive request are queued; after resume the interactive one is admitted first, then the
+// background ones in their order (service/request.h's rule). Through Runtime::submit the order
+// is on_finish's. Through HTTP it is read from the prefix cache, which only holds full 16-token
+// blocks of requests that ran before: the prompts (token ids) share 2 blocks, the two
+// background ones a third, so a request's cached_tokens say which ran before it. A naive model
+// of the cache in the test gives the cached_tokens triple of each of the 6 orders; the answers'
+// triple must be that of exactly one order, and it must be the Runtime's. (The expected order's
+// triple is unique; some other orders share one, which fails the test as a wrong order should.)
+TEST(RuntimeAdmin, PriorityOrdersTheQueueAsTheRuntimeDoes) {
+  Served s(kKey, 10000, "", /*n_seq=*/1);
+  Runtime& rt = s.runtime();
+  const std::vector<std::string> expected = {"interactive", "background-1", "background-2"};
+
+  // Shared with the callbacks: should the test end early, the runtime's shutdown still calls them.
+  struct Order {
+    std::mutex mutex;
+    std::vector<std::string> names;
+  };
+  auto finished = std::make_shared<Order>();
+  rt.pause();
+  for (const auto& [name, priority] : {std::pair<std::string, Priority>{"background-1", Priority::kBackground},
+                                       {"background-2", Priority::kBackground},
+                                       {"interactive", Priority::kInteractive}}) {
+    rt.submit(direct_request(priority, 60000, [finished, name = name](RequestResult&) {
+      std::lock_guard<std::mutex> lock(finished->mutex);
+      finished->names.push_back(name);
+    }));
+  }
+  rt.resume();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::lock_guard<std::mutex> lock(finished->mutex);
+        return finished->names.size() == 3;
+      },
+      milliseconds(30000)));
+  const std::vector<std::string> direct_order = [&] {
+    std::lock_guard<std::mutex> lock(finished->mutex);
+    return finished->names;
+  }();
+  EXPECT_EQ(direct_order, expected);
+
+  // The prompts, in blocks of 16 ids (ids 100+ are not in the text prompt above): S S X t
+  // (interactive), S S Y t (background-1), S S Y Z t (background-2); t = 4 ids, no full block.
+  constexpr int kBlock = 16;
+  auto block = [](int32_t first) {
+    std::vector<int32_t> b;
+    for (int32_t i = 0; i < kBlock; ++i) b.push_back(first + i);
+    return b;
+  };
+  auto cat = [](std::initializer_list<std::vector<int32_t>> parts) {
+    std::vector<int32_t> all;
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  const std::vector<int32_t> tail = {300, 301, 302, 303};
+  const std::vector<std::string> names = {"background-1", "background-2", "interactive"};  // sent in this order
+  const std::vector<std::vector<int32_t>> prompts = {cat({block(100), block(116), block(140), tail}),
+                                                     cat({block(100), block(116), block(140), block(160), tail}),
+                                                     cat({block(100), block(116), block(200), tail})};
+  // The cache model: a prompt reuses its longest prefix of full blocks that a request admitted
+  // before it also had (the tail and generated tokens never complete a shared block here).
+  auto predicted_cached = [&](const std::vector<size_t>& order) {
+    std::vector<int> cached(order.size(), 0);
+    for (size_t k = 0; k < order.size(); ++k) {
+      const std::vector<int32_t>& p = prompts[order[k]];
+      for (size_t j = 0; j < k; ++j) {
+        const std::vector<int32_t>& q = prompts[order[j]];
+        size_t same = 0;
+        while (same < p.size() && same < q.size() && p[same] == q[same]) ++same;
+        cached[order[k]] = std::max(cached[order[k]], static_cast<int>(same / kBlock * kBlock));
+      }
+    }
+    return cached;
+  };
+
+  ASSERT_EQ(admin_post(s.port(), "/admin/pause", "").status, 200);
+  // Both spellings of the field: a name, the C ABI's number.
+  const std::vector<Json> priorities = {Json("background"), Json(1), Json("interactive")};
+  std::vector<RawResponse> answers(names.size());
+  std::vector<std::thread> clients;
+  struct Joiner {
+    std::vector<std::thread>& threads;
+    Runtime& rt;
+    ~Joiner() {
+      rt.resume();
+      for (std::thread& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{clients, rt};
+  for (size_t i = 0; i < names.size(); ++i) {
+    Json b = Json::object();
+    Json ids = Json::array();
+    for (int32_t id : prompts[i]) ids.push_back(id);
+    b.set("prompt", std::move(ids));
+    b.set("max_tokens", 2);
+    b.set("temperature", 0);
+    b.set("priority", priorities[i]);
+    clients.emplace_back([&, i, body = b.dump()] {
+      answers[i] = round_trip(s.port(), post_request("/v1/completions", body, bearer(kKey)), 60000);
+    });
+    // Each in the queue before the next is sent: their arrival order is the one above.
+    ASSERT_TRUE(
+        wait_for([&] { return rt.service_metrics().waiting == static_cast<int32_t>(i + 1); }, milliseconds(30000)));
+  }
+  ASSERT_EQ(admin_post(s.port(), "/admin/resume", "").status, 200);
+  for (std::thread& t : clients) t.join();
+  std::vector<int> cached;
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSERT_EQ(answers[i].status, 200) << answers[i].body;
+    cached.push_back(
+        static_cast<int>(json_of(answers[i]).at("usage").at("prompt_tokens_details").at("cached_tokens").as_number()));
+  }
+  std::vector<size_t> order = {0, 1, 2};
+  std::vector<std::vector<std::string>> matching;
+  do {
+    if (predicted_cached(order) == cached) {
+      matching.push_back({});
+      for (size_t k : order) matching.back().push_back(names[k]);
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  ASSERT_EQ(matching.size(), 1u) << "cached_tokens " << cached[0] << " " << cached[1] << " " << cached[2];
+  EXPECT_EQ(matching[0], direct_order);
+}
+
+// The new fields' bad values: 400 naming the field, in the Runtime's words where the Runtime
+// checks the value; nothing is queued. And the raw-prompt switches do what the tokenizer says.
+TEST(RuntimeAdmin, RequestFieldsOfTheRuntimeAreCheckedAndHonoured) {
+  Served s(kKey);
+  Runtime& rt = s.runtime();
+  // The Runtime's own refusal of an unknown priority: the server's message must be the same.
+  std::string runtime_message;
+  try {
+    rt.submit(direct_request(static_cast<Priority>(7), 1000, {}));
+  } catch (const Error& e) {
+    runtime_message = e.what();
+  }
+  ASSERT_FALSE(runtime_message.empty());
+  const uint64_t submitted = rt.service_metrics().requests_submitted;
+  struct Bad {
+    const char* endpoint;
+    Json extra;
+    const char* param;  // "" when the Runtime refuses it (then the message is checked)
+  };
+  const std::vector<Bad> bad = {
+      {"/v1/completions", with("priority", 7), ""},
+      {"/v1/completions", with("priority", -1), ""},
+      {"/v1/completions", with("priority", 1.5), "priority"},
+      {"/v1/completions", with("priority", "urgent"), "priority"},
+      {"/v1/completions", with("priority", true), "priority"},
+      {"/v1/chat/completions", with("priority", Json::array()), "priority"},
+      {"/v1/completions", with("x_edgellm_deadline_ms", 0), "x_edgellm_deadline_ms"},
+      {"/v1/completions", with("x_edgellm_deadline_ms", "100"), "x_edgellm_deadline_ms"},
+      {"/v1/completions", with("x_edgellm_deadline_ms", 120001), "x_edgellm_deadline_ms"},  // > --timeout
+      {"/v1/completions", with("repeat_last_n", "64"), "repeat_last_n"},
+      {"/v1/completions", with("repeat_last_n", -2), ""},
+      {"/v1/completions", with("add_special", 1), "add_special"},
+      {"/v1/completions", with("parse_special", "yes"), "parse_special"},
+      {"/v1/chat/completions", with("add_special", false), "add_special"},
+      {"/v1/chat/completions", with("parse_special", true), "parse_special"},
+  };
+  for (const Bad& b : bad) {
+    std::string body;
+    if (std::string(b.endpoint) == "/v1/completions") {
+      body = completion_body(b.extra);
+    } else {
+      Json j = Json::parse(chat_body());
+      j.set("stream", false);
+      for (const auto& [k, v] : b.extra.as_object()) j.set(k, v);
+      body = j.dump();
+    }
+    const RawResponse r = round_trip(s.port(), post_request(b.endpoint, body, bearer(kKey)));
+    SCOPED_TRACE(b.extra.dump());
+    EXPECT_EQ(r.status, 400) << r.body;
+    const Json e = json_of(r).at("error");
+    EXPECT_FALSE(e.at("message").as_string().empty());
+    if (*b.param != '\0') {
+      EXPECT_EQ(e.at("param").as_string(), b.param) << r.body;
+    } else if (b.extra.find("priority") != nullptr && b.extra.at("priority").as_number() == 7) {
+      EXPECT_EQ(e.at("message").as_string(), runtime_message) << r.body;
+    } else {
+      EXPECT_NE(e.at("message").as_string().find(b.extra.as_object().begin()->first == "priority" ? "priority"
+                                                                                                  : "penalty_last_n"),
+                std::string::npos)
+          << r.body;
+    }
+  }
+  EXPECT_EQ(rt.service_metrics().requests_submitted, submitted);
+
+  // add_special: false drops the BOS the tokenizer adds (the tokenizer is the reference).
+  const std::shared_ptr<InferenceService> svc = rt.service();
+  for (const bool add : {true, false}) {
+    const RawResponse r = completion(s.port(), with("add_special", add));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json_of(r).at("usage").at("prompt_tokens").as_number(),
+              static_cast<double>(svc->tokenizer().encode(kPrompt, add, false).size()))
+        << r.body;
+  }
+  // repeat_last_n 0 (no penalties) and a per-request deadline within --timeout are taken.
+  Json extra = with("repeat_last_n", 0);
+  extra.set("x_edgellm_deadline_ms", 60000);
+  extra.set("priority", "background");
+  EXPECT_EQ(completion(s.port(), extra).status, 200);
 }
 
 }  // namespace
