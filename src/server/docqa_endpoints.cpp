@@ -65,8 +65,9 @@ std::string checked_key(const std::string& key) {
 }
 
 // A required text field: a string that is not blank; under the embedder's REFUSE input policy
-// also valid UTF-8 (naming the byte), as edgellm_docqa_* checks it. (The JSON parser already
-// refuses ill-formed bytes; "\udc00"-style escapes of lone surrogates are caught here.)
+// also valid UTF-8 (naming the byte), as edgellm_docqa_* checks it. (The body's parser already
+// refuses ill-formed bytes and turns a lone surrogate's escape into U+FFFD: this is the C ABI's
+// rule, kept for a string from anywhere.)
 std::string text_field(const ServerContext& ctx, const Json& body, const char* name) {
   const Json* v = body.find(name);
   if (v == nullptr || !v->is_string()) throw ApiError::bad_field(name, "required: a string");
