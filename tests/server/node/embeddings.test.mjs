@@ -179,7 +179,7 @@ test("/metrics: the embedding runtimes' series, labelled, each name declared onc
 });
 
 test("per-request pooling: the CLI's --pooling vectors exactly; none / rank / numbers are 400s", async () => {
-  for (const pooling of ["cls", "last", "mean"]) {
+  for (const pooling of ["cls", "last"]) {  // mean is the model's: "model" below
     const want = cliVectors(texts.slice(0, 2), ["--pooling", pooling]);
     const r = await client.embeddings.create({ model: "m", input: texts.slice(0, 2), encoding_format: "float", pooling });
     r.data.forEach((d, i) => assert.deepEqual(d.embedding, want[i], `${pooling} text ${i}`));
@@ -295,6 +295,28 @@ test("/v1/docqa: bad input gets a clear error and leaves the index file as it wa
   assert.ok(before.equals(fs.readFileSync(index)), "the index file is unchanged");
   // Without the key: 401 like every endpoint but / and /health.
   assert.equal((await fetch(server.url + "/v1/docqa/documents")).status, 401);
+});
+
+test("/v1/docqa: a save that fails is a 500 and the server's index stays what the file holds", async () => {
+  // The backup's name taken by a non-empty folder: the save's first step (the current file
+  // renamed over "<index>.bak") fails, as a full disk would fail the write.
+  const bak = index + ".bak";
+  fs.rmSync(bak, { recursive: true, force: true });
+  fs.mkdirSync(path.join(bak, "blocker"), { recursive: true });
+  try {
+    const before = fs.readFileSync(index);
+    const r = await call("POST", "/v1/docqa/documents", { key: "unsaved", text: "This text never reaches the disk." });
+    assert.equal(r.status, 500, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /\.bak/);
+    assert.ok(before.equals(fs.readFileSync(index)), "the index file is unchanged");
+    const list = await call("GET", "/v1/docqa/documents");
+    assert.deepEqual(list.body.data, cli(["list"]).documents.map(asServerHit));
+    const hits = await call("POST", "/v1/docqa/search", { query: "This text never reaches the disk.", top_k: 8 });
+    assert.ok(hits.body.hits.every((h) => h.key !== "unsaved"), "no hit of the unsaved document");
+  } finally {
+    fs.rmSync(bak, { recursive: true, force: true });
+    fs.rmSync(bak + ".tmp", { force: true });
+  }
 });
 
 test("/v1/docqa without an embedding model: refused at start, or 501 naming the flags", async () => {
