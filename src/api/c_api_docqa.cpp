@@ -32,7 +32,6 @@ struct edgellm_docqa {
 
 namespace {
 
-constexpr size_t kMaxDocqaKeyBytes = 4096;
 constexpr int32_t kMaxDocqaTopK = 4096;
 
 edgellm_docqa_params docqa_defaults() {
@@ -141,18 +140,7 @@ edgellm_docqa& handle_of(edgellm_docqa* h) {
 // A document key: what the index file stores as a checked UTF-8 string, shown in citations.
 std::string key_of(const char* key) {
   std::string k = capi::required(key, "key");
-  if (k.empty() || k.size() > kMaxDocqaKeyBytes) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "key must be 1 to " + std::to_string(kMaxDocqaKeyBytes) + " bytes, got " + std::to_string(k.size()));
-  }
-  const size_t bad = utf8::first_invalid(k);
-  if (bad != k.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "key is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
-  }
-  for (const unsigned char c : k) {
-    if (c < 0x20 || c == 0x7F) throw Error(ErrorCode::kInvalidArgument, "key holds a control character");
-  }
+  DocQa::check_key(k);
   return k;
 }
 

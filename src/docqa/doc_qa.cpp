@@ -293,6 +293,21 @@ Json DocQa::answer_messages(const std::string& question, const std::vector<Retri
   return messages;
 }
 
+void DocQa::check_key(std::string_view key) {
+  if (key.empty() || key.size() > kMaxKeyBytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "key must be 1 to " + std::to_string(kMaxKeyBytes) + " bytes, got " + std::to_string(key.size()));
+  }
+  const size_t bad = utf8::first_invalid(key);
+  if (bad != key.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "key is not valid UTF-8 (ill-formed sequence at byte " + std::to_string(bad) + ")");
+  }
+  for (const unsigned char c : key) {
+    if (c < 0x20 || c == 0x7F) throw Error(ErrorCode::kInvalidArgument, "key holds a control character");
+  }
+}
+
 std::vector<uint32_t> DocQa::cited_ids(std::string_view answer) {
   std::vector<uint32_t> ids;
   for (size_t i = 0; i < answer.size(); ++i) {

@@ -135,6 +135,11 @@ class DocQa {
   // passages only, cite them as [id], say so when they do not hold the answer) and a user
   // message with the passages ("[id] (path) text") and the question.
   static Json answer_messages(const std::string& question, const std::vector<RetrievedChunk>& context);
+  // A document key as every face takes it (an app's note id, stored in the index file and shown
+  // in citations): 1 to kMaxKeyBytes bytes of valid UTF-8 without control characters. Throws
+  // Error(kInvalidArgument) naming what is wrong (the byte of an ill-formed sequence).
+  static constexpr size_t kMaxKeyBytes = 4096;
+  static void check_key(std::string_view key);
   // The ids of "[n]" (also "[n, m]", "[n][m]") markers in `answer`, in order of first use.
   static std::vector<uint32_t> cited_ids(std::string_view answer);
   // The embedding model's identity as the index records it (fingerprint, architecture, dims).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,8 @@ HttpResponse embeddings(ServerContext& ctx, HttpRequest& request) {
   Runtime& rt = *ctx.embedder;
   const std::shared_ptr<EmbeddingService> svc = rt.embedding_service();
   EmbeddingRequest r;
+  r.pooling = ctx.embedding_pooling;
+  bool pooling_from_body = false;
   bool base64_out = false;
   {
     const Json body = parse_json_request(request, ctx.options.max_json_depth);
@@ -242,13 +245,28 @@ HttpResponse embeddings(ServerContext& ctx, HttpRequest& request) {
       }
       r.normalize = static_cast<int>(n->as_number());
     }
+    // Per request, as edgellm_embed's params.pooling and NAPI embed()'s {pooling}: "model" (the
+    // model's own), "mean", "cls", "last" ("none" is refused below); absent: --pooling's.
+    if (const Json* p = body.find("pooling"); p != nullptr && !p->is_null()) {
+      const std::optional<PoolingType> named =
+          p->is_string() ? pooling_type_from_name(p->as_string()) : std::optional<PoolingType>();
+      if (p->is_string() && p->as_string() == "model") {
+        r.pooling = PoolingType::kUnspecified;
+      } else if (!named.has_value() || *named == PoolingType::kRank) {
+        throw ApiError::bad_field("pooling", "expected \"model\", \"mean\", \"cls\" or \"last\"");
+      } else {
+        r.pooling = *named;
+      }
+      pooling_from_body = true;
+    }
   }
   r.task = EmbeddingTask::kEmbed;
-  r.pooling = ctx.embedding_pooling;
   const PoolingType pooling = r.pooling == PoolingType::kUnspecified ? svc->default_pooling() : r.pooling;
   if (pooling == PoolingType::kNone) {
     throw ApiError(400, "invalid_request_error", "invalid_value",
-                   "pooling none gives one vector per token, which is not OpenAI's shape (--pooling)");
+                   std::string("pooling none gives one vector per token, which is not OpenAI's shape (") +
+                       (pooling_from_body ? "\"pooling\"" : "--pooling") + ")",
+                   pooling_from_body ? "pooling" : "");
   }
   r.deadline_ms = ctx.options.deadline_ms;
   const EmbeddingResult res = run(rt, std::move(r));

@@ -6,12 +6,14 @@
 //
 //   POST /v1/embeddings, /embeddings   OpenAI's wire format:
 //     {"input": string | string[] | int[] | int[][], "model"?, "encoding_format"?: "float" |
-//      "base64", "dimensions"?, "user"?}
+//      "base64", "dimensions"?, "user"?, "embd_normalize"?, "pooling"?: "model" | "mean" | "cls" |
+//      "last"}
 //     -> {"object": "list", "data": [{"object": "embedding", "index", "embedding": float[] |
 //        base64 of little-endian float32}], "model", "usage": {"prompt_tokens", "total_tokens"}}
 //     Token arrays are embedded as given (no special token added), texts framed with the
 //     model's ([CLS] ... [SEP]). "dimensions" must equal the model's (no Matryoshka cut);
-//     pooling none is refused (one vector per token is not OpenAI's shape, as llama-server).
+//     pooling none is refused (one vector per token is not OpenAI's shape, as llama-server);
+//     "pooling" overrides --pooling for one request, as edgellm_embed's params.pooling.
 //   POST /v1/rerank, /rerank, /v1/reranking, /reranking   llama-server / Jina / Cohere:
 //     {"query", "documents": (string | {"text"})[], "top_n"?, "return_documents"?, "model"?}
 //     -> {"object": "list", "model", "results": [{"index", "relevance_score", "document"?:

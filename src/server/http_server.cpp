@@ -11,6 +11,7 @@
 #include "server/api_response.h"
 #include "server/auth.h"
 #include "server/classify_endpoint.h"
+#include "server/docqa_endpoints.h"
 #include "server/embeddings_endpoint.h"
 #include "server/generation_endpoint.h"
 #include "server/helper_endpoints.h"
@@ -28,7 +29,16 @@ enum class Ep {
   kChat, kCompletion, kTokenize, kDetokenize, kApplyTemplate, kModels, kHealth, kMetrics, kPage,
   kImport, kExport, kDelete, kAdminSwap, kAdminReload, kAdminPressure, kAdminDegradation,
   kAdminPause, kAdminResume, kAdminState, kAdminTrim, kEmbeddings, kRerank, kClassify,
+  kDocqaPut, kDocqaList, kDocqaDelete, kDocqaSearch, kDocqaAsk,
 };
+
+bool is_docqa(Ep ep) {
+  return ep == Ep::kDocqaPut || ep == Ep::kDocqaList || ep == Ep::kDocqaDelete || ep == Ep::kDocqaSearch ||
+         ep == Ep::kDocqaAsk;
+}
+
+// /v1/docqa/* requests at once (each holds a worker; one at a time uses the index).
+constexpr uint64_t kDocqaRequestsAtOnce = 4;
 
 bool is_admin(Ep ep) {
   return ep == Ep::kAdminSwap || ep == Ep::kAdminReload || ep == Ep::kAdminPressure || ep == Ep::kAdminDegradation ||
@@ -39,7 +49,7 @@ struct Match {
   bool found = false;       // the path names an endpoint
   bool method_ok = false;   // ... and the method is one it takes
   Ep ep = Ep::kHealth;
-  std::string session_id;   // export / delete
+  std::string session_id;   // export / delete; the document key (still encoded) of a docqa delete
   const char* allow = "";   // the methods it takes (405's Allow)
 };
 
@@ -92,6 +102,15 @@ Match match(std::string_view method, const std::string& path) {
     is(Ep::kRerank, method == "POST", "POST");
   } else if (path == "/v1/classify" || path == "/classify") {
     is(Ep::kClassify, method == "POST", "POST");
+  } else if (path == "/v1/docqa/documents") {
+    is(method == "POST" ? Ep::kDocqaPut : Ep::kDocqaList, get || method == "POST", "GET, HEAD, POST");
+  } else if (std::string key = docqa_document_path_key(path); !key.empty()) {
+    is(Ep::kDocqaDelete, method == "DELETE", "DELETE");
+    m.session_id = std::move(key);
+  } else if (path == "/v1/docqa/search") {
+    is(Ep::kDocqaSearch, method == "POST", "POST");
+  } else if (path == "/v1/docqa/ask") {
+    is(Ep::kDocqaAsk, method == "POST", "POST");
   } else if (path == "/v1/sessions/import") {
     is(Ep::kImport, method == "POST", "POST");
   } else if (std::string id = session_export_id(path); !id.empty()) {
@@ -141,6 +160,7 @@ HttpServer::HttpServer(Runtime& runtime, ServerOptions options, ListeningSocket 
                       : std::max<uint64_t>(16 * uint64_t{ctx_->options.max_body_bytes}, ctx_->options.max_body_bytes)),
       helpers_(ctx_->options.helper_slots),
       imports_(1),
+      docqa_requests_(kDocqaRequestsAtOnce),
       socket_(std::move(socket)) {
   if (runtime.role() != RuntimeRole::kGenerate) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -169,6 +189,14 @@ void HttpServer::attach_embedding_runtimes(Runtime* embedder, const std::string&
   ctx_->embedding_pooling = pooling;
 }
 
+void HttpServer::attach_docqa(const std::string& index_path, DocQaOptions options) {
+  require(!transport_, ErrorCode::kInvalidArgument, "attach_docqa after bind()");
+  require(ctx_->embedder != nullptr, ErrorCode::kInvalidArgument,
+          "--docqa-index needs --embedding-model FILE (the model that embeds the documents and questions)");
+  ctx_->docqa = std::make_shared<ServedDocQa>(*ctx_->embedder, ctx_->service.runtime(), ctx_->reranker, index_path,
+                                              std::move(options));
+}
+
 const ServerCounters& HttpServer::counters() const { return ctx_->counters; }
 
 TransportLimits HttpServer::transport_limits() const {
@@ -182,10 +210,12 @@ TransportLimits HttpServer::transport_limits() const {
   l.max_client_connections = o.max_client_connections;
   // Generations hold a worker for their whole answer, but the service admits only
   // n_parallel + max_queued of them (429 for more, answered in microseconds); helpers hold one
-  // within their slots, an import within its one; the rest answer refusals and cheap requests.
+  // within their slots, an import within its one, document Q&A within its few; the rest answer
+  // refusals and cheap requests.
   l.worker_threads = o.http_threads > 0
                          ? static_cast<size_t>(o.http_threads)
-                         : static_cast<size_t>(p.n_parallel + p.max_queued) + o.helper_slots + 1 + 4;
+                         : static_cast<size_t>(p.n_parallel + p.max_queued) + o.helper_slots + 1 + 4 +
+                               (ctx_->docqa ? kDocqaRequestsAtOnce : 0);
   l.max_waiting_tasks = o.http_waiting > 0 ? static_cast<size_t>(o.http_waiting) : 4 * l.worker_threads;
   l.retry_after_s = o.retry_after_s;
   return l;
@@ -325,6 +355,13 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
                         " at a time; retry shortly");
     }
   }
+  if (is_docqa(m.ep)) {
+    tokens.push_back(docqa_requests_.try_take());
+    if (tokens.back() == nullptr) {
+      return refuse(429, "server_busy",
+                    "document Q&A: " + std::to_string(kDocqaRequestsAtOnce) + " requests at a time; retry shortly");
+    }
+  }
   if (!tokens.empty()) p.admission = std::make_shared<std::vector<std::shared_ptr<void>>>(std::move(tokens));
 
   const bool heavy = helper || import || declared >= kHeavyBody;
@@ -352,6 +389,25 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
       break;
     case Ep::kClassify:  // blocks for its forwards: a worker (classify_endpoint.h)
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(classify(ctx, q)); }, heavy);
+      break;
+    // Document Q&A embeds, generates and writes the index file: a worker, never the I/O thread
+    // (docqa_endpoints.h); the list too, since it waits for the index's one user.
+    case Ep::kDocqaPut:
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_put_document(ctx, q)); }, heavy);
+      break;
+    case Ep::kDocqaList:
+      p.run = guarded([&ctx](HttpRequest&, ResponseWriter& w) { w.send(docqa_list_documents(ctx)); }, heavy);
+      break;
+    case Ep::kDocqaDelete:
+      p.run = guarded([&ctx, key = m.session_id](HttpRequest&, ResponseWriter& w) {
+        w.send(docqa_delete_document(ctx, key));
+      }, heavy);
+      break;
+    case Ep::kDocqaSearch:
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_search(ctx, q)); }, heavy);
+      break;
+    case Ep::kDocqaAsk:
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_ask(ctx, q)); }, heavy);
       break;
     case Ep::kImport:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(import_session(ctx, q)); }, heavy);

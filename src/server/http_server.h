@@ -10,6 +10,7 @@
 //                                                a conversation's KV moving between devices
 //   POST /v1/embeddings, /v1/rerank              with --embedding-model / --rerank-model
 //                                                (embeddings_endpoint.h)
+//   /v1/docqa/documents, /search, /ask       document Q&A with --docqa-index (docqa_endpoints.h)
 //   POST /admin/swap, /admin/reload, /admin/pressure, GET /admin/degradation
 //                                                the model and the ladder, changed while serving
 //   POST /admin/pause, /admin/resume, /admin/trim, GET /admin/state
@@ -41,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "docqa/doc_qa.h"
 #include "model/pooling_type.h"
 #include "server/admission.h"
 #include "server/http_transport.h"
@@ -78,6 +80,13 @@ class HttpServer : private HttpApplication {
   void attach_embedding_runtimes(Runtime* embedder, const std::string& embedder_name, Runtime* reranker,
                                  const std::string& reranker_name, PoolingType pooling);
 
+  // Document Q&A over HTTP (docqa_endpoints.h) on the index file at `index_path` (created on the
+  // first change when absent), embedded by the embedding runtime attached above (required),
+  // reranked by its reranker if any, answered by this server's model. Before bind(). Throws
+  // Error: kInvalidArgument without an embedding runtime, or for an index built with another
+  // embedding model; kInvalidFile for a corrupt index file (unchanged on disk); kIo.
+  void attach_docqa(const std::string& index_path, DocQaOptions options);
+
   // Binds host:port (port 0: a free one) unless constructed with a socket, starts the workers
   // and returns the port. Throws Error(kIo) naming the address when it cannot be bound.
   int bind();
@@ -107,6 +116,7 @@ class HttpServer : private HttpApplication {
   Admission body_bytes_;                    // request bodies in memory (bytes)
   Admission helpers_;                       // /tokenize, /detokenize, /apply-template running
   Admission imports_;                       // session imports running (1)
+  Admission docqa_requests_;                // /v1/docqa/* on workers at once (429 above)
   std::atomic<int> busy_workers_{0};
   std::atomic<bool> trim_due_{false};       // a heavy request ran since memory was last given back
   ListeningSocket socket_;                  // until bind() hands it to the transport

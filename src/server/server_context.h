@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "model/pooling_type.h"
@@ -17,6 +18,8 @@
 #include "server/service_calls.h"
 
 namespace edgellm::server {
+
+struct ServedDocQa;  // docqa_endpoints.h
 
 struct ServerContext {
   ServerContext(Runtime& r, ServerOptions o) : service(r), options(std::move(o)) {}
@@ -37,6 +40,9 @@ struct ServerContext {
   Runtime* reranker = nullptr;  // /v1/rerank
   PoolingType embedding_pooling = PoolingType::kUnspecified;  // --pooling: the model's unless set
   std::string embedder_name, reranker_name;                   // "model" in their answers
+  // Document Q&A (docqa_endpoints.h; HttpServer::attach_docqa before bind()); null: those
+  // endpoints answer 501. The pointer is set before serving; the DocQa behind it is its own.
+  std::shared_ptr<ServedDocQa> docqa;
 };
 
 }  // namespace edgellm::server

@@ -77,6 +77,9 @@ class ServiceCalls {
   // Error(kCancelled) once the runtime has shut down.
   std::shared_ptr<InferenceService> serving() const;
   ServedParams params() const;
+  // The Runtime itself, for a library feature that takes one (docqa_endpoints.h: DocQa::ask
+  // writes its answers with the chat model).
+  Runtime& runtime() const { return runtime_; }
   std::string model_version() const;
 
   // Admin (admin_endpoints.h). swap_model and reload block while the new model loads.

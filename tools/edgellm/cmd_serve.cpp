@@ -2,6 +2,7 @@
 // one edgellm::Runtime (src/runtime/runtime.h) like the C ABI and NAPI.
 //   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
 //                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] [--sessions N] ...
+//   edgellm serve -m MODEL --embedding-model EMB [--rerank-model RR] [--docqa-index FILE] ...
 //   edgellm serve --registry DIR -m NAME[@VERSION] ...   (POST /admin/reload follows the registry)
 // Loopback only unless --api-key is given; the admin endpoints need the key. The port is bound
 // before the model is loaded, so a busy port is reported at once. SIGINT / SIGTERM stop it
@@ -60,7 +61,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   bool no_linux_pressure = false;
   std::string input_policy = "refuse";
   std::string api_key_env;
-  std::string embedding_model, rerank_model, pooling_name;
+  std::string embedding_model, rerank_model, pooling_name, docqa_index;
   ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
   add_model_options(ap, &model_opt);
   ap.add_string("--host", &so.host, "ADDR",
@@ -148,9 +149,16 @@ int cmd_serve(const std::vector<std::string>& args) {
                 "also serve POST /v1/rerank with this cross-encoder (bge-reranker, ms-marco MiniLM)");
   ap.add_string("--pooling", &pooling_name, "none|mean|cls|last",
                 "pooling of /v1/embeddings (default: the embedding model's)");
+  ap.add_string("--docqa-index", &docqa_index, "FILE",
+                "also serve document Q&A (/v1/docqa/*) on this index file (`edgellm docqa`'s; created when absent), "
+                "embedded by --embedding-model, answered by -m");
   add_context_options(ap, &ctx);
   add_kv_type_options(ap, &ctx.kv);
   if (!ap.parse(args)) return 0;
+  if (!docqa_index.empty() && embedding_model.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--docqa-index needs --embedding-model FILE (the model that embeds the documents and questions)");
+  }
   PoolingType pooling = PoolingType::kUnspecified;
   if (!pooling_name.empty()) {
     const auto p = pooling_type_from_name(pooling_name);
@@ -256,6 +264,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   server::HttpServer http(runtime, so, std::move(socket));
   http.attach_embedding_runtimes(embedder.get(), file_stem(embedding_model), reranker.get(), file_stem(rerank_model),
                                  pooling);
+  if (!docqa_index.empty()) http.attach_docqa(docqa_index, DocQaOptions{});
   const int bound = http.bind();
   if (!no_warmup) runtime.warmup();
   std::fprintf(stderr, "edgellm serve: %s version %s on http://%s:%d (%d parallel, %d queued)%s%s\n",
@@ -266,6 +275,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                                                 : "");
   if (embedder) std::fprintf(stderr, "edgellm serve: /v1/embeddings: %s\n", file_stem(embedding_model).c_str());
   if (reranker) std::fprintf(stderr, "edgellm serve: /v1/rerank: %s\n", file_stem(rerank_model).c_str());
+  if (!docqa_index.empty()) std::fprintf(stderr, "edgellm serve: /v1/docqa: %s\n", docqa_index.c_str());
   std::fflush(stderr);
 
   // serve() blocks; a watcher thread turns SIGINT/SIGTERM into stop().

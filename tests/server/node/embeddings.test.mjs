@@ -6,6 +6,9 @@
 // --embedding-model / --rerank-model. Vectors are compared exactly: the server writes each float
 // as a double in %.17g and the CLI's raw format prints %.9g, both exact for a float (measured
 // max |diff| 0); base64 carries the float32 bytes themselves.
+// Document Q&A over HTTP (/v1/docqa/*, --docqa-index) is checked against `edgellm docqa list |
+// search | ask --json` reading the index file the server wrote (a separate process: its own
+// embedder, reranker and generator), and per-request "pooling" against `edgellm embed --pooling`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -38,10 +41,11 @@ function cliVectors(inputs, extra = []) {
 let server;
 let client;
 const KEY = "embed-test-key";
+const index = path.join(dir, "docqa.index");
 
 before(async () => {
-  server = await startServer(["--api-key-env", "EDGELLM_TEST_KEY", "--embedding-model", minilm, "--rerank-model", marco],
-                             { EDGELLM_TEST_KEY: KEY });
+  server = await startServer(["--api-key-env", "EDGELLM_TEST_KEY", "--embedding-model", minilm, "--rerank-model", marco,
+                              "--docqa-index", index], { EDGELLM_TEST_KEY: KEY });
   client = new OpenAI({ baseURL: server.url + "/v1", apiKey: KEY, maxRetries: 0, timeout: 30000 });
 });
 after(async () => {
@@ -172,4 +176,158 @@ test("/metrics: the embedding runtimes' series, labelled, each name declared onc
   const declared = text.split("\n").filter((l) => l.startsWith("# TYPE ")).map((l) => l.split(" ")[2]);
   const twice = declared.filter((n, i) => declared.indexOf(n) !== i);
   assert.deepEqual(twice, [], "metrics declared twice");
+});
+
+test("per-request pooling: the CLI's --pooling vectors exactly; none / rank / numbers are 400s", async () => {
+  for (const pooling of ["cls", "last"]) {  // mean is the model's: "model" below
+    const want = cliVectors(texts.slice(0, 2), ["--pooling", pooling]);
+    const r = await client.embeddings.create({ model: "m", input: texts.slice(0, 2), encoding_format: "float", pooling });
+    r.data.forEach((d, i) => assert.deepEqual(d.embedding, want[i], `${pooling} text ${i}`));
+  }
+  // "model": the GGUF's (mean for this synthetic MiniLM), as edgellm_embed's EDGELLM_POOLING_MODEL.
+  const model = await client.embeddings.create({ model: "m", input: "hello", encoding_format: "float", pooling: "model" });
+  assert.deepEqual(model.data[0].embedding, cliVectors(["hello"])[0]);
+  const cls = await client.embeddings.create({ model: "m", input: "hello", encoding_format: "float", pooling: "cls" });
+  assert.notDeepEqual(cls.data[0].embedding, model.data[0].embedding, "pooling changes the vector");
+  for (const [pooling, words] of [["none", /per token.*pooling/], ["rank", /pooling/], [2, /pooling/], ["CLS", /pooling/]]) {
+    await assert.rejects(client.embeddings.create({ model: "m", input: "hello", pooling }),
+      (e) => e.status === 400 && words.test(e.message) && e.param === "pooling", String(pooling));
+  }
+});
+
+// Document Q&A: the server's answers against the CLI on the index file the server saved.
+const call = async (method, route, body) => {
+  const res = await fetch(server.url + route, {
+    method, headers: { Authorization: "Bearer " + KEY, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+};
+const cli = (args) => JSON.parse(execFileSync(bin, ["docqa", ...args, "--index", index, "--json"],
+  { stdio: ["ignore", "pipe", "ignore"], maxBuffer: 1 << 26 }).toString());
+// The CLI names the document key "path"; the server "key".
+const asServerHit = (h) => {
+  const { path: key, ...rest } = h;
+  return { key, ...rest };
+};
+const docs = {
+  "pandas.md": "Giant pandas eat bamboo. They live in the mountains of central China. A panda eats for up to fourteen " +
+    "hours a day.\n\nRed pandas are smaller and live in the Himalayas.",
+  "notes/stocks 2026": "The stock market fell sharply on Monday. Investors sold technology shares and bought bonds.",
+  "熊猫.txt": "熊猫吃竹子。它们生活在中国的山区。",
+};
+const question = "what do pandas eat";
+
+test("/v1/docqa: add, list, search, update, delete and ask equal `edgellm docqa` on the index file", async () => {
+  for (const [key, text] of Object.entries(docs)) {
+    const r = await call("POST", "/v1/docqa/documents", { key, text });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.status, "added");
+    assert.ok(r.body.chunks_added >= 1 && r.body.tokens_embedded > 0);
+  }
+  const again = await call("POST", "/v1/docqa/documents", { key: "pandas.md", text: docs["pandas.md"] });
+  assert.deepEqual([again.status, again.body.status, again.body.tokens_embedded], [200, "unchanged", 0]);
+  // The list: what the index file holds (keys sorted, bytes, chunks, SHA-256 of the text).
+  const list = await call("GET", "/v1/docqa/documents");
+  assert.equal(list.status, 200);
+  const file = cli(["list"]);
+  assert.deepEqual(list.body.data, file.documents.map(asServerHit));
+  assert.deepEqual([list.body.dims, list.body.vectors, list.body.model], [file.dims, file.vectors, file.model]);
+  // Search: the same hits (ids, byte ranges, texts, cosine and rerank scores) as the CLI's own
+  // embedder and reranker over the file.
+  const search = await call("POST", "/v1/docqa/search", { query: question, top_k: 3 });
+  assert.equal(search.status, 200, JSON.stringify(search.body));
+  const want = cli(["search", question, "-m", minilm, "--rerank-model", marco, "--top-k", "3"]);
+  assert.equal(search.body.hits.length, 3);
+  assert.deepEqual(search.body.hits, want.hits.map(asServerHit));
+  for (const h of search.body.hits) {
+    assert.equal(Buffer.from(docs[h.key]).subarray(h.begin, h.end).toString(), h.text, "the byte range holds the text");
+  }
+  // Update, then delete: the file has no stale chunk.
+  const upd = await call("POST", "/v1/docqa/documents", { key: "pandas.md", text: "Pandas sleep in trees." });
+  assert.deepEqual([upd.status, upd.body.status], [200, "updated"]);
+  const del = await call("DELETE", "/v1/docqa/documents/notes%2Fstocks%202026");
+  assert.deepEqual([del.status, del.body.deleted, del.body.documents], [200, true, 2]);
+  const after = cli(["search", question, "-m", minilm, "--rerank-model", marco, "--top-k", "8"]);
+  assert.deepEqual(after.hits.map((h) => h.path).sort(), ["pandas.md", "熊猫.txt"]);
+  assert.ok(after.hits.every((h) => h.text !== docs["pandas.md"] && !h.text.includes("stock")), "no stale chunk");
+  const again2 = await call("POST", "/v1/docqa/search", { query: question, top_k: 8 });
+  assert.deepEqual(again2.body.hits, after.hits.map(asServerHit));
+  // Ask: the chat model (-m, greedy) writes the same answer from the same passages as the CLI's
+  // generator on the same file; citations are chunks it was given.
+  const ask = await call("POST", "/v1/docqa/ask", { question });
+  assert.equal(ask.status, 200, JSON.stringify(ask.body));
+  const wantAsk = cli(["ask", question, "-m", minilm, "--rerank-model", marco, "--gen-model", model]);
+  assert.equal(ask.body.answer, wantAsk.answer);
+  assert.equal(ask.body.finish_reason, wantAsk.finish_reason);
+  assert.deepEqual(ask.body.context, wantAsk.context.map(asServerHit));
+  assert.deepEqual(ask.body.citations, wantAsk.citations.map(asServerHit));
+  const given = new Set(ask.body.context.map((h) => h.chunk));
+  assert.ok(ask.body.citations.every((c) => given.has(c.chunk)));
+});
+
+test("/v1/docqa: bad input gets a clear error and leaves the index file as it was", async () => {
+  const before = fs.readFileSync(index);
+  const cases = [
+    ["POST", "/v1/docqa/documents", { text: "x" }, 400, /key/],
+    ["POST", "/v1/docqa/documents", { key: "k" }, 400, /text/],
+    ["POST", "/v1/docqa/documents", { key: "k", text: " \n\t " }, 400, /text.*empty/],
+    ["POST", "/v1/docqa/documents", { key: "", text: "x" }, 400, /key must be 1 to 4096 bytes/],
+    ["POST", "/v1/docqa/documents", { key: "a\u0001b", text: "x" }, 400, /control character/],
+    ["POST", "/v1/docqa/documents", { key: 7, text: "x" }, 400, /key/],
+    ["POST", "/v1/docqa/documents", Buffer.concat([Buffer.from('{"key": "k", "text": "caf'), Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}')]), 400, /UTF-8|JSON/],
+    ["POST", "/v1/docqa/documents", "{\"key\": \"k\", \"text\": ", 400, /JSON/],
+    ["DELETE", "/v1/docqa/documents/nobody", undefined, 404, /no document has the key 'nobody'/],
+    ["DELETE", "/v1/docqa/documents/bad%zz", undefined, 400, /hex digits/],
+    ["POST", "/v1/docqa/search", { top_k: 2 }, 400, /query/],
+    ["POST", "/v1/docqa/search", { query: "q", top_k: 0 }, 400, /top_k/],
+    ["POST", "/v1/docqa/search", { query: "q", top_k: 1.5 }, 400, /top_k/],
+    ["POST", "/v1/docqa/ask", { question: "" }, 400, /question/],
+    ["POST", "/v1/docqa/ask", { question: "q", stream: true }, 400, /stream/],
+    ["PUT", "/v1/docqa/documents", { key: "k", text: "x" }, 405, /PUT/],
+  ];
+  for (const [method, route, body, status, words] of cases) {
+    const r = await call(method, route, body);
+    assert.equal(r.status, status, `${method} ${route} ${String(JSON.stringify(body)).slice(0, 60)}`);
+    assert.match(r.body.error.message, words);
+  }
+  assert.ok(before.equals(fs.readFileSync(index)), "the index file is unchanged");
+  // Without the key: 401 like every endpoint but / and /health.
+  assert.equal((await fetch(server.url + "/v1/docqa/documents")).status, 401);
+});
+
+test("/v1/docqa: a save that fails is a 500 and the server's index stays what the file holds", async () => {
+  // The backup's name taken by a non-empty folder: the save's first step (the current file
+  // renamed over "<index>.bak") fails, as a full disk would fail the write.
+  const bak = index + ".bak";
+  fs.rmSync(bak, { recursive: true, force: true });
+  fs.mkdirSync(path.join(bak, "blocker"), { recursive: true });
+  try {
+    const before = fs.readFileSync(index);
+    const r = await call("POST", "/v1/docqa/documents", { key: "unsaved", text: "This text never reaches the disk." });
+    assert.equal(r.status, 500, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /\.bak/);
+    assert.ok(before.equals(fs.readFileSync(index)), "the index file is unchanged");
+    const list = await call("GET", "/v1/docqa/documents");
+    assert.deepEqual(list.body.data, cli(["list"]).documents.map(asServerHit));
+    const hits = await call("POST", "/v1/docqa/search", { query: "This text never reaches the disk.", top_k: 8 });
+    assert.ok(hits.body.hits.every((h) => h.key !== "unsaved"), "no hit of the unsaved document");
+  } finally {
+    fs.rmSync(bak, { recursive: true, force: true });
+    fs.rmSync(bak + ".tmp", { force: true });
+  }
+});
+
+test("/v1/docqa without an embedding model: refused at start, or 501 naming the flags", async () => {
+  assert.throws(() => execFileSync(bin, ["serve", "-m", model, "--port", "0", "--docqa-index", index],
+    { stdio: ["ignore", "ignore", "pipe"] }), (e) => /--docqa-index needs --embedding-model/.test(e.stderr.toString()));
+  const plain = await startServer([]);
+  try {
+    const res = await fetch(plain.url + "/v1/docqa/search", { method: "POST", body: JSON.stringify({ query: "q" }) });
+    assert.equal(res.status, 501);
+    assert.match((await res.json()).error.message, /--embedding-model FILE --docqa-index FILE/);
+  } finally {
+    assert.equal(await plain.stop(), 0);
+  }
 });
