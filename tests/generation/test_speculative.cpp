@@ -511,6 +511,51 @@ TEST_F(Speculative, DraftModelReproducesTheReferencesForEveryK) {
   }
 }
 
+// The drafter against plain greedy decoding of the draft model written here: after any history
+// of kept and rejected drafts (the target keeps r of k drafts and samples something else), and
+// across restart(), its k drafts are the draft model's greedy continuation of the sequence from
+// a fresh context. This is what catches a draft context that keeps rejected drafts' KV (the
+// target's output would not show it: wrong drafts only cost forwards).
+TEST_F(Speculative, DraftModelDrafterDraftsTheDraftModelsGreedyContinuation) {
+  const ModelFixture& f = *stories_;
+  const Model& dm = stories_q4();
+  const int32_t n_vocab = dm.hparams().n_vocab;
+  auto target_ctx = make_context(*f.model, 256);
+  DraftModelDrafter drafter(dm, *target_ctx);
+  auto naive = [&](const std::vector<int32_t>& seq, int32_t k) {
+    auto ctx = make_context(dm, 256);
+    Sampler s = greedy(dm);
+    GenerationParams gp;
+    gp.max_tokens = k;
+    gp.ignore_eog = true;
+    return generate(*ctx, s, nullptr, seq, gp).tokens;
+  };
+  std::mt19937 rng(11);
+  std::vector<int32_t> seq = f.refs[0].prompt;
+  drafter.append(seq);
+  const int steps = test::kSanitized ? 12 : 40;
+  for (int step = 0; step < steps; ++step) {
+    const int32_t k = 1 + static_cast<int32_t>(rng() % 8);
+    std::vector<int32_t> out(static_cast<size_t>(k), -1);
+    ASSERT_EQ(drafter.draft(k, out.data()), k) << "step " << step;
+    ASSERT_EQ(out, naive(seq, k)) << "step " << step;
+    if (step % 13 == 12) {  // a new generation sharing part of the sequence
+      seq.resize(seq.size() - rng() % 6);
+      drafter.restart();
+      drafter.append(seq);
+      continue;
+    }
+    // The target keeps r drafts, then samples a token of its own (another than draft r).
+    const int32_t r = static_cast<int32_t>(rng() % static_cast<uint32_t>(k + 1));
+    std::vector<int32_t> kept(out.begin(), out.begin() + r);
+    kept.push_back(r < k ? (out[static_cast<size_t>(r)] + 1 + static_cast<int32_t>(rng() % 50)) % n_vocab
+                         : static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab)));
+    seq.insert(seq.end(), kept.begin(), kept.end());
+    drafter.append(kept);
+  }
+  EXPECT_GT(drafter.forwards(), 0);
+}
+
 // Sampling with a draft model at a fixed seed gives plain sampling's tokens (the draft is a
 // point mass: speculative sampling's rule is "keep d iff the sampler picks d"), across
 // temperatures, penalties and a context that shifts.
