@@ -67,7 +67,9 @@ DraftModelDrafter::DraftModelDrafter(const Model& draft, const Context& target) 
   ctx_ = std::make_unique<Context>(draft, draft_context_params(target));
 }
 
-void DraftModelDrafter::append(std::span<const int32_t> tokens) { seq_.insert(seq_.end(), tokens.begin(), tokens.end()); }
+void DraftModelDrafter::append(std::span<const int32_t> tokens) {
+  seq_.insert(seq_.end(), tokens.begin(), tokens.end());
+}
 
 void DraftModelDrafter::catch_up() {
   // Keep the longest common prefix of what the context holds and the sequence, but always

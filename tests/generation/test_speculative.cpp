@@ -27,12 +27,12 @@
 #include "generation/drafter.h"
 #include "generation/generate.h"
 #include "generation/ngram_drafter.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
 #include "model/model.h"
 #include "support/greedy_reference.h"
 #include "support/sanitizer.h"
 #include "support/test_env.h"
-#include "gguf/gguf_reader.h"
-#include "gguf/gguf_writer.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/quant/quantize_model.h"
 
@@ -643,8 +643,8 @@ TEST_F(Speculative, DraftModelWithAnotherVocabularyIsRefused) {
     w.set_array_string("tokenizer.ggml.tokens", t);
   });
   expect_refused(*stories_, renamed.get(), "token 300 is '" + stories_->tokenizer->token_text(300) + "x'");
-  const auto no_tokens = stories_edited("spec-no-tokens.gguf", "tokenizer.ggml.tokens",
-                                        [](gguf::GgufWriter&, const gguf::GgufFile&) {});
+  const auto no_tokens =
+      stories_edited("spec-no-tokens.gguf", "tokenizer.ggml.tokens", [](gguf::GgufWriter&, const gguf::GgufFile&) {});
   expect_refused(*stories_, no_tokens.get(), "the draft model has no token list");
   expect_refused(*stories_, nullptr, "needs a draft model");
 }
