@@ -52,7 +52,7 @@ ContextParams draft_context_params(const Context& target) {
 }
 
 // Argmax of one logit row; the lowest id on ties (as the greedy sampler picks).
-int32_t argmax(const float* logits, int32_t n) {
+int32_t greedy_draft(const float* logits, int32_t n) {
   int32_t best = 0;
   for (int32_t i = 1; i < n; ++i) {
     if (logits[i] > logits[best]) best = i;
@@ -108,7 +108,7 @@ int32_t DraftModelDrafter::draft(int32_t max, int32_t* out) {
   try {
     catch_up();
     for (;;) {
-      out[n] = argmax(ctx_->logits(0), n_vocab);
+      out[n] = greedy_draft(ctx_->logits(0), n_vocab);
       if (++n == max) break;
       Batch batch;
       batch.add(0, out[n - 1], static_cast<int32_t>(cached_.size()), true);
