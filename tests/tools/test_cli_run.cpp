@@ -220,12 +220,12 @@ TEST_F(CliRun, SpeculationGivesThePlainOutputAndItsStats) {
   const std::string prompt_ids = join_ids(ref_.prompt_ids);
   for (const std::vector<std::string>& spec : {std::vector<std::string>{"--spec", "ngram", "--draft-max", "3"},
                                                std::vector<std::string>{"-md", model_, "--draft-max", "4"}}) {
-    std::vector<std::string> a = {"run", "-m", model_, "--prompt-ids", prompt_ids, "-n", "200", "--temp", "0",
+    std::vector<std::string> a = {"run", "-m", model_, "--prompt-ids", prompt_ids, "-n", "60", "--temp", "0",
                                   "--ids", "--kv-type", "f32", "-t", "1", "--stats"};
     a.insert(a.end(), spec.begin(), spec.end());
     const RunResult r = run_cli(a);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(split_ids(r.out), ref_.output_ids) << spec[0];
+    EXPECT_EQ(split_ids(r.out), std::vector<int32_t>(ref_.output_ids.begin(), ref_.output_ids.begin() + 60)) << spec[0];
     EXPECT_NE(r.err.find("speculation:"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("tokens per forward"), std::string::npos) << r.err;
   }
