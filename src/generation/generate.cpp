@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "engine/batch.h"
 #include "engine/context.h"
+#include "generation/draft_model_drafter.h"
 #include "generation/draft_schedule.h"
 #include "generation/ngram_drafter.h"
 #include "generation/sequence_generator.h"
@@ -30,9 +31,15 @@ bool deliver(const StepOutput& out, const GenerationCallbacks& cb) {
   return true;
 }
 
-// The drafter of params.speculation.mode (null when off); throws for sizes out of range.
-std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp) {
+// The drafter of params.speculation.mode (null when off); throws for sizes out of range, a
+// missing draft model or one with another vocabulary.
+std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp, const Context& ctx) {
   if (sp.mode == SpeculationMode::kOff) return nullptr;
+  if (sp.mode == SpeculationMode::kDraft) {
+    require(sp.draft_model != nullptr, ErrorCode::kInvalidArgument,
+            "generate: speculation mode 'draft' needs a draft model (SpeculationParams::draft_model)");
+    return std::make_unique<DraftModelDrafter>(*sp.draft_model, ctx);
+  }
   NgramDrafterParams np;
   np.ngram_min = sp.ngram_min;
   np.ngram_max = sp.ngram_max;
@@ -62,15 +69,16 @@ const char* speculation_mode_name(SpeculationMode mode) {
   switch (mode) {
     case SpeculationMode::kOff: return "off";
     case SpeculationMode::kNgram: return "ngram";
+    case SpeculationMode::kDraft: return "draft";
   }
   return "off";
 }
 
 SpeculationMode speculation_mode_from_name(const std::string& name) {
-  for (SpeculationMode m : {SpeculationMode::kOff, SpeculationMode::kNgram}) {
+  for (SpeculationMode m : {SpeculationMode::kOff, SpeculationMode::kNgram, SpeculationMode::kDraft}) {
     if (name == speculation_mode_name(m)) return m;
   }
-  throw Error(ErrorCode::kInvalidArgument, "unknown speculation mode '" + name + "' (expected off or ngram)");
+  throw Error(ErrorCode::kInvalidArgument, "unknown speculation mode '" + name + "' (expected off, ngram or draft)");
 }
 
 const char* finish_reason_name(FinishReason reason) {
@@ -98,7 +106,7 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
                      std::to_string(SpeculationParams::kMaxDraft) + "]";
             });
     if (drafter == nullptr) {
-      own_drafter = make_drafter(sp);
+      own_drafter = make_drafter(sp, ctx);
       drafter = own_drafter.get();
     }
   }

@@ -25,6 +25,7 @@ namespace edgellm {
 
 class Context;
 class Drafter;
+class Model;
 class Sampler;
 class Tokenizer;
 namespace grammar {
@@ -38,9 +39,11 @@ enum class FinishReason { kStop, kLength, kCancelled, kTimeout, kError };
 // logits of every position, the sampler runs on them in order exactly as in plain decoding, and
 // guesses stop counting at the first one it did not pick (their KV is truncated away). The output
 // is the output of plain decoding, token for token, greedy or sampled at the same seed.
-enum class SpeculationMode { kOff, kNgram };
+// kNgram drafts by prompt lookup (ngram_drafter.h), kDraft with a draft model
+// (draft_model_drafter.h: SpeculationParams::draft_model, greedy drafts).
+enum class SpeculationMode { kOff, kNgram, kDraft };
 
-// "off", "ngram" (llama.cpp's --spec names); parse is the inverse, throwing kInvalidArgument.
+// "off", "ngram", "draft" (llama.cpp's --spec names); parse is the inverse, throwing kInvalidArgument.
 const char* speculation_mode_name(SpeculationMode mode);
 SpeculationMode speculation_mode_from_name(const std::string& name);
 
@@ -51,6 +54,10 @@ struct SpeculationParams {
   int32_t ngram_min = 2;       // kNgram: suffix lengths looked up (ngram_drafter.h)
   int32_t ngram_max = 4;
   int32_t ngram_history = 4096;  // kNgram: tokens kept for lookup (bounds its memory)
+  // kDraft: the loaded draft model (same vocabulary as the target, checked: kInvalidArgument
+  // otherwise); generate() gives it its own context of the target's n_ctx for the call. Not
+  // owned; must outlive the call.
+  const Model* draft_model = nullptr;
   // Back off when drafts are rejected (generation/draft_schedule.h: the draft length follows the
   // acceptance, down to pauses); false: always up to draft_max (benchmarks of a fixed k).
   bool adaptive = true;
@@ -153,7 +160,8 @@ struct GenerationCallbacks {
 // Throws Error(kInvalidArgument) for an empty prompt, a token id outside the vocabulary, stop
 // strings without a tokenizer or a sampler whose vocabulary differs from the model's, and
 // Error(kContextFull) when the prompt does not fit the context and truncate_prompt is false;
-// also kInvalidArgument for speculation sizes out of range.
+// also kInvalidArgument for speculation sizes out of range, kDraft without a draft model and a
+// draft model whose vocabulary differs from the target's.
 // Everything that fails after that is reported through finish_reason == kError instead.
 GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* tokenizer,
                           const std::vector<int32_t>& prompt, const GenerationParams& params,

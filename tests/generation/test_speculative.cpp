@@ -8,6 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -15,17 +19,22 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "engine/batch.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
+#include "generation/draft_model_drafter.h"
 #include "generation/draft_schedule.h"
 #include "generation/drafter.h"
 #include "generation/generate.h"
 #include "generation/ngram_drafter.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
 #include "model/model.h"
 #include "support/greedy_reference.h"
 #include "support/sanitizer.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/quant/quantize_model.h"
 
 namespace edgellm {
 namespace {
@@ -429,7 +438,311 @@ TEST_F(Speculative, BadSpeculationSizesAreRejected) {
   }
   EXPECT_EQ(speculation_mode_from_name("ngram"), SpeculationMode::kNgram);
   EXPECT_EQ(speculation_mode_from_name("off"), SpeculationMode::kOff);
-  EXPECT_THROW(speculation_mode_from_name("draft"), Error);
+  EXPECT_EQ(speculation_mode_from_name("draft"), SpeculationMode::kDraft);
+  EXPECT_THROW(speculation_mode_from_name("lookahead"), Error);
+}
+
+// ---- Draft model (generation/draft_model_drafter.h)
+
+// A copy of stories260K with every matrix in Q4_0 (the draft a phone would ship: the same weights
+// at lower bits), made with the project's quantizer.
+const Model& stories_q4() {
+  static const std::unique_ptr<Model> m = [] {
+    const std::string path = test::temp_dir() + "/spec-stories-q4_0.gguf";
+    quant::QuantizeParams qp;
+    qp.ftype = quant::FileType::kMostlyQ4_0;
+    quant::quantize_model(test::shared_model("stories260K.gguf"), path, qp);
+    return Model::load(path);
+  }();
+  return *m;
+}
+
+SpeculationParams draft_params(const Model& draft, int32_t k) {
+  SpeculationParams sp;
+  sp.mode = SpeculationMode::kDraft;
+  sp.draft_max = k;
+  sp.draft_model = &draft;
+  return sp;
+}
+
+// Greedy decoding with a draft model gives the references for every k: with the target's own
+// weights as the draft every draft is kept (its one-token forwards give the verify forward's
+// logits bit for bit), so the forwards are exactly the oracle's; with the Q4_0 copy some are
+// rejected and rolled back, and the tokens and the sequence left are still plain decoding's.
+TEST_F(Speculative, DraftModelReproducesTheReferencesForEveryK) {
+  for (const ModelFixture* f : reference_models()) {
+    struct Draft {
+      const Model* model;
+      const char* name;
+    };
+    std::vector<Draft> drafts = {{f->model.get(), "same model"}};
+    if (f == stories_) drafts.push_back({&stories_q4(), "Q4_0 copy"});
+    const int32_t n_vocab = f->model->hparams().n_vocab;
+    // Under a sanitizer one reference line and three runs (the same code; ~1 s each under ASan).
+    const size_t n_refs = test::kSanitized ? 1 : f->refs.size();
+    for (size_t i = 0; i < n_refs; ++i) {
+      const Reference& r = f->refs[i];
+      int32_t plain_len = 0;
+      (void)run(*f, r, SpeculationParams{}, nullptr, &plain_len);
+      const int32_t sampled = static_cast<int32_t>(r.output.size()) + (r.output.size() < f->max_new ? 1 : 0);
+      for (const Draft& d : drafts) {
+        const bool same = d.model == f->model.get();
+        std::vector<int32_t> ks = test::kSanitized ? std::vector<int32_t>{same ? 4 : 1, 8} : kDraftLengths;
+        if (!same && !test::kSanitized) ks = {1, 3, 5, 8};
+        if (same && test::kSanitized) ks = {4};
+        for (int32_t k : ks) {
+          const std::string label = std::string(d.name) + " vocab " + std::to_string(n_vocab) + " k " +
+                                    std::to_string(k) + " line " + std::to_string(i + 1);
+          int32_t len = 0;
+          const GenerationResult got = run(*f, r, draft_params(*d.model, k), nullptr, &len);
+          expect_reference(*f, r, got, label);
+          EXPECT_EQ(len, plain_len) << label;
+          const SpeculationStats& st = got.speculation;
+          EXPECT_EQ(st.forward_tokens, st.forwards + st.accepted) << label;
+          EXPECT_GT(st.accepted, 0) << label;
+          if (same) {
+            // Only an EOS draft and the drafts after it (at most k) are not kept.
+            EXPECT_LE(st.drafted - st.accepted, r.output.size() < f->max_new ? k : 0) << label;
+            EXPECT_EQ(st.forwards, (sampled - 1 + k) / (k + 1)) << label;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The drafter against plain greedy decoding of the draft model written here: after any history
+// of kept and rejected drafts (the target keeps r of k drafts and samples something else), and
+// across restart(), its k drafts are the draft model's greedy continuation of the sequence from
+// a fresh context. This is what catches a draft context that keeps rejected drafts' KV (the
+// target's output would not show it: wrong drafts only cost forwards).
+TEST_F(Speculative, DraftModelDrafterDraftsTheDraftModelsGreedyContinuation) {
+  const ModelFixture& f = *stories_;
+  const Model& dm = stories_q4();
+  const int32_t n_vocab = dm.hparams().n_vocab;
+  auto target_ctx = make_context(*f.model, 256);
+  DraftModelDrafter drafter(dm, *target_ctx);
+  auto naive = [&](const std::vector<int32_t>& seq, int32_t k) {
+    auto ctx = make_context(dm, 256);
+    Sampler s = greedy(dm);
+    GenerationParams gp;
+    gp.max_tokens = k;
+    gp.ignore_eog = true;
+    return generate(*ctx, s, nullptr, seq, gp).tokens;
+  };
+  std::mt19937 rng(11);
+  std::vector<int32_t> seq = f.refs[0].prompt;
+  drafter.append(seq);
+  const int steps = test::kSanitized ? 12 : 40;
+  for (int step = 0; step < steps; ++step) {
+    const int32_t k = 1 + static_cast<int32_t>(rng() % 8);
+    std::vector<int32_t> out(static_cast<size_t>(k), -1);
+    ASSERT_EQ(drafter.draft(k, out.data()), k) << "step " << step;
+    ASSERT_EQ(out, naive(seq, k)) << "step " << step;
+    if (step % 13 == 12) {  // a new generation sharing part of the sequence
+      seq.resize(seq.size() - rng() % 6);
+      drafter.restart();
+      drafter.append(seq);
+      continue;
+    }
+    // The target keeps r drafts, then samples a token of its own (another than draft r).
+    const int32_t r = static_cast<int32_t>(rng() % static_cast<uint32_t>(k + 1));
+    std::vector<int32_t> kept(out.begin(), out.begin() + r);
+    kept.push_back(r < k ? (out[static_cast<size_t>(r)] + 1 + static_cast<int32_t>(rng() % 50)) % n_vocab
+                         : static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab)));
+    seq.insert(seq.end(), kept.begin(), kept.end());
+    drafter.append(kept);
+  }
+  EXPECT_GT(drafter.forwards(), 0);
+}
+
+// Sampling with a draft model at a fixed seed gives plain sampling's tokens (the draft is a
+// point mass: speculative sampling's rule is "keep d iff the sampler picks d"), across
+// temperatures, penalties and a context that shifts.
+TEST_F(Speculative, DraftModelSamplingMatchesPlainSamplingAtTheSameSeed) {
+  const ModelFixture& f = *stories_;
+  struct Case {
+    float temperature;
+    int32_t n_ctx;
+    bool context_shift;
+  };
+  const size_t n_refs = test::kSanitized ? 1 : f.refs.size();
+  for (const Case& c : {Case{0.8f, 512, false}, Case{1.3f, 512, false}, Case{0.6f, 48, true}}) {
+    for (size_t i = 0; i < n_refs; ++i) {
+      auto one = [&](const SpeculationParams& sp) {
+        auto ctx = make_context(*f.model, c.n_ctx);
+        SamplerParams spar;
+        spar.temperature = c.temperature;
+        spar.seed = 99 + i;
+        spar.repeat_penalty = 1.1f;
+        Sampler s(spar, f.model->hparams().n_vocab);
+        GenerationParams gp;
+        gp.max_tokens = 120;
+        gp.speculation = sp;
+        gp.context_shift = c.context_shift;
+        return generate(*ctx, s, f.tokenizer.get(), f.refs[i].prompt, gp);
+      };
+      const GenerationResult plain = one(SpeculationParams{});
+      for (const Model* d : {static_cast<const Model*>(f.model.get()), &stories_q4()}) {
+        const GenerationResult spec = one(draft_params(*d, 4));
+        const std::string label = "t " + std::to_string(c.temperature) + " line " + std::to_string(i + 1) +
+                                  (d == f.model.get() ? " same" : " q4");
+        EXPECT_EQ(spec.tokens, plain.tokens) << label;
+        EXPECT_EQ(spec.text, plain.text) << label;
+        EXPECT_EQ(spec.context_shifts, plain.context_shifts) << label;
+        EXPECT_GT(spec.speculation.drafted, 0) << label;
+      }
+    }
+  }
+}
+
+// A copy of stories260K's file with its metadata edited (key `drop` left out), the tensors
+// borrowed from the original.
+std::unique_ptr<Model> stories_edited(const std::string& name, const std::string& drop,
+                                      const std::function<void(gguf::GgufWriter&, const gguf::GgufFile&)>& edit) {
+  const auto g = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  gguf::GgufWriter w;
+  w.set_alignment(g->alignment());
+  w.copy_metadata_from(*g, [&](std::string_view k) { return k == "general.alignment" || k == drop; });
+  edit(w, *g);
+  for (const gguf::TensorInfo& t : g->tensors()) {
+    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data, t.n_bytes,
+                 gguf::GgufWriter::Ownership::kBorrow);
+  }
+  const std::string path = test::temp_dir() + "/" + name;
+  w.write(path);
+  return Model::load(path);
+}
+
+void expect_refused(const ModelFixture& f, const Model* draft, const std::string& fragment) {
+  auto ctx = make_context(*f.model);
+  Sampler s = greedy(*f.model);
+  GenerationParams gp;
+  gp.speculation.mode = SpeculationMode::kDraft;
+  gp.speculation.draft_model = draft;
+  try {
+    (void)generate(*ctx, s, f.tokenizer.get(), f.refs[0].prompt, gp);
+    ADD_FAILURE() << "accepted: " << fragment;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ctx->seq_length(0), 0);  // refused before anything ran
+}
+
+// A draft model must share the target's vocabulary token for token: another model, a copy with
+// one token renamed, a file without a token list and no draft model at all are refused before
+// the prompt runs, with the difference named.
+TEST_F(Speculative, DraftModelWithAnotherVocabularyIsRefused) {
+  ASSERT_NE(poems_->model->hparams().n_vocab, stories_->model->hparams().n_vocab);
+  expect_refused(*stories_, poems_->model.get(), "the draft model must use the same tokenizer");
+  const auto renamed = stories_edited("spec-renamed.gguf", "", [](gguf::GgufWriter& w, const gguf::GgufFile& g) {
+    const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+    std::vector<std::string> t(tokens->begin(), tokens->end());
+    t[300] += "x";
+    w.set_array_string("tokenizer.ggml.tokens", t);
+  });
+  expect_refused(*stories_, renamed.get(), "token 300 is '" + stories_->tokenizer->token_text(300) + "x'");
+  const auto no_tokens =
+      stories_edited("spec-no-tokens.gguf", "tokenizer.ggml.tokens", [](gguf::GgufWriter&, const gguf::GgufFile&) {});
+  expect_refused(*stories_, no_tokens.get(), "the draft model has no token list");
+  expect_refused(*stories_, nullptr, "needs a draft model");
+}
+
+// Speculative sampling keeps the distribution: the (2nd, 3rd) sampled tokens after a fixed prompt,
+// over many seeds, with a draft model (the Q4_0 copy: its greedy draft is kept about as often as
+// the target samples it, the other draws take the rejection path) against plain sampling over
+// other seeds. The 2nd token is row 0 of the verify forward (a kept draft or the residual draw),
+// the 3rd row 1 (valid only after a kept draft) or a plain decode. A two-sample chi-square
+// homogeneity test over the pairs (pairs seen fewer than 10 times in both runs together pooled
+// into one category) at p = 0.001; the seeds are fixed, so the test is deterministic. 20,000
+// pairs a side: 40,000 generations, the plain build only (CMakeLists.txt
+// EDGELLM_ASAN_FILTER_generation_test_speculative; the draft-model path runs under ASan in the
+// tests above).
+TEST_F(Speculative, SampledTokenPairsFollowPlainSamplingsDistribution) {
+  const ModelFixture& f = *stories_;
+  const int32_t n = 20000;
+  const std::vector<int32_t>& prompt = f.refs[0].prompt;
+  const std::vector<int32_t> head(prompt.begin(), prompt.end() - 1);
+  const std::vector<int32_t> last = {prompt.back()};
+  // Counts of (2nd, 3rd) token pairs over seeds seed0 .. seed0 + n - 1. The prompt but its last
+  // token is decoded once; each generation truncates back to it (so only its last token and the
+  // samples are decoded: the same logits as a full prefill, ContextTest's chunking invariance).
+  auto pairs = [&](uint64_t seed0, DraftModelDrafter* drafter, SpeculationStats* total) {
+    std::map<std::pair<int32_t, int32_t>, int32_t> counts;
+    auto ctx = make_context(*f.model, 64, 64);
+    Batch b;
+    b.add_sequence(0, head, 0, false);
+    ctx->decode(b);
+    SamplerParams spar;  // a wide distribution (the default chain keeps ~2 pairs, the draft nearly always)
+    spar.temperature = 1.5f;
+    spar.top_k = 0;
+    spar.top_p = 1.0f;
+    spar.min_p = 0.0f;
+    Sampler s(spar, f.model->hparams().n_vocab);
+    GenerationParams gp;
+    gp.max_tokens = 3;
+    gp.ignore_eog = true;
+    gp.speculation.draft_max = 2;  // max_tokens 3 leaves room for one draft after the first token
+    GenerationCallbacks cb;
+    cb.drafter = drafter;
+    for (int32_t j = 0; j < n; ++j) {
+      ctx->seq_truncate(0, static_cast<int32_t>(head.size()));
+      spar.seed = seed0 + static_cast<uint64_t>(j);
+      s = Sampler(spar, f.model->hparams().n_vocab);
+      if (drafter != nullptr) {
+        drafter->restart();
+        drafter->append(head);
+      }
+      const GenerationResult r = generate(*ctx, s, nullptr, last, gp, cb);
+      EXPECT_EQ(r.tokens.size(), 3u);
+      if (r.tokens.size() != 3) return counts;
+      counts[{r.tokens[1], r.tokens[2]}]++;
+      total->drafted += r.speculation.drafted;
+      total->accepted += r.speculation.accepted;
+    }
+    return counts;
+  };
+  auto ref_ctx = make_context(*f.model, 64, 64);
+  DraftModelDrafter drafter(stories_q4(), *ref_ctx);
+  SpeculationStats plain_stats, spec_stats;
+  const auto plain = pairs(1, nullptr, &plain_stats);
+  const auto spec = pairs(1000001, &drafter, &spec_stats);
+  EXPECT_EQ(plain_stats.drafted, 0);
+  // Both paths ran often: every generation drafted once, and some drafts were kept, some not.
+  EXPECT_EQ(spec_stats.drafted, n);
+  EXPECT_GT(spec_stats.accepted, n / 10);
+  EXPECT_LT(spec_stats.accepted, n - n / 10);
+
+  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> both;
+  for (const auto& [k, c] : plain) both[k].first = c;
+  for (const auto& [k, c] : spec) both[k].second = c;
+  double chi2 = 0;
+  int32_t categories = 0;
+  int64_t pooled_a = 0, pooled_b = 0;
+  for (const auto& [k, ab] : both) {
+    const auto [a, b] = ab;
+    if (a + b < 10) {
+      pooled_a += a;
+      pooled_b += b;
+      continue;
+    }
+    chi2 += static_cast<double>(a - b) * (a - b) / (a + b);  // equal sample sizes
+    categories++;
+  }
+  if (pooled_a + pooled_b > 0) {
+    chi2 += static_cast<double>(pooled_a - pooled_b) * static_cast<double>(pooled_a - pooled_b) /
+            static_cast<double>(pooled_a + pooled_b);
+    categories++;
+  }
+  ASSERT_GE(categories, 10);
+  // Critical value at p = 0.001 for df = categories - 1 (Wilson-Hilferty; z = 3.0902).
+  const double df = categories - 1;
+  const double h = 2.0 / (9.0 * df);
+  const double critical = df * std::pow(1.0 - h + 3.0902 * std::sqrt(h), 3.0);
+  std::printf("chi-square %.1f, df %.0f, critical (p = 0.001) %.1f; drafts kept %d of %d\n", chi2, df, critical,
+              spec_stats.accepted, spec_stats.drafted);
+  EXPECT_LT(chi2, critical);
 }
 
 // The n-gram drafter against a naive search written here: for n from ngram_max down, the most

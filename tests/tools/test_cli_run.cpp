@@ -212,6 +212,59 @@ TEST_F(CliRun, StatsGoToStderr) {
   EXPECT_EQ(r.out.find("tok/s"), std::string::npos);
 }
 
+// --spec ngram / draft (-md, --draft-max): the reference ids greedy, plain sampling's ids at a
+// seed, the stats line and the JSON record's counters; the option errors exit 2 before a model
+// loads, naming the option (a draft model with another vocabulary: after both load, naming the
+// file).
+TEST_F(CliRun, SpeculationGivesThePlainOutputAndItsStats) {
+  const std::string prompt_ids = join_ids(ref_.prompt_ids);
+  for (const std::vector<std::string>& spec : {std::vector<std::string>{"--spec", "ngram", "--draft-max", "3"},
+                                               std::vector<std::string>{"-md", model_, "--draft-max", "4"}}) {
+    std::vector<std::string> a = {"run", "-m", model_, "--prompt-ids", prompt_ids, "-n", "60", "--temp", "0",
+                                  "--ids", "--kv-type", "f32", "-t", "1", "--stats"};
+    a.insert(a.end(), spec.begin(), spec.end());
+    const RunResult r = run_cli(a);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(split_ids(r.out), std::vector<int32_t>(ref_.output_ids.begin(), ref_.output_ids.begin() + 60)) << spec[0];
+    EXPECT_NE(r.err.find("speculation:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tokens per forward"), std::string::npos) << r.err;
+  }
+  auto sampled = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"run", "-m", model_, "-p", ref_.prompt, "-n", "60", "--seed", "5", "--temp", "0.9",
+                                  "-t", "1", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const RunResult r = run_cli(a);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Json::parse(r.out);
+  };
+  const Json plain = sampled({});
+  EXPECT_EQ(plain.at("timings").find("speculation"), nullptr);
+  const Json spec = sampled({"-md", model_, "--spec", "draft"});
+  EXPECT_EQ(json_ids(spec.at("ids")), json_ids(plain.at("ids")));
+  const Json& st = spec.at("timings").at("speculation");
+  EXPECT_EQ(st.at("mode").as_string(), "draft");
+  EXPECT_EQ(st.at("draft_max").as_int(), 8);
+  EXPECT_GT(st.at("drafted").as_int(), 0);
+  EXPECT_LE(st.at("accepted").as_int(), st.at("drafted").as_int());
+  EXPECT_GT(st.at("tokens_per_forward").as_number(), 1.0);
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--spec", "draft"}, "--spec draft needs a draft model"},
+      {{"--spec", "medusa"}, "--spec: unknown mode 'medusa'"},
+      {{"--spec", "ngram", "-md", model_}, "-md/--model-draft applies to --spec draft"},
+      {{"--draft-max", "0"}, "--draft-max"},
+      {{"-md", test::shared_model("tiny-zh-poems.gguf")}, "the draft model must use the same tokenizer"},
+      {{"-md", "/no/such/draft.gguf"}, "/no/such/draft.gguf"},
+  };
+  for (const auto& [extra, fragment] : bad) {
+    std::vector<std::string> a = {"run", "-m", model_, "-p", "x", "-n", "2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const RunResult r = run_cli(a);
+    EXPECT_EQ(r.exit_code, fragment == "/no/such/draft.gguf" ? 1 : 2) << fragment << ": " << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  }
+}
+
 // --parallel serves every line of the file through the service at once; each prompt's text is
 // the one a plain `run` of it alone prints (greedy, F32 KV).
 TEST_F(CliRun, ParallelPromptsMatchTheirSoloRuns) {

@@ -54,6 +54,7 @@ struct RunOptions {
   int32_t step_tokens = 256;
   int64_t deadline_ms = 0;
   GrammarOptions grammar;
+  SpeculationOptions spec;
 };
 
 // Raw little-endian F32 rows, n_vocab per sampled position.
@@ -142,6 +143,7 @@ int run_command(const std::vector<std::string>& args) {
   add_sampler_order_option(ap, &s);
   ap.add_strings("--stop", &o.stop, "STR", "stop when STR is generated (repeatable; STR is not printed)");
   add_grammar_options(ap, &o.grammar);
+  add_speculation_options(ap, &o.spec);
   add_kv_type_options(ap, &o.context.kv);
   ap.add_flag("--no-bos", &o.no_bos, "do not add the BOS token to a text prompt");
   ap.add_flag("--ignore-eos", &o.ignore_eos, "never sample end-of-text tokens (generate to -n)");
@@ -169,6 +171,8 @@ int run_command(const std::vector<std::string>& args) {
             std::string(opt) + " applies to --parallel N runs only (the service's scheduler)");
   }
   if (ap.seen("--parallel")) {
+    require(!ap.seen("--spec") && !ap.seen("-md") && !ap.seen("--draft-max"), ErrorCode::kInvalidArgument,
+            "--parallel does not speculate yet (--spec, -md and --draft-max apply to single runs)");
     const std::string model_path = resolve_model_path(o.model);
     require(ap.seen("-f") && !ap.seen("-p") && !ap.seen("--prompt-ids"), ErrorCode::kInvalidArgument,
             "--parallel reads its prompts from -f FILE (one per line)");
@@ -200,6 +204,7 @@ int run_command(const std::vector<std::string>& args) {
                                 : "give only one of -p, -f and --prompt-ids");
   require(!(o.ids && o.json), ErrorCode::kInvalidArgument, "--ids and --json cannot be combined (the JSON has the ids)");
   const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
+  SpeculationParams spec = speculation_params(o.spec);  // and --spec / -md
   if (!o.prompt_file.empty()) o.prompt = read_text_file(o.prompt_file, "prompt file");
   std::vector<int32_t> prompt_ids;
   if (ap.seen("--prompt-ids")) prompt_ids = parse_int_list(o.prompt_ids, "--prompt-ids");
@@ -220,6 +225,9 @@ int run_command(const std::vector<std::string>& args) {
     if (text_needed) throw;
     std::fprintf(stderr, "edgellm run: warning: no usable tokenizer (%s); generating ids only\n", e.what());
   }
+  // --spec draft: the draft model outlives the generation.
+  const std::unique_ptr<Model> draft_model = load_draft_model(o.spec, *model, model_load_params(o.context));
+  spec.draft_model = draft_model.get();
   Context ctx(*model, cp);
   warn_past_training_context("run", *model, ctx.params().n_ctx);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
@@ -239,6 +247,7 @@ int run_command(const std::vector<std::string>& args) {
   gp.truncate_prompt = o.truncate;
   gp.context_shift = o.context_shift;
   gp.n_keep = o.keep;
+  gp.speculation = spec;
   double grammar_ms = 0;
   if (o.grammar.any()) {
     require(tokenizer != nullptr, ErrorCode::kInvalidArgument, "a grammar needs the model's tokenizer");
@@ -287,9 +296,22 @@ int run_command(const std::vector<std::string>& args) {
       timings.set("grammar_s", r.timings.grammar_seconds);
       timings.set("grammar_masks", static_cast<int>(r.timings.grammar_masks));
     }
+    if (spec.mode != SpeculationMode::kOff) {
+      const SpeculationStats& st = r.speculation;
+      Json sj = Json::object();
+      sj.set("mode", speculation_mode_name(spec.mode));
+      sj.set("draft_max", static_cast<int>(spec.draft_max));
+      sj.set("drafted", static_cast<int>(st.drafted));
+      sj.set("accepted", static_cast<int>(st.accepted));
+      sj.set("acceptance_rate", st.acceptance_rate());
+      sj.set("forwards", static_cast<int>(st.forwards));
+      sj.set("tokens_per_forward", st.tokens_per_forward());
+      timings.set("speculation", std::move(sj));
+    }
     Json memory = Json::object();
     memory.set("peak_rss_bytes", mem.valid ? Json(static_cast<uint64_t>(mem.peak_bytes)) : Json(nullptr));
     memory.set("weight_bytes", static_cast<uint64_t>(model->weight_bytes()));
+    if (draft_model) memory.set("draft_weight_bytes", static_cast<uint64_t>(draft_model->weight_bytes()));
     memory.set("context_bytes", static_cast<uint64_t>(ctx.allocated_bytes()));
     memory.set("repacked_bytes", static_cast<uint64_t>(model->repacked_bytes()));
     Json rec = Json::object();
@@ -318,6 +340,11 @@ int run_command(const std::vector<std::string>& args) {
 
   if (o.stats) {
     print_stats(r, mem, model->weight_bytes(), ctx.allocated_bytes(), model->repacked_bytes());
+    std::fputs(speculation_stats_line(spec, r.speculation).c_str(), stderr);
+    if (draft_model) {
+      std::fprintf(stderr, "draft model:   %8.1f MiB of weights (%s)\n",
+                   static_cast<double>(draft_model->weight_bytes()) / (1024.0 * 1024.0), o.spec.model_draft.c_str());
+    }
     const ContextParams& cp = ctx.params();
     const PlacementLog::Snapshot pl = ctx.placement_log();
     std::fprintf(stderr, "threads:       prefill %d (%s), decode %d (%s)%s%s\n", cp.n_threads_batch,

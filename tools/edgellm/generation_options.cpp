@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "device/power_mode.h"
+#include "generation/draft_model_drafter.h"
 #include "registry/model_registry.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
@@ -159,6 +160,58 @@ std::shared_ptr<const grammar::CompiledGrammar> compile_grammar_options(const Gr
     *compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   return compiled;
+}
+
+void add_speculation_options(ArgParser& ap, SpeculationOptions* o) {
+  ap.add_string("--spec", &o->mode, "MODE",
+                "speculative decoding: off (default), ngram (drafts looked up in the prompt and output), "
+                "draft (drafts from -md); the output is the same, only faster or slower");
+  ap.add_string("-md,--model-draft", &o->model_draft, "FILE",
+                "draft model for --spec draft (implies it): a smaller or lower-bit model with the same vocabulary");
+  ap.add_int("--draft-max", &o->draft_max, "N",
+             "tokens drafted per verify forward, 1.." + std::to_string(SpeculationParams::kMaxDraft) + " (default " +
+                 std::to_string(SpeculationParams{}.draft_max) + "; fewer while drafts are rejected)",
+             1, SpeculationParams::kMaxDraft);
+}
+
+SpeculationParams speculation_params(const SpeculationOptions& o) {
+  SpeculationParams sp;
+  sp.draft_max = o.draft_max;
+  const std::string mode = o.mode.empty() ? (o.model_draft.empty() ? "off" : "draft") : o.mode;
+  try {
+    sp.mode = speculation_mode_from_name(mode);
+  } catch (const Error&) {
+    throw Error(ErrorCode::kInvalidArgument, "--spec: unknown mode '" + mode + "' (expected off, ngram or draft)");
+  }
+  if (sp.mode == SpeculationMode::kDraft) {
+    require(!o.model_draft.empty(), ErrorCode::kInvalidArgument, "--spec draft needs a draft model (-md FILE)");
+  } else {
+    require(o.model_draft.empty(), ErrorCode::kInvalidArgument,
+            "-md/--model-draft applies to --spec draft (not --spec " + mode + ")");
+  }
+  return sp;
+}
+
+std::unique_ptr<Model> load_draft_model(const SpeculationOptions& o, const Model& target, const ModelLoadParams& load) {
+  if (speculation_params(o).mode != SpeculationMode::kDraft) return nullptr;
+  std::unique_ptr<Model> draft = Model::load(o.model_draft, load);
+  try {
+    check_same_vocabulary(*draft, target);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument, "-md '" + o.model_draft + "': " + e.what());
+  }
+  return draft;
+}
+
+std::string speculation_stats_line(const SpeculationParams& sp, const SpeculationStats& st) {
+  if (sp.mode == SpeculationMode::kOff) return {};
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "speculation:   %s, k <= %d: %d drafted, %d accepted (%.1f %%), %.2f tokens per forward (%d forwards, "
+                "%d verifying)\n",
+                speculation_mode_name(sp.mode), sp.draft_max, st.drafted, st.accepted, 100.0 * st.acceptance_rate(),
+                st.tokens_per_forward(), st.forwards, st.verify_forwards);
+  return line;
 }
 
 }  // namespace edgellm::cli

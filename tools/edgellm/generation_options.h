@@ -11,6 +11,7 @@
 #include "cli_args.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
+#include "generation/generate.h"
 #include "model/model.h"
 #include "grammar/compiled_grammar.h"
 #include "kernels/tensor_type.h"
@@ -91,5 +92,24 @@ void add_grammar_options(ArgParser& ap, GrammarOptions* g);
 // receives the compile time.
 std::shared_ptr<const grammar::CompiledGrammar> compile_grammar_options(const GrammarOptions& g, const Tokenizer& tok,
                                                                         double* compile_ms = nullptr);
+
+// Speculative decoding (docs/speculative-decoding.md) with llama.cpp's names: --spec
+// off|ngram|draft, -md/--model-draft FILE (a draft model sharing the model's vocabulary; giving
+// it alone means --spec draft), --draft-max N (k, 1..8).
+struct SpeculationOptions {
+  std::string mode;   // as given ("" = off, or draft when -md is given)
+  std::string model_draft;
+  int32_t draft_max = SpeculationParams{}.draft_max;
+};
+void add_speculation_options(ArgParser& ap, SpeculationOptions* o);
+// The parameters the options name (draft_model still null). Throws Error(kInvalidArgument) for
+// an unknown mode, --spec draft without -md and -md with another mode: call it before loading.
+SpeculationParams speculation_params(const SpeculationOptions& o);
+// The draft model of --spec draft (null otherwise), loaded with `load` and checked against
+// `target`'s vocabulary: Error(kInvalidArgument) naming the file and the first difference; the
+// load's errors for a file that does not load.
+std::unique_ptr<Model> load_draft_model(const SpeculationOptions& o, const Model& target, const ModelLoadParams& load);
+// One line of stats for stderr ("speculation: ..."), empty when speculation was off.
+std::string speculation_stats_line(const SpeculationParams& sp, const SpeculationStats& st);
 
 }  // namespace edgellm::cli
