@@ -9,9 +9,9 @@ TESTDATA   ?= $(abspath ../shared)
 export EDGELLM_TESTDATA ?= $(TESTDATA)
 
 # The plain build builds the libraries as an app builds them (one object per source) and
-# unity-builds only the CLI, the server and the tools library (EDGELLM_UNITY_TARGETS), which no
-# app ships (the one peak-RSS test that links the tools, convert_memory, bounds the growth during
-# a conversion, not the process's size);
+# unity-builds only the CLI and the server (EDGELLM_UNITY_TARGETS), which no peak-RSS test links
+# (with the tools library unity-built too, memory_plan's test binary grew from 3.3 to 5.3 MB of
+# code and stories260K's measured overhead past its margin);
 # the sanitizer, fuzz and cross builds unity-build the libraries too (EDGELLM_UNITY,
 # CMakeLists.txt): a test binary that links a unity batch links all 8 of its sources, which moved
 # the peak-RSS tests' process overhead (stories260K: 4.8-5.0 MiB -> 5.6-5.7 MiB), and the plain
@@ -20,7 +20,7 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 # CMakeLists.txt: about half of g++'s compile time for gtest-heavy files); the library, tools and
 # server keep g++, which links every binary.
 TEST_CXX   ?= $(shell command -v clang++ 2>/dev/null)
-CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server;edgellm_tools" \
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server" \
              -DEDGELLM_TEST_CXX=$(TEST_CXX)
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG),
 # linked by lld (EDGELLM_LINKER: their ~150 test links take a quarter of GNU ld's time) against
