@@ -16,7 +16,7 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 # CMakeLists.txt): a test binary that links a unity batch links all 8 of its sources, which moved
 # the peak-RSS tests' process overhead (stories260K: 4.8-5.0 MiB -> 5.6-5.7 MiB), and the plain
 # build is where those run.
-# The test files (tests/<area>/test_*.cpp) compile with clang++ when it is there (EDGELLM_TEST_CXX,
+# The gtest-heavy test files (not the kernel, naive-reference or peak-RSS ones) compile with clang++ when it is there (EDGELLM_TEST_CXX,
 # CMakeLists.txt: about half of g++'s compile time for gtest-heavy files); the library, tools and
 # server keep g++, which links every binary.
 TEST_CXX   ?= $(shell command -v clang++ 2>/dev/null)

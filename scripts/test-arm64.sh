@@ -25,7 +25,7 @@ start=$(date +%s)
 
 # -O2: the tests run emulated, so the kernels still need optimising, but -O3's extra inlining
 # costs build time that the short emulated runs never win back.
-# The test files compile with clang++ for aarch64 when it is there (EDGELLM_TEST_CXX: about half
+# The gtest-heavy test files (not the kernel tests) compile with clang++ for aarch64 when it is there (EDGELLM_TEST_CXX: about half
 # of g++'s time for the gtest-heavy files); the library and the CLI with aarch64-linux-gnu-g++.
 test_cxx=()
 command -v clang++ >/dev/null && test_cxx=("-DEDGELLM_TEST_CXX=clang++;--target=aarch64-linux-gnu")
