@@ -35,21 +35,26 @@ SAN_FLAGS  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 
 # Only these areas' tests are built.
 TSAN_AREAS ?= platform;engine;service;runtime;api;server;grammar
 
-.PHONY: all deps build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
+.PHONY: all deps deps-build build demo test test-unit test-exports test-asan test-tsan test-musl fuzz test-arm64 test-server test-napi test-napi-asan clean
 
 all: build
 
 deps:
 	scripts/install-deps.sh
 
-build: deps
+# What the plain build and its tests need, no more (the sanitizer, musl, ARM64 and server-test
+# packages install with `deps` and the steps that use them).
+deps-build:
+	scripts/install-deps.sh --build-only
+
+build: deps-build
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The demo builds only the CLI (a minute or two, not the whole test suite) and runs
 # scripts/demo.sh: a streamed story from the model kept in the repository (or $EDGELLM_MODEL)
 # with its TTFT, tok/s and peak memory. No network needed once the Debian packages are there.
-demo: deps
+demo: deps-build
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target edgellm_cli
 	@scripts/demo.sh $(BUILD)
@@ -64,7 +69,7 @@ demo: deps
 # Skipped test cases are collected after each ctest run and listed at the end, the ones this host
 # cannot check first ("NOT CHECKED ON THIS HOST", scripts/report-skips.sh); the ISA coverage check
 # prints a WARNING block for the ISAs the CPU lacks (EDGELLM_REQUIRE_ISAS=amx makes it fail).
-test-unit: deps
+test-unit: deps-build
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DEDGELLM_TEST_SET=optimized
 	cmake --build $(BUILD) -j $(JOBS)
 	rm -f $(BUILD)/isa-coverage.log $(BUILD)/skipped.log
@@ -136,19 +141,19 @@ fuzz: deps
 NAPI_ENV = EDGELLM_CLI=$(abspath $(1))/edgellm EDGELLM_NAPI_ADDON=$(abspath $(1))/bindings/napi/edgellm.node
 test-napi: build
 	scripts/install-deps.sh --arm64
-	cd bindings/napi && npm ci --no-audit --no-fund
+	cd bindings/napi && npm ci --prefer-offline --no-audit --no-fund
 	cmake -S . -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS) --target edgellm_napi edgellm_cli
 	cd bindings/napi && $(call NAPI_ENV,$(BUILD)) npm test
 	scripts/test-npm-pack.sh $(BUILD)
 	scripts/check-napi-ohos.sh $(BUILD)
-	cd bindings/ohos/tools && npm install --no-package-lock --no-audit --no-fund && node check-arkts.js
+	cd bindings/ohos/tools && npm install --prefer-offline --no-package-lock --no-audit --no-fund && node check-arkts.js
 
 # The same node suite with the addon and libedgellm.so built with ASan + UBSan (the $(BUILD)-asan
 # configuration of test-asan) and libasan preloaded into node; leak checking off (V8 and node keep
 # allocations until exit; the suite's own memory test counts threads instead of RSS).
 test-napi-asan: deps
-	cd bindings/napi && npm ci --no-audit --no-fund
+	cd bindings/napi && npm ci --prefer-offline --no-audit --no-fund
 	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DEDGELLM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS) --target edgellm_napi edgellm_cli
 	cd bindings/napi && $(call NAPI_ENV,$(BUILD)-asan) EDGELLM_NAPI_SANITIZER=1 \
@@ -166,15 +171,19 @@ test-arm64:
 # (tests/server) are part of ctest.
 test-server: build
 	scripts/install-deps.sh --server-tests
-	cd tests/server/node && npm ci --no-audit --no-fund
+	cd tests/server/node && npm ci --prefer-offline --no-audit --no-fund
 	cd tests/server/node && EDGELLM_BIN=$(abspath $(BUILD))/edgellm node --test --test-concurrency=1
 
 # Native configurations first (plain, then the sanitizers), the ARM64 step last (after
 # everything native has passed); scripts/run-steps.sh stops at the first failing step and prints
-# each step's wall time.
+# each step's wall time. Once the plain build's packages are there, the later steps' Debian and
+# npm packages download and install in the background while it builds (scripts/prefetch-deps.sh,
+# log in $(BUILD)/prefetch-deps.log); each step's own install then finds them present.
 TEST_STEPS = test-unit test-asan test-tsan test-musl fuzz test-napi test-napi-asan test-server test-arm64
-test:
-	MAKE="$(MAKE)" scripts/run-steps.sh $(TEST_STEPS)
+test: deps-build
+	@mkdir -p $(BUILD); scripts/prefetch-deps.sh >$(BUILD)/prefetch-deps.log 2>&1 & prefetch=$$!; \
+	MAKE="$(MAKE)" scripts/run-steps.sh $(TEST_STEPS); status=$$?; \
+	wait $$prefetch; echo "prefetch: $$(tail -n 1 $(BUILD)/prefetch-deps.log)"; exit $$status
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz $(BUILD)-arm64
