@@ -9,7 +9,9 @@ TESTDATA   ?= $(abspath ../shared)
 export EDGELLM_TESTDATA ?= $(TESTDATA)
 
 # The plain build builds the libraries as an app builds them (one object per source) and
-# unity-builds only the CLI and the server (EDGELLM_UNITY_TARGETS), which no peak-RSS test links
+# unity-builds only the CLI, the server and the C ABI's own 14 files (EDGELLM_UNITY_TARGETS:
+# libedgellm.so's thin layer over edgellm_core; 59 s of CPU one object per source), which no
+# peak-RSS test links
 # (with the tools library unity-built too, memory_plan's test binary grew from 3.3 to 5.3 MB of
 # code and stories260K's measured overhead past its margin);
 # the sanitizer, fuzz and cross builds unity-build the libraries too (EDGELLM_UNITY,
@@ -20,7 +22,7 @@ export EDGELLM_TESTDATA ?= $(TESTDATA)
 # CMakeLists.txt: about half of g++'s compile time for gtest-heavy files); the library, tools and
 # server keep g++, which links every binary.
 TEST_CXX   ?= $(shell command -v clang++ 2>/dev/null)
-CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server" \
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server;edgellm" \
              -DEDGELLM_TEST_CXX=$(TEST_CXX)
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG),
 # linked by lld (EDGELLM_LINKER: their ~150 test links take a quarter of GNU ld's time) against
