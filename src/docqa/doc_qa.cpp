@@ -42,7 +42,8 @@ int64_t ms_left(Clock::time_point deadline) {
 
 // Waits for one request on a runtime, within `deadline`: nullopt when it passed (before the
 // request or during it); an error result throws its Error.
-std::optional<EmbeddingResult> run(Runtime& rt, EmbeddingRequest r, Clock::time_point deadline = Clock::time_point::max()) {
+std::optional<EmbeddingResult> run(Runtime& rt, EmbeddingRequest r,
+                                   Clock::time_point deadline = Clock::time_point::max()) {
   const int64_t left = ms_left(deadline);
   if (left == 0) return std::nullopt;
   auto done = std::make_shared<std::promise<EmbeddingResult>>();

@@ -131,8 +131,7 @@ class DocQa {
   // requests get what is left of it, the generation the rest): past it the answer is the text
   // so far with finish_reason kTimeout, and when it passes before the generation starts, no text
   // and no context (the shape of a generation that timed out in its queue).
-  DocAnswer ask(const std::string& question, Runtime& generator, Runtime* reranker = nullptr,
-                int64_t deadline_ms = 0);
+  DocAnswer ask(const std::string& question, Runtime& generator, Runtime* reranker = nullptr, int64_t deadline_ms = 0);
 
   // ask() in its two halves, for a caller that runs the generation itself (the server streams
   // the answer and cancels it when its client leaves): prepare_answer retrieves and fits the

@@ -28,7 +28,9 @@ int64_t integer_in(const Json& body, const char* name, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(v.as_number());
 }
 
-int64_t deadline_field_ms(const Json& body) { return integer_in(body, "x_edgellm_deadline_ms", 1, INT64_MAX / 2); }
+int64_t deadline_field_ms(const Json& body) {
+  return integer_in(body, "x_edgellm_deadline_ms", 1, INT64_MAX / 2);
+}
 
 // A field the Runtime range-checks (service/request_limits.h, check_request): only its JSON type
 // is checked here, so the refusal of a value out of range has the one wording every face shares
@@ -315,7 +317,8 @@ int64_t request_deadline_ms(const Json& body, int64_t server_ms) {
   if (!field(body, "x_edgellm_deadline_ms")) return server_ms;
   const int64_t asked = deadline_field_ms(body);
   if (asked > server_ms) {
-    throw ApiError::bad_field("x_edgellm_deadline_ms", "at most this server's --timeout (" + std::to_string(server_ms) + " ms)");
+    throw ApiError::bad_field("x_edgellm_deadline_ms",
+                              "at most this server's --timeout (" + std::to_string(server_ms) + " ms)");
   }
   return asked;
 }
