@@ -6,6 +6,18 @@
 #
 #   scripts/embed-vs-llamacpp.sh compare [BUILD] [LLAMACPP_DIR]   # cosine per text, every pooling
 #   scripts/embed-vs-llamacpp.sh bench   [BUILD] [LLAMACPP_DIR]   # texts/s at 16 / 128 / 512 tokens
+#   scripts/embed-vs-llamacpp.sh cli     [BUILD] [LLAMACPP_DIR]   # `edgellm embed` vs `llama-embedding`
+#
+# cli: the two command-line tools on one batch of 32 English sentences (text in: each engine's
+# own WordPiece), paired A/B with the order alternating, PAIRS pairs (default 5): whole-process
+# wall time (load included) of `edgellm embed -f` vs `llama-embedding -f`, and the compute only,
+# REPEATS (default 5) runs of the batch after the load (`edgellm embed --repeats` vs the libllama
+# driver, which runs llama-embedding's loop); medians. Each pair's vectors are compared (cosine
+# per sentence, both tools' outputs) and the token counts must agree. Needs llama-embedding
+# (LLAMACPP_TARGETS="llama-embedding llama"). llama.cpp's OpenMP threads spin between graph
+# nodes; on a shared, oversubscribed machine that spinning steals the other thread's core, so the
+# llama.cpp runs get OMP_WAIT_POLICY=${LLAMA_OMP_WAIT:-passive} (measured faster here; LLAMA_OMP_WAIT=active to
+# compare).
 #
 # Models: synthetic bge-small-en (CLS pooling, 12 layers) and all-MiniLM-L6 (mean pooling) of
 # the real shapes with the real bge vocabulary (ggml-vocab-bert-bge.gguf), Q8_0 and F16, made by
@@ -70,6 +82,129 @@ print("%-28s %-8s %-5d %12.8f %12.8f" % (sys.argv[3], sys.argv[4], len(cos), min
 PY
       done
     done
+  done
+  exit 0
+fi
+
+if [ "$MODE" = cli ]; then
+  EMBEDDING_BIN="$LIB/llama-embedding"
+  [ -x "$EMBEDDING_BIN" ] || { echo "no $EMBEDDING_BIN: LLAMACPP_TARGETS=llama-embedding scripts/build-llamacpp-reference.sh $LLAMA" >&2; exit 1; }
+  cat > "$WORK/sentences.txt" <<'TXT'
+The train to the airport leaves at 7:40 every weekday morning.
+Remember to buy milk, eggs and bread on the way home.
+The quarterly budget meeting was moved to Thursday afternoon.
+Giant pandas eat bamboo for up to fourteen hours a day.
+My passport expires next March, so I need to renew it soon.
+The doctor said to take the medicine twice a day after meals.
+Our Wi-Fi password is written on the back of the router.
+The recipe calls for two cups of flour and a pinch of salt.
+Call the landlord about the broken heater before the weekend.
+The conference in Berlin starts on the fifth of October.
+She prefers tea without sugar and coffee with a little milk.
+The project deadline is the end of the month, no exceptions.
+Water the tomato plants every evening during the summer.
+The museum is closed on Mondays and open late on Fridays.
+He parked the car on the third level of the garage, near the elevator.
+The invoice number for the new laptop is 2026-0415.
+Backups of the photos are stored on the external drive in the drawer.
+The kids have swimming lessons on Tuesday and Saturday.
+Cancel the gym membership before the annual renewal in June.
+The hotel booking confirmation was sent to my work email.
+Light travels about three hundred thousand kilometres per second.
+The dentist appointment was rescheduled to half past nine.
+Please review the draft contract and send your comments by Friday.
+The library books are due back on the twenty-second.
+Our flight was delayed by two hours because of fog in Amsterdam.
+The car needs new tyres and an oil change before the long trip.
+Grandma's birthday party is at the restaurant by the river.
+The password manager generates a new random password for every site.
+Rain is expected all week, so bring an umbrella to the office.
+The insurance policy covers water damage but not earthquakes.
+A short walk after lunch helps me concentrate in the afternoon.
+The team agreed to ship the release candidate next Wednesday.
+TXT
+  echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+  # The same ids for the compute-only runs: EdgeLLM's WordPiece on the vocabulary every model here
+  # carries (the token counts of the two CLIs on the texts are checked equal below).
+  : > "$WORK/sentence-ids.txt"
+  while IFS= read -r line; do
+    "$EDGELLM" tokenize -m "$VOCAB" --json "$line" |
+      python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["ids"])))' >> "$WORK/sentence-ids.txt"
+  done < "$WORK/sentences.txt"
+  for spec in bge-small-en:q8_0:2 bge-small-en:f16:2 all-minilm-l6:q8_0:1; do  # shape:type:driver pooling (cls 2, mean 1)
+    IFS=: read -r shape type pool <<< "$spec"
+    m=$(model "$shape" "$type")
+    python3 - "$EDGELLM" "$EMBEDDING_BIN" "$DRIVER" "$m" "$WORK" "$THREADS" "$PAIRS" "${REPEATS:-5}" "$pool" \
+        "$shape $type" "${LLAMA_OMP_WAIT:-passive}" <<'PY'
+import json, math, os, re, statistics, subprocess, sys, time
+edgellm, llama, driver, model, work, threads, pairs, repeats, pool, name, omp = sys.argv[1:]
+pairs, repeats = int(pairs), int(repeats)
+texts, ids = work + "/sentences.txt", work + "/sentence-ids.txt"
+n = sum(1 for l in open(texts) if l.strip())
+llama_env = dict(os.environ, OMP_WAIT_POLICY=omp)
+
+def timed(cmd, stdin=None, env=None):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdin=stdin, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit("failed: %s: %s" % (" ".join(cmd), p.stderr[-2000:]))
+    return wall, p.stdout, p.stderr
+
+def array(out, err=""):  # the --embd-output-format array rows (llama-embedding logs around them)
+    i = out.find("[[")
+    if i < 0:
+        sys.exit("no embeddings in the output: %s\n%s" % (out[-500:], err[-2000:]))
+    return json.loads(out[i:out.index("]]", i) + 2])
+
+def cosines(a, b):
+    return [sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v)) for u, v in zip(a, b)]
+
+def seconds_line(err):
+    m = re.search(r"seconds (\S+) repeats (\d+) sequences (\d+) tokens (\d+)", err)
+    return float(m.group(1)), int(m.group(4))
+
+ours_cli = ["%s" % edgellm, "embed", "-m", model, "-f", texts, "-t", threads, "-b", "2048", "--embd-output-format", "array",
+            "--repeats", "1"]
+theirs_cli = [llama, "-m", model, "-f", texts, "-t", threads, "-c", "2048", "-b", "2048", "-ub", "2048",
+              "--embd-output-format", "array"]
+ours_compute = [edgellm, "embed", "-m", model, "--token-ids", ids, "-t", threads, "-b", "2048", "--embd-output-format", "raw",
+                "--repeats", str(repeats)]
+theirs_compute = [driver, model, threads, "2048", pool, "2", str(repeats)]
+rows = {"ours_wall": [], "theirs_wall": [], "ours_req": [], "ours_c": [], "theirs_c": []}
+worst = 1.0
+for pair in range(pairs):
+    def ours():
+        w, out, err = timed(ours_cli)
+        s, tok = seconds_line(err)
+        rows["ours_wall"].append(w); rows["ours_req"].append(s)
+        c, _, cerr = timed(ours_compute)
+        rows["ours_c"].append(seconds_line(cerr)[0])
+        return array(out, err), tok
+    def theirs():
+        w, out, err = timed(theirs_cli, env=llama_env)
+        rows["theirs_wall"].append(w)
+        tok = sum(int(t) for t in re.findall(r"batch_decode: n_tokens = (\d+)", err))
+        with open(ids) as f:
+            _, _, cerr = timed(theirs_compute, stdin=f, env=llama_env)
+        rows["theirs_c"].append(seconds_line(cerr)[0])
+        return array(out, err), tok
+    if pair % 2 == 0:
+        (a, ta), (b, tb) = ours(), theirs()
+    else:
+        (b, tb), (a, ta) = theirs(), ours()
+    assert len(a) == len(b) == n, (len(a), len(b), n)
+    assert ta == tb, "token counts differ: edgellm %d, llama.cpp %d" % (ta, tb)
+    worst = min(worst, min(cosines(a, b)))
+    tokens = ta
+med = {k: statistics.median(v) for k, v in rows.items()}
+print("%-18s %3d texts %4d tokens, %d pairs, worst cosine %.7f (OMP_WAIT_POLICY=%s)" % (name, n, tokens, pairs, worst, omp))
+print("  whole process (load + %d texts): edgellm %7.1f ms, llama-embedding %7.1f ms -> %.2fx; edgellm's request alone %.1f ms"
+      % (n, med["ours_wall"] * 1e3, med["theirs_wall"] * 1e3, med["theirs_wall"] / med["ours_wall"], med["ours_req"] * 1e3))
+eo, et = n * repeats / med["ours_c"], n * repeats / med["theirs_c"]
+print("  compute (%d runs after load): edgellm %7.1f texts/s %8.0f tokens/s, llama.cpp %7.1f texts/s %8.0f tokens/s -> %.2fx"
+      % (repeats, eo, eo * tokens / n, et, et * tokens / n, eo / et))
+PY
   done
   exit 0
 fi

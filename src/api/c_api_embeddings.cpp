@@ -70,11 +70,9 @@ void apply_params(const edgellm_embed_params* params, bool rerank, EmbeddingRequ
   }
   r.truncation = truncation == EDGELLM_TRUNCATE_END ? Truncation::kEnd : Truncation::kRefuse;
   r.deadline_ms = p.deadline_ms;
-  const int priority = capi::enum_value(p.priority);
-  if (priority != EDGELLM_PRIORITY_INTERACTIVE && priority != EDGELLM_PRIORITY_BACKGROUND) {
-    throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(priority) + " is unknown");
-  }
-  r.priority = priority == EDGELLM_PRIORITY_BACKGROUND ? Priority::kBackground : Priority::kInteractive;
+  // Passed on as it is (c_api_requests.cpp checks the enums agree): the Runtime refuses one out
+  // of range in the words every face shares (request_limits.h).
+  r.priority = static_cast<Priority>(capi::enum_value(p.priority));
 }
 
 std::vector<std::string> strings_of(const char* const* items, size_t n, const char* what) {

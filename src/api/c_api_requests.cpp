@@ -148,11 +148,11 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   r.context_shift = p.context_shift;
   r.n_keep = p.n_keep;
   r.deadline_ms = p.deadline_ms;
-  const int priority = enum_value(p.priority);
-  if (priority != EDGELLM_PRIORITY_INTERACTIVE && priority != EDGELLM_PRIORITY_BACKGROUND) {
-    throw Error(ErrorCode::kInvalidArgument, "priority " + std::to_string(priority) + " is unknown");
-  }
-  r.priority = priority == EDGELLM_PRIORITY_INTERACTIVE ? Priority::kInteractive : Priority::kBackground;
+  // Passed on as it is (the enums' values are the same): one out of range is refused by the
+  // Runtime's check (request_limits.h), in the words every face shares.
+  static_assert(static_cast<int>(Priority::kInteractive) == EDGELLM_PRIORITY_INTERACTIVE &&
+                static_cast<int>(Priority::kBackground) == EDGELLM_PRIORITY_BACKGROUND);
+  r.priority = static_cast<Priority>(enum_value(p.priority));
   const int route = enum_value(p.route);
   if (route < EDGELLM_ROUTE_OFF || route > EDGELLM_ROUTE_CLOUD) {
     throw Error(ErrorCode::kInvalidArgument, "route " + std::to_string(route) + " is unknown");

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <set>
 
 #include "chat/chat_template.h"
@@ -30,14 +31,28 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// Waits for one request on a runtime; an error result throws its Error.
-EmbeddingResult run(Runtime& rt, EmbeddingRequest r) {
+// What is left until `deadline` in whole milliseconds, rounded up (0: passed; -1: no deadline,
+// Clock::time_point::max()). Rounded up so a request is never given less than is left.
+int64_t ms_left(Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) return -1;
+  const auto left = deadline - Clock::now();
+  if (left <= Clock::duration::zero()) return 0;
+  return std::chrono::ceil<std::chrono::milliseconds>(left).count();
+}
+
+// Waits for one request on a runtime, within `deadline`: nullopt when it passed (before the
+// request or during it); an error result throws its Error.
+std::optional<EmbeddingResult> run(Runtime& rt, EmbeddingRequest r,
+                                   Clock::time_point deadline = Clock::time_point::max()) {
+  const int64_t left = ms_left(deadline);
+  if (left == 0) return std::nullopt;
   auto done = std::make_shared<std::promise<EmbeddingResult>>();
-  r.deadline_ms = 0;
+  r.deadline_ms = left > 0 ? left : 0;
   r.on_finish = [done](EmbeddingResult& res) { done->set_value(std::move(res)); };
   rt.embed(std::move(r));
   EmbeddingResult res = done->get_future().get();
   if (res.finish_reason == FinishReason::kError) throw Error(res.error_code, res.error);
+  if (res.finish_reason == FinishReason::kTimeout) return std::nullopt;
   require(res.finish_reason == FinishReason::kStop, ErrorCode::kCancelled, "an embedding request was cancelled");
   return res;
 }
@@ -123,7 +138,7 @@ std::vector<float> DocQa::embed_texts(const std::vector<std::string>& texts, int
                    texts.begin() + static_cast<std::ptrdiff_t>(std::min(texts.size(), i + options_.embed_batch)));
     r.truncation = options_.truncation;
     r.priority = Priority::kBackground;
-    const EmbeddingResult res = run(embedder_, std::move(r));
+    const EmbeddingResult res = *run(embedder_, std::move(r));  // no deadline: never nullopt
     if (tokens) *tokens += res.prompt_tokens;
     out.insert(out.end(), res.vectors.begin(), res.vectors.end());
   }
@@ -229,6 +244,12 @@ IndexReport DocQa::index_directory(const std::string& dir) {
 
 std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime* reranker, RetrieveTiming* timing,
                                             int32_t top_k) {
+  return *retrieve_by(question, reranker, timing, top_k, Clock::time_point::max());  // no deadline: never nullopt
+}
+
+std::optional<std::vector<RetrievedChunk>> DocQa::retrieve_by(const std::string& question, Runtime* reranker,
+                                                              RetrieveTiming* timing, int32_t top_k,
+                                                              Clock::time_point deadline) {
   const int32_t keep = top_k > 0 ? top_k : options_.top_k;
   RetrieveTiming t;
   auto t0 = Clock::now();
@@ -240,11 +261,12 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
   EmbeddingRequest q;
   q.texts = {options_.query_prefix + clean};
   q.truncation = options_.truncation;
-  const EmbeddingResult e = run(embedder_, std::move(q));
+  const std::optional<EmbeddingResult> e = run(embedder_, std::move(q), deadline);
+  if (!e) return std::nullopt;
   t.embed_ms = ms_since(t0);
   t0 = Clock::now();
   const size_t k = static_cast<size_t>(reranker ? std::max(options_.candidates, keep) : keep);
-  const std::vector<VectorIndex::Hit> hits = index_->search(e.vectors.data(), k);
+  const std::vector<VectorIndex::Hit> hits = index_->search(e->vectors.data(), k);
   t.search_ms = ms_since(t0);
   t0 = Clock::now();
   std::vector<RetrievedChunk> out;
@@ -259,10 +281,11 @@ std::vector<RetrievedChunk> DocQa::retrieve(const std::string& question, Runtime
     r.query = clean;
     for (const RetrievedChunk& c : out) r.documents.push_back(c.text);
     r.truncation = options_.truncation;
-    const EmbeddingResult s = run(*reranker, std::move(r));
-    require(s.scores.size() == out.size(), ErrorCode::kInternal,
+    const std::optional<EmbeddingResult> s = run(*reranker, std::move(r), deadline);
+    if (!s) return std::nullopt;
+    require(s->scores.size() == out.size(), ErrorCode::kInternal,
             "the reranker returned a score count that does not match");
-    for (size_t i = 0; i < out.size(); ++i) out[i].rerank_score = s.scores[i];
+    for (size_t i = 0; i < out.size(); ++i) out[i].rerank_score = s->scores[i];
     std::stable_sort(out.begin(), out.end(), [](const RetrievedChunk& a, const RetrievedChunk& b) {
       return *a.rerank_score > *b.rerank_score;
     });
@@ -342,11 +365,19 @@ std::vector<uint32_t> DocQa::cited_ids(std::string_view answer) {
   return ids;
 }
 
-DocAnswer DocQa::ask(const std::string& question, Runtime& generator, Runtime* reranker) {
-  DocAnswer a;
+DocQa::PreparedAnswer DocQa::prepare_answer(const std::string& question, Runtime& generator, Runtime* reranker,
+                                            int64_t deadline_ms) {
+  PreparedAnswer p;
   const auto t0 = Clock::now();
-  a.context = retrieve(question, reranker, &a.retrieve_timing);
-  a.retrieve_ms = ms_since(t0);
+  const Clock::time_point deadline =
+      deadline_ms > 0 ? t0 + std::chrono::milliseconds(deadline_ms) : Clock::time_point::max();
+  std::optional<std::vector<RetrievedChunk>> found = retrieve_by(question, reranker, &p.retrieve_timing, 0, deadline);
+  p.retrieve_ms = ms_since(t0);
+  if (!found) {
+    p.timed_out = true;
+    return p;
+  }
+  p.context = std::move(*found);
   const std::string clean = sanitize_user_text(question);
   {
     // The rendered prompt and the answer must fit the generator's context: the lowest-ranked
@@ -354,36 +385,60 @@ DocAnswer DocQa::ask(const std::string& question, Runtime& generator, Runtime* r
     const std::shared_ptr<InferenceService> svc = generator.service();
     const int64_t n_ctx = svc->context_params().n_ctx;
     for (;;) {
-      const std::string prompt = svc->chat_template().render(answer_messages(clean, a.context), true);
+      const std::string prompt = svc->chat_template().render(answer_messages(clean, p.context), true);
       const int64_t need =
           static_cast<int64_t>(svc->tokenizer().encode(prompt, true, true).size()) + options_.max_answer_tokens;
       if (need <= n_ctx) break;
-      require(a.context.size() > 1, ErrorCode::kInvalidArgument,
+      require(p.context.size() > 1, ErrorCode::kInvalidArgument,
               "the question and one passage need " + std::to_string(need) + " tokens with the answer's " +
                   std::to_string(options_.max_answer_tokens) + ", more than the generator's context of " +
                   std::to_string(n_ctx) + ": use a larger context, a shorter answer or smaller chunks");
-      a.context.pop_back();
+      p.context.pop_back();
     }
   }
+  const int64_t left = ms_left(deadline);
+  if (left == 0) {
+    p.timed_out = true;
+    p.context.clear();
+    return p;
+  }
+  p.request.messages = answer_messages(clean, p.context);
+  p.request.max_tokens = options_.max_answer_tokens;
+  p.request.sampling = options_.sampling;
+  p.request.deadline_ms = left > 0 ? left : 0;
+  return p;
+}
+
+std::vector<Citation> DocQa::cite(std::string_view answer, const std::vector<RetrievedChunk>& context) {
+  std::vector<Citation> out;
+  for (const uint32_t id : cited_ids(answer)) {
+    for (const RetrievedChunk& c : context) {
+      if (c.chunk == id) out.push_back({c.chunk, c.path, c.begin, c.end});
+    }
+  }
+  return out;
+}
+
+DocAnswer DocQa::ask(const std::string& question, Runtime& generator, Runtime* reranker, int64_t deadline_ms) {
+  PreparedAnswer p = prepare_answer(question, generator, reranker, deadline_ms);
+  DocAnswer a;
+  a.retrieve_ms = p.retrieve_ms;
+  a.retrieve_timing = p.retrieve_timing;
+  if (p.timed_out) {
+    a.finish_reason = FinishReason::kTimeout;
+    return a;
+  }
+  a.context = std::move(p.context);
   auto done = std::make_shared<std::promise<RequestResult>>();
-  ServiceRequest r;
-  r.messages = answer_messages(clean, a.context);
-  r.max_tokens = options_.max_answer_tokens;
-  r.sampling = options_.sampling;
-  r.deadline_ms = 0;
-  r.on_finish = [done](RequestResult& res) { done->set_value(std::move(res)); };
+  p.request.on_finish = [done](RequestResult& res) { done->set_value(std::move(res)); };
   const auto t1 = Clock::now();
-  generator.submit(std::move(r));
+  generator.submit(std::move(p.request));
   const RequestResult res = done->get_future().get();
   a.generate_ms = ms_since(t1);
   a.answer = res.text;
   a.finish_reason = res.finish_reason;
   a.error = res.error;
-  for (const uint32_t id : cited_ids(a.answer)) {
-    for (const RetrievedChunk& c : a.context) {
-      if (c.chunk == id) a.citations.push_back({c.chunk, c.path, c.begin, c.end});
-    }
-  }
+  a.citations = cite(a.answer, a.context);
   return a;
 }
 

@@ -15,6 +15,7 @@
 // may be shared with other users.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "engine/embedder.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
+#include "service/request.h"
 
 namespace edgellm {
 
@@ -125,7 +127,28 @@ class DocQa {
   // DocAnswer::context holds what was given. Throws Error(kInvalidArgument) for an empty index or
   // question, or a question that leaves no room for one passage, and what the runtimes throw at
   // submit; a generation that fails ends as the answer's finish_reason / error.
-  DocAnswer ask(const std::string& question, Runtime& generator, Runtime* reranker = nullptr);
+  // deadline_ms > 0 bounds the whole ask, retrieval included (the embedder's and reranker's
+  // requests get what is left of it, the generation the rest): past it the answer is the text
+  // so far with finish_reason kTimeout, and when it passes before the generation starts, no text
+  // and no context (the shape of a generation that timed out in its queue).
+  DocAnswer ask(const std::string& question, Runtime& generator, Runtime* reranker = nullptr, int64_t deadline_ms = 0);
+
+  // ask() in its two halves, for a caller that runs the generation itself (the server streams
+  // the answer and cancels it when its client leaves): prepare_answer retrieves and fits the
+  // passages (the part that uses the index: the caller's one-user rule covers only it) and
+  // returns the generation's request; the caller sets its callbacks, submits it to `generator`
+  // and takes the citations of what came back with cite(). Throws as ask() does.
+  struct PreparedAnswer {
+    std::vector<RetrievedChunk> context;  // what the generator is given, best first
+    RetrieveTiming retrieve_timing;
+    double retrieve_ms = 0;
+    bool timed_out = false;  // the deadline passed during retrieval: `request` is not to be submitted
+    ServiceRequest request;  // messages, max_answer_tokens, sampling, the deadline's remainder
+  };
+  PreparedAnswer prepare_answer(const std::string& question, Runtime& generator, Runtime* reranker = nullptr,
+                                int64_t deadline_ms = 0);
+  // The chunks of `context` that `answer` cites ("[id]" markers), in the order it cites them.
+  static std::vector<Citation> cite(std::string_view answer, const std::vector<RetrievedChunk>& context);
 
   const VectorIndex& index() const { return *index_; }
   const std::string& index_path() const { return path_; }
@@ -148,6 +171,10 @@ class DocQa {
  private:
   std::vector<float> embed_texts(const std::vector<std::string>& texts, int64_t* tokens);
   std::string settings_json() const;
+  // retrieve() within `deadline` (Clock::time_point::max(): none); nullopt when it passed.
+  std::optional<std::vector<RetrievedChunk>> retrieve_by(const std::string& question, Runtime* reranker,
+                                                         RetrieveTiming* timing, int32_t top_k,
+                                                         std::chrono::steady_clock::time_point deadline);
 
   Runtime& embedder_;
   std::string path_;

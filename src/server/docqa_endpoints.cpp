@@ -1,5 +1,7 @@
 #include "server/docqa_endpoints.h"
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +12,9 @@
 #include "runtime/runtime.h"
 #include "server/api_error.h"
 #include "server/api_response.h"
+#include "server/completion_channel.h"
+#include "server/openai_request.h"
+#include "server/service_calls.h"
 #include "service/embedding_service.h"
 
 namespace edgellm::server {
@@ -17,6 +22,10 @@ namespace {
 
 constexpr char kDocqaDocumentsPrefix[] = "/v1/docqa/documents/";
 constexpr int64_t kMaxDocqaHits = 4096;  // as edgellm_docqa_search's top_k
+// How often an ask's worker looks at its client while no text arrives (generation_endpoint.cpp's
+// bound on noticing a disconnect).
+constexpr std::chrono::milliseconds kAskPollInterval{20};
+using AskClock = std::chrono::steady_clock;
 
 ServedDocQa& served(ServerContext& ctx) {
   if (!ctx.docqa) {
@@ -118,6 +127,64 @@ Json hit_json(const RetrievedChunk& c) {
   if (c.rerank_score) j.set("rerank_score", static_cast<double>(*c.rerank_score));
   j.set("text", c.text);
   return j;
+}
+
+Json context_json(const std::vector<RetrievedChunk>& context) {
+  Json list = Json::array();
+  for (const RetrievedChunk& c : context) list.push_back(hit_json(c));
+  return list;
+}
+
+Json citations_json(const std::vector<Citation>& citations) {
+  Json list = Json::array();
+  for (const Citation& c : citations) {
+    Json e = Json::object();
+    e.set("key", c.path);
+    e.set("chunk", static_cast<int64_t>(c.chunk));
+    e.set("begin", static_cast<int64_t>(c.begin));
+    e.set("end", static_cast<int64_t>(c.end));
+    list.push_back(std::move(e));
+  }
+  return list;
+}
+
+// The streamed ask's events (docs/server.md, "Document Q&A"): the passages, the answer's text
+// in pieces, then how it ended with the citations (known only once the answer is whole).
+Json context_event(const DocQa::PreparedAnswer& p) {
+  Json e = Json::object();
+  e.set("object", "docqa.ask.context");
+  e.set("context", context_json(p.context));
+  e.set("retrieve_ms", p.retrieve_ms);
+  return e;
+}
+
+Json delta_event(const std::string& text) {
+  Json e = Json::object();
+  e.set("object", "docqa.ask.delta");
+  e.set("delta", text);
+  return e;
+}
+
+Json done_event(const DocAnswer& a) {
+  Json e = Json::object();
+  e.set("object", "docqa.ask.done");
+  e.set("finish_reason", finish_reason_name(a.finish_reason));
+  e.set("citations", citations_json(a.citations));
+  e.set("retrieve_ms", a.retrieve_ms);
+  e.set("generate_ms", a.generate_ms);
+  return e;
+}
+
+// The non-streamed answer: the streamed events' fields in one object.
+Json answer_body(const DocAnswer& a) {
+  Json out = Json::object();
+  out.set("answer", a.answer);
+  out.set("finish_reason", finish_reason_name(a.finish_reason));
+  out.set("citations", citations_json(a.citations));
+  out.set("context", context_json(a.context));
+  out.set("retrieve_ms", a.retrieve_ms);
+  out.set("generate_ms", a.generate_ms);
+  return out;
 }
 
 }  // namespace
@@ -223,44 +290,121 @@ HttpResponse docqa_search(ServerContext& ctx, HttpRequest& request) {
   return json_response(200, out);
 }
 
-HttpResponse docqa_ask(ServerContext& ctx, HttpRequest& request) {
+void docqa_ask(ServerContext& ctx, HttpRequest& request, ResponseWriter& out) {
   ServedDocQa& d = served(ctx);
   std::string question;
+  bool stream = false;
+  int64_t deadline_ms = 0;
   {
     const Json body = parse_json_request(request, ctx.options.max_json_depth);
     question = text_field(ctx, body, "question");
     if (const Json* s = body.find("stream"); s != nullptr && !s->is_null()) {
       if (!s->is_bool()) throw ApiError::bad_field("stream", "expected true or false");
-      if (s->as_bool()) throw ApiError::bad_field("stream", "streamed answers are not served here yet: send false");
+      stream = s->as_bool();
+    }
+    deadline_ms = request_deadline_ms(body, ctx.options.deadline_ms);
+  }
+  // The deadline counts from here: a wait for the index's one user is part of it.
+  const AskClock::time_point deadline = AskClock::now() + std::chrono::milliseconds(deadline_ms);
+  DocQa::PreparedAnswer p;
+  {
+    std::lock_guard<std::mutex> lock(d.mutex);
+    const int64_t left = std::chrono::ceil<std::chrono::milliseconds>(deadline - AskClock::now()).count();
+    if (left > 0) {
+      p = d.qa->prepare_answer(question, d.generator, d.reranker, left);
+    } else {
+      p.timed_out = true;
     }
   }
-  std::lock_guard<std::mutex> lock(d.mutex);
-  const DocAnswer a = d.qa->ask(question, d.generator, d.reranker);
+  // From here on the index is free for the next request: the answer uses its own copy of the
+  // passages (p.context).
+  auto channel = std::make_shared<CompletionChannel>();
+  RequestId id = 0;
+  std::string version;
+  if (!p.timed_out) {
+    p.request.on_token = [channel](const TokenEvent& ev) { return channel->on_token(ev); };
+    p.request.on_finish = [channel](const RequestResult& r) { channel->on_finish(r); };
+    try {
+      ServiceCalls::Submitted s = ctx.service.submit(std::move(p.request));
+      id = s.id;
+      version = std::move(s.version);
+    } catch (const Error& e) {
+      throw api_error_from(e);  // kBusy: 429, kDegraded: 503 (Retry-After added with the response)
+    }
+  }
+  auto client_left = [&] {
+    ctx.counters.client_disconnects.fetch_add(1);  // counted first, as generate() does
+    channel->abandon();
+    if (id != 0) ctx.service.cancel(id);
+  };
+  auto write = [&](const Json& event) { return out.write("data: " + wire_json(event) + "\n\n"); };
+  if (stream) {
+    // The passages first (known before the first token), then the answer's text as it comes.
+    ctx.counters.streams.fetch_add(1);
+    HeaderList headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+    if (!version.empty()) headers.emplace_back("x-edgellm-model-version", version);
+    out.begin_stream(200, "text/event-stream", std::move(headers), ": \n\n");
+    if (!write(context_event(p))) {
+      client_left();
+      return;
+    }
+  }
+
+  const AskClock::time_point t1 = AskClock::now();
+  RequestResult result;
+  if (p.timed_out) {
+    result.finish_reason = FinishReason::kTimeout;  // as a chat completion whose deadline passed in its queue
+  } else {
+    // Bounded by the deadline (the service ends the request there), stop() and the client.
+    const AskClock::time_point give_up = deadline + std::chrono::milliseconds(5000);
+    for (;;) {
+      CompletionChannel::Batch b = channel->take(kAskPollInterval);
+      if (out.client_gone()) {
+        client_left();
+        return;
+      }
+      if (ctx.stopping.load() || AskClock::now() > give_up) ctx.service.cancel(id);
+      if (stream && !b.text.empty() && !write(delta_event(b.text))) {
+        client_left();
+        return;
+      }
+      if (b.finished) {
+        result = std::move(b.result);
+        break;
+      }
+    }
+  }
+  DocAnswer a;
+  a.retrieve_ms = p.retrieve_ms;
+  a.retrieve_timing = p.retrieve_timing;
+  a.generate_ms = p.timed_out ? 0 : std::chrono::duration<double, std::milli>(AskClock::now() - t1).count();
+  a.answer = std::move(result.text);
+  a.finish_reason = result.finish_reason;
+  a.error = result.error;
+  a.citations = DocQa::cite(a.answer, p.context);
+  a.context = std::move(p.context);
+
+  if (stream) {
+    if (a.finish_reason == FinishReason::kError) {
+      write(api_error_from(Error(result.error_code, result.error)).to_json());
+    } else if (a.finish_reason == FinishReason::kCancelled) {
+      write(ApiError(503, "server_error", "shutting_down", "the server is stopping").to_json());
+    } else {
+      write(done_event(a));
+    }
+    out.write("data: [DONE]\n\n");
+    out.end_stream();
+    return;
+  }
   if (a.finish_reason == FinishReason::kCancelled) {
     throw ApiError(503, "server_error", "shutting_down", "the server is stopping");
   }
   if (a.finish_reason == FinishReason::kError) {
     throw ApiError(500, "server_error", "generation_failed", "the answer failed: " + a.error);
   }
-  Json cites = Json::array();
-  for (const Citation& c : a.citations) {
-    Json e = Json::object();
-    e.set("key", c.path);
-    e.set("chunk", static_cast<int64_t>(c.chunk));
-    e.set("begin", static_cast<int64_t>(c.begin));
-    e.set("end", static_cast<int64_t>(c.end));
-    cites.push_back(std::move(e));
-  }
-  Json context = Json::array();
-  for (const RetrievedChunk& c : a.context) context.push_back(hit_json(c));
-  Json out = Json::object();
-  out.set("answer", a.answer);
-  out.set("finish_reason", finish_reason_name(a.finish_reason));
-  out.set("citations", std::move(cites));
-  out.set("context", std::move(context));
-  out.set("retrieve_ms", a.retrieve_ms);
-  out.set("generate_ms", a.generate_ms);
-  return json_response(200, out);
+  HttpResponse r = json_response(200, answer_body(a));
+  if (!version.empty()) r.headers.emplace_back("x-edgellm-model-version", version);
+  out.send(std::move(r));
 }
 
 }  // namespace edgellm::server

@@ -42,10 +42,7 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   std::string().swap(request.body);
   ParsedRequest p = endpoint == Endpoint::kChat ? parse_chat_request(body) : parse_completion_request(body);
   // The server's --timeout bounds every request (a worker waits for it); a client may ask for less.
-  if (p.deadline_ms > ctx.options.deadline_ms) {
-    throw ApiError::bad_field("x_edgellm_deadline_ms",
-                              "at most this server's --timeout (" + std::to_string(ctx.options.deadline_ms) + " ms)");
-  }
+  const int64_t deadline_ms = request_deadline_ms(body, ctx.options.deadline_ms);
 
   ResponseHead head;
   head.endpoint = endpoint;
@@ -68,7 +65,7 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   auto channel = std::make_shared<CompletionChannel>();
 
   ServiceRequest& sr = p.request;
-  sr.deadline_ms = p.deadline_ms > 0 ? p.deadline_ms : ctx.options.deadline_ms;
+  sr.deadline_ms = deadline_ms;
   // Streamed chat (and a session's) with the router on: through the router as route local, so
   // tokens stream as they come and a local run that fails for the device's sake (out of memory,
   // degraded, context full) may still be answered by the cloud. Tools stay off the router: the

@@ -407,7 +407,7 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_search(ctx, q)); }, heavy);
       break;
     case Ep::kDocqaAsk:
-      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_ask(ctx, q)); }, heavy);
+      p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { docqa_ask(ctx, q, w); }, heavy);
       break;
     case Ep::kImport:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(import_session(ctx, q)); }, heavy);

@@ -28,6 +28,10 @@ int64_t integer_in(const Json& body, const char* name, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(v.as_number());
 }
 
+int64_t deadline_field_ms(const Json& body) {
+  return integer_in(body, "x_edgellm_deadline_ms", 1, INT64_MAX / 2);
+}
+
 // A field the Runtime range-checks (service/request_limits.h, check_request): only its JSON type
 // is checked here, so the refusal of a value out of range has the one wording every face shares
 // ("temperature must be in [0, 100], got 101"), with OpenAI's status (400).
@@ -128,9 +132,7 @@ void parse_common(const Json& body, ParsedRequest& out) {
   }
   // A deadline shorter than the server's --timeout (ServiceRequest::deadline_ms, queue wait
   // included); generate() checks it against --timeout, which it may not exceed.
-  if (field(body, "x_edgellm_deadline_ms")) {
-    out.deadline_ms = integer_in(body, "x_edgellm_deadline_ms", 1, INT64_MAX / 2);
-  }
+  if (field(body, "x_edgellm_deadline_ms")) out.deadline_ms = deadline_field_ms(body);
   if (field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
     out.seed_given = true;
@@ -309,6 +311,16 @@ ParsedRequest parse_completion_request(const Json& body) {
     throw ApiError::bad_field("prompt", "expected a string, an array of one string or an array of token ids");
   }
   return out;
+}
+
+int64_t request_deadline_ms(const Json& body, int64_t server_ms) {
+  if (!field(body, "x_edgellm_deadline_ms")) return server_ms;
+  const int64_t asked = deadline_field_ms(body);
+  if (asked > server_ms) {
+    throw ApiError::bad_field("x_edgellm_deadline_ms",
+                              "at most this server's --timeout (" + std::to_string(server_ms) + " ms)");
+  }
+  return asked;
 }
 
 }  // namespace edgellm::server

@@ -59,6 +59,11 @@ Json parse_messages(const Json* messages);
 // POST /v1/completions: prompt (a string, a one-string array or an array of token ids).
 ParsedRequest parse_completion_request(const Json& body);
 
+// The deadline a request gets: its "x_edgellm_deadline_ms" (an integer in [1, 2^62], at most
+// `server_ms`, the server's --timeout, which bounds every request), else `server_ms`. Throws the
+// ApiError 400 naming the field. Chat, completions and /v1/docqa/ask share it (and its words).
+int64_t request_deadline_ms(const Json& body, int64_t server_ms);
+
 // Parses a request body: valid UTF-8, JSON, an object, at most `max_depth` levels of nesting.
 // Throws ApiError 400 otherwise.
 Json parse_body(const std::string& body, int max_depth = 64);

@@ -278,6 +278,13 @@ TEST(DocQa, CitedIdsAndPromptMessages) {
   EXPECT_NE(user.find("[4] (b.txt) second passage"), std::string::npos) << user;
   EXPECT_LT(user.find("[17]"), user.find("[4]"));
   EXPECT_NE(user.find("Question: why?"), std::string::npos) << user;
+  // cite(): the given chunks an answer names, in its order; an id not given is no citation.
+  const std::vector<Citation> cites = DocQa::cite("see [4] and [17][99], again [4]", ctx);
+  ASSERT_EQ(cites.size(), 2u);
+  EXPECT_EQ(cites[0].chunk, 4u);
+  EXPECT_EQ(cites[0].path, "b.txt");
+  EXPECT_EQ(cites[1].chunk, 17u);
+  EXPECT_EQ(cites[1].path, "a.md");
 }
 
 TEST(DocQa, AskFitsTheGeneratorAndCitesOnlyGivenChunks) {
@@ -327,6 +334,20 @@ TEST(DocQa, AskFitsTheGeneratorAndCitesOnlyGivenChunks) {
     for (const RetrievedChunk& r : a.context) given = given || r.chunk == c.chunk;
     EXPECT_TRUE(given) << c.chunk;
   }
+  // The halves the server streams with: the same passages and the request ask() submits.
+  const DocQa::PreparedAnswer p = qa.prepare_answer(question, gen, nullptr, 60000);
+  ASSERT_FALSE(p.timed_out);
+  ASSERT_EQ(p.context.size(), a.context.size());
+  for (size_t i = 0; i < p.context.size(); ++i) EXPECT_EQ(p.context[i].chunk, a.context[i].chunk);
+  EXPECT_EQ(p.request.messages.dump(), DocQa::answer_messages(question, a.context).dump());
+  EXPECT_EQ(p.request.max_tokens, 8);
+  EXPECT_GT(p.request.deadline_ms, 0);
+  EXPECT_LE(p.request.deadline_ms, 60000);
+  // A deadline bounds the whole ask: 1 ms ends kTimeout with at most the text so far (a prefix
+  // of the unbounded greedy answer), never an error.
+  const DocAnswer t = qa.ask(question, gen, nullptr, 1);
+  EXPECT_EQ(t.finish_reason, FinishReason::kTimeout) << t.error;
+  EXPECT_EQ(a.answer.compare(0, t.answer.size(), t.answer), 0) << t.answer;
   // Retrieval refusals.
   try {
     qa.retrieve(" \n");

@@ -71,6 +71,8 @@ function capiInput(list, sessionFiles) {
     for (const s of r.stop || []) lines.push(`stop ${hex(s)}`);
     for (const [id, bias] of r.logit_bias || []) lines.push(`logit_bias ${id} ${bias}`);
     if (r.session_id !== undefined) lines.push(`session_id ${hex(r.session_id)}`);
+    if (r.priority !== undefined) lines.push(`priority ${r.priority}`);
+    for (const k of ["add_special", "parse_special"]) if (r[k] !== undefined) lines.push(`${k} ${r[k] ? 1 : 0}`);
     lines.push("end");
   }
   return lines.join("\n") + "\n";

@@ -12,6 +12,7 @@
  *   prompt HEX | message HEX_ROLE HEX_CONTENT | tokens N id... | max_tokens N | temperature F |
  *   top_k N | top_p F | min_p F | repeat_penalty F | frequency_penalty F | presence_penalty F |
  *   penalty_last_n N | seed N | stop HEX | logit_bias ID BIAS | n_keep N | context_shift 0|1 |
+ *   priority N (the enum's value as given, in range or not) | add_special 0|1 | parse_special 0|1 |
  *   session_id HEX | session_load_path HEX | import_session HEX_ID HEX_PATH (the case imports a
  *   session file into the store instead of submitting)
  *   end
@@ -165,6 +166,12 @@ int main(void) {
         p.n_keep = atoi(v);
       } else if (strcmp(k, "context_shift") == 0) {
         p.context_shift = atoi(v) != 0;
+      } else if (strcmp(k, "priority") == 0) {
+        p.priority = (edgellm_priority)atoi(v);
+      } else if (strcmp(k, "add_special") == 0) {
+        p.add_special = atoi(v) != 0;
+      } else if (strcmp(k, "parse_special") == 0) {
+        p.parse_special = atoi(v) != 0;
       } else if (strcmp(k, "session_id") == 0) {
         p.session_id = owned[n_owned++] = unhex(v);
       } else if (strcmp(k, "session_load_path") == 0) {

@@ -39,7 +39,7 @@ bool read_embed_options(napi_env env, napi_value options, edgellm_embed_params* 
   r.int64("deadlineMs", std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2,
           &p->deadline_ms);
   int priority = p->priority;
-  r.choice("priority", kPriorities, &priority);
+  r.choice_or_integer("priority", kPriorities, &priority);  // or 0 / 1, as over HTTP
   p->priority = static_cast<edgellm_priority>(priority);
   if (top_n != nullptr) r.integer("topN", 0, std::numeric_limits<int32_t>::max(), top_n);
   if (!r.ok()) {

@@ -275,4 +275,13 @@ void OptionReader::choice(const char* name, const char* const* choices, int* out
   fail(what_ + "." + name + " must be one of " + list);
 }
 
+void OptionReader::choice_or_integer(const char* name, const char* const* choices, int* out) {
+  napi_value v = field(name);
+  if (v && type_of(env_, v) == napi_number) {
+    integer(name, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), out);
+  } else {
+    choice(name, choices, out);
+  }
+}
+
 }  // namespace edgellm_napi

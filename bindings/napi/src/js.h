@@ -101,6 +101,9 @@ class OptionReader {
   void string(const char* name, std::string* out);
   // One of `choices` (nullptr-terminated); *out receives its index.
   void choice(const char* name, const char* const* choices, int* out);
+  // One of `choices` as choice() reads it, or an integer passed on as it is: the C ABI's enum
+  // value, whose range the Runtime checks in the words every face shares (priority).
+  void choice_or_integer(const char* name, const char* const* choices, int* out);
   // The raw value of a field (undefined when absent or when there is no object).
   napi_value field(const char* name);
 

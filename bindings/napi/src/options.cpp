@@ -273,7 +273,7 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   r.int64("deadlineMs", std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2,
           &p.deadline_ms);
   int priority = p.priority;
-  r.choice("priority", kPriorities, &priority);
+  r.choice_or_integer("priority", kPriorities, &priority);  // or 0 / 1, as over HTTP
   p.priority = static_cast<edgellm_priority>(priority);
   r.boolean("ignoreEos", &p.ignore_eos);
   r.boolean("addSpecial", &p.add_special);

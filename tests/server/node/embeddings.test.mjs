@@ -8,7 +8,8 @@
 // max |diff| 0); base64 carries the float32 bytes themselves.
 // Document Q&A over HTTP (/v1/docqa/*, --docqa-index) is checked against `edgellm docqa list |
 // search | ask --json` reading the index file the server wrote (a separate process: its own
-// embedder, reranker and generator), and per-request "pooling" against `edgellm embed --pooling`.
+// embedder, reranker and generator), streamed asks against the whole answer and the CLI's, and
+// per-request "pooling" against `edgellm embed --pooling`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -266,6 +267,102 @@ test("/v1/docqa: add, list, search, update, delete and ask equal `edgellm docqa`
   assert.ok(ask.body.citations.every((c) => given.has(c.chunk)));
 });
 
+// A streamed ask's SSE events, parsed ("data: [DONE]" last, as the string "[DONE]").
+async function askStream(body) {
+  const res = await fetch(server.url + "/v1/docqa/ask", {
+    method: "POST", headers: { Authorization: "Bearer " + KEY, "Content-Type": "application/json" },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /text\/event-stream/);
+  const text = await res.text();
+  return text.split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6))
+    .map((d) => (d === "[DONE]" ? d : JSON.parse(d)));
+}
+const admin = async (route) => (await call(route === "/admin/state" ? "GET" : "POST", route)).body;
+// Polls GET /admin/state (and the disconnect counter) until `ok` holds; fails after 20 s.
+async function waitFor(ok, what) {
+  const until = Date.now() + 20000;
+  for (;;) {
+    const state = await admin("/admin/state");
+    const gone = await server.metric("edgellm_http_client_disconnects_total");
+    if (ok(state, gone)) return;
+    assert.ok(Date.now() < until, `${what}: still ${JSON.stringify(state)}, disconnects ${gone}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+test("/v1/docqa/ask streamed: context first, deltas concatenated = the whole answer = the CLI's, then citations", async () => {
+  const whole = await call("POST", "/v1/docqa/ask", { question });
+  assert.equal(whole.status, 200, JSON.stringify(whole.body));
+  const wantAsk = cli(["ask", question, "-m", minilm, "--rerank-model", marco, "--gen-model", model]);
+  assert.equal(whole.body.answer, wantAsk.answer);
+  const events = await askStream({ question });
+  assert.equal(events.at(-1), "[DONE]");
+  const [first, ...rest] = events.slice(0, -1);
+  const done = rest.at(-1);
+  const deltas = rest.slice(0, -1);
+  assert.equal(first.object, "docqa.ask.context");
+  assert.deepEqual(first.context, whole.body.context);
+  assert.deepEqual(first.context, wantAsk.context.map(asServerHit));
+  assert.ok(deltas.length > 1 && deltas.every((e) => e.object === "docqa.ask.delta" && e.delta.length > 0));
+  assert.equal(deltas.map((e) => e.delta).join(""), whole.body.answer);
+  assert.equal(done.object, "docqa.ask.done");
+  assert.equal(done.finish_reason, wantAsk.finish_reason);
+  assert.deepEqual(done.citations, whole.body.citations);
+  assert.deepEqual(done.citations, wantAsk.citations.map(asServerHit));
+});
+
+test("/v1/docqa/ask streamed: a client that leaves cancels the generation; the next ask is served", async () => {
+  const full = (await call("POST", "/v1/docqa/ask", { question })).body.answer;
+  const gone0 = await server.metric("edgellm_http_client_disconnects_total");
+  // Paused (POST /admin/pause): the answer cannot finish before the client leaves, on any machine.
+  assert.equal((await admin("/admin/pause")).paused, true);
+  try {
+    const abort = new AbortController();
+    const res = await fetch(server.url + "/v1/docqa/ask", {
+      method: "POST", headers: { Authorization: "Bearer " + KEY, "Content-Type": "application/json" },
+      body: JSON.stringify({ question, stream: true }), signal: abort.signal,
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body.getReader();
+    let seen = "";
+    while (!seen.includes("\n\n")) seen += Buffer.from((await reader.read()).value).toString();
+    assert.match(seen, /^data: \{"object": "docqa.ask.context"/);
+    abort.abort();
+    // The server notices, counts the disconnect and cancels the queued generation.
+    await waitFor((s, gone) => gone === gone0 + 1 && s.running === 0 && s.waiting === 0, "cancelled after the disconnect");
+  } finally {
+    await admin("/admin/resume");
+  }
+  const next = await call("POST", "/v1/docqa/ask", { question });
+  assert.equal(next.status, 200);
+  assert.equal(next.body.answer, full);
+  assert.deepEqual((await askStream({ question })).slice(1, -2).map((e) => e.delta).join(""), full);
+});
+
+test("/v1/docqa/ask within x_edgellm_deadline_ms: 1 ms ends \"timeout\" as a chat completion's does", async () => {
+  const full = (await call("POST", "/v1/docqa/ask", { question })).body.answer;
+  const chat = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: question }],
+    max_tokens: 50, x_edgellm_deadline_ms: 1 });
+  assert.equal(chat.x_edgellm.finish_reason, "timeout");
+  const r = await call("POST", "/v1/docqa/ask", { question, x_edgellm_deadline_ms: 1 });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.finish_reason, "timeout");
+  assert.ok(full.startsWith(r.body.answer), "the text so far");
+  const events = await askStream({ question, x_edgellm_deadline_ms: 1 });
+  assert.equal(events.at(-2).object, "docqa.ask.done");
+  assert.equal(events.at(-2).finish_reason, "timeout");
+  assert.ok(full.startsWith(events.slice(1, -2).map((e) => e.delta).join("")));
+  // Over the server's --timeout: the chat endpoints' 400, naming the field.
+  for (const route of ["/v1/docqa/ask", "/v1/chat/completions"]) {
+    const bad = await call("POST", route, { question, messages: [{ role: "user", content: "x" }], x_edgellm_deadline_ms: 120001 });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.param, "x_edgellm_deadline_ms");
+    assert.match(bad.body.error.message, /at most this server's --timeout \(120000 ms\)/);
+  }
+});
+
 test("/v1/docqa: bad input gets a clear error and leaves the index file as it was", async () => {
   const before = fs.readFileSync(index);
   const cases = [
@@ -284,7 +381,9 @@ test("/v1/docqa: bad input gets a clear error and leaves the index file as it wa
     ["POST", "/v1/docqa/search", { query: "q", top_k: 0 }, 400, /top_k/],
     ["POST", "/v1/docqa/search", { query: "q", top_k: 1.5 }, 400, /top_k/],
     ["POST", "/v1/docqa/ask", { question: "" }, 400, /question/],
-    ["POST", "/v1/docqa/ask", { question: "q", stream: true }, 400, /stream/],
+    ["POST", "/v1/docqa/ask", { question: "q", stream: "yes" }, 400, /stream/],
+    ["POST", "/v1/docqa/ask", { question: "q", x_edgellm_deadline_ms: 0 }, 400, /x_edgellm_deadline_ms/],
+    ["POST", "/v1/docqa/ask", { question: "q", x_edgellm_deadline_ms: "9" }, 400, /x_edgellm_deadline_ms/],
     ["PUT", "/v1/docqa/documents", { key: "k", text: "x" }, 405, /PUT/],
   ];
   for (const [method, route, body, status, words] of cases) {

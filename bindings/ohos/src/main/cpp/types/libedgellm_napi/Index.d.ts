@@ -54,7 +54,7 @@ export interface EmbedOptions {
   normalize?: number;
   truncate?: 'refuse' | 'end';  // an input over contextSize tokens: 'INVALID_ARGUMENT' (default) or cut at the end
   deadlineMs?: number;          // queue wait included; <= 0: none; default 30000 ('TIMEOUT' after it)
-  priority?: 'interactive' | 'background';
+  priority?: 'interactive' | 'background' | 0 | 1;
 }
 
 export interface RerankOptions extends EmbedOptions {
@@ -147,7 +147,7 @@ export interface GenerateOptions {
   logitBias?: LogitBias[];    // at most 4096
   stop?: string | string[];
   deadlineMs?: number;        // from the call, queue wait included; <= 0: none
-  priority?: 'interactive' | 'background';
+  priority?: 'interactive' | 'background' | 0 | 1;
   ignoreEos?: boolean;        // never sample end-of-generation tokens (llama.cpp's ignore_eos)
   addSpecial?: boolean;       // raw prompt: add BOS as the model asks (default true)
   parseSpecial?: boolean;     // raw prompt: control-token text becomes the control token
