@@ -43,8 +43,10 @@ Json template_sequence(const char* id, int type_id) {
 
 Json tokenizer_json_from_vocab_txt(const std::string& text, const Json* tc, const std::string& origin) {
   if (tc != nullptr && !tc->is_object()) tc = nullptr;
-  Json vocab = Json::object();
-  std::unordered_map<std::string, int64_t> first_id;
+  // token -> id as transformers' load_vocab builds its dict: a token listed twice keeps its last
+  // line (the earlier id is then a gap, which the export fills with an unused "[PADi]").
+  Json::Object entries;
+  std::unordered_map<std::string, size_t> index;
   int64_t id = 0;
   size_t at = 0;
   while (at < text.size()) {
@@ -52,12 +54,19 @@ Json tokenizer_json_from_vocab_txt(const std::string& text, const Json* tc, cons
     if (end == std::string::npos) end = text.size();
     require(static_cast<size_t>(id) < kMaxVocabLines, ErrorCode::kInvalidFile, origin + ": more than 2^24 tokens");
     std::string token = text.substr(at, end - at);
-    first_id.emplace(token, id);
-    vocab.as_object().emplace_back(std::move(token), Json(id));
+    const auto [it, fresh] = index.emplace(token, entries.size());
+    if (fresh) {
+      entries.emplace_back();
+      entries.back().first = std::move(token);
+    }
+    entries[it->second].second = Json(id);
     ++id;
     at = end + 1;
   }
   require(id > 0, ErrorCode::kInvalidFile, origin + ": the vocabulary is empty");
+  std::unordered_map<std::string, int64_t> first_id;  // the special tokens' ids
+  for (const auto& [token, v] : entries) first_id.emplace(token, v.as_int());
+  Json vocab(std::move(entries));
 
   const std::string unk = vocab_config_token(tc, "unk_token", "[UNK]");
   const std::string cls = vocab_config_token(tc, "cls_token", "[CLS]");

@@ -13,7 +13,7 @@
 //                   added_tokens_decoder when present) found in the vocabulary, marked special
 //
 // Lines are split at '\n' only (a '\r' stays part of the token, as transformers' load_vocab
-// keeps it); a token listed twice keeps every id it has.
+// keeps it); a token listed twice keeps its last id, as load_vocab's dict does.
 #pragma once
 
 #include <string>
