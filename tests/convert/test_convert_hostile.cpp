@@ -425,9 +425,10 @@ TEST_F(BertDirTest, AMissingTokenTypeEmbeddingIsNamedWithItsPrefixedForm) {
   rewrite_weights([](auto& ts) {
     std::erase_if(ts, [](const auto& t) { return t.name == "bert.embeddings.token_type_embeddings.weight"; });
   });
-  expect_convert_error(ErrorCode::kInvalidFile,
-                       "no tensor 'embeddings.token_type_embeddings.weight' or 'bert.embeddings.token_type_embeddings.weight'",
-                       "missing token types");
+  expect_convert_error(
+      ErrorCode::kInvalidFile,
+      "no tensor 'embeddings.token_type_embeddings.weight' or 'bert.embeddings.token_type_embeddings.weight'",
+      "missing token types");
 }
 
 TEST_F(BertDirTest, AWrongShapeNamesTheConfigKeys) {
@@ -446,7 +447,8 @@ TEST_F(BertDirTest, AWrongShapeNamesTheConfigKeys) {
 
 TEST_F(BertDirTest, AnUnknownModelTypeIsRefused) {
   write_config("\"model_type\": \"bert\"", "\"model_type\": \"roberta\"");
-  expect_convert_error(ErrorCode::kUnsupported, "model_type 'roberta' is not one BertForMaskedLM is converted as (expected: bert)",
+  expect_convert_error(ErrorCode::kUnsupported,
+                       "model_type 'roberta' is not one BertForMaskedLM is converted as (expected: bert)",
                        "roberta under BertModel's class name");
 }
 

@@ -79,8 +79,12 @@ void write_seeds(const std::string& dir) {
   write_seed(
       dir, "config-llama32.json", 1,
       R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "hidden_size": 2048, "num_hidden_layers": 16, "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8, "rope_theta": 500000.0, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "eos_token_id": [128001, 128008, 128009], "pad_token_id": -1})");
-  write_seed(dir, "config-bge-small.json", 1, R"({"_name_or_path": "BAAI/bge-small-en-v1.5", "architectures": ["BertModel"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_size": 384, "intermediate_size": 1536, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute", "type_vocab_size": 2, "vocab_size": 30522})");
-  write_seed(dir, "config-bert-mlm.json", 1, R"({"architectures": ["BertForMaskedLM"], "hidden_act": "gelu", "hidden_size": 768, "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 2, "vocab_size": 30522, "is_decoder": false})");
+  write_seed(
+      dir, "config-bge-small.json", 1,
+      R"({"_name_or_path": "BAAI/bge-small-en-v1.5", "architectures": ["BertModel"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_size": 384, "intermediate_size": 1536, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute", "type_vocab_size": 2, "vocab_size": 30522})");
+  write_seed(
+      dir, "config-bert-mlm.json", 1,
+      R"({"architectures": ["BertForMaskedLM"], "hidden_act": "gelu", "hidden_size": 768, "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 2, "vocab_size": 30522, "is_decoder": false})");
   write_seed(
       dir, "tok-bytelevel.json", 2,
       R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}, {"id": 5, "content": "<think>", "special": false}],

@@ -29,9 +29,10 @@ void bert_write_file(const std::string& path, const std::string& bytes) {
 // punctuation, then filler tokens up to `n`.
 std::vector<std::string> small_bert_vocab(int64_t n) {
   std::vector<std::string> v = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
-  for (const char* w : {"the", "a", "cat", "dog", "sat", "on", "mat", "play", "run", "un", "happy", "is", "it",
-                        "hello", "world", "model", "phone", "quick", "brown", "fox", "##s", "##ing", "##ed",
-                        "##ly", "##py", "##ness", "##ow", ".", ",", "!", "?", "'", "-", "(", ")"}) {
+  for (const char* w :
+       {"the",  "a",      "cat",   "dog",   "sat",   "on",    "mat",   "play", "run", "un",    "happy", "is",
+        "it",   "hello",  "world", "model", "phone", "quick", "brown", "fox",  "##s", "##ing", "##ed",  "##ly",
+        "##py", "##ness", "##ow",  ".",     ",",     "!",     "?",     "'",    "-",   "(",     ")"}) {
     v.emplace_back(w);
   }
   for (int64_t i = static_cast<int64_t>(v.size()); i < n; ++i) v.push_back("tok" + std::to_string(i));
@@ -101,7 +102,8 @@ std::vector<double> bert_linear(const HfTensor& w, const HfTensor& b, const std:
   std::vector<double> y(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o) {
     double s = b.values[static_cast<size_t>(o)];
-    for (int64_t i = 0; i < in; ++i) s += static_cast<double>(w.values[static_cast<size_t>(o * in + i)]) * x[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < in; ++i)
+      s += static_cast<double>(w.values[static_cast<size_t>(o * in + i)]) * x[static_cast<size_t>(i)];
     y[static_cast<size_t>(o)] = s;
   }
   return y;
@@ -136,13 +138,15 @@ std::string tiny_bert_config_json(const TinyBertSpec& s) {
          (s.masked_lm ? "BertForMaskedLM" : "BertModel") +
          "\"],\n  \"attention_probs_dropout_prob\": 0.1,\n  \"classifier_dropout\": null,\n"
          "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": " +
-         std::to_string(s.embd) + ",\n  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + std::to_string(s.ffn) +
+         std::to_string(s.embd) +
+         ",\n  \"initializer_range\": 0.02,\n  \"intermediate_size\": " + std::to_string(s.ffn) +
          ",\n  \"layer_norm_eps\": " + eps + ",\n  \"max_position_embeddings\": " + std::to_string(s.positions) +
          ",\n  \"model_type\": \"bert\",\n  \"num_attention_heads\": " + std::to_string(s.heads) +
          ",\n  \"num_hidden_layers\": " + std::to_string(s.layers) +
          ",\n  \"pad_token_id\": 0,\n  \"position_embedding_type\": \"absolute\",\n  \"torch_dtype\": \"float32\",\n"
-         "  \"transformers_version\": \"4.44.2\",\n  \"type_vocab_size\": " + std::to_string(s.type_vocab) +
-         ",\n  \"use_cache\": true,\n  \"vocab_size\": " + std::to_string(s.vocab) + "\n}\n";
+         "  \"transformers_version\": \"4.44.2\",\n  \"type_vocab_size\": " +
+         std::to_string(s.type_vocab) + ",\n  \"use_cache\": true,\n  \"vocab_size\": " + std::to_string(s.vocab) +
+         "\n}\n";
 }
 
 TinyBertCheckpoint write_tiny_bert_checkpoint(const TinyBertSpec& s, const std::string& dir) {
@@ -152,8 +156,8 @@ TinyBertCheckpoint write_tiny_bert_checkpoint(const TinyBertSpec& s, const std::
   ck.dir = dir;
   ck.vocab = s.tokenizer == "bge-vocab-txt" ? bge_vocab() : small_bert_vocab(s.vocab);
   if (static_cast<int64_t>(ck.vocab.size()) != s.vocab) {
-    throw std::runtime_error("tiny BERT: the vocabulary has " + std::to_string(ck.vocab.size()) + " tokens, spec.vocab " +
-                             std::to_string(s.vocab));
+    throw std::runtime_error("tiny BERT: the vocabulary has " + std::to_string(ck.vocab.size()) +
+                             " tokens, spec.vocab " + std::to_string(s.vocab));
   }
   std::mt19937_64 rng(s.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -255,14 +259,13 @@ TinyBertCheckpoint write_tiny_bert_checkpoint(const TinyBertSpec& s, const std::
 ])");
     fs::create_directories(dir + "/1_Pooling");
     const std::string n = std::to_string(s.embd);
-    bert_write_file(
-        dir + "/1_Pooling/config.json",
-        s.pooling == "cls-mode"
-            ? R"({"word_embedding_dimension": )" + n + R"(, "pooling_mode": "cls"})"
-            : R"({"word_embedding_dimension": )" + n + R"(, "pooling_mode_cls_token": )" +
-                  (s.pooling == "cls" ? "true" : "false") + R"(, "pooling_mode_mean_tokens": )" +
-                  (s.pooling == "mean" ? "true" : "false") +
-                  R"(, "pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false,
+    bert_write_file(dir + "/1_Pooling/config.json",
+                    s.pooling == "cls-mode"
+                        ? R"({"word_embedding_dimension": )" + n + R"(, "pooling_mode": "cls"})"
+                        : R"({"word_embedding_dimension": )" + n + R"(, "pooling_mode_cls_token": )" +
+                              (s.pooling == "cls" ? "true" : "false") + R"(, "pooling_mode_mean_tokens": )" +
+                              (s.pooling == "mean" ? "true" : "false") +
+                              R"(, "pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false,
                       "pooling_mode_weightedmean_tokens": false, "pooling_mode_lasttoken": false, "include_prompt": true})");
   }
   return ck;
@@ -313,8 +316,8 @@ std::vector<std::vector<double>> naive_bert_hidden(const TinyBertCheckpoint& ck,
       const std::vector<double> o =
           bert_linear(ck.at(p + "attention.output.dense.weight"), ck.at(p + "attention.output.dense.bias"), ctx);
       for (size_t i = 0; i < E; ++i) x[t][i] += o[i];
-      bert_layer_norm(x[t], ck.at(p + "attention.output.LayerNorm.weight"), ck.at(p + "attention.output.LayerNorm.bias"),
-                      s.ln_eps);
+      bert_layer_norm(x[t], ck.at(p + "attention.output.LayerNorm.weight"),
+                      ck.at(p + "attention.output.LayerNorm.bias"), s.ln_eps);
       std::vector<double> u =
           bert_linear(ck.at(p + "intermediate.dense.weight"), ck.at(p + "intermediate.dense.bias"), x[t]);
       for (double& e : u) e = 0.5 * e * (1.0 + std::erf(e / std::sqrt(2.0)));  // "gelu": the exact form

@@ -30,7 +30,7 @@ struct TinyBertSpec {
   int64_t heads = 4;
   int64_t positions = 64;  // max_position_embeddings
   int64_t type_vocab = 2;
-  double ln_eps = 1e-2;  // far from BERT's 1e-12 default, so a dropped or wrong eps shows
+  double ln_eps = 1e-2;    // far from BERT's 1e-12 default, so a dropped or wrong eps shows
   bool masked_lm = false;  // BertForMaskedLM: "bert." prefix, cls.predictions.*, position_ids buffer
   int shards = 1;
   std::string pooling;  // "" (no modules.json), "mean" / "cls" (old flags), "cls-mode" (pooling_mode "cls")

@@ -43,7 +43,8 @@ int convert_command(const std::vector<std::string>& args) {
   ArgParser ap("convert",
                "HF_DIR OUT.gguf [options]\n\nHF_DIR: a Hugging Face model directory (config.json, "
                "model.safetensors or model.safetensors.index.json + shards, tokenizer.json, "
-               "tokenizer_config.json; BERT: vocab.txt without tokenizer.json, modules.json + 1_Pooling for the pooling)\nTYPE: auto, " +
+               "tokenizer_config.json; BERT: vocab.txt without tokenizer.json, modules.json + 1_Pooling for the "
+               "pooling)\nTYPE: auto, " +
                    quant::file_type_names());
   ap.allow_positionals(&positionals, "HF_DIR OUT.gguf");
   ap.add_string("--type,--outtype", &params.type, "TYPE",

@@ -24,12 +24,12 @@ namespace edgellm::convert {
 
 // A dimension of a tensor's shape, resolved from config.json.
 enum class Dim {
-  kVocab,    // vocab_size
-  kEmbd,     // hidden_size
-  kFfn,      // intermediate_size
-  kQ,        // num_attention_heads * head_dim
-  kKv,       // num_key_value_heads * head_dim
-  kHeadDim,  // head_dim
+  kVocab,       // vocab_size
+  kEmbd,        // hidden_size
+  kFfn,         // intermediate_size
+  kQ,           // num_attention_heads * head_dim
+  kKv,          // num_key_value_heads * head_dim
+  kHeadDim,     // head_dim
   kPositions,   // max_position_embeddings (learned position rows: BERT)
   kTokenTypes,  // type_vocab_size (segment embedding rows: BERT)
 };

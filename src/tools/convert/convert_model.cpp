@@ -117,8 +117,8 @@ quant::FileType resolve_file_type(const std::string& name, const std::vector<Out
 
 // An encoder's keys, as llama.cpp's BertModel writes them: LayerNorm epsilon, bidirectional
 // attention, the declared pooling; no RoPE or RMSNorm keys (BERT has learned positions).
-void write_encoder_hparams(gguf::GgufWriter& w, const ArchitectureMapping& m, const HfConfig& c,
-                           quant::FileType ftype, const std::optional<DeclaredPooling>& pooling) {
+void write_encoder_hparams(gguf::GgufWriter& w, const ArchitectureMapping& m, const HfConfig& c, quant::FileType ftype,
+                           const std::optional<DeclaredPooling>& pooling) {
   const std::string p = std::string(m.gguf_arch) + ".";
   w.set_u32(p + "block_count", static_cast<uint32_t>(c.num_hidden_layers));
   w.set_u32(p + "context_length", static_cast<uint32_t>(c.max_position_embeddings));
@@ -137,12 +137,13 @@ void check_encoder_config(const HfConfig& c, const std::string& origin) {
   require(c.max_position_embeddings > 0, ErrorCode::kInvalidFile,
           origin + ": 'max_position_embeddings' is missing (it sizes the learned position embeddings)");
   require(c.hidden_act == "gelu", ErrorCode::kUnsupported,
-          origin + ": hidden_act '" + c.hidden_act.substr(0, 32) +
-              "' is not supported for " + c.architecture + " (supported: gelu, the exact erf form BERT uses)");
+          origin + ": hidden_act '" + c.hidden_act.substr(0, 32) + "' is not supported for " + c.architecture +
+              " (supported: gelu, the exact erf form BERT uses)");
   require(c.position_embedding_type == "absolute", ErrorCode::kUnsupported,
           origin + ": position_embedding_type '" + c.position_embedding_type.substr(0, 32) +
               "' is not supported (supported: absolute)");
-  require(!c.is_decoder, ErrorCode::kUnsupported, origin + ": is_decoder is true: causal BERT models are not supported");
+  require(!c.is_decoder, ErrorCode::kUnsupported,
+          origin + ": is_decoder is true: causal BERT models are not supported");
   require(c.num_key_value_heads == c.num_attention_heads, ErrorCode::kInvalidFile,
           origin + ": num_key_value_heads differs from num_attention_heads in a BERT model");
 }
@@ -387,8 +388,8 @@ ConvertSummary convert_hf_model(const std::string& dir, const std::string& out_p
     std::error_code ec;
     if (!tokenizer_json && mapping.encoder && fs::is_regular_file(vocab_txt, ec)) {
       // A BERT saved without the fast-tokenizer file: the tokenizer.json transformers builds.
-      tokenizer_json = std::make_unique<Json>(
-          tokenizer_json_from_vocab_txt(read_whole_file(vocab_txt.string()), tokenizer_config.get(), vocab_txt.string()));
+      tokenizer_json = std::make_unique<Json>(tokenizer_json_from_vocab_txt(
+          read_whole_file(vocab_txt.string()), tokenizer_config.get(), vocab_txt.string()));
     }
     TokenizerSources ts;
     ts.tokenizer_json = tokenizer_json.get();

@@ -48,8 +48,8 @@ struct HfConfig {
   HfRopeScaling rope;
   // BERT-style encoders (BertConfig names).
   double layer_norm_eps = 1e-12;
-  int64_t type_vocab_size = 2;                    // rows of token_type_embeddings
-  std::string hidden_act = "gelu";                // the FFN activation ("gelu" = the exact erf form)
+  int64_t type_vocab_size = 2;      // rows of token_type_embeddings
+  std::string hidden_act = "gelu";  // the FFN activation ("gelu" = the exact erf form)
   std::string position_embedding_type = "absolute";
   bool is_decoder = false;
   // Special-token ids config.json may carry (lists, as Llama 3.1 writes for eos, are ignored as

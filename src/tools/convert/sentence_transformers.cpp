@@ -57,7 +57,8 @@ std::optional<DeclaredPooling> read_sentence_transformers_pooling(const HfCheckp
   if (path.empty()) return std::nullopt;
   const std::string file = path + "/config.json";
   const std::unique_ptr<Json> cfg = ckpt.read_json(file);
-  require(cfg != nullptr, ErrorCode::kIo, "modules.json names a pooling module '" + path + "' but " + file + " is missing");
+  require(cfg != nullptr, ErrorCode::kIo,
+          "modules.json names a pooling module '" + path + "' but " + file + " is missing");
   if (!cfg->is_object()) throw Error(ErrorCode::kInvalidFile, file + ": not a JSON object");
   DeclaredPooling d;
   if (pooling_flag(*cfg, "pooling_mode_mean_tokens")) {
@@ -73,8 +74,9 @@ std::optional<DeclaredPooling> read_sentence_transformers_pooling(const HfCheckp
     if (m == "lasttoken") d = {PoolingType::kLast, file + " pooling_mode"};
   }
   require(d.type != PoolingType::kUnspecified, ErrorCode::kUnsupported,
-          file + " declares a pooling other than mean, cls or lasttoken (max, weighted mean and mean / sqrt(length) "
-                 "pooling are not supported)");
+          file +
+              " declares a pooling other than mean, cls or lasttoken (max, weighted mean and mean / sqrt(length) "
+              "pooling are not supported)");
   return d;
 }
 

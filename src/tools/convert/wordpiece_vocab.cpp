@@ -105,8 +105,8 @@ Json tokenizer_json_from_vocab_txt(const std::string& text, const Json* tc, cons
   Json post = Json::object();
   post.set("type", Json("TemplateProcessing"));
   post.set("single", Json(Json::Array{template_special(cls, 0), template_sequence("A", 0), template_special(sep, 0)}));
-  post.set("pair", Json(Json::Array{template_special(cls, 0), template_sequence("A", 0), template_special(sep, 0), template_sequence("B", 1),
-                                    template_special(sep, 1)}));
+  post.set("pair", Json(Json::Array{template_special(cls, 0), template_sequence("A", 0), template_special(sep, 0),
+                                    template_sequence("B", 1), template_special(sep, 1)}));
 
   Json model = Json::object();
   model.set("type", Json("WordPiece"));
