@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "support/hf_bert_checkpoint.h"
 #include "support/hf_checkpoint.h"
 #include "support/test_env.h"
 #include "tools/convert/convert_model.h"
@@ -377,6 +378,121 @@ TEST_F(ShardedDirTest, ATensorInTwoShards) {
   ts.push_back(ck_.at(s1.tensors().front().name));
   write("model-00002-of-00002.safetensors", test::safetensors_bytes(ts));
   expect_convert_error(ErrorCode::kInvalidFile, "is in both", "duplicate across shards");
+}
+
+// ---------------------------------------------------------------- BERT
+
+class BertDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    dir_ = test::temp_dir() + "/hostile-bert-" + std::to_string(n++);
+    spec_.masked_lm = true;  // "bert."-prefixed names
+    spec_.pooling = "mean";
+    ck_ = test::write_tiny_bert_checkpoint(spec_, dir_);
+    out_ = dir_ + ".gguf";
+  }
+  void expect_convert_error(ErrorCode code, const std::string& needle, const std::string& what) {
+    expect_error([&] { (void)convert::convert_hf_model(dir_, out_, {}); }, code, needle, what);
+    EXPECT_FALSE(fs::exists(out_)) << what;
+    EXPECT_FALSE(test::temp_file_left(out_)) << what;
+  }
+  void write(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes;
+  }
+  void write_config(const std::string& from, const std::string& to) {
+    std::string c = test::tiny_bert_config_json(spec_);
+    c.replace(c.find(from), from.size(), to);
+    write("config.json", c);
+  }
+  template <class Edit>
+  void rewrite_weights(Edit&& edit) {
+    std::vector<test::HfTensor> ts;
+    for (const auto& [name, t] : ck_.tensors) {
+      ts.push_back(t);
+      ts.back().name = "bert." + name;
+    }
+    edit(ts);
+    write("model.safetensors", test::safetensors_bytes(ts));
+  }
+
+  test::TinyBertSpec spec_;
+  test::TinyBertCheckpoint ck_;
+  std::string dir_, out_;
+};
+
+TEST_F(BertDirTest, AMissingTokenTypeEmbeddingIsNamedWithItsPrefixedForm) {
+  rewrite_weights([](auto& ts) {
+    std::erase_if(ts, [](const auto& t) { return t.name == "bert.embeddings.token_type_embeddings.weight"; });
+  });
+  expect_convert_error(
+      ErrorCode::kInvalidFile,
+      "no tensor 'embeddings.token_type_embeddings.weight' or 'bert.embeddings.token_type_embeddings.weight'",
+      "missing token types");
+}
+
+TEST_F(BertDirTest, AWrongShapeNamesTheConfigKeys) {
+  rewrite_weights([](auto& ts) {
+    for (auto& t : ts) {
+      if (t.name == "bert.embeddings.position_embeddings.weight") {
+        t.shape = {32, 64};  // fewer positions than max_position_embeddings
+        t.values.resize(32 * 64);
+      }
+    }
+  });
+  expect_convert_error(ErrorCode::kInvalidFile,
+                       "has shape [32, 64] but config.json gives [64, 64] ([max_position_embeddings, hidden_size])",
+                       "position rows");
+}
+
+TEST_F(BertDirTest, AnUnknownModelTypeIsRefused) {
+  write_config("\"model_type\": \"bert\"", "\"model_type\": \"roberta\"");
+  expect_convert_error(ErrorCode::kUnsupported,
+                       "model_type 'roberta' is not one BertForMaskedLM is converted as (expected: bert)",
+                       "roberta under BertModel's class name");
+}
+
+TEST_F(BertDirTest, ATokenizerLargerThanVocabSizeIsRefused) {
+  write_config("\"vocab_size\": 200", "\"vocab_size\": 150");
+  rewrite_weights([](auto& ts) {
+    for (auto& t : ts) {
+      if (t.name == "bert.embeddings.word_embeddings.weight") {
+        t.shape = {150, 64};
+        t.values.resize(150 * 64);
+      }
+    }
+  });
+  expect_convert_error(ErrorCode::kInvalidFile, "token id 199 is outside config.json vocab_size 150",
+                       "tokenizer past vocab_size");
+}
+
+TEST_F(BertDirTest, WhatTheEngineWouldRunDifferentlyIsRefused) {
+  write_config("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"gelu_new\"");
+  expect_convert_error(ErrorCode::kUnsupported, "hidden_act 'gelu_new' is not supported", "tanh GELU");
+  write_config("\"position_embedding_type\": \"absolute\"", "\"position_embedding_type\": \"relative_key\"");
+  expect_convert_error(ErrorCode::kUnsupported, "position_embedding_type 'relative_key'", "relative positions");
+  write_config("\"max_position_embeddings\": 64,", "");
+  expect_convert_error(ErrorCode::kInvalidFile, "'max_position_embeddings' is missing", "no positions");
+}
+
+TEST_F(BertDirTest, PoolingDeclarationsThatCannotBeHonoured) {
+  write("1_Pooling/config.json", R"({"pooling_mode_max_tokens": true, "pooling_mode_mean_tokens": false})");
+  expect_convert_error(ErrorCode::kUnsupported, "declares a pooling other than mean, cls or lasttoken", "max pooling");
+  write("modules.json", R"([{"idx": 1, "path": "../elsewhere", "type": "sentence_transformers.models.Pooling"}])");
+  expect_convert_error(ErrorCode::kInvalidFile, "module path '../elsewhere' is not a folder inside", "path escape");
+  write("modules.json", R"([{"idx": 1, "path": "2_Pool", "type": "sentence_transformers.models.Pooling"}])");
+  expect_convert_error(ErrorCode::kIo, "2_Pool/config.json is missing", "missing pooling config");
+  write("modules.json", R"({"not": "a list"})");
+  expect_convert_error(ErrorCode::kInvalidFile, "modules.json: not a list", "modules.json object");
+}
+
+TEST_F(BertDirTest, TheSameWeightWithAndWithoutThePrefix) {
+  rewrite_weights([](auto& ts) {
+    test::HfTensor dup = ts.front();
+    dup.name = dup.name.substr(5);
+    ts.push_back(dup);
+  });
+  expect_convert_error(ErrorCode::kInvalidFile, "the checkpoint holds the same weight twice", "duplicate");
 }
 
 }  // namespace

@@ -5,6 +5,12 @@
 // safetensors values (naive_hf_logits: HF names, HF row order, rotate_half RoPE). A wrong Q/K
 // reorder, a wrong tensor mapping, a dropped bias or norm, a wrong RoPE or eps key all change the
 // logits by O(1).
+//
+// BERT (BertConvert.*): tiny BertModel / BertForMaskedLM checkpoints (support/hf_bert_checkpoint.h)
+// are converted and run through the engine's Embedder; the pooled embeddings are compared with a
+// naive transformers BertModel forward in double precision over the safetensors values, and the
+// converted WordPiece tokenizers with a naive WordPiece and with the Hugging Face ids of
+// llama.cpp's BGE vocabulary test file.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,9 +26,11 @@
 #include "core/json.h"
 #include "engine/batch.h"
 #include "engine/context.h"
+#include "engine/embedder.h"
 #include "generation/chat_session.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"
+#include "support/hf_bert_checkpoint.h"
 #include "support/hf_checkpoint.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
@@ -381,6 +389,199 @@ TEST(ConvertModel, ATiedHeadInTheCheckpointIsSkippedWithAWarning) {
   EXPECT_NE(warnings[0].find("lm_head.weight"), std::string::npos) << warnings[0];
   const auto f = gguf::GgufFile::open(dir_for("tied-present.gguf"));
   EXPECT_EQ(f->find_tensor("output.weight"), nullptr);
+}
+
+// ---------------------------------------------------------------- BERT
+
+// Relative L2 error ||got - want|| / ||want|| of pooled embeddings (unnormalised), worst input.
+// Measured (AMD EPYC; EDGELLM_ISA avx512 / avx2 / scalar; printed by each test):
+//   F32 file (from F32, F16 or BF16 checkpoints): 1.0e-7 .. 2.9e-7                  -> bound 3e-6
+//   F16 / BF16 file (auto): 2.9e-7 .. 8.2e-7 (the half weights are exact; the
+//   encoder's half kernels accumulate in F32)                                        -> bound 1e-5
+//   Q8_0 file: 0.0154 (weight rounding; the same on every ISA)                       -> bound 5e-2
+// A wrong eps, a dropped token-type row or a swapped LayerNorm moves it to 1e-3 .. 1
+// (docs/testing.md, mutations).
+constexpr double kBertF32Tolerance = 3e-6;
+constexpr double kBertHalfTolerance = 1e-5;
+constexpr double kBertQ8Tolerance = 5e-2;
+
+const std::vector<std::string> kBertTexts = {"the cat sat on the mat.", "Hello, world! the quick brown fox",
+                                             "unhappy dogs playing", "it is a model, it runs on a phone",
+                                             "zzz qqq the"};
+
+std::vector<double> naive_pooled(const test::TinyBertCheckpoint& ck, const EmbedInput& in, PoolingType p) {
+  const auto h = test::naive_bert_hidden(ck, in.tokens, in.types);
+  std::vector<double> out(h[0].size(), 0.0);
+  if (p == PoolingType::kCls) return h[0];
+  for (const auto& row : h) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] += row[i] / static_cast<double>(h.size());
+  }
+  return out;
+}
+
+// Embeds every text (and one sentence pair, token types 0 then 1) with the converted file's
+// default pooling; returns the worst relative L2 error against the naive forward with `expect`.
+double bert_embedding_error(const std::string& gguf_path, const test::TinyBertCheckpoint& ck, PoolingType expect,
+                            const char* what) {
+  const auto model = Model::load(gguf_path);
+  const auto file = gguf::GgufFile::open(gguf_path);
+  const auto tok = Tokenizer::from_gguf(*file);
+  EmbedderParams ep;
+  ep.n_threads = 2;
+  Embedder emb(*model, ep);
+  EXPECT_EQ(emb.default_pooling(), expect) << what;
+  std::vector<EmbedInput> inputs;
+  for (const std::string& t : kBertTexts) inputs.push_back(text_input(*tok, t, emb.n_ctx(), Truncation::kRefuse));
+  inputs.push_back(pair_input(*tok, "the cat", "a dog sat on the mat", emb.n_ctx(), Truncation::kRefuse));
+  EXPECT_NE(std::find(inputs.back().types.begin(), inputs.back().types.end(), 1), inputs.back().types.end());
+  std::vector<float> got;
+  emb.embed(inputs, PoolingType::kUnspecified, -1, got);
+  const size_t dims = static_cast<size_t>(ck.spec.embd);
+  EXPECT_EQ(got.size(), inputs.size() * dims);
+  double worst = 0;
+  for (size_t i = 0; i < inputs.size() && (i + 1) * dims <= got.size(); ++i) {
+    const std::vector<double> want = naive_pooled(ck, inputs[i], expect);
+    double d = 0, n = 0;
+    for (size_t c = 0; c < dims; ++c) {
+      d += std::pow(got[i * dims + c] - want[c], 2);
+      n += want[c] * want[c];
+    }
+    worst = std::max(worst, std::sqrt(d / n));
+  }
+  std::printf("[ measured ] %s: worst relative L2 error %.3g\n", what, worst);
+  return worst;
+}
+
+TEST(BertConvert, BertModelMeanPoolingF32MatchesTheNaiveForward) {
+  test::TinyBertSpec s;
+  s.pooling = "mean";
+  const auto ck = test::write_tiny_bert_checkpoint(s, dir_for("bert-mean"));
+  const std::string out = dir_for("bert-mean.gguf");
+  const auto sum = convert_quietly(ck.dir, out, "f32");
+  EXPECT_EQ(sum.arch, "bert");
+  EXPECT_EQ(sum.hf_class, "BertModel");
+  EXPECT_EQ(sum.tokenizer_model, "bert");
+  EXPECT_EQ(sum.pooling, "mean");
+  const auto f = gguf::GgufFile::open(out);
+  EXPECT_EQ(f->get_string("general.architecture"), std::optional<std::string>("bert"));
+  EXPECT_EQ(f->get_int("bert.pooling_type"), std::optional<int64_t>(1));
+  EXPECT_EQ(f->get_bool("bert.attention.causal"), std::optional<bool>(false));
+  EXPECT_EQ(f->get_int("bert.context_length"), std::optional<int64_t>(64));
+  ASSERT_TRUE(f->get_float("bert.attention.layer_norm_epsilon").has_value());
+  EXPECT_FLOAT_EQ(static_cast<float>(*f->get_float("bert.attention.layer_norm_epsilon")), 1e-2f);
+  EXPECT_FALSE(f->get_float("bert.attention.layer_norm_rms_epsilon").has_value());
+  EXPECT_FALSE(f->get_float("bert.rope.freq_base").has_value());
+  EXPECT_EQ(f->get_int("tokenizer.ggml.token_type_count"), std::optional<int64_t>(2));
+  EXPECT_EQ(f->tensors().size(), 5u + 16u * 2u);  // the pooler is left out
+  EXPECT_EQ(f->find_tensor("pooler.dense.weight"), nullptr);
+  ASSERT_NE(f->find_tensor("token_types.weight"), nullptr);
+  EXPECT_EQ(f->find_tensor("position_embd.weight")->ne[1], 64);
+
+  // The converted tokenizer against the naive WordPiece, [CLS] ... [SEP] added.
+  const auto tok = Tokenizer::from_gguf(*f);
+  for (const std::string& t : kBertTexts) {
+    std::vector<int32_t> want = {2};
+    for (int32_t id : test::naive_wordpiece(ck.vocab, t, true)) want.push_back(id);
+    want.push_back(3);
+    EXPECT_EQ(tok->encode(t, true, false), want) << t;
+  }
+  EXPECT_LT(bert_embedding_error(out, ck, PoolingType::kMean, "bert f32 mean"), kBertF32Tolerance);
+
+  // --type quantizes on the way (position and token-type rows stay as they are, as llama.cpp).
+  const std::string q8 = dir_for("bert-mean-q8.gguf");
+  convert_quietly(ck.dir, q8, "q8_0");
+  const auto fq = gguf::GgufFile::open(q8);
+  EXPECT_EQ(fq->find_tensor("blk.0.attn_q.weight")->type, TensorType::Q8_0);
+  EXPECT_EQ(fq->find_tensor("blk.1.ffn_down.weight")->type, TensorType::Q8_0);
+  EXPECT_EQ(fq->find_tensor("position_embd.weight")->type, TensorType::F32);
+  EXPECT_LT(bert_embedding_error(q8, ck, PoolingType::kMean, "bert q8_0 mean"), kBertQ8Tolerance);
+}
+
+TEST(BertConvert, MaskedLmPrefixShardedHalfCheckpointsWithClsPooling) {
+  for (const std::string dtype : {"F16", "BF16"}) {
+    test::TinyBertSpec s;
+    s.dtype = dtype;
+    s.masked_lm = true;  // "bert." names, cls.predictions.*, the position_ids buffer
+    s.shards = dtype == "F16" ? 3 : 1;
+    s.pooling = dtype == "F16" ? "cls-mode" : "cls";
+    s.seed = 11;
+    const auto ck = test::write_tiny_bert_checkpoint(s, dir_for("bert-mlm-" + dtype));
+    // The F32 file holds the half values exactly: the F32 bound applies.
+    const std::string f32 = dir_for("bert-mlm-" + dtype + "-f32.gguf");
+    const auto sum = convert_quietly(ck.dir, f32, "f32");
+    EXPECT_EQ(sum.hf_class, "BertForMaskedLM");
+    EXPECT_EQ(sum.pooling, "cls");
+    EXPECT_EQ(gguf::GgufFile::open(f32)->tensors().size(), 5u + 16u * 2u) << dtype;  // no cls.predictions
+    EXPECT_LT(bert_embedding_error(f32, ck, PoolingType::kCls, ("bert " + dtype + " -> f32 cls").c_str()),
+              kBertF32Tolerance);
+    // auto keeps the checkpoint's half type for the matrices.
+    const std::string half = dir_for("bert-mlm-" + dtype + ".gguf");
+    const auto hs = convert_quietly(ck.dir, half, "auto");
+    EXPECT_EQ(hs.ftype, dtype == "F16" ? quant::FileType::kMostlyF16 : quant::FileType::kMostlyBF16);
+    EXPECT_EQ(gguf::GgufFile::open(half)->find_tensor("blk.0.attn_k.weight")->type,
+              dtype == "F16" ? TensorType::F16 : TensorType::BF16);
+    EXPECT_LT(bert_embedding_error(half, ck, PoolingType::kCls, ("bert " + dtype + " auto cls").c_str()),
+              kBertHalfTolerance);
+  }
+}
+
+// Old-style BERT directory: vocab.txt and tokenizer_config.json only. The converted tokenizer must
+// encode llama.cpp's BGE test strings (ggml-vocab-bert-bge.gguf.inp) to the ids the Hugging Face
+// tokenizer gave (.out); with do_lower_case false it must keep case (naive WordPiece, no lower-casing).
+TEST(BertConvert, VocabTxtTokenizerGivesTheHuggingFaceIds) {
+  test::TinyBertSpec s;
+  s.tokenizer = "bge-vocab-txt";
+  s.vocab = 30522;
+  s.embd = 16;
+  s.ffn = 32;
+  s.heads = 2;
+  s.layers = 1;
+  const auto ck = test::write_tiny_bert_checkpoint(s, dir_for("bert-vocab-txt"));
+  const std::string out = dir_for("bert-vocab-txt.gguf");
+  const auto sum = convert_quietly(ck.dir, out, "f32");
+  EXPECT_EQ(sum.n_vocab, 30522);
+  EXPECT_EQ(sum.pooling, "");  // no modules.json: nothing declared
+  const auto f = gguf::GgufFile::open(out);
+  const auto ref = gguf::GgufFile::open(test::shared_testdata("vocab/ggml-vocab-bert-bge.gguf"));
+  for (const char* key : {"tokenizer.ggml.unknown_token_id", "tokenizer.ggml.seperator_token_id",
+                          "tokenizer.ggml.padding_token_id", "tokenizer.ggml.mask_token_id"}) {
+    EXPECT_EQ(f->get_int(key), ref->get_int(key)) << key;
+  }
+  EXPECT_FALSE(f->get_int("bert.pooling_type").has_value());
+  EXPECT_EQ(f->get_bool("tokenizer.ggml.normalizer.lowercase"), std::optional<bool>(true));
+  const auto tok = Tokenizer::from_gguf(*f);
+  const std::string path = test::shared_testdata("vocab/ggml-vocab-bert-bge.gguf");
+  const std::string inp = test::read_file(path + ".inp");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> inputs;
+  for (size_t pos = 0, next; (next = inp.find(sep, pos)) != std::string::npos; pos = next + sep.size()) {
+    inputs.push_back(inp.substr(pos, next - pos));
+  }
+  std::istringstream outs(test::read_file(path + ".out"));
+  std::string line;
+  size_t n = 0;
+  for (; n < inputs.size() && std::getline(outs, line); ++n) {
+    std::istringstream ids(line);
+    std::vector<int32_t> want;
+    for (int32_t id; ids >> id;) want.push_back(id);
+    EXPECT_EQ(tok->encode(inputs[n], false, false), want) << "case " << n << " '" << inputs[n] << "'";
+  }
+  EXPECT_GT(n, 40u);
+  EXPECT_LT(bert_embedding_error(out, ck, PoolingType::kMean, "bert vocab.txt f32 (default mean)"), kBertF32Tolerance);
+
+  // do_lower_case false: written, and the tokenizer keeps case ("Hello" is not "hello").
+  test::TinyBertSpec cased = s;
+  cased.do_lower_case = false;
+  const auto ck2 = test::write_tiny_bert_checkpoint(cased, dir_for("bert-vocab-txt-cased"));
+  const std::string out2 = dir_for("bert-vocab-txt-cased.gguf");
+  convert_quietly(ck2.dir, out2, "f32");
+  const auto f2 = gguf::GgufFile::open(out2);
+  EXPECT_EQ(f2->get_bool("tokenizer.ggml.normalizer.lowercase"), std::optional<bool>(false));
+  const auto tok2 = Tokenizer::from_gguf(*f2);
+  for (const std::string t : {"Hello World", "hello world", "The Quick brown FOX!"}) {
+    EXPECT_EQ(tok2->encode(t, false, false), test::naive_wordpiece(ck2.vocab, t, false)) << t;
+  }
+  EXPECT_NE(tok2->encode("Hello", false, false), tok2->encode("hello", false, false));
 }
 
 }  // namespace

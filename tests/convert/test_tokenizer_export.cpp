@@ -274,6 +274,27 @@ TEST(TokenizerExport, WordPieceMatchesLlamaCppsBgeVocabulary) {
   EXPECT_TRUE(w.has("tokenizer.ggml.seperator_token_id"));
 }
 
+// tokenizer_config.json's do_lower_case wins over the tokenizer.json normalizer, as transformers'
+// BertTokenizerFast rebuilds the normalizer from it; absent, the file's flags stand.
+TEST(TokenizerExport, DoLowerCaseFromTokenizerConfigWins) {
+  const Json tj = Json::parse(R"({"normalizer": {"type": "BertNormalizer", "lowercase": true, "strip_accents": null},
+      "model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "hello": 1, "Hello": 2}}})");
+  const Json cased = Json::parse(R"({"do_lower_case": false})");
+  const Json cased_strip = Json::parse(R"({"do_lower_case": false, "strip_accents": true})");
+  const Json silent = Json::parse(R"({"unk_token": "[UNK]"})");
+  TokenizerSources src{&tj, &cased, nullptr, "", 3};
+  TokenizerExport e = convert::export_hf_tokenizer(src);
+  EXPECT_EQ(e.normalizer_lowercase, std::optional<bool>(false));
+  EXPECT_EQ(e.normalizer_strip_accents, std::nullopt);  // follows lowercase at load
+  src.tokenizer_config = &cased_strip;
+  e = convert::export_hf_tokenizer(src);
+  EXPECT_EQ(e.normalizer_lowercase, std::optional<bool>(false));
+  EXPECT_EQ(e.normalizer_strip_accents, std::optional<bool>(true));
+  src.tokenizer_config = &silent;
+  e = convert::export_hf_tokenizer(src);
+  EXPECT_EQ(e.normalizer_lowercase, std::optional<bool>(true));
+}
+
 // ---------------------------------------------------------------- refusals
 
 TEST(TokenizerExport, UnsupportedModelsAreNamed) {

@@ -13,8 +13,8 @@
 //
 // Seeds: with EDGELLM_FUZZ_SEED_DIR set, LLVMFuzzerInitialize writes small valid inputs of each
 // mode (safetensors of every float dtype, sharded-style headers, the config.json shapes of
-// Qwen2.5-0.5B, Qwen3-0.6B and Llama 3.2-1B with their RoPE settings, tokenizer.json files of the
-// three families).
+// Qwen2.5-0.5B, Qwen3-0.6B and Llama 3.2-1B with their RoPE settings, bge-small and BERT-base
+// (BertModel / BertForMaskedLM), tokenizer.json files of the three families).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -80,6 +80,12 @@ void write_seeds(const std::string& dir) {
       dir, "config-llama32.json", 1,
       R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "hidden_size": 2048, "num_hidden_layers": 16, "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8, "rope_theta": 500000.0, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "eos_token_id": [128001, 128008, 128009], "pad_token_id": -1})");
   write_seed(
+      dir, "config-bge-small.json", 1,
+      R"({"_name_or_path": "BAAI/bge-small-en-v1.5", "architectures": ["BertModel"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_size": 384, "intermediate_size": 1536, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute", "type_vocab_size": 2, "vocab_size": 30522})");
+  write_seed(
+      dir, "config-bert-mlm.json", 1,
+      R"({"architectures": ["BertForMaskedLM"], "hidden_act": "gelu", "hidden_size": 768, "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 2, "vocab_size": 30522, "is_decoder": false})");
+  write_seed(
       dir, "tok-bytelevel.json", 2,
       R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}, {"id": 5, "content": "<think>", "special": false}],
                  "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}, "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]},
@@ -144,7 +150,7 @@ void fuzz_config(std::string_view text) {
           "head counts");
     check(c.effective_head_dim() > 0 && c.effective_head_dim() % 2 == 0, "head dimension");
     const ArchitectureMapping& m = find_architecture_mapping(c.architecture);
-    for (Dim d : {Dim::kVocab, Dim::kEmbd, Dim::kFfn, Dim::kQ, Dim::kKv, Dim::kHeadDim}) {
+    for (Dim d : {Dim::kVocab, Dim::kEmbd, Dim::kFfn, Dim::kQ, Dim::kKv, Dim::kHeadDim, Dim::kTokenTypes}) {
       check(resolve_dim(d, c) > 0, "a resolved dimension is not positive");
     }
     if (c.num_hidden_layers <= 64) {

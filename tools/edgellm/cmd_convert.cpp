@@ -43,7 +43,8 @@ int convert_command(const std::vector<std::string>& args) {
   ArgParser ap("convert",
                "HF_DIR OUT.gguf [options]\n\nHF_DIR: a Hugging Face model directory (config.json, "
                "model.safetensors or model.safetensors.index.json + shards, tokenizer.json, "
-               "tokenizer_config.json)\nTYPE: auto, " +
+               "tokenizer_config.json; BERT: vocab.txt without tokenizer.json, modules.json + 1_Pooling for the "
+               "pooling)\nTYPE: auto, " +
                    quant::file_type_names());
   ap.allow_positionals(&positionals, "HF_DIR OUT.gguf");
   ap.add_string("--type,--outtype", &params.type, "TYPE",
@@ -99,6 +100,7 @@ int convert_command(const std::vector<std::string>& args) {
               positionals[0].c_str(), s.hf_class.c_str(), positionals[1].c_str(), s.arch.c_str(), s.n_tensors,
               static_cast<long long>(s.n_params), static_cast<long long>(s.n_vocab), s.tokenizer_model.c_str(),
               s.tokenizer_pre.c_str());
+  if (!s.pooling.empty()) std::printf("pooling %s (%s)\n", s.pooling.c_str(), s.pooling_source.c_str());
   std::printf("type %s (general.file_type %u): tensor data %s -> %s, file %s, %.2f s\n", quant::file_type_name(s.ftype),
               static_cast<unsigned>(s.ftype), human_bytes(static_cast<double>(s.bytes_in)).c_str(),
               human_bytes(static_cast<double>(s.bytes_out)).c_str(),

@@ -39,8 +39,51 @@ std::vector<TensorMapping> head() {
 // Buffers some checkpoints carry that are recomputed at run time (llama.cpp skips them too).
 const std::vector<const char*> kIgnored = {".rotary_emb.inv_freq", ".attention.masked_bias", ".attention.bias"};
 
-const std::vector<ArchitectureMapping>& mappings() {
-  static const std::vector<ArchitectureMapping> table = {
+// BERT (BertModel, BertForMaskedLM): learned positions and token types, LayerNorm after each
+// residual sum, biases everywhere, a GELU FFN without gate (llama.cpp's tensor_mapping.py names).
+// The pooler and the masked-LM / next-sentence heads are not part of an embedding model and are
+// left out, as llama.cpp's converter leaves them out.
+ArchitectureMapping bert_mapping() {
+  ArchitectureMapping m;
+  m.gguf_arch = "bert";
+  m.hf_classes = {"BertModel", "BertForMaskedLM"};
+  m.layer_prefix = "encoder.layer.";
+  m.before_blocks = {
+      {"embeddings.word_embeddings.weight", "token_embd.weight", {Dim::kVocab, Dim::kEmbd}},
+      {"embeddings.token_type_embeddings.weight", "token_types.weight", {Dim::kTokenTypes, Dim::kEmbd}},
+      {"embeddings.position_embeddings.weight", "position_embd.weight", {Dim::kPositions, Dim::kEmbd}},
+      {"embeddings.LayerNorm.weight", "token_embd_norm.weight", {Dim::kEmbd}},
+      {"embeddings.LayerNorm.bias", "token_embd_norm.bias", {Dim::kEmbd}},
+  };
+  m.per_layer = {
+      {"attention.self.query.weight", "attn_q.weight", {Dim::kQ, Dim::kEmbd}},
+      {"attention.self.query.bias", "attn_q.bias", {Dim::kQ}},
+      {"attention.self.key.weight", "attn_k.weight", {Dim::kKv, Dim::kEmbd}},
+      {"attention.self.key.bias", "attn_k.bias", {Dim::kKv}},
+      {"attention.self.value.weight", "attn_v.weight", {Dim::kKv, Dim::kEmbd}},
+      {"attention.self.value.bias", "attn_v.bias", {Dim::kKv}},
+      {"attention.output.dense.weight", "attn_output.weight", {Dim::kEmbd, Dim::kQ}},
+      {"attention.output.dense.bias", "attn_output.bias", {Dim::kEmbd}},
+      {"attention.output.LayerNorm.weight", "attn_output_norm.weight", {Dim::kEmbd}},
+      {"attention.output.LayerNorm.bias", "attn_output_norm.bias", {Dim::kEmbd}},
+      {"intermediate.dense.weight", "ffn_up.weight", {Dim::kFfn, Dim::kEmbd}},
+      {"intermediate.dense.bias", "ffn_up.bias", {Dim::kFfn}},
+      {"output.dense.weight", "ffn_down.weight", {Dim::kEmbd, Dim::kFfn}},
+      {"output.dense.bias", "ffn_down.bias", {Dim::kEmbd}},
+      {"output.LayerNorm.weight", "layer_output_norm.weight", {Dim::kEmbd}},
+      {"output.LayerNorm.bias", "layer_output_norm.bias", {Dim::kEmbd}},
+  };
+  m.ignored_suffixes = {"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"};
+  m.model_types = {"bert"};
+  m.encoder = true;
+  m.strip_prefix = "bert.";
+  m.legacy_norm_names = true;
+  m.ignored_prefixes = {"cls.predictions.", "cls.seq_relationship."};
+  return m;
+}
+
+std::vector<ArchitectureMapping> make_mappings() {
+  std::vector<ArchitectureMapping> table = {
       // Llama 1-3.x, Mistral (llama.cpp converts Mistral as llama too): Q/K rows reordered for
       // the normal RoPE layout; no biases.
       {"llama",
@@ -98,6 +141,15 @@ const std::vector<ArchitectureMapping>& mappings() {
        head(),
        kIgnored},
   };
+  table[0].model_types = {"llama", "mistral"};
+  table[1].model_types = {"qwen2"};
+  table[2].model_types = {"qwen3"};
+  table.push_back(bert_mapping());
+  return table;
+}
+
+const std::vector<ArchitectureMapping>& mappings() {
+  static const std::vector<ArchitectureMapping> table = make_mappings();
   return table;
 }
 
@@ -115,6 +167,8 @@ int64_t resolve_dim(Dim dim, const HfConfig& c) {
     case Dim::kQ: return c.num_attention_heads * c.effective_head_dim();
     case Dim::kKv: return c.num_key_value_heads * c.effective_head_dim();
     case Dim::kHeadDim: return c.effective_head_dim();
+    case Dim::kPositions: return c.max_position_embeddings;
+    case Dim::kTokenTypes: return c.type_vocab_size;
   }
   return 0;
 }
@@ -127,6 +181,8 @@ const char* dim_name(Dim dim) {
     case Dim::kQ: return "num_attention_heads * head_dim";
     case Dim::kKv: return "num_key_value_heads * head_dim";
     case Dim::kHeadDim: return "head_dim";
+    case Dim::kPositions: return "max_position_embeddings";
+    case Dim::kTokenTypes: return "type_vocab_size";
   }
   return "?";
 }
@@ -150,8 +206,20 @@ const ArchitectureMapping& find_architecture_mapping(std::string_view hf_class) 
                   "' (config.json architectures) cannot be converted (supported: " + supported_hf_classes() + ")");
 }
 
-MappedName map_tensor_name(const ArchitectureMapping& m, std::string_view name, int64_t n_layer) {
+std::string canonical_hf_name(const ArchitectureMapping& m, std::string_view name) {
+  std::string n(name);
+  if (m.strip_prefix != nullptr && n.rfind(m.strip_prefix, 0) == 0) n.erase(0, std::string_view(m.strip_prefix).size());
+  if (m.legacy_norm_names) {
+    if (ends_with(n, ".gamma")) n.replace(n.size() - 6, 6, ".weight");
+    if (ends_with(n, ".beta")) n.replace(n.size() - 5, 5, ".bias");
+  }
+  return n;
+}
+
+MappedName map_tensor_name(const ArchitectureMapping& m, std::string_view original, int64_t n_layer) {
   MappedName out;
+  out.hf = canonical_hf_name(m, original);
+  const std::string_view name = out.hf;
   // Sort keys: before-block tensors first, then blocks in order, then the rest.
   constexpr int64_t kPerBlock = 1000;
   const int64_t blocks_base = static_cast<int64_t>(m.before_blocks.size());
@@ -167,7 +235,7 @@ MappedName map_tensor_name(const ArchitectureMapping& m, std::string_view name, 
       for (size_t i = 0; i < m.per_layer.size(); ++i) {
         if (suffix != m.per_layer[i].hf) continue;
         if (block >= n_layer) {
-          throw Error(ErrorCode::kInvalidFile, "tensor '" + std::string(name) + "' belongs to block " +
+          throw Error(ErrorCode::kInvalidFile, "tensor '" + std::string(original) + "' belongs to block " +
                                                    std::to_string(block) + " but config.json num_hidden_layers is " +
                                                    std::to_string(n_layer));
         }
@@ -201,7 +269,13 @@ MappedName map_tensor_name(const ArchitectureMapping& m, std::string_view name, 
       return out;
     }
   }
-  throw Error(ErrorCode::kUnsupported, "tensor '" + std::string(name) + "' is not part of the " + m.gguf_arch +
+  for (const char* p : m.ignored_prefixes) {
+    if (name.substr(0, std::string_view(p).size()) == p) {
+      out.kind = MappedName::Kind::kIgnored;
+      return out;
+    }
+  }
+  throw Error(ErrorCode::kUnsupported, "tensor '" + std::string(original) + "' is not part of the " + m.gguf_arch +
                                            " mapping (refusing to drop a weight silently; the checkpoint may have "
                                            "biases or layers this converter does not handle)");
 }

@@ -16,7 +16,9 @@
 #include "tools/convert/arch_mapping.h"
 #include "tools/convert/hf_checkpoint.h"
 #include "tools/convert/hf_config.h"
+#include "tools/convert/sentence_transformers.h"
 #include "tools/convert/tokenizer_export.h"
+#include "tools/convert/wordpiece_vocab.h"
 
 namespace edgellm::convert {
 namespace {
@@ -30,6 +32,7 @@ constexpr uint32_t kQuantizationVersion = 2;
 struct OutTensor {
   std::string name;
   std::string source_name;                      // HF name, "" for generated tensors
+  std::string canonical_name;                   // HF name as the mapping knows it (arch_mapping.h)
   const HfCheckpoint::Entry* source = nullptr;  // nullptr: `generated` holds the values
   std::vector<float> generated;
   TensorType source_type = TensorType::F32;
@@ -112,6 +115,39 @@ quant::FileType resolve_file_type(const std::string& name, const std::vector<Out
   return quant::FileType::kMostlyF16;
 }
 
+// An encoder's keys, as llama.cpp's BertModel writes them: LayerNorm epsilon, bidirectional
+// attention, the declared pooling; no RoPE or RMSNorm keys (BERT has learned positions).
+void write_encoder_hparams(gguf::GgufWriter& w, const ArchitectureMapping& m, const HfConfig& c, quant::FileType ftype,
+                           const std::optional<DeclaredPooling>& pooling) {
+  const std::string p = std::string(m.gguf_arch) + ".";
+  w.set_u32(p + "block_count", static_cast<uint32_t>(c.num_hidden_layers));
+  w.set_u32(p + "context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  w.set_u32(p + "embedding_length", static_cast<uint32_t>(c.hidden_size));
+  w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  w.set_u32(p + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  w.set_f32(p + "attention.layer_norm_epsilon", static_cast<float>(c.layer_norm_eps));
+  w.set_u32("general.file_type", static_cast<uint32_t>(ftype));
+  w.set_bool(p + "attention.causal", false);
+  if (pooling) w.set_u32(p + "pooling_type", static_cast<uint32_t>(pooling->type));
+}
+
+// What the engine (and llama.cpp's BERT graph) computes, checked against config.json before
+// anything is written: a checkpoint that would run differently is refused, not converted.
+void check_encoder_config(const HfConfig& c, const std::string& origin) {
+  require(c.max_position_embeddings > 0, ErrorCode::kInvalidFile,
+          origin + ": 'max_position_embeddings' is missing (it sizes the learned position embeddings)");
+  require(c.hidden_act == "gelu", ErrorCode::kUnsupported,
+          origin + ": hidden_act '" + c.hidden_act.substr(0, 32) + "' is not supported for " + c.architecture +
+              " (supported: gelu, the exact erf form BERT uses)");
+  require(c.position_embedding_type == "absolute", ErrorCode::kUnsupported,
+          origin + ": position_embedding_type '" + c.position_embedding_type.substr(0, 32) +
+              "' is not supported (supported: absolute)");
+  require(!c.is_decoder, ErrorCode::kUnsupported,
+          origin + ": is_decoder is true: causal BERT models are not supported");
+  require(c.num_key_value_heads == c.num_attention_heads, ErrorCode::kInvalidFile,
+          origin + ": num_key_value_heads differs from num_attention_heads in a BERT model");
+}
+
 void write_hparams(gguf::GgufWriter& w, const ArchitectureMapping& m, const HfConfig& c, quant::FileType ftype,
                    const ConvertParams& params) {
   const std::string p = std::string(m.gguf_arch) + ".";
@@ -187,8 +223,14 @@ std::vector<OutTensor> plan_tensors(const HfCheckpoint& ckpt, const Architecture
             "tensor '" + t.name + "' has shape " + t.shape_string() + " but config.json gives " + shape_string(want) +
                 " ([" + want_names + "])");
     OutTensor o;
+    for (const OutTensor& prev : out) {
+      require(prev.name != mapped.gguf, ErrorCode::kInvalidFile,
+              "tensors '" + prev.source_name + "' and '" + t.name + "' are both " + mapped.gguf +
+                  " (the checkpoint holds the same weight twice, with and without a prefix)");
+    }
     o.name = mapped.gguf;
     o.source_name = t.name;
+    o.canonical_name = mapped.hf;
     o.source = &e;
     o.source_type = st;
     o.order = rule.order;
@@ -200,9 +242,10 @@ std::vector<OutTensor> plan_tensors(const HfCheckpoint& ckpt, const Architecture
   }
   // Completeness: every tensor the architecture needs.
   for (const std::string& name : expected_hf_names(m, c)) {
-    const bool have = std::any_of(out.begin(), out.end(), [&](const OutTensor& o) { return o.source_name == name; });
+    const bool have = std::any_of(out.begin(), out.end(), [&](const OutTensor& o) { return o.canonical_name == name; });
+    const std::string variant = m.strip_prefix ? std::string(" or '") + m.strip_prefix + name + "'" : "";
     require(have, ErrorCode::kInvalidFile,
-            "the checkpoint has no tensor '" + name + "' (required for " + c.architecture + ")");
+            "the checkpoint has no tensor '" + name + "'" + variant + " (required for " + c.architecture + ")");
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const OutTensor& a, const OutTensor& b) { return a.sort_key < b.sort_key; });
@@ -316,16 +359,38 @@ ConvertSummary convert_hf_model(const std::string& dir, const std::string& out_p
     require(!fs::equivalent(s.path(), out_path, ec), ErrorCode::kInvalidArgument,
             "convert: the output '" + out_path + "' is an input file; choose another name");
   }
-  const HfConfig config = read_hf_config(ckpt.config_json(), (fs::path(dir) / "config.json").string());
+  const std::string config_origin = (fs::path(dir) / "config.json").string();
+  const HfConfig config = read_hf_config(ckpt.config_json(), config_origin);
   const ArchitectureMapping& mapping = find_architecture_mapping(config.architecture);
+  if (!config.model_type.empty()) {
+    const bool known = std::any_of(mapping.model_types.begin(), mapping.model_types.end(),
+                                   [&](const char* t) { return config.model_type == t; });
+    std::string expected;
+    for (const char* t : mapping.model_types) expected += (expected.empty() ? "" : ", ") + std::string(t);
+    require(known, ErrorCode::kUnsupported,
+            config_origin + ": model_type '" + config.model_type.substr(0, 64) + "' is not one " + config.architecture +
+                " is converted as (expected: " + expected + ")");
+  }
+  std::optional<DeclaredPooling> pooling;
+  if (mapping.encoder) {
+    check_encoder_config(config, config_origin);
+    pooling = read_sentence_transformers_pooling(ckpt);
+  }
 
   std::vector<OutTensor> tensors = plan_tensors(ckpt, mapping, config, params);
 
   // The tokenizer files are parsed, exported and dropped before any tensor is converted.
   TokenizerExport tok;
   {
-    const std::unique_ptr<Json> tokenizer_json = ckpt.read_json("tokenizer.json");
+    std::unique_ptr<Json> tokenizer_json = ckpt.read_json("tokenizer.json");
     const std::unique_ptr<Json> tokenizer_config = ckpt.read_json("tokenizer_config.json");
+    const fs::path vocab_txt = fs::path(dir) / "vocab.txt";
+    std::error_code ec;
+    if (!tokenizer_json && mapping.encoder && fs::is_regular_file(vocab_txt, ec)) {
+      // A BERT saved without the fast-tokenizer file: the tokenizer.json transformers builds.
+      tokenizer_json = std::make_unique<Json>(tokenizer_json_from_vocab_txt(
+          read_whole_file(vocab_txt.string()), tokenizer_config.get(), vocab_txt.string()));
+    }
     TokenizerSources ts;
     ts.tokenizer_json = tokenizer_json.get();
     ts.tokenizer_config = tokenizer_config.get();
@@ -360,7 +425,11 @@ ConvertSummary convert_hf_model(const std::string& dir, const std::string& out_p
   w.set_string("general.architecture", mapping.gguf_arch);
   w.set_string("general.type", "model");
   w.set_string("general.name", params.name.empty() ? default_name(config, dir) : params.name);
-  write_hparams(w, mapping, config, ftype, params);
+  if (mapping.encoder) {
+    write_encoder_hparams(w, mapping, config, ftype, pooling);
+  } else {
+    write_hparams(w, mapping, config, ftype, params);
+  }
   w.set_u32("general.quantization_version", kQuantizationVersion);
   write_tokenizer(w, tok);
 
@@ -370,6 +439,10 @@ ConvertSummary convert_hf_model(const std::string& dir, const std::string& out_p
   summary.ftype = ftype;
   summary.tokenizer_model = tok.model;
   summary.tokenizer_pre = tok.pre;
+  if (pooling) {
+    summary.pooling = pooling_type_name(pooling->type);
+    summary.pooling_source = pooling->source;
+  }
   summary.n_vocab = static_cast<int64_t>(tok.tokens.size());
   tok = TokenizerExport{};  // the writer holds the encoded keys from here on
   summary.n_tensors = tensors.size();

@@ -61,6 +61,8 @@ struct ConvertSummary {
   quant::FileType ftype = quant::FileType::kMostlyF16;
   std::string tokenizer_model;  // "gpt2"
   std::string tokenizer_pre;    // "qwen2"
+  std::string pooling;          // encoders: "mean" / "cls" / "last" (modules.json), "" = none declared
+  std::string pooling_source;   // "1_Pooling/config.json pooling_mode_mean_tokens"
   int64_t n_vocab = 0;
   size_t n_tensors = 0;
   int64_t n_params = 0;    // elements of every tensor written

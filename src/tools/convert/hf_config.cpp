@@ -160,6 +160,11 @@ HfConfig read_hf_config(const Json& c, const std::string& origin) {
   cfg.rms_norm_eps = r.number("rms_norm_eps", 1e-12, 1.0, 1e-6);
   cfg.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   read_rope(c, r, origin, cfg);
+  cfg.layer_norm_eps = r.number("layer_norm_eps", 1e-30, 1.0, 1e-12);
+  cfg.type_vocab_size = r.integer("type_vocab_size", 1, kMaxCount, 2);
+  if (r.get("hidden_act")) cfg.hidden_act = r.string("hidden_act");
+  if (r.get("position_embedding_type")) cfg.position_embedding_type = r.string("position_embedding_type");
+  cfg.is_decoder = r.boolean("is_decoder", false);
 
   cfg.bos_token_id = r.token_id("bos_token_id");
   cfg.eos_token_id = r.token_id("eos_token_id");

@@ -2,8 +2,9 @@
 //
 // Keys are the transformers names (hidden_size, num_hidden_layers, ...). Missing optional keys
 // take the defaults of the transformers config class of that model type (LlamaConfig,
-// Qwen2Config, Qwen3Config): rms_norm_eps 1e-6, rope_theta 10000, num_key_value_heads =
-// num_attention_heads, tie_word_embeddings false. Every failure is Error(kInvalidFile) naming the
+// Qwen2Config, Qwen3Config, BertConfig): rms_norm_eps 1e-6, rope_theta 10000, num_key_value_heads
+// = num_attention_heads, tie_word_embeddings false; BERT's layer_norm_eps 1e-12, type_vocab_size
+// 2, hidden_act "gelu", position_embedding_type "absolute". Every failure is Error(kInvalidFile) naming the
 // key and the value ("config.json: 'num_attention_heads' = 0 is out of range [1, 4096]").
 #pragma once
 
@@ -45,6 +46,12 @@ struct HfConfig {
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
   HfRopeScaling rope;
+  // BERT-style encoders (BertConfig names).
+  double layer_norm_eps = 1e-12;
+  int64_t type_vocab_size = 2;      // rows of token_type_embeddings
+  std::string hidden_act = "gelu";  // the FFN activation ("gelu" = the exact erf form)
+  std::string position_embedding_type = "absolute";
+  bool is_decoder = false;
   // Special-token ids config.json may carry (lists, as Llama 3.1 writes for eos, are ignored as
   // llama.cpp's converter ignores them).
   std::optional<int64_t> bos_token_id, eos_token_id, pad_token_id, unk_token_id, sep_token_id, cls_token_id,

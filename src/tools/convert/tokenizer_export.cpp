@@ -288,8 +288,8 @@ void export_sentencepiece_bpe(const Json& tj, const Json& model, const Json* con
   out.add_space_prefix = prefix;
 }
 
-void export_wordpiece(const Json& tj, const Json& model, const Json* config_json, int64_t vocab_size,
-                      TokenizerExport& out) {
+void export_wordpiece(const Json& tj, const Json& model, const Json* tokenizer_config, const Json* config_json,
+                      int64_t vocab_size, TokenizerExport& out) {
   out.model = "bert";
   out.pre = "default";  // llama.cpp's WordPiece tokenizer has one pre-tokenizer; the key is not read
   const std::vector<Added> added = added_tokens(tj);
@@ -314,6 +314,16 @@ void export_wordpiece(const Json& tj, const Json& model, const Json* config_json
   }
   if (find_in_tree(tj.find("normalizer"), "Lowercase", "normalizers")) out.normalizer_lowercase = true;
   if (find_in_tree(tj.find("normalizer"), "StripAccents", "normalizers")) out.normalizer_strip_accents = true;
+  // tokenizer_config.json's do_lower_case, when given, is what transformers' BertTokenizerFast
+  // runs with: it rebuilds the normalizer when the file's flags differ (strip_accents then from
+  // tokenizer_config too; absent or null, it follows lowercase).
+  if (const Json* l = tokenizer_config ? tokenizer_config->find("do_lower_case") : nullptr; l && l->is_bool()) {
+    if (out.normalizer_lowercase != l->as_bool()) {
+      out.normalizer_lowercase = l->as_bool();
+      const Json* a = tokenizer_config->find("strip_accents");
+      out.normalizer_strip_accents = a && a->is_bool() ? std::optional<bool>(a->as_bool()) : std::nullopt;
+    }
+  }
   out.token_type_count = 1;
   if (config_json) {
     if (const Json* t = config_json->find("type_vocab_size");
@@ -518,7 +528,8 @@ std::optional<int32_t> TokenizerExport::special_id(const std::string& type) cons
 
 TokenizerExport export_hf_tokenizer(const TokenizerSources& src) {
   require(src.tokenizer_json != nullptr, ErrorCode::kIo,
-          "no tokenizer.json (convert needs the fast-tokenizer file; tokenizer.model / vocab.txt alone are not read)");
+          "no tokenizer.json (convert needs the fast-tokenizer file; tokenizer.model alone is not read, vocab.txt "
+          "only for BERT models)");
   const Json& tj = *src.tokenizer_json;
   if (!tj.is_object()) invalid("the top level is not an object");
   const Json* model = tj.find("model");
@@ -535,7 +546,7 @@ TokenizerExport export_hf_tokenizer(const TokenizerSources& src) {
             "tokenizer.json: a BPE model with neither a ByteLevel pre-tokenizer nor byte_fallback is not supported");
     export_sentencepiece_bpe(tj, *model, tc, src.vocab_size, out);
   } else if (type == "WordPiece") {
-    export_wordpiece(tj, *model, src.config_json, src.vocab_size, out);
+    export_wordpiece(tj, *model, tc, src.config_json, src.vocab_size, out);
   } else {
     throw Error(ErrorCode::kUnsupported, "tokenizer.json: model type '" + type.substr(0, 32) +
                                              "' is not supported (supported: BPE (byte-level or SentencePiece-style), "
