@@ -32,6 +32,10 @@ std::string check_speculation(const ServiceRequest& r) {
     return "request: speculation draft_max " + std::to_string(sp.draft_max) + " is outside [1, " +
            std::to_string(SpeculationParams::kMaxDraft) + "]";
   });
+  require(sp.draft_min >= 0 && sp.draft_min <= sp.draft_max, ErrorCode::kInvalidArgument, [&] {
+    return "request: speculation draft_min " + std::to_string(sp.draft_min) + " is outside [0, draft_max " +
+           std::to_string(sp.draft_max) + "]";
+  });
   NgramDrafter check(ngram_params(sp));  // throws kInvalidArgument naming the n-gram field
   // Drafts under a grammar would be exact too (the sampler applies the grammar to every row), but
   // a grammar's output is mostly forced structure the prompt does not quote: the wider forwards
@@ -61,6 +65,7 @@ int32_t SequenceSpeculation::draft(const SequenceGenerator& gen, const Context& 
   while (k > 0 && ctx.kv_blocks_needed(seq, k + 1) > blocks_free) --k;
   if (k <= 0) return 0;
   n_draft_ = std::clamp(drafter_.draft(k, draft_.data()), 0, k);
+  if (n_draft_ < params_.draft_min) n_draft_ = 0;  // too short to be worth a wider forward
   return n_draft_;
 }
 
