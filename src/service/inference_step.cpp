@@ -85,7 +85,8 @@ void InferenceService::step() {
     batch.add(r.seq, r.gen->next_token(), part.base, true);
     if (r.spec) {
       part.drafts = r.spec->draft(*r.gen, *ctx_, r.seq, r.req.max_tokens, std::max(0, spec_room), blocks_free);
-      for (int32_t i = 0; i < part.drafts; ++i) batch.add(r.seq, r.spec->drafts()[static_cast<size_t>(i)], part.base + 1 + i, true);
+      for (int32_t i = 0; i < part.drafts; ++i)
+        batch.add(r.seq, r.spec->drafts()[static_cast<size_t>(i)], part.base + 1 + i, true);
       spec_room -= part.drafts;
       any_drafts = any_drafts || part.drafts > 0;
     }

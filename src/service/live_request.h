@@ -32,9 +32,9 @@ struct InferenceService::Live {
   std::unique_ptr<SequenceGenerator> gen;
   int32_t seq = -1;
   int32_t reserved_blocks = 0;
-  int32_t cached_tokens = 0;         // prompt positions taken from the prefix cache
+  int32_t cached_tokens = 0;  // prompt positions taken from the prefix cache
   int32_t events = 0;
-  size_t sanitized_chars = 0;        // characters the input policy's kStrip changed
+  size_t sanitized_chars = 0;  // characters the input policy's kStrip changed
   ErrorCode error_code = ErrorCode::kInternal;
   std::string error_message;
   // Speculative decoding (sequence_speculation.h): the drafter and back-off of a request that

@@ -59,8 +59,8 @@ int32_t SequenceSpeculation::draft(const SequenceGenerator& gen, const Context& 
   int32_t k = std::min(want, cap);
   k = std::min(k, ctx.params().n_ctx - 1 - pos);
   if (max_tokens > 0) {
-    k = static_cast<int32_t>(std::min<int64_t>(
-        k, static_cast<int64_t>(max_tokens) - static_cast<int64_t>(gen.result().tokens.size()) - 1));
+    k = static_cast<int32_t>(
+        std::min<int64_t>(k, static_cast<int64_t>(max_tokens) - static_cast<int64_t>(gen.result().tokens.size()) - 1));
   }
   while (k > 0 && ctx.kv_blocks_needed(seq, k + 1) > blocks_free) --k;
   if (k <= 0) return 0;

@@ -59,9 +59,7 @@ class SequenceSpeculation {
 
   // Row `row` of this sequence's forward was sampled and gave `next` (the generator's next
   // token). True when row + 1 is valid too: row < n_drafts() and next is the draft of that row.
-  bool keeps(int32_t row, int32_t next) const {
-    return row < n_draft_ && next == draft_[static_cast<size_t>(row)];
-  }
+  bool keeps(int32_t row, int32_t next) const { return row < n_draft_ && next == draft_[static_cast<size_t>(row)]; }
 
   // Rows 0..last_row of the forward were used (last_row accepted drafts): the rejected drafts'
   // positions after base + last_row are truncated (no copy of a kept block) and the schedule
