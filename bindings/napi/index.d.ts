@@ -170,6 +170,13 @@ export interface GenerateOptions {
   tools?: ToolDefinition[] | string;
   toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
   parallelToolCalls?: boolean;  // more than one call in a reply; default true
+  // Speculative decoding (docs/speculative-decoding.md "In the service"): 'ngram' drafts up to
+  // draftMax tokens (1-8, default 8) from the prompt and the text so far and checks them in one
+  // forward; the text is exactly that of 'off' (default). With a grammar or tools it does not
+  // speculate (result.speculation.offReason says why); 'draft' (a draft model) rejects with
+  // INVALID_ARGUMENT, as does draftMax outside 1-8.
+  speculation?: 'off' | 'ngram' | 'draft';
+  draftMax?: number;
 }
 
 export interface ToolDefinition {
@@ -230,6 +237,20 @@ export interface Result {
   sessionSaveError: string | null;  // sessionSavePath: null when written (or not asked), else the code
   content: string;            // text outside the tool calls (without tools: text)
   toolCalls: ToolCall[];      // the reply's tool calls ([] without tools or calls)
+  speculation: SpeculationStats;
+}
+
+// Speculative decoding's counters of one request: the decode phase's forward passes and the
+// tokens sampled from them (tokensPerForward: 1 without speculation), drafted and kept tokens.
+export interface SpeculationStats {
+  drafted: number;
+  accepted: number;
+  forwards: number;
+  verifyForwards: number;     // of forwards, those that carried drafts
+  forwardTokens: number;
+  acceptanceRate: number;     // accepted / drafted (0 without drafts)
+  tokensPerForward: number;
+  offReason: string;          // why a request that asked for speculation did not ('' otherwise)
 }
 
 export interface Generation {

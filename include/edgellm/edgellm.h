@@ -376,6 +376,23 @@ typedef struct edgellm_route_info {
   bool retry_in_cloud; /* low confidence: submitting the same request with EDGELLM_ROUTE_CLOUD may help */
 } edgellm_route_info;
 
+/* Speculative decoding's counters for one request (docs/speculative-decoding.md "In the
+ * service"): the decode phase's forward passes and the tokens sampled from them (tokens_per_forward
+ * = forward_tokens / forwards: 1 without speculation, up to draft_max + 1), the drafted tokens
+ * and how many of them the model kept. off_reason: why a request that asked for speculation did
+ * not speculate ("a grammar constrains the output ...", "tools are active ..."), "" otherwise. */
+typedef struct edgellm_spec_stats {
+  uint32_t struct_size;
+  int32_t drafted;
+  int32_t accepted;
+  int32_t forwards;
+  int32_t verify_forwards; /* of forwards, those that carried drafts */
+  int32_t forward_tokens;
+  double acceptance_rate;    /* accepted / drafted; 0 without drafts */
+  double tokens_per_forward; /* forward_tokens / forwards; 0 before a decode forward */
+  const char* off_reason;    /* NUL-terminated */
+} edgellm_spec_stats;
+
 typedef struct edgellm_result {
   uint32_t struct_size;
   edgellm_request_id id;
@@ -403,12 +420,39 @@ typedef struct edgellm_result {
   size_t n_tool_calls;
   const char* content; /* NUL-terminated */
   size_t content_len;
+  /* Speculative decoding (edgellm_request_params.spec_mode); appended: read it only when
+   * offsetof(edgellm_result, speculation) < struct_size. */
+  edgellm_spec_stats speculation;
 } edgellm_result;
 
 /* Called for each token (on the scheduler thread); return false to cancel the request. */
 typedef bool (*edgellm_token_callback)(const edgellm_token_event* event, void* user_data);
 /* Called exactly once per accepted request, after its last token event. */
 typedef void (*edgellm_finish_callback)(const edgellm_result* result, void* user_data);
+
+/* Speculative decoding modes (edgellm_request_params.spec_mode; llama.cpp's --spec names). */
+typedef enum edgellm_spec_mode {
+  EDGELLM_SPEC_OFF = 0,
+  EDGELLM_SPEC_NGRAM = 1, /* prompt lookup: drafts from the prompt and the text so far */
+  EDGELLM_SPEC_DRAFT = 2  /* a draft model: not served by the runtime (INVALID_ARGUMENT) */
+} edgellm_spec_mode;
+
+/* Speculative decoding (docs/speculative-decoding.md "In the service";
+ * edgellm_request_params.speculation): NGRAM drafts up to draft_max tokens from the prompt and the
+ * text so far (prompt lookup, no second model) and verifies them in the same batched forward as
+ * the other requests' tokens; the output is exactly that of OFF (greedy: the same tokens;
+ * sampling: the same tokens at the same seed), in fewer forward passes when the reply quotes its
+ * input. The runtime backs off by itself when drafts are rejected or the batch is full; with a
+ * grammar, json_schema, json_object or tools it does not speculate (result.speculation.off_reason
+ * says why). DRAFT (a draft model) is INVALID_ARGUMENT here; so are an unknown mode and, unless
+ * the mode is OFF, a draft_max outside 1..8. */
+typedef struct edgellm_spec_params {
+  uint32_t struct_size;    /* set by edgellm_spec_default_params() */
+  edgellm_spec_mode mode;  /* default OFF */
+  int32_t draft_max;       /* k: most tokens drafted per forward, 1..8; default 8 (llama.cpp's --draft-max) */
+} edgellm_spec_params;
+
+EDGELLM_API edgellm_spec_params edgellm_spec_default_params(void);
 
 typedef struct edgellm_request_params {
   uint32_t struct_size; /* set by edgellm_request_default_params() */
@@ -491,6 +535,9 @@ typedef struct edgellm_request_params {
   edgellm_tool_choice tool_choice;
   const char* tool_choice_name;
   bool parallel_tool_calls;
+
+  /* Speculative decoding (edgellm_spec_params); NULL: off. */
+  const edgellm_spec_params* speculation;
 } edgellm_request_params;
 
 EDGELLM_API edgellm_request_params edgellm_request_default_params(void);

@@ -21,6 +21,10 @@ static_assert(static_cast<int>(FinishReason::kStop) == EDGELLM_FINISH_STOP &&
                   static_cast<int>(FinishReason::kTimeout) == EDGELLM_FINISH_TIMEOUT &&
                   static_cast<int>(FinishReason::kError) == EDGELLM_FINISH_ERROR,
               "the C finish reasons mirror FinishReason");
+static_assert(static_cast<int>(SpeculationMode::kOff) == EDGELLM_SPEC_OFF &&
+                  static_cast<int>(SpeculationMode::kNgram) == EDGELLM_SPEC_NGRAM &&
+                  static_cast<int>(SpeculationMode::kDraft) == EDGELLM_SPEC_DRAFT,
+              "the C speculation modes mirror SpeculationMode");
 static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
                   static_cast<int>(RouteMode::kAuto) == EDGELLM_ROUTE_AUTO &&
                   static_cast<int>(RouteMode::kLocal) == EDGELLM_ROUTE_LOCAL &&
@@ -29,8 +33,14 @@ static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
 // ABI 5 sizes (LP64: x86-64 and AArch64 alike). A new field goes after the last one, past the
 // old sizeof (read_struct copies a caller's prefix): when one of these fails, the struct grew —
 // keep the old size readable and update the number here and in docs/c-api.md's history.
-// edgellm_request_params: 200 bytes up to json_object; the tool fields appended (232).
-static_assert(sizeof(edgellm_request_params) == 232 || sizeof(void*) != 8, "edgellm_request_params changed size");
+// edgellm_request_params: 200 bytes up to json_object; the tool fields appended (232), then
+// `speculation` (240). edgellm_result: 280 bytes up to content_len, `speculation` appended (328).
+static_assert(sizeof(edgellm_request_params) == 240 || sizeof(void*) != 8, "edgellm_request_params changed size");
+static_assert(offsetof(edgellm_request_params, speculation) == 232 || sizeof(void*) != 8, "speculation follows the tool fields");
+static_assert(offsetof(edgellm_result, speculation) == 280 || sizeof(void*) != 8, "speculation follows edgellm_result's earlier fields");
+static_assert(sizeof(edgellm_result) == 328 || sizeof(void*) != 8, "edgellm_result changed size");
+static_assert(sizeof(edgellm_spec_params) == 12, "edgellm_spec_params changed size");
+static_assert(sizeof(edgellm_spec_stats) == 48 || sizeof(void*) != 8, "edgellm_spec_stats changed size");
 static_assert(offsetof(edgellm_request_params, tools) == 200 || sizeof(void*) != 8, "the tool fields follow ABI 5's 200 bytes");
 static_assert(sizeof(edgellm_tool_call) == 32 || sizeof(void*) != 8, "edgellm_tool_call changed size");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
@@ -164,6 +174,15 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   r.grammar_gbnf = optional_string(p.grammar, "grammar");
   r.json_schema = optional_string(p.json_schema, "json_schema");
   r.json_object = p.json_object;
+  if (p.speculation != nullptr) {
+    const edgellm_spec_params sp = read_struct(p.speculation, edgellm_spec_default_params(), "speculation");
+    const int mode = enum_value(sp.mode);
+    if (mode < EDGELLM_SPEC_OFF || mode > EDGELLM_SPEC_DRAFT) {
+      throw Error(ErrorCode::kInvalidArgument, "speculation.mode " + std::to_string(mode) + " is unknown");
+    }
+    r.speculation.mode = static_cast<SpeculationMode>(mode);
+    r.speculation.draft_max = sp.draft_max;  // checked with the mode by the service at submit
+  }
 
   if (p.on_token != nullptr) {
     r.on_token = [fn = p.on_token, user = p.user_data](const TokenEvent& ev) {
@@ -277,6 +296,17 @@ std::function<void(RequestResult&)> finish_callback(edgellm_finish_callback fn, 
     out.n_tool_calls = calls.size();
     out.content = content.c_str();
     out.content_len = content.size();
+    const SpeculationStats& sp = st.speculation;
+    edgellm_spec_stats& os2 = out.speculation;
+    os2.struct_size = sizeof os2;
+    os2.drafted = sp.drafted;
+    os2.accepted = sp.accepted;
+    os2.forwards = sp.forwards;
+    os2.verify_forwards = sp.verify_forwards;
+    os2.forward_tokens = sp.forward_tokens;
+    os2.acceptance_rate = sp.acceptance_rate();
+    os2.tokens_per_forward = sp.tokens_per_forward();
+    os2.off_reason = st.speculation_off_reason.c_str();
     fn(&out, user);
   };
 }
@@ -319,6 +349,16 @@ edgellm_request_params edgellm_request_default_params(void) {
   p.route = EDGELLM_ROUTE_OFF;
   p.tool_choice = EDGELLM_TOOL_CHOICE_AUTO;
   p.parallel_tool_calls = true;
+  p.speculation = nullptr;
+  return p;
+}
+
+edgellm_spec_params edgellm_spec_default_params(void) {
+  edgellm_spec_params p{};
+  const SpeculationParams d;
+  p.struct_size = sizeof p;
+  p.mode = EDGELLM_SPEC_OFF;
+  p.draft_max = d.draft_max;
   return p;
 }
 

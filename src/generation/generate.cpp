@@ -105,6 +105,9 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
               return "generate: speculation draft_max " + std::to_string(sp.draft_max) + " outside [1, " +
                      std::to_string(SpeculationParams::kMaxDraft) + "]";
             });
+    require(sp.draft_min >= 0 && sp.draft_min <= sp.draft_max, ErrorCode::kInvalidArgument, [&] {
+      return "generate: speculation draft_min " + std::to_string(sp.draft_min) + " outside [0, draft_max]";
+    });
     if (drafter == nullptr) {
       own_drafter = make_drafter(sp, ctx);
       drafter = own_drafter.get();
@@ -192,6 +195,7 @@ GenerationResult generate(Context& ctx, Sampler& sampler, const Tokenizer* token
         const int32_t want = sp.adaptive ? schedule.next() : sp.draft_max;
         const int32_t room = want > 0 ? draft_room(ctx, gen, params, base, want) : 0;
         if (room > 0) n_draft = std::clamp(drafter->draft(room, draft.data()), 0, room);
+        if (n_draft < sp.draft_min) n_draft = 0;  // too short to be worth a wider forward
         // A caller's drafter may guess anything: the draft ends before an id outside the vocabulary.
         for (int32_t i = 0; i < n_draft; ++i) {
           if (draft[static_cast<size_t>(i)] < 0 || draft[static_cast<size_t>(i)] >= n_vocab) n_draft = i;

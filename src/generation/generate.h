@@ -51,6 +51,7 @@ struct SpeculationParams {
   SpeculationMode mode = SpeculationMode::kOff;
   int32_t draft_max = 8;       // k: tokens drafted per verify forward, 1..kMaxDraft (--draft-max); fewer
                                // near max_tokens, n_ctx, n_batch - 1 or a nearly full KV pool
+  int32_t draft_min = 0;       // fewer drafts than this are not verified (llama-server's speculative.n_min)
   int32_t ngram_min = 2;       // kNgram: suffix lengths looked up (ngram_drafter.h)
   int32_t ngram_max = 4;
   int32_t ngram_history = 4096;  // kNgram: tokens kept for lookup (bounds its memory)

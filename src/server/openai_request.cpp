@@ -111,6 +111,20 @@ void parse_common(const Json& body, ParsedRequest& out) {
   // (llama-server has it as a server flag). n_keep's range is the Runtime's.
   if (field(body, "context_shift")) r.context_shift = boolean(body, "context_shift");
   if (field(body, "n_keep")) r.n_keep = any_int32(*body.find("n_keep"), "n_keep");
+  // Speculative decoding: llama-server's per-request draft sizes (its mode is the server's: a
+  // draft model given at start); the mode per request is this server's extension.
+  if (const Json* sm = field(body, "x_edgellm_speculation")) {
+    if (!sm->is_string() || (sm->as_string() != "off" && sm->as_string() != "ngram" && sm->as_string() != "draft")) {
+      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\" or \"ngram\"");
+    }
+    out.speculation = sm->as_string();
+  }
+  if (field(body, "speculative.n_max")) {
+    out.spec_n_max = static_cast<int32_t>(integer_in(body, "speculative.n_max", 0, SpeculationParams::kMaxDraft));
+  }
+  if (field(body, "speculative.n_min")) {
+    out.spec_n_min = static_cast<int32_t>(integer_in(body, "speculative.n_min", 0, SpeculationParams::kMaxDraft));
+  }
   // The queue's order (ServiceRequest::priority, as the C ABI's and NAPI's): interactive requests
   // are admitted before background ones, FIFO within one. The names, or the C ABI's numbers
   // (0, 1): a number is passed on as it is, so one out of range is refused in the Runtime's

@@ -32,6 +32,12 @@ struct ParsedRequest {
   std::string route = "auto";  // "x_edgellm_route": auto | local | cloud (runtime/router.h)
   std::string session_id;      // "x_edgellm_session": continue from / save to this server session
   int64_t deadline_ms = 0;     // "x_edgellm_deadline_ms": 0 not given (the server's --timeout)
+  // Speculative decoding (docs/server.md): "x_edgellm_speculation" off | ngram | draft ("": the
+  // server's --spec), llama-server's "speculative.n_max" (k; 0: off for this request; -1: the
+  // server's --draft-max) and "speculative.n_min" (fewer drafts are not verified; -1: 0).
+  std::string speculation;
+  int32_t spec_n_max = -1;
+  int32_t spec_n_min = -1;
   ToolRequest tools;           // chat: tools, tool_choice, parallel_tool_calls
   std::string constraint_field;  // the body field of the output constraint ("" none; structured_request.h)
 

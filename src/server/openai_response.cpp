@@ -73,7 +73,31 @@ Json edgellm_json(const RequestResult& r) {
   x.set("prompt_tokens", r.stats.prompt_tokens);
   x.set("completion_tokens", r.stats.completion_tokens);
   x.set("model_version", r.model_version);  // the Runtime's model version that served it (hot swap)
+  const SpeculationStats& sp = r.stats.speculation;
+  Json spec = Json::object();
+  spec.set("drafted", sp.drafted);
+  spec.set("accepted", sp.accepted);
+  spec.set("acceptance_rate", sp.acceptance_rate());
+  spec.set("forwards", sp.forwards);
+  spec.set("tokens_per_forward", sp.tokens_per_forward());
+  spec.set("off_reason", r.stats.speculation_off_reason);
+  x.set("speculation", std::move(spec));
   return x;
+}
+
+// llama-server's "timings" object (its names), with its speculative decoding counters draft_n
+// (tokens drafted) and draft_n_accepted.
+Json timings_json(const RequestStats& s) {
+  Json t = Json::object();
+  t.set("prompt_n", s.prompt_tokens - s.cached_tokens);
+  t.set("prompt_ms", s.prefill_ms);
+  t.set("prompt_per_second", s.prefill_tokens_per_second);
+  t.set("predicted_n", s.completion_tokens);
+  t.set("predicted_ms", s.decode_ms);
+  t.set("predicted_per_second", s.decode_tokens_per_second);
+  t.set("draft_n", s.speculation.drafted);
+  t.set("draft_n_accepted", s.speculation.accepted);
+  return t;
 }
 
 Json completion_body(const ResponseHead& h, const RequestResult& r) {
@@ -94,6 +118,7 @@ Json completion_body(const ResponseHead& h, const RequestResult& r) {
   choices.push_back(std::move(c));
   j.set("choices", std::move(choices));
   j.set("usage", usage_json(r.stats));
+  j.set("timings", timings_json(r.stats));
   j.set("x_edgellm", edgellm_json(r));
   return j;
 }
@@ -125,6 +150,7 @@ Json final_chunk(const ResponseHead& h, const RequestResult& r, bool include_usa
   Json payload = h.endpoint == Endpoint::kChat ? Json::object() : Json("");
   Json j = with_choice(envelope(h, true), chunk_choice(h, std::move(payload), openai_finish_reason(r.finish_reason)),
                        include_usage);
+  j.set("timings", timings_json(r.stats));
   j.set("x_edgellm", edgellm_json(r));
   return j;
 }

@@ -29,6 +29,8 @@ const char* openai_finish_reason(FinishReason reason);
 
 Json usage_json(const RequestStats& stats);
 Json edgellm_json(const RequestResult& result);
+// llama-server's "timings" (prompt_n, predicted_n, ..., draft_n, draft_n_accepted).
+Json timings_json(const RequestStats& stats);
 
 // The whole answer (stream = false).
 Json completion_body(const ResponseHead& head, const RequestResult& result);

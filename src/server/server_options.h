@@ -23,6 +23,10 @@ struct ServerOptions {
   size_t max_body_bytes = size_t{1} << 20;  // larger bodies: 413
   int max_json_depth = 64;         // deeper nesting: 400
   int64_t deadline_ms = 120000;    // per request, queue wait included (service deadline)
+  // Speculative decoding for requests that do not choose (`edgellm serve --spec`, --draft-max):
+  // "off" or "ngram"; a request's x_edgellm_speculation / speculative.n_max overrides them.
+  std::string speculation = "off";
+  int32_t draft_max = 8;
   // Deadlines: a request's head must arrive within read_timeout_s of when the server waits for
   // it (an idle keep-alive connection closes then), its body within read_timeout_s + 1 s per
   // MiB; a write that makes no progress for write_timeout_s ends the connection.

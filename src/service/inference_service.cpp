@@ -19,38 +19,19 @@
 #include "platform/elapsed_ms.h"
 #include "platform/memory_stats.h"
 #include "service/request_grammar.h"
+#include "service/live_request.h"
 #include "service/request_limits.h"
+#include "service/sequence_speculation.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int32_t kWarmupTokens = 8;
 
 }  // namespace
 
-struct InferenceService::Live {
-  RequestId id = 0;
-  ServiceRequest req;
-  Clock::time_point submitted;
-  Clock::time_point deadline = Clock::time_point::max();
-  Clock::time_point admitted;
-  Clock::time_point first_token;
-  std::unique_ptr<Sampler> sampler;  // built (validated) at submit
-  std::vector<int32_t> prompt;       // tokenized at admission
-  bool prepared = false;
-  std::unique_ptr<SequenceGenerator> gen;
-  int32_t seq = -1;
-  int32_t reserved_blocks = 0;
-  int32_t cached_tokens = 0;         // prompt positions taken from the prefix cache
-  int32_t events = 0;
-  size_t sanitized_chars = 0;        // characters the input policy's kStrip changed
-  ErrorCode error_code = ErrorCode::kInternal;
-  std::string error_message;
-};
 
 std::unique_ptr<InferenceService> InferenceService::open(const std::string& model_path, const ServiceParams& params) {
   std::shared_ptr<const Model> model = Model::load(model_path, params.load);
@@ -68,6 +49,11 @@ InferenceService::InferenceService(std::shared_ptr<const Model> model, const Ser
   require(params_.step_tokens > cp.n_seq_max && params_.step_tokens <= 1 << 16, ErrorCode::kInvalidArgument,
           "service: step_tokens " + std::to_string(params_.step_tokens) +
               " must exceed n_parallel (one decode token each plus prefill) and be at most 65536");
+  require(params_.spec_max_batch_tokens >= 0 && params_.spec_max_batch_tokens <= params_.step_tokens,
+          ErrorCode::kInvalidArgument, [&] {
+            return "service: spec_max_batch_tokens " + std::to_string(params_.spec_max_batch_tokens) +
+                   " is outside [0, step_tokens]";
+          });
   cp.n_batch = std::max(cp.n_batch, params_.step_tokens);
   tokenizer_ = Tokenizer::from_gguf(model_->gguf());
   require(tokenizer_->n_vocab() == model_->hparams().n_vocab, ErrorCode::kInvalidFile,
@@ -134,6 +120,7 @@ RequestId InferenceService::submit(ServiceRequest request) {
       });
     }
     if (!request.session_in.empty()) check_session(request.session_in);
+    r->spec_off_reason = check_speculation(request);
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -560,6 +547,10 @@ void InferenceService::admit() {
       finish(std::move(r), FinishReason::kError, code, why);
       continue;
     }
+    if (r->req.speculation.mode == SpeculationMode::kNgram && r->spec_off_reason.empty()) {
+      r->spec = std::make_unique<SequenceSpeculation>(r->req.speculation);
+      r->spec->append(r->prompt);
+    }
     if (with_session) std::string().swap(r->req.session_in);
     free_seqs_.pop_back();
     r->admitted = Clock::now();
@@ -614,146 +605,6 @@ int64_t InferenceService::committed_blocks(const Live* candidate) const {
   return std::min(reserved, sharing);
 }
 
-bool InferenceService::deliver(Live& r, const StepOutput& out) {
-  bool keep_going = true;
-  try {
-    const double decode_ms = r.gen ? r.gen->result().timings.decode_seconds * 1e3 : 0.0;
-    if (out.token >= 0 && r.req.on_token) {
-      const TokenEvent ev{r.id, out.token, out.text, r.events++, out.probability, decode_ms};
-      keep_going = r.req.on_token(ev);
-    }
-    if (!out.tail.empty() && r.req.on_token) {
-      const TokenEvent ev{r.id, -1, out.tail, r.events++, -1.0f, decode_ms};
-      (void)r.req.on_token(ev);
-    }
-  } catch (const std::exception& e) {
-    log_message(LogLevel::kError, std::string("service: a token callback threw: ") + e.what());
-    keep_going = false;
-  } catch (...) {
-    log_message(LogLevel::kError, "service: a token callback threw");
-    keep_going = false;
-  }
-  return keep_going;
-}
-
-void InferenceService::step() {
-  // Batch: every decoding sequence's next token, then prompt chunks up to the step's token budget.
-  struct Part {
-    Live* r;
-    int32_t prefill;  // prompt tokens in this batch (0: a decode entry)
-    bool logits;
-  };
-  std::vector<Part> parts;
-  Batch batch;
-  Clock::time_point deadline = Clock::time_point::max();
-  for (size_t i = running_.size(); i-- > 0;) {
-    // A full sequence with context_shift drops the older half of its window first. Its blocks
-    // never exceed the n_ctx positions its admission reserved (copies of shared blocks replace
-    // references to them), so a shift fails only on an internal error; that request ends.
-    Live& r = *running_[i];
-    if (!r.gen->prefill_done() || !r.gen->needs_shift()) continue;
-    const ShiftPlan plan = r.gen->shift_plan();
-    try {
-      ctx_->seq_shift(r.seq, plan.n_keep, plan.n_discard);
-      r.gen->shifted(plan);
-    } catch (const Error& e) {
-      log_message(LogLevel::kError, std::string("service: context shift failed: ") + e.what());
-      finish_running(i, FinishReason::kError, e.code(), e.what());
-    }
-  }
-  for (auto& rp : running_) {
-    Live& r = *rp;
-    if (!r.gen->prefill_done()) continue;
-    batch.add(r.seq, r.gen->next_token(), r.gen->next_pos(), true);
-    parts.push_back({&r, 0, true});
-    deadline = std::min(deadline, r.deadline);
-  }
-  // Prompts in order of (priority, tokens left): a short prompt that arrives while a long one is
-  // being prefilled is prefilled in the next step, not after the long one (shortest remaining
-  // first minimises the mean time to first token); the long one takes the rest of the budget.
-  std::vector<Live*> prefilling;
-  for (auto& rp : running_) {
-    if (!rp->gen->prefill_done()) prefilling.push_back(rp.get());
-  }
-  std::stable_sort(prefilling.begin(), prefilling.end(), [](const Live* a, const Live* b) {
-    if (a->req.priority != b->req.priority) return a->req.priority < b->req.priority;
-    return a->gen->prompt_remaining() < b->gen->prompt_remaining();
-  });
-  int32_t budget = params_.step_tokens - static_cast<int32_t>(batch.size());
-  for (Live* rp : prefilling) {
-    Live& r = *rp;
-    if (budget <= 0) break;
-    const int32_t n = std::min(budget, r.gen->prompt_remaining());
-    const bool completes = n == r.gen->prompt_remaining();
-    for (int32_t i = 0; i < n; ++i) {
-      batch.add(r.seq, r.gen->pending_prompt()[i], r.gen->prefill_pos() + i, completes && i + 1 == n);
-    }
-    parts.push_back({&r, n, completes});
-    budget -= n;
-    deadline = std::min(deadline, r.deadline);
-  }
-  if (batch.empty()) return;
-
-  step_deadline_ = deadline;
-  const Clock::time_point t0 = Clock::now();
-  try {
-    ctx_->decode(batch);
-  } catch (const Error& e) {
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (e.code() == ErrorCode::kCancelled) {  // abandoned between layers: housekeeping decides
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++metrics_.aborted_steps;
-      metrics_.forward_seconds += seconds;
-      return;
-    }
-    log_message(LogLevel::kError, std::string("service: forward pass failed: ") + e.what());
-    for (size_t i = running_.size(); i-- > 0;) {
-      const Live* r = running_[i].get();
-      if (std::any_of(parts.begin(), parts.end(), [&](const Part& p) { return p.r == r; })) {
-        finish_running(i, FinishReason::kError, e.code(), e.what());
-      }
-    }
-    return;
-  } catch (const std::exception& e) {
-    log_message(LogLevel::kError, std::string("service: forward pass failed: ") + e.what());
-    for (size_t i = running_.size(); i-- > 0;) finish_running(i, FinishReason::kError, ErrorCode::kInternal, e.what());
-    return;
-  }
-  const auto decoded =
-      static_cast<int32_t>(std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.prefill == 0; }));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++metrics_.steps;
-    metrics_.step_tokens += batch.size();
-    metrics_.max_decode_batch = std::max(metrics_.max_decode_batch, decoded);
-    metrics_.forward_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  }
-
-  int32_t out_row = 0;
-  for (const Part& part : parts) {
-    Live& r = *part.r;
-    if (part.prefill > 0) r.gen->prefill_advanced(part.prefill);
-    if (!part.logits) continue;
-    const float* logits = ctx_->logits(out_row++);
-    if (r.gen->finished()) continue;  // max_tokens 0: prefill only
-    if (r.first_token == Clock::time_point{}) r.first_token = Clock::now();
-    StepOutput out;
-    try {
-      out = r.gen->step(logits);
-    } catch (const Error& e) {
-      // This request alone ends (e.g. its grammar allows no token of the vocabulary here).
-      r.error_code = e.code();
-      r.error_message = e.what();
-      out = r.gen->finish(FinishReason::kError, e.what());
-    }
-    if (!deliver(r, out) && !r.gen->finished()) r.gen->finish(FinishReason::kCancelled);
-  }
-  for (size_t i = running_.size(); i-- > 0;) {
-    Live& r = *running_[i];
-    if (r.gen->finished()) finish_running(i, r.gen->result().finish_reason, r.error_code, r.error_message);
-  }
-}
-
 void InferenceService::finish_running(size_t index, FinishReason reason, ErrorCode code, const std::string& error) {
   std::unique_ptr<Live> r = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
@@ -790,6 +641,8 @@ void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, Erro
     st.decode_tokens_per_second = g.timings.decode_tokens_per_second();
     if (r->first_token != Clock::time_point{}) st.ttft_ms = ms_between(r->submitted, r->first_token);
   }
+  st.speculation = r->spec_stats;
+  st.speculation_off_reason = r->spec_off_reason;
   if (res.finish_reason == FinishReason::kError) res.error = error.empty() ? std::string("error") : error;
   if (r->seq >= 0) {
     if (r->req.session_out && res.finish_reason != FinishReason::kError) {

@@ -9,13 +9,15 @@
 //   admission      waiting requests in priority order, while a sequence is free and the KV pool
 //                  can reserve blocks for prompt + max_tokens: tokenize / render the template,
 //                  build the sampler state; a request that cannot be served ends with an error
-//   batch          one decode token for every running sequence, then chunks of pending prompts
+//   batch          one decode token for every running sequence (and a speculating sequence's
+//                  drafts, inference_step.cpp), then chunks of pending prompts
 //                  (interactive first, then the shortest remaining prompt first)
 //                  up to step_tokens entries in all (long prompts are prefilled across steps
 //                  while the other streams keep decoding)
 //   forward        Context::decode, abandoned between layers when a request of the batch is
 //                  cancelled or times out, the service pauses or shuts down (rolled back, redone)
-//   stream         SequenceGenerator::step per sequence with logits -> on_token; finished
+//   stream         SequenceGenerator::step per sequence with logits (per verified row for a
+//                  speculating one; rejected drafts' KV truncated) -> on_token; finished
 //                  requests release their sequence and get on_finish
 //
 // KV admission reserves ceil(min(n_ctx, prompt + max_tokens) / block_tokens) blocks for each
@@ -72,6 +74,11 @@ struct ServiceParams {
   int32_t max_queued = 3;        // requests that may wait for a sequence (beyond those a free
                                  // sequence takes at once); one more -> BUSY
   int32_t step_tokens = 256;     // most batch entries per step (decode tokens + prefill chunk)
+  // Speculative decoding's batch-size back-off (ServiceRequest::speculation): drafts join a step
+  // only while its decode entries (one per decoding sequence plus the drafts so far) stay at most
+  // this many, and never a step that also prefills; beyond it a wider forward costs real time
+  // (docs/speculative-decoding.md "In the service" has the measured curve). 0: never draft.
+  int32_t spec_max_batch_tokens = 8;
   size_t warmup_min_free_bytes = size_t{256} << 20;  // warm-up skipped below this MemAvailable
   std::string chat_template;     // built-in name or file; empty: the model's own (or a guess)
   InputPolicy input_policy = InputPolicy::kRefuse;  // invalid UTF-8 / control characters (request_limits.h)

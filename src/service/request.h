@@ -46,6 +46,12 @@ struct RequestStats {
   int32_t kv_blocks = 0;      // KV blocks the request held when it ended
   int32_t sanitized_chars = 0;  // characters of the input the kStrip input policy replaced or removed
   size_t peak_rss_bytes = 0;  // process VmHWM when it ended
+  // Speculative decoding (ServiceRequest::speculation, docs/speculative-decoding.md "In the
+  // service"): the decode phase's counters (forwards, tokens sampled from them, drafted and
+  // accepted tokens; tokens_per_forward() is 1 without speculation) and, when the request asked
+  // for speculation and the service turned it off, why ("" otherwise).
+  SpeculationStats speculation;
+  std::string speculation_off_reason;
 };
 
 // How the Runtime's router treats a request (runtime/router.h, docs/router.md). The
@@ -126,6 +132,12 @@ struct ServiceRequest {
   std::string grammar_gbnf;
   std::string json_schema;
   bool json_object = false;
+  // Speculative decoding (docs/speculative-decoding.md "In the service"): mode kOff (default) or
+  // kNgram (prompt lookup), draft_max k in [1, 8], adaptive back-off, n-gram sizes. kDraft is
+  // refused at submit (kInvalidArgument): the service owns no draft model. With a grammar,
+  // json_schema, json_object or tools the service turns speculation off for the request and
+  // says so in RequestStats::speculation_off_reason. draft_model is ignored.
+  SpeculationParams speculation;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 

@@ -4,6 +4,8 @@
 // Runs in the normal, the ASan+UBSan and the TSan builds.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -61,6 +63,8 @@ struct Sink {
   std::string error;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
+  edgellm_spec_stats spec{};
+  std::string spec_off_reason;
   int cancel_after = -1;  // on_token returns false at this index
   edgellm_runtime* pause_service = nullptr;  // with pause_at: on_token pauses it at this index
   int pause_at = -1;
@@ -105,6 +109,10 @@ void on_finish(const edgellm_result* r, void* user) {
     s->error = r->error_message;
     s->completion_tokens = r->stats.completion_tokens;
     s->cached_tokens = r->stats.cached_tokens;
+    if (offsetof(edgellm_result, speculation) < r->struct_size) {
+      s->spec = r->speculation;
+      s->spec_off_reason = r->speculation.off_reason;
+    }
     s->cv.notify_all();
   }
 }
@@ -455,6 +463,56 @@ TEST_F(CApi, PauseResumeKeepsTheOutput) {
   EXPECT_EQ(sink.tokens, ref.tokens);
   m = metrics_of(rt_);
   EXPECT_FALSE(m.paused_idle);
+}
+
+// Speculative decoding through the C ABI: greedy with n-gram drafts (k = 4) gives the tokens of
+// greedy without, on a prompt that quotes itself (drafts are made and some kept); the stats come
+// back; an unknown mode, k outside 1..8 and the draft-model mode are INVALID_ARGUMENT.
+TEST_F(CApi, SpeculationGreedyEqualsPlainAndReportsStats) {
+  const char* prompt = "The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog";
+  Sink plain, spec;
+  ASSERT_EQ(submit(greedy(plain, prompt, 48)), EDGELLM_OK) << edgellm_last_error();
+  edgellm_request_params r = greedy(spec, prompt, 48);
+  EXPECT_EQ(r.speculation, nullptr);
+  edgellm_spec_params sp = edgellm_spec_default_params();
+  EXPECT_EQ(sp.mode, EDGELLM_SPEC_OFF);
+  EXPECT_EQ(sp.draft_max, 8);
+  sp.mode = EDGELLM_SPEC_NGRAM;
+  sp.draft_max = 4;
+  r.speculation = &sp;
+  ASSERT_EQ(submit(r), EDGELLM_OK) << edgellm_last_error();
+  ASSERT_TRUE(plain.wait_final());
+  ASSERT_TRUE(spec.wait_final());
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_EQ(spec.text, plain.text);
+  EXPECT_EQ(spec.spec.struct_size, sizeof(edgellm_spec_stats));
+  EXPECT_GT(spec.spec.drafted, 0);
+  EXPECT_LE(spec.spec.accepted, spec.spec.drafted);
+  EXPECT_EQ(spec.spec.forward_tokens, spec.spec.forwards + spec.spec.accepted);
+  EXPECT_EQ(spec.spec.forward_tokens, spec.completion_tokens - 1);  // ignore_eos: the first came from the prefill
+  EXPECT_EQ(spec.spec_off_reason, "");
+  EXPECT_EQ(plain.spec.drafted, 0);
+  EXPECT_DOUBLE_EQ(plain.spec.tokens_per_forward, 1.0);
+
+  Sink sink;
+  edgellm_request_params bad = greedy(sink, "Once", 4);
+  edgellm_spec_params bsp = edgellm_spec_default_params();
+  bad.speculation = &bsp;
+  bsp.mode = static_cast<edgellm_spec_mode>(7);
+  EXPECT_EQ(submit(bad), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("speculation.mode"), std::string::npos) << edgellm_last_error();
+  bsp.mode = EDGELLM_SPEC_NGRAM;
+  bsp.draft_max = 0;
+  EXPECT_EQ(submit(bad), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("draft_max"), std::string::npos) << edgellm_last_error();
+  bsp.struct_size = 0;
+  EXPECT_EQ(submit(bad), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("struct_size"), std::string::npos) << edgellm_last_error();
+  bsp = edgellm_spec_default_params();
+  bsp.mode = EDGELLM_SPEC_DRAFT;
+  bsp.draft_max = 4;
+  EXPECT_EQ(submit(bad), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("draft model"), std::string::npos) << edgellm_last_error();
 }
 
 TEST(CApiLifecycle, DestroyWithRequestsInFlight) {

@@ -109,6 +109,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   ap.add_flag("--no-linux-pressure", &no_linux_pressure,
               "do not read Linux's memory pressure (PSI, cgroup events) and thermal zones for the degradation "
               "ladder (default: read them; POST /admin/pressure feeds levels either way)");
+  SpeculationOptions spec;
+  add_speculation_options(ap, &spec);
   ap.add_string("--input-policy", &input_policy, "refuse|strip",
                 "text with invalid UTF-8 or control characters: refused 400 (default) or stripped");
   // The router is the Runtime's (runtime/router.h, docs/router.md); this command gives it the
@@ -210,6 +212,12 @@ int cmd_serve(const std::vector<std::string>& args) {
     throw Error(ErrorCode::kUnsupported, "--cloud-url: this build has no libcurl (the router's HTTPS client)");
 #endif
   }
+  // Speculative decoding in the service: n-gram drafting only (the service owns no draft model).
+  const SpeculationParams spec_params = speculation_params(spec);  // checks the mode's name and -md
+  require(spec_params.mode != SpeculationMode::kDraft, ErrorCode::kInvalidArgument,
+          "serve: --spec draft / -md are not served yet (the service has no draft model); use --spec ngram");
+  so.speculation = speculation_mode_name(spec_params.mode);
+  so.draft_max = spec_params.draft_max;
   so.port = port;
   so.deadline_ms = timeout_s * 1000;
   so.max_body_bytes = static_cast<size_t>(max_body_kib) << 10;

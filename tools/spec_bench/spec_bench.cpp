@@ -11,7 +11,16 @@
 // decode tokens/s of each arm (decode_tokens / decode_seconds, wall time), the median of the
 // per-round ratios to plain, the acceptance rate and tokens per forward.
 // Usage: edgellm_spec_bench MODEL PROMPT_FILE [k=4] [threads=2] [rounds=15] [max_tokens=256]
+//
+// The cost curve (--curve): the time of one decode-phase forward (Batch::set_stepwise, as the
+// service's verify steps) over W entries against one entry, W = 1..max_width, at `depth` cached
+// positions; each round times every width once in a rotating order, the median is reported.
+// "seqs": W sequences one token each (a continuous batch); "drafts": one sequence's token and
+// W - 1 drafts (a verify forward). This is where the service's batch-size back-off
+// (ServiceParams::spec_max_batch_tokens) comes from.
+// Usage: edgellm_spec_bench --curve MODEL [threads=2] [rounds=9] [max_width=32] [depth=64]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/batch.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
 #include "generation/drafter.h"
@@ -59,7 +69,73 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// --curve: see the header.
+int cost_curve(int argc, char** argv) {
+  const int threads = argc > 3 ? std::atoi(argv[3]) : 2;
+  const int rounds = argc > 4 ? std::atoi(argv[4]) : 9;
+  const int32_t max_width = std::clamp(argc > 5 ? std::atoi(argv[5]) : 32, 1, 64);
+  const int32_t depth = std::max(1, argc > 6 ? std::atoi(argv[6]) : 64);
+  const auto model = Model::load(argv[2]);
+  ContextParams cp;
+  cp.n_ctx = depth + max_width + 8;
+  cp.n_seq_max = max_width;
+  cp.n_batch = std::max(512, max_width);
+  cp.n_threads = threads;
+  cp.n_threads_batch = threads;
+  Context ctx(*model, cp);
+  const int32_t n_vocab = model->hparams().n_vocab;
+  // Every sequence holds the same `depth` positions of arbitrary ids (what the times depend on is
+  // the shapes).
+  Batch b;
+  for (int32_t s = 0; s < max_width; ++s) {
+    b.clear();
+    for (int32_t i = 0; i < depth; ++i) b.add(s, (i * 7 + 3) % n_vocab, i, i + 1 == depth);
+    ctx.decode(b);
+  }
+  std::vector<std::vector<double>> seqs(static_cast<size_t>(max_width) + 1), drafts(seqs.size());
+  const auto time_forward = [&](int32_t w, bool one_sequence) {
+    b.clear();
+    for (int32_t i = 0; i < w; ++i) {
+      if (one_sequence) {
+        b.add(0, (i * 13 + 5) % n_vocab, depth + i, true);
+      } else {
+        b.add(i, (i * 13 + 5) % n_vocab, depth, true);
+      }
+    }
+    b.set_stepwise(true);
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx.decode(b);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (int32_t s = 0; s < (one_sequence ? 1 : w); ++s) ctx.seq_truncate(s, depth);
+    return ms;
+  };
+  for (int32_t w = 1; w <= max_width; ++w) (void)time_forward(w, false);  // warm-up
+  for (int round = 0; round < rounds; ++round) {
+    for (int32_t i = 0; i < max_width; ++i) {
+      const int32_t w = 1 + (i + round) % max_width;
+      seqs[static_cast<size_t>(w)].push_back(time_forward(w, false));
+      drafts[static_cast<size_t>(w)].push_back(time_forward(w, true));
+    }
+  }
+  const double one = median(seqs[1]);
+  std::printf("%s, %d threads, depth %d, %d rounds: forward ms (x one-token forward)\n", argv[2], threads, depth, rounds);
+  std::printf("| W | W sequences | one sequence + W-1 drafts |\n|--:|--:|--:|\n");
+  for (int32_t w = 1; w <= max_width; ++w) {
+    const double a = median(seqs[static_cast<size_t>(w)]), d = median(drafts[static_cast<size_t>(w)]);
+    std::printf("| %d | %.3f (%.2f) | %.3f (%.2f) |\n", w, a, a / one, d, d / one);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--curve") {
+    try {
+      return cost_curve(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s MODEL PROMPT_FILE [k=4] [threads=2] [rounds=15] [max_tokens=256]\n", argv[0]);
     return 2;

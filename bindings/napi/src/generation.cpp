@@ -48,6 +48,8 @@ class FinalMessage final : public Message {
   };
   std::vector<Call> tool_calls_;
   edgellm_request_stats stats_{};
+  edgellm_spec_stats spec_{};  // zero from a library older than the field
+  std::string spec_off_reason_;
   // The router's decision (route_.empty(): not routed).
   std::string route_, route_reason_, route_tier_;
   double score_ = -1, mean_p_ = -1, min_p_ = -1, route_latency_ms_ = 0;
@@ -117,6 +119,11 @@ void FinalMessage::fill(const edgellm_result& r) noexcept {
     route_ = r.route.route ? r.route.route : "";
     route_reason_ = r.route.reason ? r.route.reason : "";
     route_tier_ = r.route.tier ? r.route.tier : "";
+    if (offsetof(edgellm_result, speculation) < r.struct_size) {
+      spec_ = r.speculation;
+      spec_off_reason_ = r.speculation.off_reason ? r.speculation.off_reason : "";
+      spec_.off_reason = nullptr;  // valid only during on_finish
+    }
     // A library older than the tool fields passes a shorter result: no calls, content = text.
     content_ = text_;
     if (offsetof(edgellm_result, content_len) < r.struct_size && r.content != nullptr) {
@@ -177,6 +184,15 @@ napi_value FinalMessage::result_object(napi_env env) const {
          set_property(env, c, "arguments", js_string(env, tool_calls_[i].arguments)) &&
          napi_set_element(env, calls, static_cast<uint32_t>(i), c) == napi_ok;
   }
+  napi_value spec = js_object(env);
+  ok = ok && set_property(env, spec, "drafted", js_number(env, spec_.drafted)) &&
+       set_property(env, spec, "accepted", js_number(env, spec_.accepted)) &&
+       set_property(env, spec, "forwards", js_number(env, spec_.forwards)) &&
+       set_property(env, spec, "verifyForwards", js_number(env, spec_.verify_forwards)) &&
+       set_property(env, spec, "forwardTokens", js_number(env, spec_.forward_tokens)) &&
+       set_property(env, spec, "acceptanceRate", js_number(env, spec_.acceptance_rate)) &&
+       set_property(env, spec, "tokensPerForward", js_number(env, spec_.tokens_per_forward)) &&
+       set_property(env, spec, "offReason", js_string(env, spec_off_reason_));
   napi_value result = js_object(env);
   ok = ok && set_property(env, result, "id", js_number(env, static_cast<double>(g_->id_))) &&
        set_property(env, result, "text", js_string(env, text_)) &&
@@ -194,7 +210,8 @@ napi_value FinalMessage::result_object(napi_env env) const {
        set_property(env, result, "sessionStored", js_bool(env, session_stored_)) &&
        set_property(env, result, "sessionSaveError", save_error) &&
        set_property(env, result, "content", js_string(env, content_)) &&
-       set_property(env, result, "toolCalls", calls);
+       set_property(env, result, "toolCalls", calls) &&
+       set_property(env, result, "speculation", spec);
   return ok ? result : nullptr;
 }
 

@@ -22,6 +22,7 @@ const char* const kKvTypes[] = {"f16", "f32", "q8_0", "q4_0", nullptr};  // edge
 const char* const kRepack[] = {"auto", "on", "off", nullptr};    // edgellm_repack order
 const char* const kPriorities[] = {"interactive", "background", nullptr};
 const char* const kRoutes[] = {"off", "auto", "local", "cloud", nullptr};      // edgellm_route order
+const char* const kSpecModes[] = {"off", "ngram", "draft", nullptr};           // edgellm_spec_mode order
 const char* const kInputPolicies[] = {"refuse", "strip", nullptr};             // edgellm_input_policy order
 const char* const kRuntimeRoles[] = {"generate", "embed", nullptr};            // edgellm_runtime_role order
 const char* const kToolChoices[] = {"auto", "none", "required", nullptr};      // edgellm_tool_choice order
@@ -294,6 +295,13 @@ bool read_request_config(napi_env env, napi_value input, napi_value options, Req
   napi_value tools = r.field("tools");
   napi_value tool_choice = r.field("toolChoice");
   r.boolean("parallelToolCalls", &p.parallel_tool_calls);
+  // Speculative decoding: the library checks draftMax against the mode (INVALID_ARGUMENT).
+  out->speculation = edgellm_spec_default_params();
+  int spec_mode = out->speculation.mode;
+  r.choice("speculation", kSpecModes, &spec_mode);
+  out->speculation.mode = static_cast<edgellm_spec_mode>(spec_mode);
+  r.integer("draftMax", kI32Min, kI32Max, &out->speculation.draft_max);
+  p.speculation = &out->speculation;
   if (!r.ok()) {
     *error = r.error();
     return false;

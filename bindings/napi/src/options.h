@@ -52,6 +52,7 @@ struct RequestConfig {
   std::string grammar, json_schema;  // constrained output: GBNF, a JSON Schema as JSON text
   std::string tools, tool_choice_name;  // tool calling: the tools as JSON text, a named function
   edgellm_sampling sampling{};
+  edgellm_spec_params speculation{};  // params.speculation points here
   edgellm_request_params params{};
 };
 bool read_request_config(napi_env env, napi_value input, napi_value options, RequestConfig* out, std::string* error);

@@ -228,3 +228,33 @@ test('Chinese prompt on tiny-zh-poems streams whole characters (no U+FFFD) equal
     await m.release();
   }
 });
+
+test('speculation: greedy with n-gram drafts equals greedy without, and reports its stats', async () => {
+  const m = await edgellm.load(h.stories, { kvType: 'f32' });
+  try {
+    const prompt = 'The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog';
+    const opts = { temperature: 0, maxTokens: 48, ignoreEos: true };
+    const plain = await m.generate(prompt, opts).result;
+    const spec = await m.generate(prompt, { ...opts, speculation: 'ngram', draftMax: 4 }).result;
+    assert.equal(spec.text, plain.text);
+    assert.equal(spec.completionTokens, plain.completionTokens);
+    const s = spec.speculation;
+    assert.ok(s.drafted > 0, 'drafts were verified');
+    assert.ok(s.accepted <= s.drafted);
+    assert.equal(s.forwardTokens, s.forwards + s.accepted);
+    assert.equal(s.forwardTokens, spec.completionTokens - 1);  // the first token came from the prefill
+    assert.equal(s.offReason, '');
+    assert.equal(plain.speculation.drafted, 0);
+    assert.equal(plain.speculation.tokensPerForward, 1);
+    const grammar = await m.generate(prompt, { ...opts, maxTokens: 8, speculation: 'ngram', jsonObject: true }).result;
+    assert.match(grammar.speculation.offReason, /grammar/);
+    await assert.rejects(m.generate(prompt, { ...opts, speculation: 'draft' }).result,
+      (e) => e.code === 'INVALID_ARGUMENT' && /draft model/.test(e.message));
+    await assert.rejects(m.generate(prompt, { ...opts, speculation: 'ngram', draftMax: 9 }).result,
+      (e) => e.code === 'INVALID_ARGUMENT' && /draft_max/.test(e.message));
+    await assert.rejects(m.generate(prompt, { ...opts, speculation: 'medusa' }).result,
+      (e) => e.code === 'INVALID_ARGUMENT' && /speculation/.test(e.message));
+  } finally {
+    await m.release();
+  }
+});

@@ -71,6 +71,30 @@ test("completion, streamed and not, same greedy text", async () => {
   assert.equal(text, whole.choices[0].text);
 });
 
+// Speculative decoding per request (llama-server's speculative.n_max / n_min, the mode as
+// x_edgellm_speculation; this server runs with --spec off): greedy with n-gram drafts gives the
+// text of greedy without, and llama-server's timings.draft_n / draft_n_accepted report them.
+test("speculation: greedy with n-gram drafts equals greedy without; timings.draft_n", async () => {
+  const prompt = "The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog";
+  const base = { model: "m", prompt, max_tokens: 48, temperature: 0, ignore_eos: true };
+  const plain = await client.completions.create(base);
+  const spec = await client.completions.create({ ...base, x_edgellm_speculation: "ngram", "speculative.n_max": 4,
+                                                 "speculative.n_min": 1 });
+  assert.equal(spec.choices[0].text, plain.choices[0].text);
+  assert.equal(plain.timings.draft_n, 0);
+  assert.ok(spec.timings.draft_n > 0, JSON.stringify(spec.timings));
+  assert.ok(spec.timings.draft_n_accepted <= spec.timings.draft_n);
+  assert.equal(spec.timings.predicted_n, spec.usage.completion_tokens);
+  const x = spec.x_edgellm.speculation;
+  assert.equal(x.drafted, spec.timings.draft_n);
+  assert.ok(x.tokens_per_forward >= 1);
+  assert.equal(x.off_reason, "");
+  await assert.rejects(client.completions.create({ ...base, "speculative.n_max": 9 }),
+                       (e) => e.status === 400 && /speculative\.n_max/.test(e.message));
+  await assert.rejects(client.completions.create({ ...base, x_edgellm_speculation: "draft" }),
+                       (e) => e.status === 400 && /draft model/.test(e.message));
+});
+
 test("errors are APIError subclasses with the status and the field", async () => {
   await assert.rejects(
     client.chat.completions.create({ model: "m", messages, temperature: 101 }),  // the Runtime's range: [0, 100]
