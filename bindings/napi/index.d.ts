@@ -185,9 +185,15 @@ export interface ToolCall {
   arguments: string;
 }
 
+// A turn of a chat. A tool-call follow-up (docs/api.md "Tool calls"): the assistant turn that
+// called tools carries its calls (result.toolCalls as they are; content may be left out), and
+// each tool turn the id of the call whose result its content is. A tool turn whose toolCallId no
+// earlier call has, or arguments that are not a JSON object, reject with INVALID_ARGUMENT.
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
+  content?: string | null;    // required except on an assistant turn with toolCalls
+  toolCalls?: ToolCall[];     // assistant: the calls it made
+  toolCallId?: string;        // tool: the id of the call this result answers
 }
 
 export interface Timings {

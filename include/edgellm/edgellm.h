@@ -289,10 +289,29 @@ typedef enum edgellm_route {
                               model when the cloud cannot */
 } edgellm_route;
 
+/* One tool call: parsed from a reply (edgellm_result.tool_calls), or, in a follow-up request, a
+ * call an earlier assistant turn made (edgellm_message.tool_calls: the result's calls can be
+ * passed back as they are). Elements of an array are tool_calls[0].struct_size apart. */
+typedef struct edgellm_tool_call {
+  uint32_t struct_size;
+  const char* id;        /* "call_" + 24 letters and digits, unique within the result */
+  const char* name;      /* one of the request's tools */
+  const char* arguments; /* the arguments object as JSON text; it follows the tool's parameters schema */
+} edgellm_tool_call;
+
+/* One turn of a chat. The tool fields (appended within ABI 5; docs/c-api.md "Tool calls") carry a
+ * tool-call follow-up as OpenAI's messages do: the assistant turn that called tools lists its
+ * calls, and each "tool" turn carries the result of one of them with that call's id. Checked in
+ * edgellm_submit and edgellm_apply_template (INVALID_ARGUMENT naming the message): tool_calls
+ * only on an assistant turn, each with a non-empty id and name and arguments that are a JSON
+ * object; a "tool" turn needs a tool_call_id that an earlier assistant turn's call has. */
 typedef struct edgellm_message {
   uint32_t struct_size; /* sizeof(edgellm_message); every element of an array has the same */
   const char* role;     /* "system", "user", "assistant" or "tool" */
-  const char* content;  /* UTF-8 */
+  const char* content;  /* UTF-8; NULL only on an assistant turn with tool_calls (read as "") */
+  const edgellm_tool_call* tool_calls; /* assistant: the calls it made (n_tool_calls); NULL: none */
+  size_t n_tool_calls;
+  const char* tool_call_id; /* "tool": the id of the call whose result content is; NULL otherwise */
 } edgellm_message;
 
 /* Which replies a request with tools allows (edgellm_request_params.tool_choice), OpenAI's
@@ -305,13 +324,6 @@ typedef enum edgellm_tool_choice {
   EDGELLM_TOOL_CHOICE_FUNCTION = 3  /* exactly one call of the tool tool_choice_name names */
 } edgellm_tool_choice;
 
-/* One tool call parsed from a reply (edgellm_result.tool_calls; elements are struct_size apart). */
-typedef struct edgellm_tool_call {
-  uint32_t struct_size;
-  const char* id;        /* "call_" + 24 letters and digits, unique within the result */
-  const char* name;      /* one of the request's tools */
-  const char* arguments; /* the arguments object as JSON text; it follows the tool's parameters schema */
-} edgellm_tool_call;
 
 typedef struct edgellm_logit_bias {
   int32_t token; /* a token id of the model */

@@ -1,7 +1,9 @@
 // The C ABI's requests: the C request -> ServiceRequest (types only: the ranges and their words
 // are the runtime's, service/request_limits.h), submit / cancel, and the result back to C.
-#include <cstddef>
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +36,9 @@ static_assert(sizeof(edgellm_request_params) == 232 || sizeof(void*) != 8, "edge
 static_assert(offsetof(edgellm_request_params, tools) == 200 || sizeof(void*) != 8, "the tool fields follow ABI 5's 200 bytes");
 static_assert(sizeof(edgellm_tool_call) == 32 || sizeof(void*) != 8, "edgellm_tool_call changed size");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
-static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
+// edgellm_message: 24 bytes up to content; the tool fields appended (48).
+static_assert(sizeof(edgellm_message) == 48 || sizeof(void*) != 8, "edgellm_message changed size");
+static_assert(offsetof(edgellm_message, tool_calls) == 24 || sizeof(void*) != 8, "the tool fields follow ABI 5's 24 bytes");
 // edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152).
 static_assert(sizeof(edgellm_runtime_params) == 152 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
 static_assert(offsetof(edgellm_runtime_params, role) == 144 || sizeof(void*) != 8, "the embedding fields follow ABI 5's 144 bytes");
@@ -64,6 +68,39 @@ edgellm_message message_at(const edgellm_message* messages, size_t i, uint32_t s
   return m;
 }
 
+// An assistant turn's calls, read with the caller's struct size (tool_calls[0]'s), as the
+// server's JSON shape. Only the pointers are checked here; the values are check_tool_turns'.
+Json to_tool_calls(const edgellm_tool_call* calls, size_t n_calls, const std::string& where) {
+  if (calls == nullptr) throw Error(ErrorCode::kInvalidArgument, where + " is NULL but n_tool_calls > 0");
+  if (n_calls == 0) throw Error(ErrorCode::kInvalidArgument, where + " is set but n_tool_calls is 0");
+  if (n_calls > 4096) throw Error(ErrorCode::kInvalidArgument, where + ": more than 4096 calls");
+  uint32_t stride = 0;
+  std::memcpy(&stride, calls, sizeof stride);
+  if (stride < offsetof(edgellm_tool_call, arguments) + sizeof(const char*)) {
+    throw Error(ErrorCode::kInvalidArgument, where + "[0].struct_size is " + std::to_string(stride) +
+                                                 " (set it to sizeof(edgellm_tool_call))");
+  }
+  Json out = Json::array();
+  for (size_t i = 0; i < n_calls; ++i) {
+    edgellm_tool_call c{};
+    std::memcpy(static_cast<void*>(&c), reinterpret_cast<const unsigned char*>(calls) + i * stride,
+                std::min<size_t>(stride, sizeof c));
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    Json f = Json::object();
+    f.set("name", Json(required(c.name, (at + ".name").c_str())));
+    const std::string arguments = required(c.arguments, (at + ".arguments").c_str());
+    // JSON text is UTF-8 (the other fields' bytes are checked with the conversation's).
+    if (!utf8::is_valid(arguments)) throw Error(ErrorCode::kInvalidArgument, at + ".arguments is not valid UTF-8");
+    f.set("arguments", Json(arguments));
+    Json call = Json::object();
+    call.set("id", Json(required(c.id, (at + ".id").c_str())));
+    call.set("type", Json("function"));
+    call.set("function", std::move(f));
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 }  // namespace
 
 Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict_utf8) {
@@ -82,7 +119,10 @@ Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict
     const edgellm_message m = message_at(messages, i, stride);
     const std::string where = "messages[" + std::to_string(i) + "]";
     const std::string role = required(m.role, (where + ".role").c_str());
-    const std::string content = required(m.content, (where + ".content").c_str());
+    const bool has_calls = m.tool_calls != nullptr || m.n_tool_calls > 0;
+    // An assistant turn that only called tools may leave its content NULL (OpenAI's null).
+    const std::string content =
+        m.content == nullptr && has_calls ? std::string() : required(m.content, (where + ".content").c_str());
     if (strict_utf8) {
       if (!utf8::is_valid(role)) throw Error(ErrorCode::kInvalidArgument, where + ".role is not valid UTF-8");
       if (!utf8::is_valid(content)) throw Error(ErrorCode::kInvalidArgument, where + ".content is not valid UTF-8");
@@ -90,9 +130,16 @@ Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict
     Json j = Json::object();
     j.set("role", Json(role));
     j.set("content", Json(content));
+    // The tool fields in the server's shape (server/openai_request.cpp parse_messages: calls as
+    // {id, type, function: {name, arguments text}}, the result's tool_call_id), so that the one
+    // normalisation below and the runtime's check_tool_turns treat every face's turns alike.
+    if (has_calls) j.set("tool_calls", to_tool_calls(m.tool_calls, m.n_tool_calls, where + ".tool_calls"));
+    if (m.tool_call_id != nullptr) j.set("tool_call_id", Json(std::string(m.tool_call_id)));
     conv.push_back(std::move(j));
   }
-  return conv;
+  // Arguments text -> the object the templates print (text that is not JSON stays a string,
+  // which check_tool_turns refuses).
+  return normalize_chat_messages(conv);
 }
 
 ServiceRequest to_request(const edgellm_request_params& p) {
