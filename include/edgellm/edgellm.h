@@ -347,6 +347,17 @@ typedef struct edgellm_sampling {
 
 EDGELLM_API edgellm_sampling edgellm_sampling_default(void);
 
+/* A piece of a streamed tool call (edgellm_token_event.tool_call_deltas), OpenAI's
+ * delta.tool_calls element: the first delta of a call carries its id and name (arguments may
+ * be empty), later ones append to its arguments' JSON text (id and name ""). */
+typedef struct edgellm_tool_call_delta {
+  uint32_t struct_size;
+  int32_t index;         /* which call of the reply (0-based) */
+  const char* id;        /* the call's id (as in edgellm_result.tool_calls) on its first delta, else "" */
+  const char* name;      /* the function on its first delta, else "" */
+  const char* arguments; /* more of the arguments' JSON text */
+} edgellm_tool_call_delta;
+
 typedef struct edgellm_token_event {
   uint32_t struct_size;
   edgellm_request_id id;
@@ -356,6 +367,15 @@ typedef struct edgellm_token_event {
                        (held back: an incomplete character or a possible stop-string start) */
   size_t text_len;
   int32_t index; /* 0-based: events of this request before this one */
+  /* A request with tools (appended within ABI 5; docs/c-api.md "Tool calls"): text split as the
+   * server streams it. content is the text outside calls that became certain with this event
+   * (text that may still open a call is held back), tool_call_deltas the call pieces that did;
+   * the last event (token -1) releases the rest, and the result's tool_calls have the ids the
+   * deltas gave. Without tools: content = text, no deltas. */
+  const char* content; /* NUL-terminated */
+  size_t content_len;
+  const edgellm_tool_call_delta* tool_call_deltas; /* n_tool_call_deltas elements, struct_size apart */
+  size_t n_tool_call_deltas;
 } edgellm_token_event;
 
 typedef struct edgellm_request_stats {

@@ -35,6 +35,10 @@ static_assert(static_cast<int>(RouteMode::kOff) == EDGELLM_ROUTE_OFF &&
 static_assert(sizeof(edgellm_request_params) == 232 || sizeof(void*) != 8, "edgellm_request_params changed size");
 static_assert(offsetof(edgellm_request_params, tools) == 200 || sizeof(void*) != 8, "the tool fields follow ABI 5's 200 bytes");
 static_assert(sizeof(edgellm_tool_call) == 32 || sizeof(void*) != 8, "edgellm_tool_call changed size");
+static_assert(sizeof(edgellm_tool_call_delta) == 32 || sizeof(void*) != 8, "edgellm_tool_call_delta changed size");
+// edgellm_token_event: 48 bytes up to index; content and the call deltas appended (80).
+static_assert(sizeof(edgellm_token_event) == 80 || sizeof(void*) != 8, "edgellm_token_event changed size");
+static_assert(offsetof(edgellm_token_event, content) == 48 || sizeof(void*) != 8, "content follows ABI 5's 48 bytes");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
 // edgellm_message: 24 bytes up to content; the tool fields appended (48).
 static_assert(sizeof(edgellm_message) == 48 || sizeof(void*) != 8, "edgellm_message changed size");
@@ -222,6 +226,8 @@ ServiceRequest to_request(const edgellm_request_params& p) {
       e.text = ev.text.data() != nullptr ? ev.text.data() : "";
       e.text_len = ev.text.size();
       e.index = ev.index;
+      e.content = e.text;  // no tools: all of it is content (edgellm_submit replaces this callback for tools)
+      e.content_len = e.text_len;
       return fn(&e, user);
     };
   }
@@ -265,21 +271,78 @@ ToolRequest to_tool_request(const edgellm_request_params& p, const ServiceReques
   return t;
 }
 
+namespace {
+
+// Delivers a token event whose text the call parser split (`parsed`: content and call deltas).
+bool deliver_parsed(edgellm_token_callback fn, void* user, edgellm_token_event& e, const ToolCallEvents& parsed) {
+  std::vector<edgellm_tool_call_delta> deltas;
+  deltas.reserve(parsed.calls.size());
+  for (const ToolCallDelta& d : parsed.calls) {
+    deltas.push_back(edgellm_tool_call_delta{sizeof(edgellm_tool_call_delta), d.index, d.id.c_str(), d.name.c_str(),
+                                             d.arguments.c_str()});
+  }
+  e.content = parsed.content.c_str();
+  e.content_len = parsed.content.size();
+  e.tool_call_deltas = deltas.empty() ? nullptr : deltas.data();
+  e.n_tool_call_deltas = deltas.size();
+  return fn(&e, user);
+}
+
+}  // namespace
+
+std::function<bool(const TokenEvent&)> tool_token_callback(edgellm_token_callback fn, void* user,
+                                                          std::shared_ptr<ToolStream> stream) {
+  return [fn, user, stream = std::move(stream)](const TokenEvent& ev) {
+    edgellm_token_event e{};
+    e.struct_size = sizeof e;
+    e.id = ev.id;
+    e.token = ev.token;
+    e.text = ev.text.data() != nullptr ? ev.text.data() : "";
+    e.text_len = ev.text.size();
+    e.index = ev.index;
+    stream->next_index = ev.index + 1;
+    return deliver_parsed(fn, user, e, stream->parser.push(ev.text));
+  };
+}
+
 std::function<void(RequestResult&)> finish_callback(edgellm_finish_callback fn, void* user,
-                                                    std::optional<ToolCallFormat> tools) {
-  return [fn, user, tools](RequestResult& res) {
-    // The reply's calls (a request with active tools): parsed as the server parses a whole reply.
+                                                    std::optional<ToolCallFormat> tools,
+                                                    std::shared_ptr<ToolStream> stream,
+                                                    edgellm_token_callback token_fn) {
+  return [fn, user, tools, stream, token_fn](RequestResult& res) {
+    // A streamed reply with tools: what the parser still holds goes out as a last token event
+    // (token -1) before on_finish, and its calls are the result's (the ids the deltas gave).
+    if (stream) {
+      const ToolCallEvents rest = stream->parser.finish();
+      if (!rest.content.empty() || !rest.calls.empty()) {
+        edgellm_token_event e{};
+        e.struct_size = sizeof e;
+        e.id = res.id;
+        e.token = -1;
+        e.text = "";
+        e.index = stream->next_index;  // after every event of the reply
+        (void)deliver_parsed(token_fn, user, e, rest);
+      }
+    }
+    if (fn == nullptr) return;
+    // The reply's calls (a request with active tools): the stream's, or parsed as the server
+    // parses a whole reply.
     std::optional<ToolCallParser> parser;
+    const ToolCallParser* parsed = stream ? &stream->parser : nullptr;
     std::vector<edgellm_tool_call> calls;
-    if (tools && res.finish_reason != FinishReason::kError) {
+    if (tools && !stream && res.finish_reason != FinishReason::kError) {
       parser.emplace(*tools);
       parser->push(res.text);
       parser->finish();
-      for (const ToolCall& c : parser->tool_calls()) {
+      parsed = &*parser;
+    }
+    if (parsed != nullptr && res.finish_reason != FinishReason::kError) {
+      for (const ToolCall& c : parsed->tool_calls()) {
         calls.push_back(edgellm_tool_call{sizeof(edgellm_tool_call), c.id.c_str(), c.name.c_str(), c.arguments.c_str()});
       }
     }
-    const std::string& content = parser ? parser->content() : res.text;
+    const std::string& content =
+        parsed != nullptr && res.finish_reason != FinishReason::kError ? parsed->content() : res.text;
     edgellm_result out{};
     out.struct_size = sizeof out;
     out.id = res.id;
@@ -388,7 +451,17 @@ edgellm_status edgellm_submit(edgellm_runtime* runtime, const edgellm_request_pa
       if (svc == nullptr) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shutting down");
       format = prepare_tool_request(svc->chat_template(), tools, r);
     }
-    if (p.on_finish != nullptr) r.on_finish = capi::finish_callback(p.on_finish, p.user_data, format);
+    // A streamed request with tools: its token events carry the parser's content and call
+    // deltas, as the server streams delta.tool_calls (one parser per request, fed on the
+    // scheduler thread by the token callback, finished by the finish callback after it).
+    std::shared_ptr<capi::ToolStream> stream;
+    if (format && p.on_token != nullptr) {
+      stream = std::make_shared<capi::ToolStream>(*format);
+      r.on_token = capi::tool_token_callback(p.on_token, p.user_data, stream);
+    }
+    if (p.on_finish != nullptr || stream) {
+      r.on_finish = capi::finish_callback(p.on_finish, p.user_data, format, stream, p.on_token);
+    }
     *out_id = rt.submit(std::move(r)).id;
     return EDGELLM_OK;
   });

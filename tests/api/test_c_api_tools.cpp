@@ -429,6 +429,116 @@ TEST_F(CApiTools, CppWrapperGivesWhatTheSameCRequestGives) {
   }
 }
 
+// ---- streamed calls: the token events' content and call deltas
+
+struct Stream {
+  std::mutex m;
+  std::string text, content;
+  std::vector<Call> calls;  // rebuilt from the deltas
+  int32_t next_index = 0;
+  bool ordered = true;      // indices 0, 1, 2, ... and every first delta carries id and name
+  uint32_t delta_struct_size = 0;
+};
+
+bool on_stream(const edgellm_token_event* e, void* user) {
+  auto* o = static_cast<Outcome*>(user);
+  auto* s = reinterpret_cast<Stream*>(reinterpret_cast<unsigned char*>(o) + sizeof(Outcome));
+  std::lock_guard<std::mutex> lock(s->m);
+  s->ordered = s->ordered && e->index == s->next_index;
+  s->next_index = e->index + 1;
+  s->text.append(e->text, e->text_len);
+  s->content.append(e->content, e->content_len);
+  const auto* base = reinterpret_cast<const unsigned char*>(e->tool_call_deltas);
+  for (size_t i = 0; i < e->n_tool_call_deltas; ++i) {
+    const auto* d = reinterpret_cast<const edgellm_tool_call_delta*>(base + i * e->tool_call_deltas[0].struct_size);
+    s->delta_struct_size = d->struct_size;
+    if (static_cast<size_t>(d->index) == s->calls.size()) {
+      s->ordered = s->ordered && *d->id != '\0' && *d->name != '\0';
+      s->calls.push_back({d->id, d->name, ""});
+    }
+    s->ordered = s->ordered && static_cast<size_t>(d->index) < s->calls.size();
+    if (static_cast<size_t>(d->index) < s->calls.size()) s->calls[d->index].arguments += d->arguments;
+  }
+  return true;
+}
+
+// An Outcome with its Stream right after it (on_stream finds it there).
+struct StreamedOutcome {
+  Outcome outcome;
+  Stream stream;
+};
+static_assert(offsetof(StreamedOutcome, stream) == sizeof(Outcome), "on_stream finds the Stream after the Outcome");
+
+TEST_F(CApiTools, StreamedEventsCarryTheCallDeltasOfTheResult) {
+  const edgellm_message weather{sizeof(edgellm_message), "user", "What is the weather in Oslo?", nullptr, 0, nullptr};
+  const edgellm_message wake{sizeof(edgellm_message), "user", "Wake me up.", nullptr, 0, nullptr};
+  const edgellm_message story{sizeof(edgellm_message), "user", "Tell me a story.", nullptr, 0, nullptr};
+  const edgellm_sampling s0 = greedy(), s2 = hot(2);
+  std::vector<edgellm_request_params> reqs;
+  {
+    // REQUIRED, one call (greedy, stories260K repeats parallel calls until max_tokens)
+    edgellm_request_params r = chat(&weather, &s0);
+    r.tools = kTwoTools;
+    r.tool_choice = EDGELLM_TOOL_CHOICE_REQUIRED;
+    r.parallel_tool_calls = false;
+    reqs.push_back(r);
+  }
+  {
+    edgellm_request_params r = chat(&wake, &s2);  // a named function, sampled
+    r.tools = kTwoTools;
+    r.tool_choice = EDGELLM_TOOL_CHOICE_FUNCTION;
+    r.tool_choice_name = "set_alarm";
+    reqs.push_back(r);
+  }
+  {
+    edgellm_request_params r = chat(&story, &s0);  // no tools: content is the text, no deltas
+    r.max_tokens = 24;
+    reqs.push_back(r);
+  }
+  // The same requests streamed: each parsed by its own stream parser, the references above by
+  // the whole-reply parse of on_finish.
+  const std::vector<Output> whole = run_all(reqs);
+  std::deque<StreamedOutcome> streamed(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    edgellm_request_params r = reqs[i];
+    r.on_token = on_stream;
+    r.on_finish = on_finish;
+    r.user_data = &streamed[i].outcome;
+    edgellm_request_id id = 0;
+    ASSERT_EQ(edgellm_submit(rt_, &r, &id), EDGELLM_OK) << edgellm_last_error();
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    Outcome& o = streamed[i].outcome;
+    std::unique_lock<std::mutex> lock(o.m);
+    ASSERT_TRUE(o.cv.wait_for(lock, 120s, [&] { return o.out.done; })) << "no on_finish";
+    const Output& res = o.out;
+    const Stream& st = streamed[i].stream;
+    EXPECT_TRUE(st.ordered);
+    EXPECT_EQ(st.text, res.text) << "the events carry the whole reply";
+    EXPECT_EQ(st.content, res.content) << "and its content outside the calls";
+    ASSERT_EQ(st.calls.size(), res.calls.size()) << res.text;
+    for (size_t k = 0; k < st.calls.size(); ++k) {
+      EXPECT_EQ(st.calls[k].id, res.calls[k].id) << "the result's calls have the streamed ids";
+      EXPECT_EQ(st.calls[k].name, res.calls[k].name);
+      EXPECT_EQ(st.calls[k].arguments, res.calls[k].arguments);
+      // The unstreamed run of the same request: the same reply, the same calls.
+      EXPECT_EQ(res.calls[k].name, whole[i].calls.at(k).name);
+      EXPECT_EQ(res.calls[k].arguments, whole[i].calls.at(k).arguments);
+    }
+    EXPECT_EQ(res.text, whole[i].text);
+    EXPECT_EQ(res.reason, whole[i].reason);
+    if (i < 2) {
+      EXPECT_EQ(res.reason, EDGELLM_FINISH_TOOL_CALLS) << res.text;
+      EXPECT_GE(st.calls.size(), 1u);
+      EXPECT_EQ(st.delta_struct_size, sizeof(edgellm_tool_call_delta));
+    } else {
+      EXPECT_TRUE(st.calls.empty());
+      EXPECT_EQ(st.content, st.text);
+    }
+  }
+}
+
 // ---- follow-up turns: an assistant turn with its calls, then the tools' results
 
 // The golden fields of tests/chat/testdata/tool-cases.jsonl (jinja2 with transformers'

@@ -6,7 +6,9 @@
 // tools for toolChoice 'none'. Bad tools reject with INVALID_ARGUMENT naming the field.
 // Follow-up turns (an assistant Message's toolCalls, a tool Message's toolCallId) render with
 // Qwen2.5's template as transformers renders them (tests/chat/testdata/tool-cases.jsonl) and run
-// as `edgellm serve` runs the same OpenAI messages (its prompt tokens, its greedy reply).
+// as `edgellm serve` runs the same OpenAI messages (its prompt tokens, its greedy reply). A
+// streamed reply's onToken(piece, { content, toolCalls }) pieces rebuild result.toolCalls (ids
+// included) and the calls of edgellm serve's streamed delta.tool_calls.
 const fs = require('node:fs');
 const path = require('node:path');
 const test = require('node:test');
@@ -198,6 +200,63 @@ test('follow-up turns: rendered as transformers renders them, answered as edgell
     const s = await post({ messages: [orphan[0], { role: 'tool', tool_call_id: 'call_9', content: 'sunny' }] });
     assert.equal(s.status, 400);
     assert.equal(s.body.error.message, e.message);
+  } finally {
+    await serve.stop();
+    await m.release();
+  }
+});
+
+test("streamed calls: onToken's toolCalls pieces are result.toolCalls and edgellm serve's delta.tool_calls", async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 2048, parallel: 2 });
+  const serve = await h.startServe(h.stories, ['-c', '2048']);
+  // Rebuilds calls from OpenAI-shaped pieces: [{ index, id, name, arguments }].
+  const rebuild = (calls, pieces) => {
+    for (const d of pieces) {
+      if (d.index === calls.length) {
+        assert.ok(d.id && d.name, `a call's first piece carries its id and name: ${JSON.stringify(d)}`);
+        calls.push({ id: d.id, name: d.name, arguments: '' });
+      }
+      calls[d.index].arguments += d.arguments;
+    }
+  };
+  try {
+    for (const [messages, options] of [
+      [ask('What is the weather in Oslo?'), { toolChoice: 'required', parallelToolCalls: false }],
+      [ask('Wake me up.'), { toolChoice: { type: 'function', function: { name: 'set_alarm' } } }],
+    ]) {
+      let text = '';
+      let content = '';
+      const calls = [];
+      const r = await m.generate(messages, { ...greedy, tools, ...options }, (piece, ev) => {
+        text += piece;
+        content += ev.content;
+        rebuild(calls, ev.toolCalls);
+      }).result;
+      assert.equal(r.finishReason, 'tool_calls', r.text);
+      assert.equal(text, r.text);
+      assert.equal(content, r.content);
+      assert.deepEqual(calls, r.toolCalls, 'the streamed calls are the result\'s, ids included');
+      // The server's stream of the same chat (greedy): the same calls (its own ids).
+      const body = { messages, tools, temperature: 0, max_tokens: 300, stream: true,
+        tool_choice: typeof options.toolChoice === 'string' ? options.toolChoice : options.toolChoice };
+      if (options.parallelToolCalls === false) body.parallel_tool_calls = false;
+      const res = await fetch(`${serve.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+      });
+      assert.equal(res.status, 200);
+      const served = [];
+      for (const line of (await res.text()).split('\n')) {
+        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+        const delta = JSON.parse(line.slice(6)).choices[0]?.delta || {};
+        rebuild(served, (delta.tool_calls || []).map((d) => ({ index: d.index, id: d.id || '',
+          name: d.function?.name || '', arguments: d.function?.arguments || '' })));
+      }
+      assert.deepEqual(served.map((c) => [c.name, c.arguments]), calls.map((c) => [c.name, c.arguments]));
+    }
+    // Without tools the second argument is absent.
+    const seen = [];
+    await m.generate(ask('Tell me a story.'), { temperature: 0, maxTokens: 8 }, (piece, ev) => seen.push(ev)).result;
+    assert.ok(seen.length > 0 && seen.every((ev) => ev === undefined));
   } finally {
     await serve.stop();
     await m.release();
