@@ -324,7 +324,6 @@ typedef enum edgellm_tool_choice {
   EDGELLM_TOOL_CHOICE_FUNCTION = 3  /* exactly one call of the tool tool_choice_name names */
 } edgellm_tool_choice;
 
-
 typedef struct edgellm_logit_bias {
   int32_t token; /* a token id of the model */
   float bias;    /* added to its logit: [-100, 100], or -INFINITY to ban the token */

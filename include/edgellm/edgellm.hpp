@@ -252,7 +252,7 @@ struct ToolCall {
 // (Message::tool_result(id, text)); submit and apply_template refuse a tool turn whose id no
 // earlier call has, and arguments that are not a JSON object, with INVALID_ARGUMENT.
 struct Message {
-  std::string role;                         // system, user, assistant, tool
+  std::string role;  // system, user, assistant, tool
   std::string content;
   std::vector<ToolCall> tool_calls;         // an assistant turn's calls; empty: none
   std::optional<std::string> tool_call_id;  // a tool turn: the call it answers
@@ -1036,8 +1036,8 @@ class Runtime {
   std::string apply_template(const std::vector<Message>& messages, bool add_generation_prompt = true) const {
     const detail::CMessages c(messages);
     return detail::read_text("edgellm_apply_template", [&](char* buf, size_t capacity, size_t* length) {
-      return edgellm_apply_template(handle_, c.messages.data(), c.messages.size(), add_generation_prompt, buf,
-                                    capacity, length);
+      return edgellm_apply_template(handle_, c.messages.data(), c.messages.size(), add_generation_prompt, buf, capacity,
+                                    length);
     });
   }
   template <typename P, detail::IfRoleContent<P> = 0>

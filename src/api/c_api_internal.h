@@ -128,7 +128,7 @@ struct ToolStream {
 // The C on_token of a request with tools: each event's text through `stream` (content and call
 // deltas in the event). Scheduler thread only, as `stream`.
 std::function<bool(const TokenEvent&)> tool_token_callback(edgellm_token_callback fn, void* user,
-                                                          std::shared_ptr<ToolStream> stream);
+                                                           std::shared_ptr<ToolStream> stream);
 // The C on_finish over a RequestResult (fn may be NULL when only `stream` needs the end);
 // `tools`: the reply is parsed into content and calls, by `stream` when the reply was streamed
 // through it (its rest is first delivered to token_fn as a last event, token -1).

@@ -42,7 +42,8 @@ static_assert(offsetof(edgellm_token_event, content) == 48 || sizeof(void*) != 8
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
 // edgellm_message: 24 bytes up to content; the tool fields appended (48).
 static_assert(sizeof(edgellm_message) == 48 || sizeof(void*) != 8, "edgellm_message changed size");
-static_assert(offsetof(edgellm_message, tool_calls) == 24 || sizeof(void*) != 8, "the tool fields follow ABI 5's 24 bytes");
+static_assert(offsetof(edgellm_message, tool_calls) == 24 || sizeof(void*) != 8,
+              "the tool fields follow ABI 5's 24 bytes");
 // edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152).
 static_assert(sizeof(edgellm_runtime_params) == 152 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
 static_assert(offsetof(edgellm_runtime_params, role) == 144 || sizeof(void*) != 8, "the embedding fields follow ABI 5's 144 bytes");
@@ -81,8 +82,8 @@ Json to_tool_calls(const edgellm_tool_call* calls, size_t n_calls, const std::st
   uint32_t stride = 0;
   std::memcpy(&stride, calls, sizeof stride);
   if (stride < offsetof(edgellm_tool_call, arguments) + sizeof(const char*)) {
-    throw Error(ErrorCode::kInvalidArgument, where + "[0].struct_size is " + std::to_string(stride) +
-                                                 " (set it to sizeof(edgellm_tool_call))");
+    throw Error(ErrorCode::kInvalidArgument,
+                where + "[0].struct_size is " + std::to_string(stride) + " (set it to sizeof(edgellm_tool_call))");
   }
   Json out = Json::array();
   for (size_t i = 0; i < n_calls; ++i) {
@@ -291,7 +292,7 @@ bool deliver_parsed(edgellm_token_callback fn, void* user, edgellm_token_event& 
 }  // namespace
 
 std::function<bool(const TokenEvent&)> tool_token_callback(edgellm_token_callback fn, void* user,
-                                                          std::shared_ptr<ToolStream> stream) {
+                                                           std::shared_ptr<ToolStream> stream) {
   return [fn, user, stream = std::move(stream)](const TokenEvent& ev) {
     edgellm_token_event e{};
     e.struct_size = sizeof e;

@@ -94,7 +94,7 @@ void check_role(const std::string& r, const std::string& where) {
 }
 
 void check_tool_turns(const Json& messages) {
-  if (!messages.is_array()) return;  // check_messages refuses it
+  if (!messages.is_array()) return;   // check_messages refuses it
   std::vector<std::string> call_ids;  // every call made so far, in order
   for (size_t i = 0; i < messages.size(); ++i) {
     const Json& m = messages.at(i);
@@ -139,7 +139,8 @@ void check_tool_turns(const Json& messages) {
       if (!call_id->is_string()) refuse(where + ".tool_call_id: expected a string");
       check_strict_utf8(call_id->as_string(), where + ".tool_call_id");
       if (std::find(call_ids.begin(), call_ids.end(), call_id->as_string()) == call_ids.end()) {
-        refuse(where + ".tool_call_id: \"" + call_id->as_string() + "\" is the id of no call an earlier assistant turn made");
+        refuse(where + ".tool_call_id: \"" + call_id->as_string() +
+               "\" is the id of no call an earlier assistant turn made");
       }
     } else if (call_id != nullptr && !call_id->is_null()) {
       refuse(where + ": only a tool turn carries tool_call_id");

@@ -436,7 +436,7 @@ struct Stream {
   std::string text, content;
   std::vector<Call> calls;  // rebuilt from the deltas
   int32_t next_index = 0;
-  bool ordered = true;      // indices 0, 1, 2, ... and every first delta carries id and name
+  bool ordered = true;  // indices 0, 1, 2, ... and every first delta carries id and name
   uint32_t delta_struct_size = 0;
 };
 
@@ -547,13 +547,14 @@ TEST_F(CApiTools, StreamedEventsCarryTheCallDeltasOfTheResult) {
 const std::map<std::string, std::string>& goldens() {
   static const std::map<std::string, std::string> all = [] {
     const std::string script = edgellm::test::temp_dir() + "/golden-tool-cases.py";
-    std::ofstream(script) << "import json, sys\n"
-                             "for line in open('tests/chat/testdata/tool-cases.jsonl', encoding='utf-8'):\n"
-                             "    c = json.loads(line)\n"
-                             "    if c['template'] != 'qwen2.5' or 'rendered' not in c: continue\n"
-                             "    key = c['conversation'] + '/' + ('0' if c['tools'] is None else '1')\n"
-                             "    for k, v in ((key + '/rendered', c['rendered']), (key + '/tools', json.dumps(c['tools']))):\n"
-                             "        sys.stdout.buffer.write(k.encode() + b'\\0' + v.encode() + b'\\0')\n";
+    std::ofstream(script)
+        << "import json, sys\n"
+           "for line in open('tests/chat/testdata/tool-cases.jsonl', encoding='utf-8'):\n"
+           "    c = json.loads(line)\n"
+           "    if c['template'] != 'qwen2.5' or 'rendered' not in c: continue\n"
+           "    key = c['conversation'] + '/' + ('0' if c['tools'] is None else '1')\n"
+           "    for k, v in ((key + '/rendered', c['rendered']), (key + '/tools', json.dumps(c['tools']))):\n"
+           "        sys.stdout.buffer.write(k.encode() + b'\\0' + v.encode() + b'\\0')\n";
     FILE* p = ::popen(("python3 " + script).c_str(), "r");
     std::string out;
     char buf[4096];
@@ -600,7 +601,8 @@ Conversation one_call() {
 Conversation parallel_calls() {
   Conversation c;
   c.calls = {{sizeof(edgellm_tool_call), "call_a1", "get_weather", R"({"city": "Paris", "unit": "celsius"})"},
-             {sizeof(edgellm_tool_call), "call_b2", "add_event", R"({"title": "Dentist", "day": "2025-03-04", "minutes": 30})"}};
+             {sizeof(edgellm_tool_call), "call_b2", "add_event",
+              R"({"title": "Dentist", "day": "2025-03-04", "minutes": 30})"}};
   c.messages = {turn("user", "Weather in Paris, and book the dentist on 4 March."),
                 turn("assistant", "Let me do both.", c.calls.data(), 2), turn("tool", "18 C", nullptr, 0, "call_a1"),
                 turn("tool", "booked", nullptr, 0, "call_b2")};
@@ -673,10 +675,9 @@ TEST_F(CApiTools, FollowUpTurnsRenderAsTransformersAndRunThoseTokens) {
     // The wrapper's Message: the result's calls passed back as they are.
     std::vector<edgellm::cpp::ToolCall> made;
     for (const edgellm_tool_call& c : conv.calls) made.push_back({c.id, c.name, c.arguments});
-    std::vector<edgellm::cpp::Message> chat_turns = {{"user", conv.messages[0].content},
-                                                     edgellm::cpp::Message::calls(made, conv.messages[1].content != nullptr
-                                                                                            ? conv.messages[1].content
-                                                                                            : "")};
+    std::vector<edgellm::cpp::Message> chat_turns = {
+        {"user", conv.messages[0].content},
+        edgellm::cpp::Message::calls(made, conv.messages[1].content != nullptr ? conv.messages[1].content : "")};
     for (size_t i = 2; i < conv.messages.size(); ++i) {
       chat_turns.push_back(edgellm::cpp::Message::tool_result(conv.messages[i].tool_call_id, conv.messages[i].content));
     }
@@ -706,35 +707,49 @@ TEST_F(CApiTools, BadFollowUpTurnsAreInvalidArgumentNamingTheMessage) {
     const char* expect;  // edgellm_last_error(), exactly
   };
   const Case cases[] = {
-      {"no tool_call_id", {user, turn("assistant", "", &call, 1), turn("tool", "sunny")},
+      {"no tool_call_id",
+       {user, turn("assistant", "", &call, 1), turn("tool", "sunny")},
        "messages[2]: a tool turn needs tool_call_id (the id of the call whose result it carries)"},
-      {"an id no call has", {user, turn("assistant", "", &call, 1), turn("tool", "sunny", nullptr, 0, "call_2")},
+      {"an id no call has",
+       {user, turn("assistant", "", &call, 1), turn("tool", "sunny", nullptr, 0, "call_2")},
        "messages[2].tool_call_id: \"call_2\" is the id of no call an earlier assistant turn made"},
-      {"a result before its call", {user, answer, turn("assistant", "", &call, 1), turn("user", "?")},
+      {"a result before its call",
+       {user, answer, turn("assistant", "", &call, 1), turn("user", "?")},
        "messages[1].tool_call_id: \"call_1\" is the id of no call an earlier assistant turn made"},
-      {"arguments not JSON", {user, turn("assistant", "", &not_json, 1), answer},
+      {"arguments not JSON",
+       {user, turn("assistant", "", &not_json, 1), answer},
        "messages[1].tool_calls[0].function.arguments: not a JSON object (expected the arguments object as JSON text)"},
-      {"arguments not an object", {user, turn("assistant", "", &array, 1), answer},
+      {"arguments not an object",
+       {user, turn("assistant", "", &array, 1), answer},
        "messages[1].tool_calls[0].function.arguments: not a JSON object (expected the arguments object as JSON text)"},
-      {"arguments not UTF-8", {user, turn("assistant", "", &bad_utf8, 1), answer},
+      {"arguments not UTF-8",
+       {user, turn("assistant", "", &bad_utf8, 1), answer},
        "messages[1].tool_calls[0].arguments is not valid UTF-8"},
-      {"calls on a user turn", {turn("user", "Weather?", &call, 1), answer},
+      {"calls on a user turn",
+       {turn("user", "Weather?", &call, 1), answer},
        "messages[0]: only an assistant turn carries tool_calls"},
-      {"an id on a user turn", {user, turn("assistant", "", &call, 1), turn("user", "x", nullptr, 0, "call_1")},
+      {"an id on a user turn",
+       {user, turn("assistant", "", &call, 1), turn("user", "x", nullptr, 0, "call_1")},
        "messages[2]: only a tool turn carries tool_call_id"},
-      {"NULL calls", {user, turn("assistant", "", nullptr, 2), answer},
+      {"NULL calls",
+       {user, turn("assistant", "", nullptr, 2), answer},
        "messages[1].tool_calls is NULL but n_tool_calls > 0"},
-      {"calls without a count", {user, turn("assistant", "", &call, 0), answer},
+      {"calls without a count",
+       {user, turn("assistant", "", &call, 0), answer},
        "messages[1].tool_calls is set but n_tool_calls is 0"},
       {"NULL id", {user, turn("assistant", "", &no_id, 1), answer}, "messages[1].tool_calls[0].id is NULL"},
-      {"empty id", {user, turn("assistant", "", &empty_id, 1), answer},
+      {"empty id",
+       {user, turn("assistant", "", &empty_id, 1), answer},
        "messages[1].tool_calls[0].id: expected a non-empty string (the id the tool turn answers)"},
       {"NULL name", {user, turn("assistant", "", &no_name, 1), answer}, "messages[1].tool_calls[0].name is NULL"},
-      {"NULL arguments", {user, turn("assistant", "", &no_args, 1), answer},
+      {"NULL arguments",
+       {user, turn("assistant", "", &no_args, 1), answer},
        "messages[1].tool_calls[0].arguments is NULL"},
-      {"struct_size 0", {user, turn("assistant", "", &zero_size, 1), answer},
+      {"struct_size 0",
+       {user, turn("assistant", "", &zero_size, 1), answer},
        "messages[1].tool_calls[0].struct_size is 0 (set it to sizeof(edgellm_tool_call))"},
-      {"NULL content without calls", {user, turn("assistant", nullptr), turn("user", "?")},
+      {"NULL content without calls",
+       {user, turn("assistant", nullptr), turn("user", "?")},
        "messages[1].content is NULL"},
   };
   int finished = 0;
@@ -761,11 +776,13 @@ TEST_F(CApiTools, BadFollowUpTurnsAreInvalidArgumentNamingTheMessage) {
     edgellm_runtime_params p = edgellm_runtime_default_params();
     p.n_ctx = 256;
     edgellm::cpp::Runtime rt = edgellm::cpp::Runtime::open(edgellm::test::shared_model("stories260K.gguf"), p);
-    rt.submit(edgellm::cpp::Request::from_messages({{"user", "Weather?"}, edgellm::cpp::Message::tool_result("call_9", "sunny")}));
+    rt.submit(edgellm::cpp::Request::from_messages(
+        {{"user", "Weather?"}, edgellm::cpp::Message::tool_result("call_9", "sunny")}));
     ADD_FAILURE() << "a result of no call was accepted";
   } catch (const edgellm::cpp::Error& e) {
     EXPECT_EQ(e.status(), EDGELLM_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("messages[1].tool_call_id: \"call_9\" is the id of no call"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("messages[1].tool_call_id: \"call_9\" is the id of no call"),
+              std::string::npos)
         << e.what();
   }
 }

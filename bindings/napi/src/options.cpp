@@ -33,7 +33,8 @@ bool read_tool_calls(napi_env env, napi_value calls, const std::string& where, R
                      std::string* error) {
   bool is_array = false;
   uint32_t n = 0;
-  if (napi_is_array(env, calls, &is_array) != napi_ok || !is_array || napi_get_array_length(env, calls, &n) != napi_ok) {
+  if (napi_is_array(env, calls, &is_array) != napi_ok || !is_array ||
+      napi_get_array_length(env, calls, &n) != napi_ok) {
     *error = where + " must be an array of { id, name, arguments }";
     return false;
   }
