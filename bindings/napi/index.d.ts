@@ -185,10 +185,6 @@ export interface ToolCall {
   arguments: string;
 }
 
-// A turn of a chat. A tool-call follow-up (docs/api.md "Tool calls"): the assistant turn that
-// called tools carries its calls (result.toolCalls as they are; content may be left out), and
-// each tool turn the id of the call whose result its content is. A tool turn whose toolCallId no
-// earlier call has, or arguments that are not a JSON object, reject with INVALID_ARGUMENT.
 // A streamed piece of a request with tools (onToken's second argument; absent without tools):
 // the piece split as edgellm serve streams it. content is the text outside calls that became
 // certain (text that may still open a call is held back), toolCalls the call pieces that did,
@@ -207,9 +203,14 @@ export interface ToolCallDelta {
   arguments: string;          // more of the arguments' JSON text
 }
 
+// A turn of a chat. A tool-call follow-up (docs/harmonyos.md, docs/c-api.md "Tool calls"): the
+// assistant turn that called tools carries its calls (result.toolCalls as they are; content:
+// result.content, '' when it only called), and each tool turn the id of the call whose result
+// its content is. A tool turn whose toolCallId no earlier call has, or arguments that are not a
+// JSON object, reject with INVALID_ARGUMENT.
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool';
-  content?: string | null;    // required except on an assistant turn with toolCalls
+  content: string;            // (from JS, null or absent is read as '' on a turn with toolCalls)
   toolCalls?: ToolCall[];     // assistant: the calls it made
   toolCallId?: string;        // tool: the id of the call this result answers
 }
