@@ -192,9 +192,34 @@ export interface ToolCall {
   arguments: string;
 }
 
+// A streamed piece of a request with tools (onToken's second argument; absent without tools):
+// the piece split as edgellm serve streams it. content is the text outside calls that became
+// certain (text that may still open a call is held back), toolCalls the call pieces that did,
+// in OpenAI's delta.tool_calls shape: a call's first piece carries its id (the one
+// result.toolCalls gives) and name, later ones append to its arguments' JSON text. The last
+// onToken call may have an empty piece and release the rest.
+export interface ToolStreamEvent {
+  content: string;
+  toolCalls: ToolCallDelta[];
+}
+
+export interface ToolCallDelta {
+  index: number;              // which call of the reply (0-based)
+  id: string;                 // on the call's first piece, else ''
+  name: string;               // on the call's first piece, else ''
+  arguments: string;          // more of the arguments' JSON text
+}
+
+// A turn of a chat. A tool-call follow-up (docs/harmonyos.md, docs/c-api.md "Tool calls"): the
+// assistant turn that called tools carries its calls (result.toolCalls as they are; content:
+// result.content, '' when it only called), and each tool turn the id of the call whose result
+// its content is. A tool turn whose toolCallId no earlier call has, or arguments that are not a
+// JSON object, reject with INVALID_ARGUMENT.
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
+  content: string;            // (from JS, null or absent is read as '' on a turn with toolCalls)
+  toolCalls?: ToolCall[];     // assistant: the calls it made
+  toolCallId?: string;        // tool: the id of the call this result answers
 }
 
 export interface Timings {
@@ -535,7 +560,8 @@ export interface Plan {
 
 export declare class Model {
   private constructor();
-  generate(input: string | Message[], options?: GenerateOptions, onToken?: (piece: string) => void): Generation;
+  generate(input: string | Message[], options?: GenerateOptions,
+           onToken?: (piece: string, tools?: ToolStreamEvent) => void): Generation;
   // An embedding model (role 'embed'): vectors for one text or many (up to 2048; they share
   // forwards with other callers' texts), on a worker thread. Rejects 'UNSUPPORTED' on a
   // generation model, 'INVALID_ARGUMENT' for no text, an empty one, invalid UTF-8 / control

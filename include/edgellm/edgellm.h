@@ -289,10 +289,29 @@ typedef enum edgellm_route {
                               model when the cloud cannot */
 } edgellm_route;
 
+/* One tool call: parsed from a reply (edgellm_result.tool_calls), or, in a follow-up request, a
+ * call an earlier assistant turn made (edgellm_message.tool_calls: the result's calls can be
+ * passed back as they are). Elements of an array are tool_calls[0].struct_size apart. */
+typedef struct edgellm_tool_call {
+  uint32_t struct_size;
+  const char* id;        /* "call_" + 24 letters and digits, unique within the result */
+  const char* name;      /* one of the request's tools */
+  const char* arguments; /* the arguments object as JSON text; it follows the tool's parameters schema */
+} edgellm_tool_call;
+
+/* One turn of a chat. The tool fields (appended within ABI 5; docs/c-api.md "Tool calls") carry a
+ * tool-call follow-up as OpenAI's messages do: the assistant turn that called tools lists its
+ * calls, and each "tool" turn carries the result of one of them with that call's id. Checked in
+ * edgellm_submit and edgellm_apply_template (INVALID_ARGUMENT naming the message): tool_calls
+ * only on an assistant turn, each with a non-empty id and name and arguments that are a JSON
+ * object; a "tool" turn needs a tool_call_id that an earlier assistant turn's call has. */
 typedef struct edgellm_message {
   uint32_t struct_size; /* sizeof(edgellm_message); every element of an array has the same */
   const char* role;     /* "system", "user", "assistant" or "tool" */
-  const char* content;  /* UTF-8 */
+  const char* content;  /* UTF-8; NULL only on an assistant turn with tool_calls (read as "") */
+  const edgellm_tool_call* tool_calls; /* assistant: the calls it made (n_tool_calls); NULL: none */
+  size_t n_tool_calls;
+  const char* tool_call_id; /* "tool": the id of the call whose result content is; NULL otherwise */
 } edgellm_message;
 
 /* Which replies a request with tools allows (edgellm_request_params.tool_choice), OpenAI's
@@ -304,14 +323,6 @@ typedef enum edgellm_tool_choice {
   EDGELLM_TOOL_CHOICE_REQUIRED = 2, /* one or more calls (one with parallel_tool_calls false) */
   EDGELLM_TOOL_CHOICE_FUNCTION = 3  /* exactly one call of the tool tool_choice_name names */
 } edgellm_tool_choice;
-
-/* One tool call parsed from a reply (edgellm_result.tool_calls; elements are struct_size apart). */
-typedef struct edgellm_tool_call {
-  uint32_t struct_size;
-  const char* id;        /* "call_" + 24 letters and digits, unique within the result */
-  const char* name;      /* one of the request's tools */
-  const char* arguments; /* the arguments object as JSON text; it follows the tool's parameters schema */
-} edgellm_tool_call;
 
 typedef struct edgellm_logit_bias {
   int32_t token; /* a token id of the model */
@@ -335,6 +346,17 @@ typedef struct edgellm_sampling {
 
 EDGELLM_API edgellm_sampling edgellm_sampling_default(void);
 
+/* A piece of a streamed tool call (edgellm_token_event.tool_call_deltas), OpenAI's
+ * delta.tool_calls element: the first delta of a call carries its id and name (arguments may
+ * be empty), later ones append to its arguments' JSON text (id and name ""). */
+typedef struct edgellm_tool_call_delta {
+  uint32_t struct_size;
+  int32_t index;         /* which call of the reply (0-based) */
+  const char* id;        /* the call's id (as in edgellm_result.tool_calls) on its first delta, else "" */
+  const char* name;      /* the function on its first delta, else "" */
+  const char* arguments; /* more of the arguments' JSON text */
+} edgellm_tool_call_delta;
+
 typedef struct edgellm_token_event {
   uint32_t struct_size;
   edgellm_request_id id;
@@ -344,6 +366,15 @@ typedef struct edgellm_token_event {
                        (held back: an incomplete character or a possible stop-string start) */
   size_t text_len;
   int32_t index; /* 0-based: events of this request before this one */
+  /* A request with tools (appended within ABI 5; docs/c-api.md "Tool calls"): text split as the
+   * server streams it. content is the text outside calls that became certain with this event
+   * (text that may still open a call is held back), tool_call_deltas the call pieces that did;
+   * the last event (token -1) releases the rest, and the result's tool_calls have the ids the
+   * deltas gave. Without tools: content = text, no deltas. */
+  const char* content; /* NUL-terminated */
+  size_t content_len;
+  const edgellm_tool_call_delta* tool_call_deltas; /* n_tool_call_deltas elements, struct_size apart */
+  size_t n_tool_call_deltas;
 } edgellm_token_event;
 
 typedef struct edgellm_request_stats {

@@ -58,6 +58,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -145,22 +146,6 @@ std::string read_output(const char* call, bool nul, Fill fill) {
 template <typename Fill>
 std::string read_text(const char* call, Fill fill) {
   return read_output(call, true, fill);
-}
-
-// (role, content) pairs as C messages pointing into them.
-inline std::vector<edgellm_message> c_messages(const std::vector<std::pair<std::string, std::string>>& messages) {
-  std::vector<edgellm_message> c;
-  c.reserve(messages.size());
-  for (const auto& [role, content] : messages) {
-    check_no_nul(role, "a message role");
-    check_no_nul(content, "a message content");
-    edgellm_message m{};
-    m.struct_size = sizeof(edgellm_message);
-    m.role = role.c_str();
-    m.content = content.c_str();
-    c.push_back(m);
-  }
-  return c;
 }
 
 // What submit() hands the library as user_data: the caller's two callbacks. Owned by the
@@ -252,6 +237,96 @@ inline void set_log_handler(std::function<void(edgellm_log_level, std::string_vi
 
 // ============================================================================== requests
 
+// One tool call: of a result (edgellm_tool_call, copied: tool_calls(result) below), or of an
+// earlier assistant turn in a follow-up request (Message::tool_calls).
+struct ToolCall {
+  std::string id;         // "call_" + 24 letters and digits
+  std::string name;       // one of the request's tools
+  std::string arguments;  // the arguments object as JSON text
+};
+
+// One turn of a chat (edgellm_message). {"user", "text"} and the (role, content) pairs of
+// earlier versions convert implicitly. A tool-call follow-up (docs/c-api.md "Tool calls"): the
+// assistant turn that called tools carries its calls (Message::calls(tool_calls(result),
+// content(result))), and each tool turn the id of the call whose result it is
+// (Message::tool_result(id, text)); submit and apply_template refuse a tool turn whose id no
+// earlier call has, and arguments that are not a JSON object, with INVALID_ARGUMENT.
+struct Message {
+  std::string role;  // system, user, assistant, tool
+  std::string content;
+  std::vector<ToolCall> tool_calls;         // an assistant turn's calls; empty: none
+  std::optional<std::string> tool_call_id;  // a tool turn: the call it answers
+
+  Message() = default;
+  Message(std::string role_, std::string content_) : role(std::move(role_)), content(std::move(content_)) {}
+  Message(const std::pair<std::string, std::string>& m) : role(m.first), content(m.second) {}  // NOLINT: implicit
+  static Message calls(std::vector<ToolCall> made, std::string text = std::string()) {
+    Message m("assistant", std::move(text));
+    m.tool_calls = std::move(made);
+    return m;
+  }
+  static Message tool_result(std::string call_id, std::string result) {
+    Message m("tool", std::move(result));
+    m.tool_call_id = std::move(call_id);
+    return m;
+  }
+};
+
+namespace detail {
+
+// Messages as C messages pointing into them (and into `calls`, one array per message that made
+// calls): valid while `messages` and this object live.
+struct CMessages {
+  std::vector<edgellm_message> messages;
+  std::vector<std::vector<edgellm_tool_call>> calls;
+
+  explicit CMessages(const std::vector<Message>& chat) {
+    messages.reserve(chat.size());
+    calls.reserve(chat.size());  // no reallocation: the messages point into its elements
+    for (const Message& m : chat) {
+      check_no_nul(m.role, "a message role");
+      check_no_nul(m.content, "a message content");
+      edgellm_message c{};
+      c.struct_size = sizeof(edgellm_message);
+      c.role = m.role.c_str();
+      c.content = m.content.c_str();
+      if (!m.tool_calls.empty()) {
+        std::vector<edgellm_tool_call>& made = calls.emplace_back();
+        for (const ToolCall& t : m.tool_calls) {
+          check_no_nul(t.id, "a tool call id");
+          check_no_nul(t.name, "a tool call name");
+          check_no_nul(t.arguments, "a tool call's arguments");
+          edgellm_tool_call e{};
+          e.struct_size = sizeof(edgellm_tool_call);
+          e.id = t.id.c_str();
+          e.name = t.name.c_str();
+          e.arguments = t.arguments.c_str();
+          made.push_back(e);
+        }
+        c.tool_calls = made.data();
+        c.n_tool_calls = made.size();
+      }
+      if (m.tool_call_id) {
+        check_no_nul(*m.tool_call_id, "a tool_call_id");
+        c.tool_call_id = m.tool_call_id->c_str();
+      }
+      messages.push_back(c);
+    }
+  }
+};
+
+// The (role, content) pairs of earlier versions. A template, so that a braced list
+// ({{"user", "hi"}}) picks the std::vector<Message> overloads without ambiguity.
+using RoleContent = std::pair<std::string, std::string>;
+template <typename P>
+using IfRoleContent = std::enable_if_t<std::is_same_v<P, RoleContent>, int>;
+template <typename P>
+std::vector<Message> to_message_list(const std::vector<P>& pairs) {
+  return std::vector<Message>(pairs.begin(), pairs.end());
+}
+
+}  // namespace detail
+
 // One request, as plain values. Set exactly one input: a non-empty prompt, messages or tokens
 // (none or several is INVALID_ARGUMENT from submit; an empty prompt counts as "not set").
 // Defaults are the C ABI's (edgellm_request_default_params(), edgellm_sampling_default()), read
@@ -259,7 +334,7 @@ inline void set_log_handler(std::function<void(edgellm_log_level, std::string_vi
 // methods are shorthands that return *this for chaining.
 struct Request {
   std::string prompt;                                          // raw UTF-8 text
-  std::vector<std::pair<std::string, std::string>> messages;  // (role, content): system, user, assistant, tool
+  std::vector<Message> messages;  // a chat: {role, content} turns (Message: tool calls, tool results)
   std::vector<int32_t> tokens;                                 // token ids, used as they are
   bool add_special;         // raw prompt: add BOS / EOS as the model asks; default true
   bool parse_special;       // raw prompt: control-token text becomes the control token; default false
@@ -297,8 +372,10 @@ struct Request {
   Request() : Request(edgellm_request_default_params()) {}
 
   static Request from_prompt(std::string text) { return Request().with_prompt(std::move(text)); }
-  static Request from_messages(std::vector<std::pair<std::string, std::string>> chat) {
-    return Request().with_messages(std::move(chat));
+  static Request from_messages(std::vector<Message> chat) { return Request().with_messages(std::move(chat)); }
+  template <typename P, detail::IfRoleContent<P> = 0>
+  static Request from_messages(const std::vector<P>& chat) {
+    return Request().with_messages(detail::to_message_list(chat));
   }
   static Request from_tokens(std::vector<int32_t> ids) { return Request().with_tokens(std::move(ids)); }
 
@@ -306,8 +383,13 @@ struct Request {
     prompt = std::move(text);
     return *this;
   }
-  Request& with_messages(std::vector<std::pair<std::string, std::string>> chat) {
+  Request& with_messages(std::vector<Message> chat) {
     messages = std::move(chat);
+    return *this;
+  }
+  template <typename P, detail::IfRoleContent<P> = 0>
+  Request& with_messages(const std::vector<P>& chat) {
+    messages = detail::to_message_list(chat);
     return *this;
   }
   Request& with_tokens(std::vector<int32_t> ids) {
@@ -411,13 +493,6 @@ struct Request {
         route(d.route),
         tool_choice(d.tool_choice),
         parallel_tool_calls(d.parallel_tool_calls) {}
-};
-
-// One tool call of a result (edgellm_tool_call, copied).
-struct ToolCall {
-  std::string id;         // "call_" + 24 letters and digits
-  std::string name;       // one of the request's tools
-  std::string arguments;  // the arguments object as JSON text
 };
 
 // The calls parsed from a reply of a request with tools, in order (empty without tools, for a
@@ -632,10 +707,10 @@ class Runtime {
       detail::check_no_nul(request.prompt, "prompt");
       p.prompt = request.prompt.c_str();
     }
-    const std::vector<edgellm_message> messages = detail::c_messages(request.messages);
-    if (!messages.empty()) {
-      p.messages = messages.data();
-      p.n_messages = messages.size();
+    const detail::CMessages messages(request.messages);
+    if (!messages.messages.empty()) {
+      p.messages = messages.messages.data();
+      p.n_messages = messages.messages.size();
     }
     if (!request.tokens.empty()) {
       p.tokens = request.tokens.data();
@@ -956,14 +1031,18 @@ class Runtime {
     });
   }
 
-  // Renders (role, content) messages with the model's chat template: what a chat request is
-  // prefilled with. Runs on the calling thread.
-  std::string apply_template(const std::vector<std::pair<std::string, std::string>>& messages,
-                             bool add_generation_prompt = true) const {
-    const std::vector<edgellm_message> c = detail::c_messages(messages);
+  // Renders messages with the model's chat template: what a chat request is prefilled with (tool
+  // calls and results included). Runs on the calling thread.
+  std::string apply_template(const std::vector<Message>& messages, bool add_generation_prompt = true) const {
+    const detail::CMessages c(messages);
     return detail::read_text("edgellm_apply_template", [&](char* buf, size_t capacity, size_t* length) {
-      return edgellm_apply_template(handle_, c.data(), c.size(), add_generation_prompt, buf, capacity, length);
+      return edgellm_apply_template(handle_, c.messages.data(), c.messages.size(), add_generation_prompt, buf, capacity,
+                                    length);
     });
+  }
+  template <typename P, detail::IfRoleContent<P> = 0>
+  std::string apply_template(const std::vector<P>& messages, bool add_generation_prompt = true) const {
+    return apply_template(detail::to_message_list(messages), add_generation_prompt);
   }
 
   // ---- hot swap (docs/device-fitness.md)

@@ -118,9 +118,24 @@ ServiceRequest to_request(const edgellm_request_params& p);  // on_finish: finis
 // The request's tools / tool_choice fields (r: its input, from to_request) as the runtime's
 // ToolRequest, checked (runtime/tool_request.h); kInvalidArgument naming the field.
 ToolRequest to_tool_request(const edgellm_request_params& p, const ServiceRequest& r);
-// The C on_finish over a RequestResult; `tools`: the reply is parsed into content and calls.
+// The call parser of a streamed request with tools, shared by its token and finish callbacks
+// (both on the scheduler thread, the finish after the last token: no lock).
+struct ToolStream {
+  explicit ToolStream(ToolCallFormat format) : parser(format) {}
+  ToolCallParser parser;
+  int32_t next_index = 0;  // the index of the next event (the last one, token -1, included)
+};
+// The C on_token of a request with tools: each event's text through `stream` (content and call
+// deltas in the event). Scheduler thread only, as `stream`.
+std::function<bool(const TokenEvent&)> tool_token_callback(edgellm_token_callback fn, void* user,
+                                                           std::shared_ptr<ToolStream> stream);
+// The C on_finish over a RequestResult (fn may be NULL when only `stream` needs the end);
+// `tools`: the reply is parsed into content and calls, by `stream` when the reply was streamed
+// through it (its rest is first delivered to token_fn as a last event, token -1).
 std::function<void(RequestResult&)> finish_callback(edgellm_finish_callback fn, void* user,
-                                                    std::optional<ToolCallFormat> tools);
+                                                    std::optional<ToolCallFormat> tools,
+                                                    std::shared_ptr<ToolStream> stream = nullptr,
+                                                    edgellm_token_callback token_fn = nullptr);
 Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict_utf8);
 
 }  // namespace edgellm::capi

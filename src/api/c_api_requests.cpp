@@ -1,7 +1,9 @@
 // The C ABI's requests: the C request -> ServiceRequest (types only: the ranges and their words
 // are the runtime's, service/request_limits.h), submit / cancel, and the result back to C.
-#include <cstddef>
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,8 +45,15 @@ static_assert(sizeof(edgellm_spec_params) == 12, "edgellm_spec_params changed si
 static_assert(sizeof(edgellm_spec_stats) == 48 || sizeof(void*) != 8, "edgellm_spec_stats changed size");
 static_assert(offsetof(edgellm_request_params, tools) == 200 || sizeof(void*) != 8, "the tool fields follow ABI 5's 200 bytes");
 static_assert(sizeof(edgellm_tool_call) == 32 || sizeof(void*) != 8, "edgellm_tool_call changed size");
+static_assert(sizeof(edgellm_tool_call_delta) == 32 || sizeof(void*) != 8, "edgellm_tool_call_delta changed size");
+// edgellm_token_event: 48 bytes up to index; content and the call deltas appended (80).
+static_assert(sizeof(edgellm_token_event) == 80 || sizeof(void*) != 8, "edgellm_token_event changed size");
+static_assert(offsetof(edgellm_token_event, content) == 48 || sizeof(void*) != 8, "content follows ABI 5's 48 bytes");
 static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sampling changed size");
-static_assert(sizeof(edgellm_message) == 24 || sizeof(void*) != 8, "edgellm_message changed size");
+// edgellm_message: 24 bytes up to content; the tool fields appended (48).
+static_assert(sizeof(edgellm_message) == 48 || sizeof(void*) != 8, "edgellm_message changed size");
+static_assert(offsetof(edgellm_message, tool_calls) == 24 || sizeof(void*) != 8,
+              "the tool fields follow ABI 5's 24 bytes");
 // edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152).
 static_assert(sizeof(edgellm_runtime_params) == 152 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
 static_assert(offsetof(edgellm_runtime_params, role) == 144 || sizeof(void*) != 8, "the embedding fields follow ABI 5's 144 bytes");
@@ -74,6 +83,39 @@ edgellm_message message_at(const edgellm_message* messages, size_t i, uint32_t s
   return m;
 }
 
+// An assistant turn's calls, read with the caller's struct size (tool_calls[0]'s), as the
+// server's JSON shape. Only the pointers are checked here; the values are check_tool_turns'.
+Json to_tool_calls(const edgellm_tool_call* calls, size_t n_calls, const std::string& where) {
+  if (calls == nullptr) throw Error(ErrorCode::kInvalidArgument, where + " is NULL but n_tool_calls > 0");
+  if (n_calls == 0) throw Error(ErrorCode::kInvalidArgument, where + " is set but n_tool_calls is 0");
+  if (n_calls > 4096) throw Error(ErrorCode::kInvalidArgument, where + ": more than 4096 calls");
+  uint32_t stride = 0;
+  std::memcpy(&stride, calls, sizeof stride);
+  if (stride < offsetof(edgellm_tool_call, arguments) + sizeof(const char*)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + "[0].struct_size is " + std::to_string(stride) + " (set it to sizeof(edgellm_tool_call))");
+  }
+  Json out = Json::array();
+  for (size_t i = 0; i < n_calls; ++i) {
+    edgellm_tool_call c{};
+    std::memcpy(static_cast<void*>(&c), reinterpret_cast<const unsigned char*>(calls) + i * stride,
+                std::min<size_t>(stride, sizeof c));
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    Json f = Json::object();
+    f.set("name", Json(required(c.name, (at + ".name").c_str())));
+    const std::string arguments = required(c.arguments, (at + ".arguments").c_str());
+    // JSON text is UTF-8 (the other fields' bytes are checked with the conversation's).
+    if (!utf8::is_valid(arguments)) throw Error(ErrorCode::kInvalidArgument, at + ".arguments is not valid UTF-8");
+    f.set("arguments", Json(arguments));
+    Json call = Json::object();
+    call.set("id", Json(required(c.id, (at + ".id").c_str())));
+    call.set("type", Json("function"));
+    call.set("function", std::move(f));
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 }  // namespace
 
 Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict_utf8) {
@@ -92,7 +134,10 @@ Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict
     const edgellm_message m = message_at(messages, i, stride);
     const std::string where = "messages[" + std::to_string(i) + "]";
     const std::string role = required(m.role, (where + ".role").c_str());
-    const std::string content = required(m.content, (where + ".content").c_str());
+    const bool has_calls = m.tool_calls != nullptr || m.n_tool_calls > 0;
+    // An assistant turn that only called tools may leave its content NULL (OpenAI's null).
+    const std::string content =
+        m.content == nullptr && has_calls ? std::string() : required(m.content, (where + ".content").c_str());
     if (strict_utf8) {
       if (!utf8::is_valid(role)) throw Error(ErrorCode::kInvalidArgument, where + ".role is not valid UTF-8");
       if (!utf8::is_valid(content)) throw Error(ErrorCode::kInvalidArgument, where + ".content is not valid UTF-8");
@@ -100,9 +145,16 @@ Json to_messages(const edgellm_message* messages, size_t n_messages, bool strict
     Json j = Json::object();
     j.set("role", Json(role));
     j.set("content", Json(content));
+    // The tool fields in the server's shape (server/openai_request.cpp parse_messages: calls as
+    // {id, type, function: {name, arguments text}}, the result's tool_call_id), so that the one
+    // normalisation below and the runtime's check_tool_turns treat every face's turns alike.
+    if (has_calls) j.set("tool_calls", to_tool_calls(m.tool_calls, m.n_tool_calls, where + ".tool_calls"));
+    if (m.tool_call_id != nullptr) j.set("tool_call_id", Json(std::string(m.tool_call_id)));
     conv.push_back(std::move(j));
   }
-  return conv;
+  // Arguments text -> the object the templates print (text that is not JSON stays a string,
+  // which check_tool_turns refuses).
+  return normalize_chat_messages(conv);
 }
 
 ServiceRequest to_request(const edgellm_request_params& p) {
@@ -194,6 +246,8 @@ ServiceRequest to_request(const edgellm_request_params& p) {
       e.text = ev.text.data() != nullptr ? ev.text.data() : "";
       e.text_len = ev.text.size();
       e.index = ev.index;
+      e.content = e.text;  // no tools: all of it is content (edgellm_submit replaces this callback for tools)
+      e.content_len = e.text_len;
       return fn(&e, user);
     };
   }
@@ -237,21 +291,78 @@ ToolRequest to_tool_request(const edgellm_request_params& p, const ServiceReques
   return t;
 }
 
+namespace {
+
+// Delivers a token event whose text the call parser split (`parsed`: content and call deltas).
+bool deliver_parsed(edgellm_token_callback fn, void* user, edgellm_token_event& e, const ToolCallEvents& parsed) {
+  std::vector<edgellm_tool_call_delta> deltas;
+  deltas.reserve(parsed.calls.size());
+  for (const ToolCallDelta& d : parsed.calls) {
+    deltas.push_back(edgellm_tool_call_delta{sizeof(edgellm_tool_call_delta), d.index, d.id.c_str(), d.name.c_str(),
+                                             d.arguments.c_str()});
+  }
+  e.content = parsed.content.c_str();
+  e.content_len = parsed.content.size();
+  e.tool_call_deltas = deltas.empty() ? nullptr : deltas.data();
+  e.n_tool_call_deltas = deltas.size();
+  return fn(&e, user);
+}
+
+}  // namespace
+
+std::function<bool(const TokenEvent&)> tool_token_callback(edgellm_token_callback fn, void* user,
+                                                           std::shared_ptr<ToolStream> stream) {
+  return [fn, user, stream = std::move(stream)](const TokenEvent& ev) {
+    edgellm_token_event e{};
+    e.struct_size = sizeof e;
+    e.id = ev.id;
+    e.token = ev.token;
+    e.text = ev.text.data() != nullptr ? ev.text.data() : "";
+    e.text_len = ev.text.size();
+    e.index = ev.index;
+    stream->next_index = ev.index + 1;
+    return deliver_parsed(fn, user, e, stream->parser.push(ev.text));
+  };
+}
+
 std::function<void(RequestResult&)> finish_callback(edgellm_finish_callback fn, void* user,
-                                                    std::optional<ToolCallFormat> tools) {
-  return [fn, user, tools](RequestResult& res) {
-    // The reply's calls (a request with active tools): parsed as the server parses a whole reply.
+                                                    std::optional<ToolCallFormat> tools,
+                                                    std::shared_ptr<ToolStream> stream,
+                                                    edgellm_token_callback token_fn) {
+  return [fn, user, tools, stream, token_fn](RequestResult& res) {
+    // A streamed reply with tools: what the parser still holds goes out as a last token event
+    // (token -1) before on_finish, and its calls are the result's (the ids the deltas gave).
+    if (stream) {
+      const ToolCallEvents rest = stream->parser.finish();
+      if (!rest.content.empty() || !rest.calls.empty()) {
+        edgellm_token_event e{};
+        e.struct_size = sizeof e;
+        e.id = res.id;
+        e.token = -1;
+        e.text = "";
+        e.index = stream->next_index;  // after every event of the reply
+        (void)deliver_parsed(token_fn, user, e, rest);
+      }
+    }
+    if (fn == nullptr) return;
+    // The reply's calls (a request with active tools): the stream's, or parsed as the server
+    // parses a whole reply.
     std::optional<ToolCallParser> parser;
+    const ToolCallParser* parsed = stream ? &stream->parser : nullptr;
     std::vector<edgellm_tool_call> calls;
-    if (tools && res.finish_reason != FinishReason::kError) {
+    if (tools && !stream && res.finish_reason != FinishReason::kError) {
       parser.emplace(*tools);
       parser->push(res.text);
       parser->finish();
-      for (const ToolCall& c : parser->tool_calls()) {
+      parsed = &*parser;
+    }
+    if (parsed != nullptr && res.finish_reason != FinishReason::kError) {
+      for (const ToolCall& c : parsed->tool_calls()) {
         calls.push_back(edgellm_tool_call{sizeof(edgellm_tool_call), c.id.c_str(), c.name.c_str(), c.arguments.c_str()});
       }
     }
-    const std::string& content = parser ? parser->content() : res.text;
+    const std::string& content =
+        parsed != nullptr && res.finish_reason != FinishReason::kError ? parsed->content() : res.text;
     edgellm_result out{};
     out.struct_size = sizeof out;
     out.id = res.id;
@@ -381,7 +492,17 @@ edgellm_status edgellm_submit(edgellm_runtime* runtime, const edgellm_request_pa
       if (svc == nullptr) return fail(EDGELLM_ERR_SHUT_DOWN, "the runtime is shutting down");
       format = prepare_tool_request(svc->chat_template(), tools, r);
     }
-    if (p.on_finish != nullptr) r.on_finish = capi::finish_callback(p.on_finish, p.user_data, format);
+    // A streamed request with tools: its token events carry the parser's content and call
+    // deltas, as the server streams delta.tool_calls (one parser per request, fed on the
+    // scheduler thread by the token callback, finished by the finish callback after it).
+    std::shared_ptr<capi::ToolStream> stream;
+    if (format && p.on_token != nullptr) {
+      stream = std::make_shared<capi::ToolStream>(*format);
+      r.on_token = capi::tool_token_callback(p.on_token, p.user_data, stream);
+    }
+    if (p.on_finish != nullptr || stream) {
+      r.on_finish = capi::finish_callback(p.on_finish, p.user_data, format, stream, p.on_token);
+    }
     *out_id = rt.submit(std::move(r)).id;
     return EDGELLM_OK;
   });

@@ -167,6 +167,7 @@ edgellm_status edgellm_apply_template(edgellm_runtime* runtime, const edgellm_me
     for (size_t i = 0; i < conv.size(); ++i) {
       check_role(conv.at(i).at("role").as_string(), "messages[" + std::to_string(i) + "]");
     }
+    check_tool_turns(conv);
     return capi::copy_out(svc->chat_template().render(conv, add_generation_prompt), buf, capacity, length);
   });
 }

@@ -16,6 +16,7 @@
 #include "server/openai_request.h"
 #include "server/structured_request.h"
 #include "service/inference_service.h"
+#include "service/request_limits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace edgellm::server {
@@ -125,8 +126,10 @@ HttpResponse apply_template(ServerContext& ctx, HttpRequest& request) {
   if (const Json* tools = body.find("tools"); tools != nullptr && !tools->is_null()) {
     context.set("tools", parse_tool_request(body).tools);
   }
-  out.set("prompt", svc->chat_template().render(normalize_chat_messages(parse_messages(body.find("messages"))), true,
-                                                context));
+  // The tool turns checked as at submit (every face's check_tool_turns).
+  const Json messages = normalize_chat_messages(parse_messages(body.find("messages")));
+  check_tool_turns(messages);
+  out.set("prompt", svc->chat_template().render(messages, true, context));
   return json_response(200, out);
 }
 

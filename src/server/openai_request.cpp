@@ -251,8 +251,8 @@ Json parse_messages(const Json* messages) {
     msg.set("content", content == nullptr || content->is_null() ? std::string() : content_text(*content, where + ".content"));
     if (has_calls) msg.set("tool_calls", parse_message_tool_calls(*calls, where + ".tool_calls"));
     if (r == "tool") {
-      // The result of a call: which call it answers (templates that render tool results use it;
-      // optional, as the C ABI's and NAPI's tool turns carry none).
+      // The result of a call: which call it answers. Its presence and that an earlier call has
+      // it are the Runtime's to check (check_tool_turns), in every face's words.
       const Json* call_id = m.find("tool_call_id");
       if (call_id != nullptr && !call_id->is_null()) {
         if (!call_id->is_string()) throw ApiError::bad_field(where + ".tool_call_id", "expected a string");

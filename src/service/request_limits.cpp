@@ -1,9 +1,11 @@
 #include "service/request_limits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/utf8.h"
@@ -91,6 +93,61 @@ void check_role(const std::string& r, const std::string& where) {
   }
 }
 
+void check_tool_turns(const Json& messages) {
+  if (!messages.is_array()) return;   // check_messages refuses it
+  std::vector<std::string> call_ids;  // every call made so far, in order
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages.at(i);
+    if (!m.is_object()) continue;
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const Json* role = m.find("role");
+    const bool assistant = role != nullptr && role->is_string() && role->as_string() == "assistant";
+    const bool tool = role != nullptr && role->is_string() && role->as_string() == "tool";
+    const Json* calls = m.find("tool_calls");
+    if (calls != nullptr && !calls->is_null()) {
+      if (!assistant) refuse(where + ": only an assistant turn carries tool_calls");
+      if (!calls->is_array() || calls->size() == 0) {
+        refuse(where + ".tool_calls: expected a non-empty array of {id, function: {name, arguments}}");
+      }
+      for (size_t j = 0; j < calls->size(); ++j) {
+        const std::string at = where + ".tool_calls[" + std::to_string(j) + "]";
+        const Json& c = calls->at(j);
+        const Json* id = c.is_object() ? c.find("id") : nullptr;
+        const Json* fn = c.is_object() ? c.find("function") : nullptr;
+        if (id == nullptr || !id->is_string() || id->as_string().empty()) {
+          refuse(at + ".id: expected a non-empty string (the id the tool turn answers)");
+        }
+        check_strict_utf8(id->as_string(), at + ".id");
+        if (fn == nullptr || !fn->is_object()) refuse(at + ".function: expected an object {name, arguments}");
+        const Json* name = fn->find("name");
+        if (name == nullptr || !name->is_string() || name->as_string().empty()) {
+          refuse(at + ".function.name: expected a non-empty string");
+        }
+        check_strict_utf8(name->as_string(), at + ".function.name");
+        const Json* args = fn->find("arguments");
+        if (args != nullptr && !args->is_object()) {
+          refuse(at + ".function.arguments: not a JSON object (expected the arguments object as JSON text)");
+        }
+        call_ids.push_back(id->as_string());
+      }
+    }
+    const Json* call_id = m.find("tool_call_id");
+    if (tool) {
+      if (call_id == nullptr || call_id->is_null()) {
+        refuse(where + ": a tool turn needs tool_call_id (the id of the call whose result it carries)");
+      }
+      if (!call_id->is_string()) refuse(where + ".tool_call_id: expected a string");
+      check_strict_utf8(call_id->as_string(), where + ".tool_call_id");
+      if (std::find(call_ids.begin(), call_ids.end(), call_id->as_string()) == call_ids.end()) {
+        refuse(where + ".tool_call_id: \"" + call_id->as_string() +
+               "\" is the id of no call an earlier assistant turn made");
+      }
+    } else if (call_id != nullptr && !call_id->is_null()) {
+      refuse(where + ": only a tool turn carries tool_call_id");
+    }
+  }
+}
+
 namespace {
 
 size_t check_messages(Json& messages, InputPolicy policy) {
@@ -113,6 +170,7 @@ size_t check_messages(Json& messages, InputPolicy policy) {
     if (n > 0) m.set("content", std::move(text));
     changed += n;
   }
+  check_tool_turns(messages);
   if (a.back().at("role").as_string() == "assistant") {
     refuse("messages: the last message is from the assistant; there is nothing to answer");
   }

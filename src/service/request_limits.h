@@ -66,6 +66,15 @@ size_t check_classify_request(ClassifyRequest& request, InputPolicy policy);
 // ("messages[0]"). check_request applies it; edgellm_apply_template too.
 void check_role(const std::string& role, const std::string& where);
 
+// The tool turns of a conversation (messages as chat/tool_calls.h's normalize_chat_messages
+// leaves them: every face's shape): an assistant turn's "tool_calls" is an array of
+// {id, type: "function", function: {name, arguments}} with a non-empty string id and name and the
+// arguments a JSON object (text that did not parse as one stays a string and is refused here);
+// a "tool" turn carries "tool_call_id", the id of a call an earlier assistant turn made. Throws
+// Error(kInvalidArgument) naming the message ("messages[2].tool_call_id: ..."). check_request
+// applies it; edgellm_apply_template too, so a template never renders a result without its call.
+void check_tool_turns(const Json& messages);
+
 // The sampling part alone (the CLI's generation options use it too).
 void check_sampling(const SamplerParams& s, int32_t n_vocab);
 

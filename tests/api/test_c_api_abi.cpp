@@ -234,7 +234,7 @@ TEST_F(CApiAbi, NullPointersAreInvalidArgument) {
   char buf[64];
   size_t len = 0;
   int32_t tokens[8];
-  const edgellm_message msg{sizeof(edgellm_message), "user", "hi"};
+  const edgellm_message msg{sizeof(edgellm_message), "user", "hi", nullptr, 0, nullptr};
   const edgellm_request_params req = [] {
     edgellm_request_params r = edgellm_request_default_params();
     r.prompt = "Once";

@@ -61,7 +61,13 @@ function capiInput(list, sessionFiles) {
     if (r.prompt !== undefined) lines.push(`prompt ${hex(r.prompt)}`);
     if (r.messages !== undefined) {
       if (r.messages.length === 0) lines.push("messages_empty");
-      for (const m of r.messages) lines.push(`message ${hex(m.role)} ${hex(m.content)}`);
+      for (const m of r.messages) {
+        lines.push(`message ${hex(m.role)} ${hex(m.content)}`);
+        for (const c of m.tool_calls || []) {
+          lines.push(`tool_call ${hex(c.id)} ${hex(c.function.name)} ${hex(c.function.arguments)}`);
+        }
+        if (m.tool_call_id !== undefined) lines.push(`tool_call_id ${hex(m.tool_call_id)}`);
+      }
     }
     if (r.tokens !== undefined) lines.push(`tokens ${r.tokens.length} ${r.tokens.join(" ")}`);
     for (const k of ["max_tokens", "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "frequency_penalty",

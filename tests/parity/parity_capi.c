@@ -9,7 +9,8 @@
  *   model HEX_PATH                      once, first
  *   runtime N_CTX N_PARALLEL MAX_QUEUED  once, second
  *   case HEX_NAME                       starts a case; fields until "end"
- *   prompt HEX | message HEX_ROLE HEX_CONTENT | tokens N id... | max_tokens N | temperature F |
+ *   prompt HEX | message HEX_ROLE HEX_CONTENT | tool_call HEX_ID HEX_NAME HEX_ARGUMENTS (a call of
+ *   the last message) | tool_call_id HEX (the last message's) | tokens N id... | max_tokens N | temperature F |
  *   top_k N | top_p F | min_p F | repeat_penalty F | frequency_penalty F | presence_penalty F |
  *   penalty_last_n N | seed N | stop HEX | logit_bias ID BIAS | n_keep N | context_shift 0|1 |
  *   priority N (the enum's value as given, in range or not) | add_special 0|1 | parse_special 0|1 |
@@ -31,6 +32,7 @@
 #define MAX_ITEMS 5000
 
 static char* unhex(const char* h) {
+  if (!h) h = ""; /* an empty field: its hex is empty, so the line ends early */
   size_t n = strlen(h) / 2;
   char* out = malloc(n + 1);
   if (!out) exit(3);
@@ -107,6 +109,8 @@ int main(void) {
     edgellm_request_params p = edgellm_request_default_params();
     edgellm_sampling s = edgellm_sampling_default();
     static edgellm_message messages[MAX_ITEMS];
+    static edgellm_tool_call calls[MAX_ITEMS];
+    size_t n_calls = 0;
     static char* stops[MAX_ITEMS];
     static int32_t tokens[MAX_ITEMS];
     static edgellm_logit_bias bias[64];
@@ -126,10 +130,23 @@ int main(void) {
         p.prompt = owned[n_owned++] = unhex(v ? v : "");
       } else if (strcmp(k, "message") == 0) {
         have_messages = 1;
+        memset(&messages[n_messages], 0, sizeof messages[n_messages]); /* reused across cases */
         messages[n_messages].struct_size = sizeof(edgellm_message);
         messages[n_messages].role = owned[n_owned++] = unhex(v);
         messages[n_messages].content = owned[n_owned++] = unhex(strtok(NULL, " "));
         ++n_messages;
+      } else if (strcmp(k, "tool_call") == 0 && n_messages > 0) {
+        /* The last message's calls are consecutive elements of calls[]. */
+        edgellm_message* m = &messages[n_messages - 1];
+        if (m->n_tool_calls == 0) m->tool_calls = &calls[n_calls];
+        calls[n_calls].struct_size = sizeof(edgellm_tool_call);
+        calls[n_calls].id = owned[n_owned++] = unhex(v);
+        calls[n_calls].name = owned[n_owned++] = unhex(strtok(NULL, " "));
+        calls[n_calls].arguments = owned[n_owned++] = unhex(strtok(NULL, " "));
+        ++n_calls;
+        ++m->n_tool_calls;
+      } else if (strcmp(k, "tool_call_id") == 0 && n_messages > 0) {
+        messages[n_messages - 1].tool_call_id = owned[n_owned++] = unhex(v);
       } else if (strcmp(k, "messages_empty") == 0) {
         have_messages = 1;
       } else if (strcmp(k, "tokens") == 0) {

@@ -58,14 +58,26 @@ class FinalMessage final : public Message {
   edgellm_status session_save_status_ = EDGELLM_OK;
 };
 
+// One streamed call piece (edgellm_tool_call_delta, copied).
+struct CallDelta {
+  int32_t index = 0;
+  std::string id, name, arguments;
+};
+
 class TokenMessage final : public Message {
  public:
   TokenMessage(Generation* g, std::string piece) : g_(g), piece_(std::move(piece)) {}
+  // A request with tools: onToken(piece, { content, toolCalls }) (the C event's split).
+  TokenMessage(Generation* g, std::string piece, std::string content, std::vector<CallDelta> deltas)
+      : g_(g), piece_(std::move(piece)), tools_(true), content_(std::move(content)), deltas_(std::move(deltas)) {}
   void deliver(napi_env env) override;
 
  private:
   Generation* g_;
   std::string piece_;
+  bool tools_ = false;
+  std::string content_;
+  std::vector<CallDelta> deltas_;
 };
 
 class Generation final : public AsyncOp {
@@ -76,8 +88,24 @@ class Generation final : public AsyncOp {
   // C callbacks (scheduler thread). They read only immutable members and post messages.
   static bool on_token(const edgellm_token_event* event, void* user_data) noexcept {
     auto* g = static_cast<Generation*>(user_data);
-    if (!g->streams_ || event->text_len == 0) return true;
+    if (!g->streams_) return true;
     try {
+      if (g->tools_) {
+        // The library's split of the text (content and call deltas; the last event, token -1,
+        // may carry no text but the rest of them).
+        std::vector<CallDelta> deltas;
+        const auto* base = reinterpret_cast<const unsigned char*>(event->tool_call_deltas);
+        for (size_t i = 0; i < event->n_tool_call_deltas; ++i) {
+          const auto* d =
+              reinterpret_cast<const edgellm_tool_call_delta*>(base + i * event->tool_call_deltas[0].struct_size);
+          deltas.push_back({d->index, d->id, d->name, d->arguments});
+        }
+        if (event->text_len == 0 && event->content_len == 0 && deltas.empty()) return true;
+        g->post(new TokenMessage(g, std::string(event->text, event->text_len),
+                                 std::string(event->content, event->content_len), std::move(deltas)));
+        return true;
+      }
+      if (event->text_len == 0) return true;
       g->post(new TokenMessage(g, std::string(event->text, event->text_len)));
     } catch (...) {
       return false;  // out of memory: cancel rather than lose a piece silently
@@ -96,6 +124,7 @@ class Generation final : public AsyncOp {
   std::unique_ptr<FinalMessage> final_;  // allocated up front: on_finish cannot fail to report
   napi_ref on_token_ = nullptr;          // the JS callback, or nullptr
   bool streams_ = false;                 // on_token_ set (immutable once submitted)
+  bool tools_ = false;                   // the request has tools: events carry content and call deltas
   napi_ref thrown_ = nullptr;            // what onToken threw (JS thread)
   edgellm_request_id id_ = 0;            // JS thread (set after submit returns)
 };
@@ -243,9 +272,28 @@ void FinalMessage::deliver(napi_env env) {
 void TokenMessage::deliver(napi_env env) {
   Generation* g = g_;
   if (g->thrown_ || !g->on_token_) return;  // onToken threw before: the request is being cancelled
-  napi_value fn = nullptr, piece = js_string(env, piece_), ignored = nullptr;
-  if (!piece || napi_get_reference_value(env, g->on_token_, &fn) != napi_ok ||
-      napi_call_function(env, js_undefined(env), fn, 1, &piece, &ignored) != napi_ok) {
+  napi_value fn = nullptr, ignored = nullptr;
+  napi_value args[2] = {js_string(env, piece_), nullptr};
+  bool ok = args[0] != nullptr;
+  if (ok && tools_) {
+    // { content, toolCalls: [{ index, id, name, arguments }] }: OpenAI's delta.content and
+    // delta.tool_calls (id and name on a call's first piece, '' after).
+    napi_value calls = nullptr;
+    ok = napi_create_array_with_length(env, deltas_.size(), &calls) == napi_ok;
+    for (size_t i = 0; ok && i < deltas_.size(); ++i) {
+      napi_value c = js_object(env);
+      ok = set_property(env, c, "index", js_number(env, deltas_[i].index)) &&
+           set_property(env, c, "id", js_string(env, deltas_[i].id)) &&
+           set_property(env, c, "name", js_string(env, deltas_[i].name)) &&
+           set_property(env, c, "arguments", js_string(env, deltas_[i].arguments)) &&
+           napi_set_element(env, calls, static_cast<uint32_t>(i), c) == napi_ok;
+    }
+    args[1] = js_object(env);
+    ok = ok && set_property(env, args[1], "content", js_string(env, content_)) &&
+         set_property(env, args[1], "toolCalls", calls);
+  }
+  if (!ok || napi_get_reference_value(env, g->on_token_, &fn) != napi_ok ||
+      napi_call_function(env, js_undefined(env), fn, tools_ ? 2 : 1, args, &ignored) != napi_ok) {
     napi_value exception = nullptr;
     if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || !exception) {
       exception = make_error(env, "INTERNAL", "onToken could not be called");
@@ -333,6 +381,7 @@ napi_value generate(napi_env env, const std::shared_ptr<ModelCore>& core, napi_v
     if (callback_ref) napi_delete_reference(env, callback_ref);
     return nullptr;
   }
+  g->tools_ = config.params.tools != nullptr;
   config.params.on_token = &Generation::on_token;
   config.params.on_finish = &Generation::on_finish;
   config.params.user_data = g;

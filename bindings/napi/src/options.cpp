@@ -27,14 +27,61 @@ const char* const kInputPolicies[] = {"refuse", "strip", nullptr};             /
 const char* const kRuntimeRoles[] = {"generate", "embed", nullptr};            // edgellm_runtime_role order
 const char* const kToolChoices[] = {"auto", "none", "required", nullptr};      // edgellm_tool_choice order
 
+// An assistant turn's toolCalls: [{ id, name, arguments }] as result.toolCalls gives them
+// (arguments the JSON text, or an object JSON.stringify writes). Their values are the runtime's
+// to check (check_tool_turns: ids, names, arguments a JSON object), in every face's words.
+bool read_tool_calls(napi_env env, napi_value calls, const std::string& where, RequestConfig::Turn* turn,
+                     std::string* error) {
+  bool is_array = false;
+  uint32_t n = 0;
+  if (napi_is_array(env, calls, &is_array) != napi_ok || !is_array ||
+      napi_get_array_length(env, calls, &n) != napi_ok) {
+    *error = where + " must be an array of { id, name, arguments }";
+    return false;
+  }
+  for (uint32_t j = 0; j < n; ++j) {
+    const std::string at = where + "[" + std::to_string(j) + "]";
+    napi_value call = nullptr;
+    if (napi_get_element(env, calls, j, &call) != napi_ok || type_of(env, call) != napi_object) {
+      *error = at + " must be an object { id, name, arguments }";
+      return false;
+    }
+    OptionReader reader(env, call, at.c_str());
+    napi_value id = reader.field("id");
+    napi_value name = reader.field("name");
+    napi_value arguments = reader.field("arguments");
+    std::string id_text, name_text, arguments_text;
+    if (!reader.ok()) {
+      *error = reader.error();
+      return false;
+    }
+    if (!read_string(env, id, &id_text)) {
+      *error = at + ".id must be a string (the call's id from result.toolCalls)";
+      return false;
+    }
+    if (!read_string(env, name, &name_text)) {
+      *error = at + ".name must be a string";
+      return false;
+    }
+    if (!read_string(env, arguments, &arguments_text) &&
+        (type_of(env, arguments) != napi_object || !stringify_json(env, arguments, &arguments_text))) {
+      *error = at + ".arguments must be the arguments object's JSON text (or the object)";
+      return false;
+    }
+    turn->call_ids.push_back(std::move(id_text));
+    turn->call_names.push_back(std::move(name_text));
+    turn->call_arguments.push_back(std::move(arguments_text));
+  }
+  return true;
+}
+
 bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::string* error) {
   uint32_t n = 0;
   if (napi_get_array_length(env, input, &n) != napi_ok) {
     *error = "input must be a string or an array of messages";
     return false;
   }
-  out->roles.reserve(n);
-  out->contents.reserve(n);
+  out->turns.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
     napi_value message = nullptr;
     std::string where = "input[" + std::to_string(i) + "]";
@@ -45,31 +92,61 @@ bool read_messages(napi_env env, napi_value input, RequestConfig* out, std::stri
     OptionReader reader(env, message, where.c_str());
     // The role's value is the runtime's to check ("messages[0]: unknown role ..."), in the words
     // every face uses (service/request_limits.h); here only that it is a string.
-    std::string role;
+    RequestConfig::Turn turn;
     napi_value role_value = reader.field("role");
-    std::string content;
     napi_value content_value = reader.field("content");
+    napi_value calls_value = reader.field("toolCalls");
+    napi_value call_id_value = reader.field("toolCallId");
     if (!reader.ok()) {
       *error = reader.error();
       return false;
     }
-    if (!read_string(env, role_value, &role)) {
+    if (!read_string(env, role_value, &turn.role)) {
       *error = where + ".role must be a string ('system', 'user', 'assistant' or 'tool')";
       return false;
     }
-    if (!read_string(env, content_value, &content)) {
+    const napi_valuetype calls_type = type_of(env, calls_value);
+    const bool has_calls = calls_type != napi_undefined && calls_type != napi_null;
+    const napi_valuetype content_type = type_of(env, content_value);
+    // An assistant turn that only called tools may leave content out (or null, as OpenAI does).
+    const bool no_content = has_calls && (content_type == napi_undefined || content_type == napi_null);
+    if (!no_content && !read_string(env, content_value, &turn.content)) {
       *error = where + ".content must be a string";
       return false;
     }
-    out->roles.push_back(std::move(role));
-    out->contents.push_back(std::move(content));
+    if (has_calls && !read_tool_calls(env, calls_value, where + ".toolCalls", &turn, error)) return false;
+    const napi_valuetype id_type = type_of(env, call_id_value);
+    if (id_type != napi_undefined && id_type != napi_null) {
+      if (!read_string(env, call_id_value, &turn.tool_call_id)) {
+        *error = where + ".toolCallId must be a string (the id of the call whose result this is)";
+        return false;
+      }
+      turn.has_tool_call_id = true;
+    }
+    out->turns.push_back(std::move(turn));
   }
   // Pointers only once the vectors no longer grow.
-  for (size_t i = 0; i < out->roles.size(); ++i) {
+  out->turn_calls.resize(out->turns.size());
+  for (size_t i = 0; i < out->turns.size(); ++i) {
+    const RequestConfig::Turn& t = out->turns[i];
     edgellm_message m{};
     m.struct_size = sizeof m;
-    m.role = out->roles[i].c_str();
-    m.content = out->contents[i].c_str();
+    m.role = t.role.c_str();
+    m.content = t.content.c_str();
+    if (!t.call_ids.empty()) {
+      std::vector<edgellm_tool_call>& calls = out->turn_calls[i];
+      for (size_t j = 0; j < t.call_ids.size(); ++j) {
+        edgellm_tool_call c{};
+        c.struct_size = sizeof c;
+        c.id = t.call_ids[j].c_str();
+        c.name = t.call_names[j].c_str();
+        c.arguments = t.call_arguments[j].c_str();
+        calls.push_back(c);
+      }
+      m.tool_calls = calls.data();
+      m.n_tool_calls = calls.size();
+    }
+    if (t.has_tool_call_id) m.tool_call_id = t.tool_call_id.c_str();
     out->messages.push_back(m);
   }
   // An empty array is messages given with none in them (the runtime's "messages: expected a

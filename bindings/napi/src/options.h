@@ -43,7 +43,15 @@ struct RequestConfig {
   RequestConfig& operator=(const RequestConfig&) = delete;
 
   std::string prompt;
-  std::vector<std::string> roles, contents;
+  // A chat's turns as text, and the C messages (and each message's C calls) pointing into them.
+  struct Turn {
+    std::string role, content;
+    std::vector<std::string> call_ids, call_names, call_arguments;  // an assistant turn's toolCalls
+    std::string tool_call_id;                                       // a tool turn's toolCallId
+    bool has_tool_call_id = false;
+  };
+  std::vector<Turn> turns;
+  std::vector<std::vector<edgellm_tool_call>> turn_calls;
   std::vector<edgellm_message> messages;
   std::vector<std::string> stops;
   std::vector<const char*> stop_ptrs;

@@ -59,7 +59,17 @@ test.after(async () => {
 
 // The case's request as generate(input, options).
 function napiRequest(r) {
-  const input = r.messages !== undefined ? r.messages : r.prompt;
+  // Messages in NAPI's shape: an assistant turn's OpenAI tool_calls as toolCalls
+  // [{ id, name, arguments }], a tool turn's tool_call_id as toolCallId.
+  const toNapi = (m) => {
+    const out = { role: m.role, content: m.content };
+    if (m.tool_calls !== undefined) {
+      out.toolCalls = m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+    }
+    if (m.tool_call_id !== undefined) out.toolCallId = m.tool_call_id;
+    return out;
+  };
+  const input = r.messages !== undefined ? r.messages.map(toNapi) : r.prompt;
   const options = {};
   const names = {
     max_tokens: 'maxTokens', temperature: 'temperature', top_k: 'topK', top_p: 'topP', min_p: 'minP',

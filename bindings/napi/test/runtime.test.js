@@ -10,7 +10,7 @@
 //   plan       the planner's choice for a phone profile;
 //   requests   logitBias (a forced token equals its detokenized repetition; a banned first
 //              token is not the reference's), inputPolicy 'strip' (equals the clean prompt),
-//              role 'tool' (applyTemplate renders it), contextShift (past the context).
+//              role 'tool' with the call it answers (applyTemplate renders it), contextShift (past the context).
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -256,9 +256,13 @@ test('requests: logitBias, inputPolicy strip, role tool, contextShift', async ()
     assert.equal(stripped.text, clean.text);
     assert.equal(m.info().input_policy, 'strip');
 
-    // Role tool: rendered by the template, accepted by generate.
-    const chat = [{ role: 'user', content: 'What is the weather?' }, { role: 'assistant', content: 'Let me check.' },
-      { role: 'tool', content: 'sunny-tool-result' }];
+    // Role tool: rendered by the template, accepted by generate (a tool turn answers a call an
+    // earlier assistant turn made, by its id; one that answers none is refused).
+    const chat = [{ role: 'user', content: 'What is the weather?' },
+      { role: 'assistant', content: 'Let me check.', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city": "Oslo"}' }] },
+      { role: 'tool', toolCallId: 'call_1', content: 'sunny-tool-result' }];
+    assert.throws(() => m.applyTemplate([chat[0], { role: 'tool', content: 'sunny' }]),
+      { code: 'INVALID_ARGUMENT', message: 'messages[1]: a tool turn needs tool_call_id (the id of the call whose result it carries)' });
     const rendered = m.applyTemplate(chat);
     assert.match(rendered, /tool\nsunny-tool-result/);
     // Without the generation prompt: the same text up to the assistant's opening.

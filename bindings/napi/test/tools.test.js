@@ -4,6 +4,13 @@
 // V8's JSON.parse with the tools' schema rules checked by hand here, `edgellm serve` of the same
 // build answering the same chat greedily (its OpenAI tool_calls), and the same chat without
 // tools for toolChoice 'none'. Bad tools reject with INVALID_ARGUMENT naming the field.
+// Follow-up turns (an assistant Message's toolCalls, a tool Message's toolCallId) render with
+// Qwen2.5's template as transformers renders them (tests/chat/testdata/tool-cases.jsonl) and run
+// as `edgellm serve` runs the same OpenAI messages (its prompt tokens, its greedy reply). A
+// streamed reply's onToken(piece, { content, toolCalls }) pieces rebuild result.toolCalls (ids
+// included) and the calls of edgellm serve's streamed delta.tool_calls.
+const fs = require('node:fs');
+const path = require('node:path');
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const edgellm = require('..');
@@ -139,6 +146,119 @@ test('bad tools and choices reject with INVALID_ARGUMENT naming the field', asyn
       assert.ok(e.message.includes(needle), `${JSON.stringify(options)}: ${e.message}`);
     }
   } finally {
+    await m.release();
+  }
+});
+
+test('follow-up turns: rendered as transformers renders them, answered as edgellm serve answers', async () => {
+  const template = path.join(h.root, 'tests/chat/templates/qwen2.5-instruct.jinja');
+  const golden = fs.readFileSync(path.join(h.root, 'tests/chat/testdata/tool-cases.jsonl'), 'utf8').trim().split('\n')
+    .map((l) => JSON.parse(l)).filter((c) => c.template === 'qwen2.5' && c.rendered !== undefined);
+  const m = await edgellm.load(h.stories, { contextSize: 2048, chatTemplate: template });
+  const serve = await h.startServe(h.stories, ['-c', '2048', '--chat-template', template]);
+  const post = async (body) => {
+    const res = await fetch(`${serve.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, temperature: 0, max_tokens: 12 }),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    for (const name of ['one-call', 'parallel-calls']) {
+      const plain = golden.find((c) => c.conversation === name && c.tools === null);
+      const withTools = golden.find((c) => c.conversation === name && c.tools !== null);
+      // OpenAI's messages (arguments as JSON text) and NAPI's (the result's toolCalls shape).
+      const openai = plain.messages.map((msg) => (msg.tool_calls === undefined ? msg : {
+        ...msg, tool_calls: msg.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: JSON.stringify(c.function.arguments) } })),
+      }));
+      const napi = openai.map((msg) => {
+        const out = { role: msg.role, content: msg.content };
+        if (msg.tool_calls) out.toolCalls = msg.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+        if (msg.tool_call_id) out.toolCallId = msg.tool_call_id;
+        return out;
+      });
+      assert.equal(m.applyTemplate(napi), plain.rendered, name);
+      const [r, rt] = await Promise.all([
+        m.generate(napi, { temperature: 0, maxTokens: 12 }).result,
+        m.generate(napi, { temperature: 0, maxTokens: 1, tools: withTools.tools }).result,
+      ]);
+      assert.equal(r.promptTokens, m.tokenize(plain.rendered, { parseSpecial: true }).length, name);
+      assert.equal(rt.promptTokens, m.tokenize(withTools.rendered, { parseSpecial: true }).length, name);
+      const s = await post({ messages: openai });
+      assert.equal(s.status, 200, JSON.stringify(s.body));
+      assert.equal(s.body.usage.prompt_tokens, r.promptTokens, name);
+      assert.equal(s.body.choices[0].message.content, r.text, name);
+      const st = await post({ messages: openai, tools: withTools.tools, max_tokens: 1 });
+      assert.equal(st.status, 200, JSON.stringify(st.body));
+      assert.equal(st.body.usage.prompt_tokens, rt.promptTokens, name);
+    }
+    // A result of no call: refused by both, in the same words.
+    const orphan = [{ role: 'user', content: 'Weather?' }, { role: 'tool', toolCallId: 'call_9', content: 'sunny' }];
+    const e = await h.rejection(m.generate(orphan, { maxTokens: 4 }).result);
+    assert.equal(e.code, 'INVALID_ARGUMENT');
+    assert.equal(e.message, 'messages[1].tool_call_id: "call_9" is the id of no call an earlier assistant turn made');
+    const s = await post({ messages: [orphan[0], { role: 'tool', tool_call_id: 'call_9', content: 'sunny' }] });
+    assert.equal(s.status, 400);
+    assert.equal(s.body.error.message, e.message);
+  } finally {
+    await serve.stop();
+    await m.release();
+  }
+});
+
+test("streamed calls: onToken's toolCalls pieces are result.toolCalls and edgellm serve's delta.tool_calls", async () => {
+  const m = await edgellm.load(h.stories, { contextSize: 2048, parallel: 2 });
+  const serve = await h.startServe(h.stories, ['-c', '2048']);
+  // Rebuilds calls from OpenAI-shaped pieces: [{ index, id, name, arguments }].
+  const rebuild = (calls, pieces) => {
+    for (const d of pieces) {
+      if (d.index === calls.length) {
+        assert.ok(d.id && d.name, `a call's first piece carries its id and name: ${JSON.stringify(d)}`);
+        calls.push({ id: d.id, name: d.name, arguments: '' });
+      }
+      calls[d.index].arguments += d.arguments;
+    }
+  };
+  try {
+    for (const [messages, options] of [
+      [ask('What is the weather in Oslo?'), { toolChoice: 'required', parallelToolCalls: false }],
+      [ask('Wake me up.'), { toolChoice: { type: 'function', function: { name: 'set_alarm' } } }],
+    ]) {
+      let text = '';
+      let content = '';
+      const calls = [];
+      const r = await m.generate(messages, { ...greedy, tools, ...options }, (piece, ev) => {
+        text += piece;
+        content += ev.content;
+        rebuild(calls, ev.toolCalls);
+      }).result;
+      assert.equal(r.finishReason, 'tool_calls', r.text);
+      assert.equal(text, r.text);
+      assert.equal(content, r.content);
+      assert.deepEqual(calls, r.toolCalls, 'the streamed calls are the result\'s, ids included');
+      // The server's stream of the same chat (greedy): the same calls (its own ids).
+      const body = { messages, tools, temperature: 0, max_tokens: 300, stream: true,
+        tool_choice: typeof options.toolChoice === 'string' ? options.toolChoice : options.toolChoice };
+      if (options.parallelToolCalls === false) body.parallel_tool_calls = false;
+      const res = await fetch(`${serve.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+      });
+      assert.equal(res.status, 200);
+      const served = [];
+      for (const line of (await res.text()).split('\n')) {
+        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+        const delta = JSON.parse(line.slice(6)).choices[0]?.delta || {};
+        rebuild(served, (delta.tool_calls || []).map((d) => ({ index: d.index, id: d.id || '',
+          name: d.function?.name || '', arguments: d.function?.arguments || '' })));
+      }
+      assert.deepEqual(served.map((c) => [c.name, c.arguments]), calls.map((c) => [c.name, c.arguments]));
+    }
+    // Without tools the second argument is absent.
+    const seen = [];
+    await m.generate(ask('Tell me a story.'), { temperature: 0, maxTokens: 8 }, (piece, ev) => seen.push(ev)).result;
+    assert.ok(seen.length > 0 && seen.every((ev) => ev === undefined));
+  } finally {
+    await serve.stop();
     await m.release();
   }
 });
