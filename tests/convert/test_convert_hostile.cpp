@@ -193,14 +193,11 @@ TEST(ConvertHostile, ConfigKeys) {
 
 // ---------------------------------------------------------------- checkpoint directories and convert
 
-class ConvertDirTest : public ::testing::Test {
+// A checkpoint folder dir_ converted to out_: what every hostile-checkpoint fixture shares.
+class CheckpointDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    static int n = 0;
-    dir_ = test::temp_dir() + "/hostile-" + std::to_string(n++);
-    ck_ = test::write_tiny_checkpoint(spec_, dir_);
-    out_ = dir_ + ".gguf";
-  }
+  // The conversion fails with `code` naming `needle`, and leaves neither the output nor a
+  // temporary file behind.
   void expect_convert_error(ErrorCode code, const std::string& needle, const std::string& what) {
     expect_error([&] { (void)convert::convert_hf_model(dir_, out_, {}); }, code, needle, what);
     EXPECT_FALSE(fs::exists(out_)) << what;
@@ -208,6 +205,17 @@ class ConvertDirTest : public ::testing::Test {
   }
   void write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes;
+  }
+  std::string dir_, out_;
+};
+
+class ConvertDirTest : public CheckpointDirTest {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    dir_ = test::temp_dir() + "/hostile-" + std::to_string(n++);
+    ck_ = test::write_tiny_checkpoint(spec_, dir_);
+    out_ = dir_ + ".gguf";
   }
   // The checkpoint's tensors as written, with `edit` applied, as the single model.safetensors.
   template <class Edit>
@@ -220,7 +228,6 @@ class ConvertDirTest : public ::testing::Test {
 
   test::TinySpec spec_;
   test::TinyCheckpoint ck_;
-  std::string dir_, out_;
 };
 
 TEST_F(ConvertDirTest, MissingFiles) {
@@ -382,7 +389,7 @@ TEST_F(ShardedDirTest, ATensorInTwoShards) {
 
 // ---------------------------------------------------------------- BERT
 
-class BertDirTest : public ::testing::Test {
+class BertDirTest : public CheckpointDirTest {
  protected:
   void SetUp() override {
     static int n = 0;
@@ -391,14 +398,6 @@ class BertDirTest : public ::testing::Test {
     spec_.pooling = "mean";
     ck_ = test::write_tiny_bert_checkpoint(spec_, dir_);
     out_ = dir_ + ".gguf";
-  }
-  void expect_convert_error(ErrorCode code, const std::string& needle, const std::string& what) {
-    expect_error([&] { (void)convert::convert_hf_model(dir_, out_, {}); }, code, needle, what);
-    EXPECT_FALSE(fs::exists(out_)) << what;
-    EXPECT_FALSE(test::temp_file_left(out_)) << what;
-  }
-  void write(const std::string& name, const std::string& bytes) {
-    std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes;
   }
   void write_config(const std::string& from, const std::string& to) {
     std::string c = test::tiny_bert_config_json(spec_);
@@ -418,7 +417,6 @@ class BertDirTest : public ::testing::Test {
 
   test::TinyBertSpec spec_;
   test::TinyBertCheckpoint ck_;
-  std::string dir_, out_;
 };
 
 TEST_F(BertDirTest, AMissingTokenTypeEmbeddingIsNamedWithItsPrefixedForm) {
