@@ -10,9 +10,10 @@
 --llamacpp  llama-bench `-o jsonl` (or `-o json`) output of the same files.
 --ttft      `edgellm bench --ttft -o json` output: the warm rows' TTFT per model and prompt length.
 --rss-llamacpp  {"<model file name>": peak RSS bytes} (scripts/bench-summary.sh measures llama-bench
-            with /usr/bin/time).
+            with getrusage).
 -o          a PNG: per model, pp (prompt) and tg (generation) tokens/s, ours beside llama.cpp's.
---table     a Markdown table: per model, pp / tg of both, their ratio, TTFT and peak RSS.
+--table     a Markdown table: per model, pp / tg of both, their ratio, TTFT (ours measured by
+            `bench --ttft`; llama.cpp's is its pp time, llama-bench having no TTFT test) and peak RSS.
 
 Drawn with matplotlib from Debian (python3-matplotlib): when it is missing the script re-runs
 itself with Debian's /usr/bin/python3 and, as root, installs the package (apt-get), so a fresh
@@ -118,8 +119,10 @@ def fmt(x, spec="{:.1f}"):
 
 def write_table(path, ours, theirs, ttft, rss_ours, rss_theirs, pp, tg):
     lines = [f"| model | {pp} EdgeLLM | {pp} llama.cpp | x | {tg} EdgeLLM | {tg} llama.cpp | x | "
-             f"TTFT EdgeLLM (ms, warm) | peak RSS EdgeLLM (MiB) | peak RSS llama.cpp (MiB) |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             f"TTFT EdgeLLM (ms, warm) | TTFT llama.cpp (ms, its {pp} time) | "
+             f"peak RSS EdgeLLM (MiB) | peak RSS llama.cpp (MiB) |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    pp_tokens = int(pp[2:]) if pp[2:].isdigit() else None
     for m, tests in ours.items():
         t = theirs.get(m, {})
         row = [m]
@@ -128,6 +131,9 @@ def write_table(path, ours, theirs, ttft, rss_ours, rss_theirs, pp, tg):
             row += [fmt(a), fmt(b), fmt(a / b if a and b else None, "{:.2f}")]
         n_ms = ttft.get(m)
         row.append(f"{n_ms[1]:.1f} ({n_ms[0]} tokens)" if n_ms else "-")
+        # llama-bench has no TTFT test: its prefill of the same prompt length (random token ids,
+        # so no tokenizing; the first token's sampling not included) is the closest it measures.
+        row.append(fmt(1000.0 * pp_tokens / t[pp] if pp_tokens and t.get(pp) else None))
         row.append(fmt(rss_ours.get(m) / 2**20 if rss_ours.get(m) else None))
         row.append(fmt(rss_theirs.get(m) / 2**20 if rss_theirs.get(m) else None))
         lines.append("| " + " | ".join(row) + " |")

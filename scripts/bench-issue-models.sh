@@ -29,6 +29,8 @@ synth tinyllama-1.1b q4_K_M tinyllama-1.1b-q4_K_M.gguf
 synth llama-3.2-1b q4_0 llama-3.2-1b-q4_0.gguf
 synth qwen2.5-1.5b q4_0 qwen2.5-1.5b-q4_0.gguf "$TOK"
 synth qwen2.5-1.5b q4_K_M qwen2.5-1.5b-q4_K_M.gguf "$TOK"
+synth qwen3-0.6b q4_0 qwen3-0.6b-q4_0.gguf "$TOK"
+synth qwen3-0.6b q4_K_M qwen3-0.6b-q4_K_M.gguf "$TOK"
 
 ALL=$(printf '%s,' "$MODELS"/qwen2.5-0.5b-q4_0.gguf "$MODELS"/qwen2.5-0.5b-q8_0.gguf "$MODELS"/qwen2.5-0.5b-q4_K_M.gguf \
   "$MODELS"/tinyllama-1.1b-q4_0.gguf "$MODELS"/tinyllama-1.1b-q8_0.gguf "$MODELS"/tinyllama-1.1b-q4_K_M.gguf \

@@ -16,7 +16,8 @@
 #   machine, commit and command included.
 # --smoke: the same on small files for checking the script itself (FILES from $SMOKE_MODELS,
 #   -p 64 -n 16, 1 round), writing to OUT_DIR only, docs/ untouched.
-# Takes ~1-2 hours for the nine default files on a quiet 2-core machine: run it when nothing else runs.
+# Takes ~25 minutes for the eleven default files on a quiet 2-core machine (20 for nine, measured
+# 2026-12-07): run it when nothing else runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 smoke=0
@@ -28,13 +29,15 @@ OUT=${4:-$MODELS/summary}
 ROUNDS=${ROUNDS:-2}
 PP=512 TG=128 THREADS=${THREADS:-2}
 FILES=${FILES:-"qwen2.5-0.5b-q4_0 qwen2.5-0.5b-q8_0 qwen2.5-0.5b-q4_K_M tinyllama-1.1b-q4_0 tinyllama-1.1b-q8_0
-       tinyllama-1.1b-q4_K_M llama-3.2-1b-q4_0 qwen2.5-1.5b-q4_0 qwen2.5-1.5b-q4_K_M"}
+       tinyllama-1.1b-q4_K_M llama-3.2-1b-q4_0 qwen2.5-1.5b-q4_0 qwen2.5-1.5b-q4_K_M qwen3-0.6b-q4_0 qwen3-0.6b-q4_K_M"}
 if ((smoke)); then
   PP=64 TG=16 ROUNDS=1
   FILES=${SMOKE_MODELS:?--smoke needs SMOKE_MODELS: paths of small .gguf files}
 fi
 mkdir -p "$OUT"
-rm -f "$OUT"/edgellm-*.json "$OUT"/llamacpp-*.jsonl "$OUT"/ttft-*.json "$OUT"/rss-llamacpp.json
+# KEEP=1: add FILES to the results already in OUT (a model shape added to the list) instead of
+# starting over; the table and chart then cover every file measured there.
+((${KEEP:-0})) || rm -f "$OUT"/edgellm-*.json "$OUT"/llamacpp-*.jsonl "$OUT"/ttft-*.json "$OUT"/rss-llamacpp.json
 
 path_of() { [[ "$1" == */* || "$1" == *.gguf ]] && echo "$1" || echo "$MODELS/$1.gguf"; }
 name_of() { basename "$(path_of "$1")" .gguf; }
@@ -74,7 +77,13 @@ for f in $FILES; do
   "$BUILD/edgellm" bench -m "$(path_of "$f")" --ttft --ttft-prompts "$PP" --ttft-warm-only -t "$THREADS" -r 3 -o json \
     2>/dev/null >"$OUT/ttft-$(name_of "$f").json"
 done
-echo "${rss_json%, }}" | sed 's/^{}$/{}/' >"$OUT/rss-llamacpp.json"
+python3 - "$OUT/rss-llamacpp.json" "${rss_json%, }}" <<'PY'
+import json, os, sys
+path, new = sys.argv[1], json.loads(sys.argv[2])
+old = json.load(open(path)) if os.path.exists(path) else {}
+old.update(new)
+json.dump(old, open(path, "w"))
+PY
 
 chart="$OUT/bench-summary.png"
 ((smoke)) || chart="$root/docs/images/bench-summary.png"
@@ -91,6 +100,7 @@ cat "$OUT/table.md"
 # Replace the summary between the markers of docs/benchmarks.md.
 {
   echo "Measured $(date -u +%F) on $cpu ($(nproc) cores), $THREADS threads, commit $commit, $ROUNDS interleaved rounds:"
+  ((${KEEP:-0})) && echo "(this run added $(echo $FILES) to the results already in $OUT)"
   echo "\`scripts/bench-summary.sh $LLAMA_BENCH $BUILD $MODELS\`. Files: \`scripts/bench-issue-models.sh\` (synthetic"
   echo "weights of the real shapes; speed does not depend on the values)."
   echo
