@@ -484,6 +484,33 @@ TEST_F(BertDirTest, PoolingDeclarationsThatCannotBeHonoured) {
   expect_convert_error(ErrorCode::kInvalidFile, "modules.json: not a list", "modules.json object");
 }
 
+// The engine's WordPiece always splits CJK ideographs into words and cleans the text: a tokenizer
+// that does neither is refused, not converted into one that encodes differently.
+TEST_F(BertDirTest, ANormalizerTheEngineDoesNotRunIsRefused) {
+  const std::string tokenizer = test::read_file(dir_ + "/tokenizer.json");
+  const std::string config = test::read_file(dir_ + "/tokenizer_config.json");
+  auto edited = [](std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? text : text.replace(at, from.size(), to);
+  };
+  write("tokenizer_config.json", edited(config, "\"tokenize_chinese_chars\": true", "\"tokenize_chinese_chars\": false"));
+  expect_convert_error(ErrorCode::kUnsupported, "tokenize_chinese_chars / handle_chinese_chars false is not supported",
+                       "tokenize_chinese_chars false in tokenizer_config.json");
+  // tokenizer_config.json's true wins over the file's false (BertTokenizerFast rebuilds the
+  // normalizer from it): converts.
+  write("tokenizer_config.json", config);
+  write("tokenizer.json", edited(tokenizer, "\"handle_chinese_chars\": true", "\"handle_chinese_chars\": false"));
+  EXPECT_NO_THROW((void)convert::convert_hf_model(dir_, out_, {}));
+  fs::remove(out_);
+  write("tokenizer_config.json", edited(config, "\"tokenize_chinese_chars\": true, ", ""));
+  expect_convert_error(ErrorCode::kUnsupported, "tokenize_chinese_chars / handle_chinese_chars false is not supported",
+                       "handle_chinese_chars false in tokenizer.json");
+  write("tokenizer_config.json", config);
+  write("tokenizer.json", edited(tokenizer, "\"clean_text\": true", "\"clean_text\": false"));
+  expect_convert_error(ErrorCode::kUnsupported, "BertNormalizer clean_text false is not supported", "clean_text false");
+}
+
 TEST_F(BertDirTest, TheSameWeightWithAndWithoutThePrefix) {
   rewrite_weights([](auto& ts) {
     test::HfTensor dup = ts.front();

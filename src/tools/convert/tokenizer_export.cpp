@@ -1,6 +1,7 @@
 #include "tools/convert/tokenizer_export.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -308,10 +309,13 @@ void export_wordpiece(const Json& tj, const Json& model, const Json* tokenizer_c
   }
   out.tokens = std::move(s.tokens);
   out.types = std::move(s.types);
-  if (const Json* bn = find_in_tree(tj.find("normalizer"), "BertNormalizer", "normalizers")) {
-    if (const Json* l = bn->find("lowercase"); l && l->is_bool()) out.normalizer_lowercase = l->as_bool();
-    if (const Json* a = bn->find("strip_accents"); a && a->is_bool()) out.normalizer_strip_accents = a->as_bool();
-  }
+  const Json* bert_normalizer = find_in_tree(tj.find("normalizer"), "BertNormalizer", "normalizers");
+  auto flag = [](const Json* from, const char* key) -> std::optional<bool> {
+    const Json* v = from ? from->find(key) : nullptr;
+    return v && v->is_bool() ? std::optional<bool>(v->as_bool()) : std::nullopt;
+  };
+  if (const auto l = flag(bert_normalizer, "lowercase")) out.normalizer_lowercase = *l;
+  if (const auto a = flag(bert_normalizer, "strip_accents")) out.normalizer_strip_accents = *a;
   if (find_in_tree(tj.find("normalizer"), "Lowercase", "normalizers")) out.normalizer_lowercase = true;
   if (find_in_tree(tj.find("normalizer"), "StripAccents", "normalizers")) out.normalizer_strip_accents = true;
   // tokenizer_config.json's do_lower_case, when given, is what transformers' BertTokenizerFast
@@ -323,6 +327,22 @@ void export_wordpiece(const Json& tj, const Json& model, const Json* tokenizer_c
       const Json* a = tokenizer_config->find("strip_accents");
       out.normalizer_strip_accents = a && a->is_bool() ? std::optional<bool>(a->as_bool()) : std::nullopt;
     }
+  }
+  // BertNormalizer's handle_chinese_chars / clean_text (tokenizer_config.json's
+  // tokenize_chinese_chars wins, as BertTokenizerFast rebuilds the normalizer from it): the
+  // engine's WordPiece, like llama.cpp's, always cleans the text and puts each CJK ideograph in a
+  // word of its own, so a tokenizer that does neither would encode differently after conversion.
+  const bool chinese = flag(tokenizer_config, "tokenize_chinese_chars")
+                           .value_or(flag(bert_normalizer, "handle_chinese_chars").value_or(true));
+  if (!chinese) {
+    throw Error(ErrorCode::kUnsupported,
+                "tokenizer: tokenize_chinese_chars / handle_chinese_chars false is not supported (the engine's "
+                "WordPiece, like llama.cpp's, splits CJK ideographs into words of their own)");
+  }
+  if (!flag(bert_normalizer, "clean_text").value_or(true)) {
+    throw Error(ErrorCode::kUnsupported,
+                "tokenizer.json: BertNormalizer clean_text false is not supported (the engine's WordPiece, like "
+                "llama.cpp's, always drops control characters and maps whitespace to spaces)");
   }
   out.token_type_count = 1;
   if (config_json) {
