@@ -8,21 +8,18 @@ JOBS       ?= $(shell nproc)
 TESTDATA   ?= $(abspath ../shared)
 export EDGELLM_TESTDATA ?= $(TESTDATA)
 
-# The plain build builds the libraries as an app builds them (one object per source) and
-# unity-builds only the CLI, the server and the C ABI's own 14 files (EDGELLM_UNITY_TARGETS:
-# libedgellm.so's thin layer over edgellm_core; 59 s of CPU one object per source), which no
-# peak-RSS test links
-# (with the tools library unity-built too, memory_plan's test binary grew from 3.3 to 5.3 MB of
-# code and stories260K's measured overhead past its margin);
-# the sanitizer, fuzz and cross builds unity-build the libraries too (EDGELLM_UNITY,
-# CMakeLists.txt): a test binary that links a unity batch links all 8 of its sources, which moved
-# the peak-RSS tests' process overhead (stories260K: 4.8-5.0 MiB -> 5.6-5.7 MiB), and the plain
-# build is where those run.
+# The plain build unity-builds the libraries, the CLI, the server and the C ABI as the sanitizer,
+# fuzz and cross builds do (EDGELLM_UNITY, CMakeLists.txt: batches of 8 sources, the headers
+# parsed once per batch), with each function in its own section and the unreached ones dropped at
+# link time (EDGELLM_GC_SECTIONS, on by default outside the sanitizers): without that, a test
+# binary that links one function of a unity batch carries all 8 sources' code, which moved the
+# peak-RSS tests' process overhead past their margin (memory_plan's binary 3.3 -> 5.3 MB of code;
+# with it, 2.55 MB, and stories260K's peak 5.0-5.2 -> 4.5 MiB against a plan of 4.66 MiB).
 # The gtest-heavy test files (not the kernel, naive-reference or peak-RSS ones) compile with clang++ when it is there (EDGELLM_TEST_CXX,
 # CMakeLists.txt: about half of g++'s compile time for gtest-heavy files); the library, tools and
 # server keep g++, which links every binary.
 TEST_CXX   ?= $(shell command -v clang++ 2>/dev/null)
-CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release "-DEDGELLM_UNITY_TARGETS=edgellm_cli;edgellm_server;edgellm" \
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGELLM_UNITY=ON \
              -DEDGELLM_TEST_CXX=$(TEST_CXX)
 # Sanitizer builds: -O1 with line tables (reports name file:line), asserts kept (no -DNDEBUG),
 # linked by lld (EDGELLM_LINKER: their ~150 test links take a quarter of GNU ld's time) against
