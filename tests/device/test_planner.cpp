@@ -263,6 +263,11 @@ TEST(Planner, DraftModelIsCountedPerConfiguration) {
   Context ctx(*target, cp);
   const DraftModelDrafter drafter(*draft, ctx);
   EXPECT_EQ(c.memory.draft, weights + drafter.allocated_bytes());
+  // The documented shape of that context: one full sequence of the target's n_ctx (blocks of 16),
+  // F16 K and V.
+  EXPECT_EQ(drafter.context().kv_blocks_total(), (c.n_ctx + 15) / 16);
+  EXPECT_EQ(drafter.context().params().kv_k(), TensorType::F16);
+  EXPECT_EQ(drafter.context().params().kv_v(), TensorType::F16);
   EXPECT_NE(roomy.to_text().find("draft  "), std::string::npos) << roomy.to_text();
   EXPECT_EQ(roomy.to_json().at("choice").at("memory").at("draft_bytes").as_int(), static_cast<int64_t>(c.memory.draft));
 
