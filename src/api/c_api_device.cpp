@@ -51,6 +51,10 @@ edgellm_status edgellm_plan_json(const char* request_json, char* buf, size_t cap
     o.headroom = number_or(req, "headroom", o.headroom);
     if (const Json* p = req.find("power_mode"); p && p->is_string()) o.power = parse_power_mode(p->as_string());
     o.min_decode_tokens_per_second = number_or(req, "min_decode_tokens_per_second", 0);
+    if (const Json* dm = req.find("draft_model"); dm && !dm->is_null()) {
+      if (!dm->is_string()) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "request_json: 'draft_model' must be a path");
+      o.draft_model = dm->as_string();
+    }
     std::vector<PlanCandidate> candidates;
     std::optional<ModelRegistry> registry;
     std::optional<CrashLoopGuard> crash_guard;

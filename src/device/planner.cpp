@@ -95,6 +95,20 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
   }
   const uint64_t budget = plan.budget_bytes > plan.companion_bytes ? plan.budget_bytes - plan.companion_bytes : 0;
 
+  // A draft model beside every candidate: loaded once (mmap, no repacking), counted per
+  // configuration (its KV is one sequence of the configuration's n_ctx).
+  plan.draft_model = o.draft_model;
+  std::unique_ptr<Model> draft;
+  if (!o.draft_model.empty()) {
+    try {
+      ModelLoadParams lp;
+      lp.repack = RepackMode::kOff;
+      draft = Model::load(o.draft_model, lp);
+    } catch (const Error& e) {
+      throw Error(e.code(), "plan: draft model '" + o.draft_model + "': " + e.what());
+    }
+  }
+
   // Load each candidate's index and views (mmap, no repacking: cheap) to run the formula.
   std::vector<Ranked> ranked;
   for (const auto& c : candidates) {
@@ -154,7 +168,7 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
           opt.kv_type = kv.k;
           opt.kv_type_v = kv.v;
           opt.n_batch = batch;
-          opt.memory = plan_memory(*r.model, cp, RepackMode::kAuto);
+          opt.memory = plan_memory(*r.model, cp, RepackMode::kAuto, draft.get());
           opt.guard_key = plan_guard_key(r.c.label, ctx, kv.k, kv.v);
           smallest = opt;
           if (opt.memory.total() > budget) continue;
@@ -248,6 +262,7 @@ Json Plan::to_json() const {
   }
   j.set("companions", std::move(comps));
   j.set("companion_bytes", companion_bytes);
+  j.set("draft_model", draft_model.empty() ? Json(nullptr) : Json(draft_model));
   j.set("choice", choice ? option_json(*choice) : Json(nullptr));
   Json c = Json::array();
   for (const auto& o : considered) c.push_back(option_json(o));
@@ -301,11 +316,17 @@ std::string Plan::to_text() const {
       std::snprintf(line, sizeof line,
                     "      ctx %d x %d seq, %s KV, batch %d:\n"
                     "        weights   %12s\n        KV        %12s\n        scratch   %12s\n"
-                    "        logits    %12s\n        tokenizer %12s\n        runtime   %12s\n"
-                    "        total     %12s  %s budget %s\n",
+                    "        logits    %12s\n        tokenizer %12s\n        runtime   %12s\n",
                     o.n_ctx, m.n_seq_max, kv_types_text(o).c_str(), o.n_batch, mib(m.weights_touched).c_str(),
                     mib(m.kv).c_str(), mib(m.scratch).c_str(), mib(m.logits).c_str(), mib(m.tokenizer).c_str(),
-                    mib(m.runtime).c_str(), mib(m.total()).c_str(),
+                    mib(m.runtime).c_str());
+      s += line;
+      if (!draft_model.empty()) {
+        std::snprintf(line, sizeof line, "        draft     %12s  (weights, KV of one sequence, scratch: ",
+                      mib(m.draft).c_str());
+        s += line + draft_model + ")\n";
+      }
+      std::snprintf(line, sizeof line, "        total     %12s  %s budget %s\n", mib(m.total()).c_str(),
                     m.total() + companion_bytes <= budget_bytes ? "<=" : ">",
                     mib(budget_bytes > companion_bytes ? budget_bytes - companion_bytes : 0).c_str());
       s += line;

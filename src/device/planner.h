@@ -59,6 +59,10 @@ struct PlanOptions {
   int32_t estimate_prompt_tokens = 512;
   int32_t estimate_answer_tokens = 128;
   std::vector<PlanCompanion> companions;  // models held beside the candidate (counted first)
+  // A draft model for speculative decoding held beside every candidate (`edgellm plan -md`):
+  // counted per configuration (MemoryPlan::draft), since its KV follows the candidate's n_ctx.
+  // It must share the candidates' vocabulary to be used (not checked here). Empty: none.
+  std::string draft_model;
 };
 
 // A companion's memory, or why it could not be planned (it then counts as 0 and the plan says so).
@@ -90,6 +94,7 @@ struct Plan {
   uint64_t budget_bytes = 0;  // the device's budget; candidates get it less companion_bytes
   std::vector<CompanionPlan> companions;
   uint64_t companion_bytes = 0;
+  std::string draft_model;  // PlanOptions::draft_model
   PowerMode power = PowerMode::kBalanced;
   ThreadPlan threads;
   std::optional<PlanOption> choice;
@@ -113,7 +118,8 @@ struct KvTypePair {
 const std::vector<KvTypePair>& plan_kv_ladder();
 
 // Never throws for a candidate that cannot be loaded (it is listed with the reason); throws
-// Error(kInvalidArgument) for bad options or no candidates.
+// Error(kInvalidArgument) for bad options or no candidates, and the load's error (naming the
+// file) for a draft model that cannot be loaded.
 Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& candidates, const PlanOptions& options);
 
 }  // namespace edgellm

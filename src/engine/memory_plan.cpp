@@ -61,6 +61,7 @@ Json MemoryPlan::to_json() const {
   j.set("logits_bytes", static_cast<uint64_t>(logits));
   j.set("tokenizer_bytes", static_cast<uint64_t>(tokenizer));
   j.set("runtime_bytes", static_cast<uint64_t>(runtime));
+  j.set("draft_bytes", static_cast<uint64_t>(draft));
   j.set("total_bytes", static_cast<uint64_t>(total()));
   return j;
 }
@@ -147,7 +148,29 @@ void plan_weights(const Model& model, RepackMode repack, MemoryPlan& m) {
 
 }  // namespace
 
-MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack) {
+ContextParams draft_context_params(const ContextParams& t) {
+  ContextParams cp;
+  cp.n_ctx = t.n_ctx;
+  cp.n_batch = t.n_batch;
+  cp.n_seq_max = 1;
+  cp.n_threads = t.n_threads;
+  cp.n_threads_batch = t.n_threads_batch;
+  cp.kv_type = t.kv_k() == TensorType::F32 ? TensorType::F32 : TensorType::F16;
+  cp.kv_block_tokens = t.kv_block_tokens;
+  cp.placement = t.placement;
+  cp.placement_batch = t.placement_batch;
+  cp.thread_pool = t.thread_pool;
+  return cp;
+}
+
+MemoryPlan plan_draft_memory(const Model& draft, const ContextParams& target, RepackMode repack) {
+  MemoryPlan m = plan_memory(draft, draft_context_params(target), repack);
+  m.tokenizer = 0;
+  m.runtime = 0;
+  return m;
+}
+
+MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack, const Model* draft_model) {
   const ContextParams p = resolved_context_params(model, params);
   const HParams& hp = model.hparams();
   MemoryPlan m;
@@ -171,6 +194,7 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   const bool decode_pool = p.placement.nice.value_or(0) != p.placement_batch.nice.value_or(0);
   const size_t threads = static_cast<size_t>(m.n_threads) + (decode_pool ? static_cast<size_t>(p.n_threads - 1) : 0);
   m.runtime = kRuntimeFixedBytes + threads * kRuntimePerThreadBytes;
+  if (draft_model != nullptr) m.draft = plan_draft_memory(*draft_model, p, repack).total();
   return m;
 }
 

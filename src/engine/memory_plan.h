@@ -20,6 +20,11 @@
 //   logits           logits_rows_reserved x n_vocab x 4 bytes
 //   tokenizer        vocabulary strings and tables, merge table (estimated from the GGUF arrays)
 //   runtime          worker thread stacks touched + the library's fixed allocations (measured)
+//   draft            a draft model for speculative decoding, when one is held beside the model
+//                    (plan_draft_memory): its weights_touched + kv + scratch + logits, its KV
+//                    one sequence of the target's n_ctx (F16; F32 beside an F32 target); no
+//                    tokenizer (it uses the target's) and no runtime (it runs on the target's
+//                    threads, between the target's forwards)
 #pragma once
 
 #include <cstddef>
@@ -49,8 +54,9 @@ struct MemoryPlan {
   size_t logits = 0;
   size_t tokenizer = 0;
   size_t runtime = 0;
+  size_t draft = 0;  // plan_draft_memory(...).total() of a draft model beside it; 0: none
 
-  size_t total() const { return weights_touched + kv + scratch + logits + tokenizer + runtime; }
+  size_t total() const { return weights_touched + kv + scratch + logits + tokenizer + runtime + draft; }
   Json to_json() const;  // every term in bytes, plus "total"
 };
 
@@ -66,8 +72,20 @@ int32_t logits_rows_reserved(const ContextParams& params);
 ContextParams resolved_context_params(const Model& model, ContextParams params);
 
 // The plan for `model` under `params`. `repack`: how the model is (or will be) loaded; a model
-// loaded with repacking already has packed matrices and the mode does not matter.
-MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack);
+// loaded with repacking already has packed matrices and the mode does not matter. `draft_model`:
+// a draft model for speculative decoding beside it (its term: plan_draft_memory), loaded with the
+// same `repack`.
+MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMode repack,
+                       const Model* draft_model = nullptr);
+
+// The Context a draft model gets beside a target context with (resolved) params `target`
+// (generation/draft_model_drafter.h creates it from these): one sequence of the target's n_ctx,
+// its batch, threads, placements and thread pool; KV F16, or F32 when the target's K is F32.
+ContextParams draft_context_params(const ContextParams& target);
+// A draft model's own terms beside a target context with resolved params `target`: weights,
+// kv, scratch, logits of draft_context_params(target); tokenizer and runtime 0 (see the file
+// comment). Its total() is MemoryPlan::draft of the target's plan.
+MemoryPlan plan_draft_memory(const Model& draft, const ContextParams& target, RepackMode repack);
 
 struct EmbedderParams;
 // The same terms for an Embedder (engine/embedder.h): an encoder has no KV and no logits, its

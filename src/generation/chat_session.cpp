@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "engine/context.h"
 #include "generation/answer_room.h"
+#include "generation/draft_model_drafter.h"
+#include "generation/drafter.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
 #include "model/model.h"
@@ -101,8 +103,15 @@ ChatSession::ChatSession(Context& ctx, const Tokenizer& tokenizer, ChatTemplate 
   require(params_.extra_context.is_object(), ErrorCode::kInvalidArgument,
           "chat session: extra_context must be a JSON object");
   stop_ = chat_stop_strings(template_, tok_, params_.stop);
+  if (params_.speculation.mode == SpeculationMode::kDraft) {
+    require(params_.speculation.draft_model != nullptr, ErrorCode::kInvalidArgument,
+            "chat session: speculation mode 'draft' needs a draft model (SpeculationParams::draft_model)");
+    draft_model_drafter_ = std::make_unique<DraftModelDrafter>(*params_.speculation.draft_model, ctx_);
+  }
   reset();
 }
+
+ChatSession::~ChatSession() = default;
 
 void ChatSession::reset() {
   messages_ = Json::array();
@@ -221,6 +230,18 @@ ChatReply ChatSession::complete_conversation(Json conv, size_t chars_sanitized, 
   gp.stop = stop_;
   GenerationCallbacks cb;
   cb.cancel = cancel;
+  // Speculation: the drafter is given the reused prefix here; generate() appends the prefilled
+  // rest and the answer, so it sees the conversation as the KV holds it (see the file comment).
+  gp.speculation = params_.speculation;
+  std::unique_ptr<Drafter> turn_drafter;
+  if (draft_model_drafter_) {
+    draft_model_drafter_->restart();
+    cb.drafter = draft_model_drafter_.get();
+  } else if (params_.speculation.mode != SpeculationMode::kOff) {
+    turn_drafter = make_drafter(params_.speculation, ctx_);
+    cb.drafter = turn_drafter.get();
+  }
+  if (cb.drafter != nullptr) cb.drafter->append({tokens.data(), keep});
   if (on_text) {
     cb.on_token = [&on_text](int32_t, std::string_view text) { return text.empty() || on_text(text); };
   }
@@ -237,6 +258,7 @@ ChatReply ChatSession::complete_conversation(Json conv, size_t chars_sanitized, 
   }
   st.decode_tokens = r.timings.decode_tokens;
   st.decode_seconds = r.timings.decode_seconds;
+  st.speculation = r.speculation;
   st.finish_reason = r.finish_reason;
   reply.text = std::move(r.text);
   reply.tokens = std::move(r.tokens);

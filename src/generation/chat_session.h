@@ -14,6 +14,14 @@
 //            the same, so typically reused = |prompt1 + a1|, prefilled = the end-of-turn marker +
 //            user2 + the generation prompt.
 //
+// Speculative decoding (ChatSessionParams::speculation) changes how many forwards an answer
+// takes, never its tokens. The drafter sees the whole conversation, not only the prefilled part:
+//   n-gram:       a new NgramDrafter per turn, given the reused prefix first (earlier turns are
+//                 what answers quote), then the prefilled tokens and the answer (generate()).
+//   draft model:  one DraftModelDrafter for the session, restarted per turn: its own context
+//                 keeps the KV of the prefix it shares with the last turn's sequence, so a turn
+//                 re-reads only what changed (as the target's KV does).
+//
 // The sampler lives as long as the session: its RNG and penalty window carry over from turn to
 // turn (each turn's new prompt tokens and answer enter the window), reset() restarts both.
 //
@@ -25,6 +33,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +46,7 @@
 namespace edgellm {
 
 class Context;
+class DraftModelDrafter;
 class Tokenizer;
 
 namespace gguf { class GgufFile; }
@@ -47,6 +57,10 @@ struct ChatSessionParams {
   std::string system_prompt;        // empty: no system message
   std::vector<std::string> stop;    // extra stop strings (the template's end-of-turn text is added)
   Json extra_context = Json::object();  // more template variables (enable_thinking, ...)
+  // Speculative decoding of the answers (off by default). kDraft: speculation.draft_model (same
+  // vocabulary as the target, checked by the constructor) must outlive the session; its context
+  // (the target's n_ctx, one sequence) is allocated by the constructor.
+  SpeculationParams speculation;
 };
 
 // One turn's numbers. prompt_tokens = tokens_reused + tokens_prefilled.
@@ -61,6 +75,7 @@ struct ChatTurnStats {
   double ttft_seconds = 0;        // turn start (render + tokenize + prefill) to the first sampled token
   double decode_seconds = 0;      // first to last sampled token
   int32_t decode_tokens = 0;      // tokens sampled after the first one
+  SpeculationStats speculation;   // the answer's decode forwards, drafted and accepted tokens
   FinishReason finish_reason = FinishReason::kError;
 
   double decode_tokens_per_second() const { return decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0; }
@@ -79,9 +94,11 @@ struct ChatReply {
 class ChatSession {
  public:
   // `ctx`, `tokenizer` must outlive the session. The sequence params.seq_id is cleared.
-  // Throws Error(kInvalidArgument) for a bad seq id or sampler parameters.
+  // Throws Error(kInvalidArgument) for a bad seq id or sampler parameters, and for speculation
+  // kDraft without a draft model or with one of another vocabulary.
   ChatSession(Context& ctx, const Tokenizer& tokenizer, ChatTemplate chat_template,
               const SamplerParams& sampling, ChatSessionParams params);
+  ~ChatSession();
   ChatSession(const ChatSession&) = delete;
   ChatSession& operator=(const ChatSession&) = delete;
 
@@ -143,6 +160,7 @@ class ChatSession {
   ChatTurnStats last_stats_;
   bool has_stats_ = false;
   int32_t n_turns_ = 0;
+  std::unique_ptr<DraftModelDrafter> draft_model_drafter_;  // speculation kDraft only
 };
 
 // Length of the longest common prefix of two id lists.

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "engine/batch.h"
+#include "engine/memory_plan.h"
 #include "model/model.h"
 
 namespace edgellm {
@@ -35,22 +36,6 @@ void check_same_vocabulary(const Model& draft, const Model& target) {
 
 namespace {
 
-ContextParams draft_context_params(const Context& target) {
-  const ContextParams& t = target.params();
-  ContextParams cp;
-  cp.n_ctx = t.n_ctx;
-  cp.n_batch = t.n_batch;
-  cp.n_seq_max = 1;
-  cp.n_threads = t.n_threads;
-  cp.n_threads_batch = t.n_threads_batch;
-  cp.kv_type = t.kv_k() == TensorType::F32 ? TensorType::F32 : TensorType::F16;
-  cp.kv_block_tokens = t.kv_block_tokens;
-  cp.placement = t.placement;
-  cp.placement_batch = t.placement_batch;
-  cp.thread_pool = t.thread_pool;
-  return cp;
-}
-
 // Argmax of one logit row; the lowest id on ties (as the greedy sampler picks).
 int32_t greedy_draft(const float* logits, int32_t n) {
   int32_t best = 0;
@@ -64,7 +49,7 @@ int32_t greedy_draft(const float* logits, int32_t n) {
 
 DraftModelDrafter::DraftModelDrafter(const Model& draft, const Context& target) {
   check_same_vocabulary(draft, target.model());
-  ctx_ = std::make_unique<Context>(draft, draft_context_params(target));
+  ctx_ = std::make_unique<Context>(draft, draft_context_params(target.params()));  // engine/memory_plan.h
 }
 
 void DraftModelDrafter::append(std::span<const int32_t> tokens) {

@@ -19,7 +19,8 @@
 //
 // Memory: one Context on the draft model with one sequence of the target's n_ctx (its KV pool is
 // sized for that sequence: kv_blocks_for(n_ctx) blocks at the draft model's shape) plus its
-// scratch; allocated_bytes() reports it. The forwards run on the target context's thread pool
+// scratch; allocated_bytes() reports it, and the memory plan counts it (engine/memory_plan.h:
+// draft_context_params, plan_draft_memory; `edgellm plan -md`). The forwards run on the target context's thread pool
 // (ContextParams::thread_pool, the process-wide pool when that is null) and thread count, between
 // the target's forwards on the same thread, so the two never compete for the workers.
 // When the sequence outgrows the draft context (endless streams with context shift) the draft

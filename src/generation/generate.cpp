@@ -31,22 +31,6 @@ bool deliver(const StepOutput& out, const GenerationCallbacks& cb) {
   return true;
 }
 
-// The drafter of params.speculation.mode (null when off); throws for sizes out of range, a
-// missing draft model or one with another vocabulary.
-std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp, const Context& ctx) {
-  if (sp.mode == SpeculationMode::kOff) return nullptr;
-  if (sp.mode == SpeculationMode::kDraft) {
-    require(sp.draft_model != nullptr, ErrorCode::kInvalidArgument,
-            "generate: speculation mode 'draft' needs a draft model (SpeculationParams::draft_model)");
-    return std::make_unique<DraftModelDrafter>(*sp.draft_model, ctx);
-  }
-  NgramDrafterParams np;
-  np.ngram_min = sp.ngram_min;
-  np.ngram_max = sp.ngram_max;
-  np.max_history = sp.ngram_history;
-  return std::make_unique<NgramDrafter>(np);
-}
-
 // Drafts worth verifying in the next forward after the token at `pos`: at most `want`, and
 // no more than can be used: positions left in n_ctx, tokens left to max_tokens (a verify forward
 // samples up to drafts + 1), one chunk (n_batch) and the KV blocks free now (a draft must never
@@ -64,6 +48,20 @@ int32_t draft_room(const Context& ctx, const SequenceGenerator& gen, const Gener
 }
 
 }  // namespace
+
+std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp, const Context& ctx) {
+  if (sp.mode == SpeculationMode::kOff) return nullptr;
+  if (sp.mode == SpeculationMode::kDraft) {
+    require(sp.draft_model != nullptr, ErrorCode::kInvalidArgument,
+            "generate: speculation mode 'draft' needs a draft model (SpeculationParams::draft_model)");
+    return std::make_unique<DraftModelDrafter>(*sp.draft_model, ctx);
+  }
+  NgramDrafterParams np;
+  np.ngram_min = sp.ngram_min;
+  np.ngram_max = sp.ngram_max;
+  np.max_history = sp.ngram_history;
+  return std::make_unique<NgramDrafter>(np);
+}
 
 const char* speculation_mode_name(SpeculationMode mode) {
   switch (mode) {

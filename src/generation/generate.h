@@ -78,6 +78,12 @@ struct SpeculationStats {
   double tokens_per_forward() const { return forwards > 0 ? static_cast<double>(forward_tokens) / forwards : 0.0; }
 };
 
+// The drafter generate() uses for sp.mode (null when off): an NgramDrafter with sp's n-gram
+// sizes, or a DraftModelDrafter on sp.draft_model beside `ctx`. For a caller that keeps a drafter
+// across calls (GenerationCallbacks::drafter: a chat feeds it the whole conversation). Throws
+// Error(kInvalidArgument) for kDraft without a draft model or with another vocabulary.
+std::unique_ptr<Drafter> make_drafter(const SpeculationParams& sp, const Context& ctx);
+
 // "stop", "length", "cancelled", "timeout", "error" (the names the JSON output and the C API use).
 const char* finish_reason_name(FinishReason reason);
 

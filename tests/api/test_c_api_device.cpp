@@ -103,6 +103,20 @@ TEST(CApiDevice, PlanJson) {
     EXPECT_NE(edgellm_plan_json(bad, nullptr, 0, &len), EDGELLM_ERR_BUFFER_TOO_SMALL) << bad;
   }
   EXPECT_EQ(edgellm_plan_json(nullptr, nullptr, 0, &len), EDGELLM_ERR_INVALID_ARGUMENT);
+  // "draft_model": a draft model beside every candidate, counted in each configuration.
+  const std::string with_draft = "{\"device\": \"phone-4gb\", \"models\": [\"" + stories + "\"], \"draft_model\": \"" +
+                                 stories + "\"}";
+  const std::string drafted =
+      call_json(&st, [&](char* b, size_t c, size_t* l) { return edgellm_plan_json(with_draft.c_str(), b, c, l); });
+  ASSERT_EQ(st, EDGELLM_OK) << edgellm_last_error();
+  EXPECT_NE(drafted.find("\"draft_model\": \"" + stories + "\""), std::string::npos) << drafted;
+  EXPECT_EQ(drafted.find("\"draft_bytes\": 0,"), std::string::npos) << drafted;  // counted in every configuration
+  const std::string bad_draft = "{\"models\": [\"" + stories + "\"], \"draft_model\": 5}";
+  EXPECT_EQ(edgellm_plan_json(bad_draft.c_str(), nullptr, 0, &len), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("draft_model"), std::string::npos) << edgellm_last_error();
+  const std::string missing_draft = "{\"models\": [\"" + stories + "\"], \"draft_model\": \"/no/draft.gguf\"}";
+  EXPECT_NE(edgellm_plan_json(missing_draft.c_str(), nullptr, 0, &len), EDGELLM_OK);
+  EXPECT_NE(std::string(edgellm_last_error()).find("/no/draft.gguf"), std::string::npos) << edgellm_last_error();
 }
 
 }  // namespace

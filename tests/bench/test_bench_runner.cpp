@@ -290,6 +290,84 @@ TEST(BenchRunner, InterleavedDepthsPairTheRepetitions) {
   EXPECT_TRUE(format_paired_ratios(one).empty());
 }
 
+// The median, min and max of num[i] / den[i], computed here apart from the runner's helper.
+std::vector<double> sorted_ratios(const std::vector<double>& num, const std::vector<double>& den) {
+  std::vector<double> q;
+  for (size_t k = 0; k < num.size() && k < den.size(); ++k) q.push_back(num[k] / den[k]);
+  std::sort(q.begin(), q.end());
+  return q;
+}
+
+// --spec: every tg test gets a speculative record right after it, paired repetition by repetition
+// with plain greedy decoding of the same prompt. The model drafts for itself (-md = the model),
+// so nearly every draft is accepted (measured: 100 % at d0 and d8) and a forward yields more than
+// one token; the two arms produced the same tokens; the ratio fields are the samples' ratios; the
+// report shows the columns in every format (CSV rows as wide as the header).
+TEST(BenchRunner, SpeculativeRecordsPairWithPlainDecoding) {
+  BenchParams p;
+  p.measure_int8_peak = false;
+  p.measure_bandwidth = false;
+  p.models = {tiny_model("tiny-llama", "q8_0")};
+  p.n_prompt = {0};
+  p.n_gen = {12};
+  p.n_depth = {0, 8};
+  p.n_threads = {1};
+  p.repetitions = 3;
+  p.speculation.mode = SpeculationMode::kDraft;
+  p.speculation.draft_max = 4;
+  p.draft_model_path = p.models[0];
+  const auto records = run_bench(p, no_bandwidth_machine());
+  ASSERT_EQ(records.size(), 4u);  // tg12, its spec record, at d0 and d8
+  for (size_t i = 0; i < 4; i += 2) {
+    const BenchRecord& plain = records[i];
+    const BenchRecord& r = records[i + 1];
+    EXPECT_FALSE(plain.is_speculative());
+    ASSERT_TRUE(r.is_speculative());
+    EXPECT_EQ(r.n_depth, plain.n_depth);
+    EXPECT_EQ(r.test_name(), plain.test_name().substr(0, 4) + " spec draft k4" + plain.test_name().substr(4));
+    EXPECT_TRUE(r.spec_tokens_match);
+    ASSERT_EQ(r.samples_ts.size(), 3u);
+    ASSERT_EQ(r.spec_plain_samples_ts.size(), 3u);
+    const std::vector<double> q = sorted_ratios(r.samples_ts, r.spec_plain_samples_ts);
+    EXPECT_DOUBLE_EQ(r.spec_ratio_median, q[1]);
+    EXPECT_DOUBLE_EQ(r.spec_ratio_min, q[0]);
+    EXPECT_DOUBLE_EQ(r.spec_ratio_max, q[2]);
+    EXPECT_GT(r.spec_drafted, 0);
+    EXPECT_GE(r.spec_accepted, r.spec_drafted * 9 / 10) << "the self-draft should nearly always be right";
+    EXPECT_DOUBLE_EQ(r.spec_acceptance_rate, static_cast<double>(r.spec_accepted) / r.spec_drafted);
+    EXPECT_GT(r.spec_tokens_per_forward, 1.5);
+    EXPECT_LE(r.spec_tokens_per_forward, 5.0);
+    EXPECT_EQ(r.bytes_per_token, 0.0);  // no bandwidth claim for speculative tokens
+  }
+  const BenchMachine m = no_bandwidth_machine();
+  const std::string md = format_report(ReportFormat::kMarkdown, records, m);
+  EXPECT_NE(md.find("| accept |"), std::string::npos) << md;
+  EXPECT_NE(md.find("tg12 spec draft k4 / tg12 greedy"), std::string::npos) << md;
+  const Json json = Json::parse(format_report(ReportFormat::kJson, records, m));
+  EXPECT_EQ(json.at(1).at("spec_mode").as_string(), "draft");
+  EXPECT_DOUBLE_EQ(json.at(1).at("spec_ratio_median").as_number(), records[1].spec_ratio_median);
+  EXPECT_EQ(json.at(0).find("spec_mode"), nullptr);
+  const std::string csv = format_report(ReportFormat::kCsv, records, m);
+  size_t header_commas = std::string::npos;
+  size_t start = 0;
+  for (size_t end = csv.find('\n'); end != std::string::npos; start = end + 1, end = csv.find('\n', start)) {
+    const auto commas = static_cast<size_t>(std::count(csv.begin() + start, csv.begin() + end, ','));
+    if (header_commas == std::string::npos) header_commas = commas;
+    EXPECT_EQ(commas, header_commas) << csv.substr(start, end - start);
+  }
+  EXPECT_NE(csv.find(",draft,4,"), std::string::npos) << csv;
+
+  // n-gram drafting on random-token prompts: whatever it accepts, the tokens are plain decoding's.
+  p.speculation.mode = SpeculationMode::kNgram;
+  p.draft_model_path.clear();
+  p.n_depth = {0};
+  const auto ngram = run_bench(p, m);
+  ASSERT_EQ(ngram.size(), 2u);
+  EXPECT_EQ(ngram[1].spec_mode, "ngram");
+  EXPECT_TRUE(ngram[1].spec_tokens_match);
+  EXPECT_LE(ngram[1].spec_accepted, ngram[1].spec_drafted);
+}
+
 TEST(BenchRunner, ErrorsNameTheProblem) {
   BenchParams p;
   p.measure_int8_peak = false;  // probed only where a test checks it (it takes time)

@@ -14,6 +14,7 @@
 #include "device/planner.h"
 #include "engine/context.h"
 #include "engine/embedder.h"
+#include "generation/draft_model_drafter.h"
 #include "model/model.h"
 #include "registry/crash_loop_guard.h"
 #include "support/synthetic_model.h"
@@ -220,6 +221,81 @@ TEST(Planner, CompanionEmbedderIsCountedFirst) {
   EXPECT_EQ(both.choice->n_ctx, alone.choice->n_ctx);
   EXPECT_NE(both.to_text().find("beside it: bge"), std::string::npos);
   EXPECT_EQ(both.to_json().at("companion_bytes").as_int(), static_cast<int64_t>(em.total()));
+}
+
+// A draft model (speculative decoding) beside the candidate is counted per configuration: its
+// term is what its own Context really holds beside the chosen one (DraftModelDrafter's
+// allocated_bytes: one sequence of the target's n_ctx, F16 KV) plus its weights counted from the
+// file, and it changes the choice where the candidate alone fits only with the room the draft
+// takes. stories260K drafts for itself (the vocabulary must be the target's).
+TEST(Planner, DraftModelIsCountedPerConfiguration) {
+  const std::string path = test::shared_model("stories260K.gguf");
+  const std::vector<PlanCandidate> stories = {{"stories", path, std::nullopt}};
+  PlanOptions o;
+  o.max_ctx = 1024;
+  o.min_ctx = 128;
+  o.headroom = 0.0;
+  const Plan alone = make_plan(small_device(1000), stories, o);
+  ASSERT_TRUE(alone.choice);
+  EXPECT_EQ(alone.choice->memory.draft, 0u);
+  o.draft_model = path;
+  const Plan roomy = make_plan(small_device(1000), stories, o);
+  ASSERT_TRUE(roomy.choice);
+  const PlanOption& c = *roomy.choice;
+  EXPECT_EQ(c.n_ctx, alone.choice->n_ctx);
+  ASSERT_GT(c.memory.draft, 0u);
+  EXPECT_EQ(c.memory.total(), alone.choice->memory.total() + c.memory.draft);
+
+  ModelLoadParams lp;
+  lp.repack = RepackMode::kOff;
+  const auto target = Model::load(path, lp);
+  const auto draft = Model::load(path, lp);
+  size_t weights = 0;  // stories260K: F32, untied: every tensor but token_embd is read
+  for (const auto& t : draft->gguf().tensors()) {
+    if (t.name != "token_embd.weight") weights += t.n_bytes;
+  }
+  ContextParams cp;
+  cp.n_ctx = c.n_ctx;
+  cp.n_batch = c.n_batch;
+  cp.kv_type = c.kv_type;
+  cp.n_threads = roomy.threads.decode;
+  cp.n_threads_batch = roomy.threads.prefill;
+  Context ctx(*target, cp);
+  const DraftModelDrafter drafter(*draft, ctx);
+  EXPECT_EQ(c.memory.draft, weights + drafter.allocated_bytes());
+  // The documented shape of that context: one full sequence of the target's n_ctx (blocks of 16),
+  // F16 K and V.
+  EXPECT_EQ(drafter.context().kv_blocks_total(), (c.n_ctx + 15) / 16);
+  EXPECT_EQ(drafter.context().params().kv_k(), TensorType::F16);
+  EXPECT_EQ(drafter.context().params().kv_v(), TensorType::F16);
+  EXPECT_NE(roomy.to_text().find("draft  "), std::string::npos) << roomy.to_text();
+  EXPECT_EQ(roomy.to_json().at("choice").at("memory").at("draft_bytes").as_int(), static_cast<int64_t>(c.memory.draft));
+
+  // A budget the candidate alone fits at its best with less than the draft to spare: with the
+  // draft the planner steps down, and what it picks fits with the draft counted.
+  const double limit_mib = static_cast<double>(alone.choice->memory.total() + c.memory.draft / 2) / 1048576.0;
+  o.draft_model.clear();
+  const Plan tight_alone = make_plan(small_device(limit_mib), stories, o);
+  ASSERT_TRUE(tight_alone.choice);
+  EXPECT_EQ(tight_alone.choice->n_ctx, alone.choice->n_ctx);
+  EXPECT_EQ(tight_alone.choice->n_batch, alone.choice->n_batch);
+  o.draft_model = path;
+  const Plan tight = make_plan(small_device(limit_mib), stories, o);
+  ASSERT_TRUE(tight.choice) << tight.to_text();
+  // A less demanding configuration (here: batch 128 instead of 512, less scratch for both models).
+  EXPECT_TRUE(tight.choice->n_ctx < alone.choice->n_ctx || tight.choice->kv_type != alone.choice->kv_type ||
+              tight.choice->n_batch < alone.choice->n_batch)
+      << tight.to_text();
+  EXPECT_LE(tight.choice->memory.total(), tight.budget_bytes);
+  EXPECT_GT(tight.choice->memory.draft, 0u);
+
+  o.draft_model = test::temp_dir() + "/no-such-draft.gguf";
+  try {
+    (void)make_plan(small_device(1000), stories, o);
+    FAIL() << "a missing draft model was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-draft.gguf"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Planner, NothingFitsIsReportedWithTheArithmetic) {

@@ -3,7 +3,10 @@
 // tokenizer and a Context, fills every KV position by prefilling n_ctx - 1 tokens in n_batch
 // chunks, and reports its peak RSS (VmHWM) minus its RSS before the load: what EdgeLLM added
 // to the process. The plan's total must be within 10 % of it (the bar); the measured
-// errors are printed (docs/device-fitness.md lists them).
+// errors are printed (docs/device-fitness.md lists them). With a draft model (speculative
+// decoding), the child also loads the draft and generates greedily with it until the context is
+// full: the target's KV and the draft's own context are then both filled, and the plan counts the
+// draft term (MemoryPlan::draft).
 #include "engine/memory_plan.h"
 
 #include <gtest/gtest.h>
@@ -12,11 +15,15 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/batch.h"
 #include "engine/context.h"
+#include "engine/sampler.h"
+#include "generation/generate.h"
 #include "model/model.h"
 #include "platform/memory_stats.h"
 #include "support/synthetic_model.h"
@@ -31,8 +38,28 @@ struct Measured {
   double planned_bytes = 0;
 };
 
+// Fills the context by generating greedily with speculation from the draft model until it is full:
+// generate() prefills the prompt in n_batch chunks, the drafter reads the whole sequence into its
+// own context, and verify forwards run to the end.
+void fill_with_draft(Context& ctx, const Model& draft) {
+  const int32_t n_vocab = ctx.model().hparams().n_vocab;
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < ctx.params().n_ctx - 40; ++i) prompt.push_back(i * 7 % n_vocab);
+  SamplerParams greedy;
+  greedy.temperature = 0;
+  Sampler sampler(greedy, n_vocab);
+  GenerationParams gp;
+  gp.speculation.mode = SpeculationMode::kDraft;
+  gp.speculation.draft_model = &draft;
+  gp.speculation.draft_max = 4;
+  const GenerationResult r = generate(ctx, sampler, nullptr, prompt, gp);
+  std::printf("  filled %d positions, %d drafted, %d accepted, finish %s\n", ctx.seq_length(0), r.speculation.drafted,
+              r.speculation.accepted, finish_reason_name(r.finish_reason));
+}
+
 // In a forked child: load, fill the KV, report (peak - before) and the plan through a pipe.
-Measured measure_in_child(const std::string& path, const ContextParams& cp) {
+// `draft_path`: a draft model for speculative decoding beside the model ("" = none).
+Measured measure_in_child(const std::string& path, const ContextParams& cp, const std::string& draft_path = "") {
   int fds[2];
   EXPECT_EQ(::pipe(fds), 0);
   const pid_t pid = ::fork();
@@ -43,18 +70,20 @@ Measured measure_in_child(const std::string& path, const ContextParams& cp) {
       const ProcessMemory before = read_process_memory();
       auto model = Model::load(path);
       auto tok = Tokenizer::from_gguf(model->gguf());
+      std::unique_ptr<Model> draft = draft_path.empty() ? nullptr : Model::load(draft_path);
       Context ctx(*model, cp);
-      const MemoryPlan plan = plan_memory(*model, ctx.params(), RepackMode::kAuto);
+      const MemoryPlan plan = plan_memory(*model, ctx.params(), RepackMode::kAuto, draft.get());
       const int32_t n_vocab = model->hparams().n_vocab;
       Batch b;
       int32_t pos = 0;
-      while (pos < ctx.params().n_ctx - 1) {
+      while (draft == nullptr && pos < ctx.params().n_ctx - 1) {
         b.clear();
         const int32_t n = std::min(ctx.params().n_batch, ctx.params().n_ctx - 1 - pos);
         for (int32_t i = 0; i < n; ++i) b.add(0, (pos + i) * 7 % n_vocab, pos + i, i == n - 1);
         ctx.decode(b);
         pos += n;
       }
+      if (draft != nullptr) fill_with_draft(ctx, *draft);
       const ProcessMemory after = read_process_memory();
       out[0] = static_cast<double>(after.peak_bytes) - static_cast<double>(before.rss_bytes);
       out[1] = static_cast<double>(plan.total());
@@ -103,6 +132,18 @@ TEST(MemoryPlan, TinyZhPoems) {
   cp.n_batch = 256;
   cp.n_threads = 2;
   expect_within_10_percent("tiny-zh-poems, ctx 512", measure_in_child(test::shared_model("tiny-zh-poems.gguf"), cp));
+}
+
+// A draft model beside the model (`run -md`, `chat -md`): tiny-zh-poems drafting for itself (the
+// worst case for memory: a draft as large as the target), both contexts filled. The draft term is
+// about half the total, so a plan that left it out would be ~50 % low.
+TEST(MemoryPlan, TinyZhPoemsWithADraftModel) {
+  ContextParams cp;
+  cp.n_ctx = 512;
+  cp.n_batch = 256;
+  cp.n_threads = 2;
+  const std::string model = test::shared_model("tiny-zh-poems.gguf");
+  expect_within_10_percent("tiny-zh-poems + itself as draft, ctx 512", measure_in_child(model, cp, model));
 }
 
 // The KV term counts a K row and a V row, each in its own type: tiny-zh-poems (4 layers, 4 KV

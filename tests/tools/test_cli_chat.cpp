@@ -188,6 +188,71 @@ TEST_F(CliChat, BadUsageFailsWithAMessage) {
   EXPECT_NE(bad_template.err.find("no-such-template"), std::string::npos) << bad_template.err;
 }
 
+// The "speculation:" lines of --stats (one per turn, in order): drafted and accepted.
+struct SpecLine {
+  int drafted = -1, accepted = -1;
+};
+std::vector<SpecLine> parse_spec_lines(const std::string& text, const std::string& mode, int k) {
+  std::vector<SpecLine> out;
+  const std::string head = "speculation:   " + mode + ", k <= " + std::to_string(k) + ": ";
+  for (size_t at = text.find(head); at != std::string::npos; at = text.find(head, at + 1)) {
+    SpecLine s;
+    if (std::sscanf(text.c_str() + at + head.size(), "%d drafted, %d accepted", &s.drafted, &s.accepted) == 2) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// --spec ngram and --spec draft (-md: stories260K drafting for itself) answer a two-turn piped
+// chat with exactly the plain chat's greedy text, and --stats reports each turn's drafts. The
+// self-draft is right whenever it sees what the target sees: turn 2's acceptance stays high only
+// because the draft model is given the reused conversation, not just the prefilled tail
+// (measured: 100 % in both turns; without the prefix, turn 2 drops to 48 %: 11 of 23). --messages --json
+// carries the stats object.
+TEST_F(CliChat, SpeculationAnswersAsPlainWithPerTurnStats) {
+  const std::string piped = "Once upon a time there was a cat.\nWhat did the cat do?\n";
+  const RunResult plain = run_cli(args({"--stats"}), piped);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("speculation:"), std::string::npos) << plain.err;
+  ASSERT_GT(plain.out.size(), 2u);
+
+  const RunResult ngram = run_cli(args({"--stats", "--spec", "ngram", "--draft-max", "3"}), piped);
+  ASSERT_EQ(ngram.exit_code, 0) << ngram.err;
+  EXPECT_EQ(ngram.out, plain.out) << "n-gram speculation changed the answers";
+  const std::vector<SpecLine> ng = parse_spec_lines(ngram.err, "ngram", 3);
+  ASSERT_EQ(ng.size(), 2u) << ngram.err;
+  for (const SpecLine& s : ng) EXPECT_LE(s.accepted, s.drafted) << ngram.err;
+
+  const RunResult draft = run_cli(args({"--stats", "-md", model_, "--draft-max", "4"}), piped);
+  ASSERT_EQ(draft.exit_code, 0) << draft.err;
+  EXPECT_EQ(draft.out, plain.out) << "draft-model speculation changed the answers";
+  const std::vector<SpecLine> dm = parse_spec_lines(draft.err, "draft", 4);
+  ASSERT_EQ(dm.size(), 2u) << draft.err;
+  for (const SpecLine& s : dm) {
+    EXPECT_GT(s.drafted, 0) << draft.err;
+    EXPECT_GE(s.accepted, s.drafted * 9 / 10) << "the self-draft missed: " << draft.err;
+  }
+
+  const std::string path = write_temp("spec.json", R"([{"role":"user","content":"Lily had a red ball."}])");
+  const RunResult one = run_cli(args({"--messages", path, "--json"}));
+  const RunResult one_spec = run_cli(args({"--messages", path, "--json", "-md", model_}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(one_spec.exit_code, 0) << one_spec.err;
+  const Json a = Json::parse(one.out), b = Json::parse(one_spec.out);
+  EXPECT_EQ(b.at("answer").as_string(), a.at("answer").as_string());
+  EXPECT_EQ(a.at("stats").find("speculation"), nullptr);
+  const Json& sj = b.at("stats").at("speculation");
+  EXPECT_EQ(sj.at("mode").as_string(), "draft");
+  EXPECT_GT(sj.at("drafted").as_int(), 0);
+  EXPECT_LE(sj.at("accepted").as_int(), sj.at("drafted").as_int());
+  EXPECT_GT(sj.at("tokens_per_forward").as_number(), 1.0);
+
+  const RunResult no_draft = run_cli(args({"--spec", "draft"}), "hi\n");
+  EXPECT_EQ(no_draft.exit_code, 2);
+  EXPECT_NE(no_draft.err.find("--spec draft needs a draft model"), std::string::npos) << no_draft.err;
+}
+
 TEST_F(CliChat, TooLongMessageIsAnErrorButTheChatGoesOn) {
   std::string huge(400, 'a');
   const RunResult r = run_cli(args({"-c", "64", "-n", "8"}), huge + "\nhello\n/stats\n");

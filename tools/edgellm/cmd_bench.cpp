@@ -2,7 +2,9 @@
 // generation, optionally at a KV depth), with the machine's measured memory bandwidth and the
 // fraction of it that decode achieves, and the machine's int8 dot-product peak with the fraction
 // of it that prefill achieves; or, with --ttft, time to first token (bench/ttft_bench.h). Results go to stdout in the chosen format; progress goes
-// to stderr.
+// to stderr. With --spec ngram|draft (-md FILE, --draft-max N, as `run`), every tg test gets a
+// speculative record beside it, paired with plain greedy decoding in the same run (bench_runner.h);
+// the command exits 4 when the two produced different tokens.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "tools/bench/ttft_bench.h"
 #include "cli_args.h"
 #include "command.h"
+#include "generation_options.h"
 #include "progress.h"
 #include "core/error.h"
 #include "kernels/tensor_type.h"
@@ -152,6 +155,8 @@ int bench_command(const std::vector<std::string>& args) {
              "--ttft: tokens of the shared system prompt of the cached-prefix rows (default 256; 0 = none)", 0, 1 << 20);
   bool warm_only = false;
   ap.add_flag("--ttft-warm-only", &warm_only, "--ttft: skip the cold-start rows");
+  SpeculationOptions spec;
+  add_speculation_options(ap, &spec);
   ap.add_flag("--drop-caches", &tp.drop_page_cache,
               "--ttft: also run every cold start after posix_fadvise(DONTNEED) on the model file (no root needed)");
   if (!ap.parse(args)) return 0;
@@ -172,6 +177,18 @@ int bench_command(const std::vector<std::string>& args) {
   p.measure_int8_peak = !no_int8_peak;
   p.bandwidth_bytes = static_cast<size_t>(bandwidth_mib) << 20;
   p.seed = static_cast<uint64_t>(seed);
+  p.speculation = speculation_params(spec);  // checks --spec / -md
+  p.draft_model_path = spec.model_draft;
+  const bool speculate = p.speculation.mode != SpeculationMode::kOff;
+  if (speculate) {
+    require(!ttft, ErrorCode::kInvalidArgument, "--spec measures decode (tg tests), not --ttft");
+    require(std::any_of(p.n_gen.begin(), p.n_gen.end(), [](int32_t n) { return n > 1; }), ErrorCode::kInvalidArgument,
+            "--spec needs a tg test of at least 2 tokens (-n)");
+    require(!p.interleave_depths || p.n_depth.size() < 2, ErrorCode::kInvalidArgument,
+            "--spec does not combine with --interleave-depths (its records are paired with plain decoding)");
+    require(p.draft_model_path.empty() || static_cast<bool>(std::ifstream(p.draft_model_path)), ErrorCode::kIo,
+            "cannot open draft model '" + p.draft_model_path + "'");
+  }
 
   if (ttft) {
     tp.models = p.models;
@@ -210,7 +227,7 @@ int bench_command(const std::vector<std::string>& args) {
   // and pp / tg length (bench_runner.h's loops).
   size_t tests = 0;
   for (int32_t n : p.n_prompt) tests += n > 0 ? 1 : 0;
-  for (int32_t n : p.n_gen) tests += n > 0 ? 1 : 0;
+  for (int32_t n : p.n_gen) tests += n > 0 ? (speculate ? 2 : 1) : 0;
   const size_t total = p.models.size() * p.repack.size() * p.kv_types.size() *
                        std::max<size_t>(1, p.kv_types_v.size()) * std::max<size_t>(1, p.n_threads.size()) *
                        p.n_batch.size() * p.n_depth.size() * tests;
@@ -240,6 +257,13 @@ int bench_command(const std::vector<std::string>& args) {
     require(static_cast<bool>(out), ErrorCode::kIo, "cannot write '" + json_path + "'");
   }
   if (!chart_path.empty()) draw_chart(records, machine, chart_path);
+  for (const bench::BenchRecord& r : records) {
+    if (r.is_speculative() && !r.spec_tokens_match) {
+      std::fprintf(stderr, "bench: %s: speculative decoding produced other tokens than plain decoding\n",
+                   r.test_name().c_str());
+      return kExitVerifyFailed;
+    }
+  }
   return 0;
 }
 

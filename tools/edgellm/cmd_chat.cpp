@@ -7,6 +7,9 @@
 //                     FILE (if it exists) and saves them there after every turn and /reset
 //                     (docs/sessions.md); a session of another model or KV type, or a truncated
 //                     or corrupted file, is refused (exit 1) and left as it is.
+//   --spec ngram|draft: speculative decoding of the answers (-md FILE, --draft-max N, as `run`);
+//                     the answers are the same, each turn's stats add drafted / accepted /
+//                     tokens per forward (--stats, /stats, --json).
 // Notes (template fallback, sanitized input, dropped turns) go to stderr so stdout carries only
 // the answers and what the user asked for (/stats).
 #include <atomic>
@@ -52,6 +55,8 @@ struct ChatOptions {
   bool json = false;
   bool stats = false;
   SamplerParams sampling;
+  SpeculationOptions spec;
+  SpeculationParams speculation;  // parsed from spec (draft_model set once it is loaded)
 };
 
 void write_out(std::string_view text) {
@@ -59,8 +64,14 @@ void write_out(std::string_view text) {
   std::fflush(stdout);
 }
 
+// A turn's stats as /stats and --stats print them: the turn's line, then the speculation line
+// when speculation is on.
+std::string stats_text(const ChatTurnStats& st, const SpeculationParams& sp) {
+  return "stats: " + st.to_line() + "\n" + speculation_stats_line(sp, st.speculation);
+}
+
 // stderr notes about a finished turn: what the user should know but is not the answer.
-void report_turn_notes(const ChatReply& reply, bool print_stats) {
+void report_turn_notes(const ChatReply& reply, const ChatOptions& o) {
   const ChatTurnStats& st = reply.stats;
   if (st.chars_sanitized > 0) {
     std::fprintf(stderr, "edgellm chat: note: %zu character(s) of the input were replaced or removed "
@@ -74,7 +85,7 @@ void report_turn_notes(const ChatReply& reply, bool print_stats) {
     std::fprintf(stderr, "edgellm chat: error: generation failed after %d tokens: %s\n", st.generated_tokens,
                  reply.error.c_str());
   }
-  if (print_stats) std::fprintf(stderr, "stats: %s\n", st.to_line().c_str());
+  if (o.stats) std::fputs(stats_text(st, o.speculation).c_str(), stderr);
 }
 
 // Runs one turn with Ctrl-C cancelling only that turn (the chat goes on; a second Ctrl-C during
@@ -97,13 +108,17 @@ int run_messages(ChatSession& session, const ChatOptions& o) {
   if (o.json) {
     Json rec = Json::object();
     rec.set("answer", reply.text);
-    rec.set("stats", reply.stats.to_json());
+    Json stats = reply.stats.to_json();
+    if (o.speculation.mode != SpeculationMode::kOff) {
+      stats.set("speculation", speculation_stats_json(o.speculation, reply.stats.speculation));
+    }
+    rec.set("stats", std::move(stats));
     rec.set("error", reply.error.empty() ? Json(nullptr) : Json(reply.error));
     write_out(rec.dump() + "\n");
   } else {
     write_out("\n");  // like the interactive mode: every answer ends with one newline of its own
   }
-  report_turn_notes(reply, o.stats);
+  report_turn_notes(reply, o);
   if (reply.stats.finish_reason == FinishReason::kError) return 1;
   if (reply.stats.finish_reason == FinishReason::kCancelled && interrupt_flag()->load()) return 130;
   return 0;
@@ -159,7 +174,7 @@ int run_interactive(ChatSession& session, const ChatOptions& o, const std::strin
       continue;
     }
     if (input == "/stats") {
-      write_out(session.has_stats() ? "stats: " + session.last_stats().to_line() + "\n" : "stats: no turn yet\n");
+      write_out(session.has_stats() ? stats_text(session.last_stats(), o.speculation) : "stats: no turn yet\n");
       continue;
     }
     if (input.empty()) continue;
@@ -175,7 +190,7 @@ int run_interactive(ChatSession& session, const ChatOptions& o, const std::strin
         }, cancel);
       });
       write_out("\n");
-      report_turn_notes(reply, o.stats);
+      report_turn_notes(reply, o);
       save_session(session, o);
     } catch (const Error& e) {
       // A turn that cannot run (message longer than the context, template error) leaves the
@@ -205,6 +220,7 @@ int chat_command(const std::vector<std::string>& args) {
   add_kv_type_options(ap, &o.context.kv);
   add_sampling_options(ap, &s, &o.seed);
   ap.add_strings("--stop", &o.stop, "STR", "also end an answer when STR is generated (repeatable)");
+  add_speculation_options(ap, &o.spec);
   if (!ap.parse(args)) return 0;
 
   require(!o.model.model.empty(), ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
@@ -213,6 +229,7 @@ int chat_command(const std::vector<std::string>& args) {
   require(o.session_file.empty() || o.messages_file.empty(), ErrorCode::kInvalidArgument,
           "--session is for the interactive chat, not --messages");
   const ContextParams cp = context_params(o.context);  // validates --kv-type before the model loads
+  o.speculation = speculation_params(o.spec);          // and --spec / -md
   resolve_seed(&o.seed, &s);
 
   const std::string model_path = resolve_model_path(o.model);
@@ -226,11 +243,15 @@ int chat_command(const std::vector<std::string>& args) {
 
   Context ctx(*model, cp);
   warn_past_training_context("chat", *model, ctx.params().n_ctx);
+  // --spec draft: the draft model outlives the session (declared before it).
+  const std::unique_ptr<Model> draft_model = load_draft_model(o.spec, *model, model_load_params(o.context));
+  o.speculation.draft_model = draft_model.get();
 
   ChatSessionParams sp;
   sp.max_tokens = o.max_tokens;
   sp.system_prompt = o.system;
   sp.stop = o.stop;
+  sp.speculation = o.speculation;
   ChatSession session(ctx, *tokenizer, std::move(chat_template), s, std::move(sp));
   if (!o.session_file.empty() && access(o.session_file.c_str(), F_OK) == 0) {
     session.restore_session(read_session_file(o.session_file));  // a refusal ends the command (exit 1)

@@ -2,7 +2,8 @@
 // with the memory arithmetic (device/planner.h). Candidates are GGUF files or registry entries
 // (--registry DIR; with no candidate given, every installed model); --device this (default), a
 // built-in tier (phone-4gb, phone-8gb, phone-12gb, phone-16gb), --all-tiers for the four, or a
-// JSON profile file. --with FILE counts an embedder / reranker held beside the model (docqa).
+// JSON profile file. --with FILE counts an embedder / reranker held beside the model (docqa);
+// -md/--model-draft FILE a draft model for speculative decoding (its weights and its own KV).
 // --json prints the plan(s) as JSON.
 #include <cstdio>
 #include <optional>
@@ -52,6 +53,9 @@ int run_plan(const std::vector<std::string>& args) {
   std::vector<std::string> companions;
   ap.add_strings("--with", &companions, "FILE",
                  "an embedding or reranking model the app holds beside it (counted first; repeatable)");
+  add_model_draft_option(ap, &o.draft_model,
+                         "a draft model for speculative decoding (run / chat -md) held beside each candidate: its "
+                         "weights and its own KV (one sequence of the candidate's context) are counted");
   ap.add_flag(shared_option("json"), &json);
   if (!ap.parse(args)) return 0;
   require(!(all_tiers && ap.seen("--device")), ErrorCode::kInvalidArgument,

@@ -296,18 +296,7 @@ int run_command(const std::vector<std::string>& args) {
       timings.set("grammar_s", r.timings.grammar_seconds);
       timings.set("grammar_masks", static_cast<int>(r.timings.grammar_masks));
     }
-    if (spec.mode != SpeculationMode::kOff) {
-      const SpeculationStats& st = r.speculation;
-      Json sj = Json::object();
-      sj.set("mode", speculation_mode_name(spec.mode));
-      sj.set("draft_max", static_cast<int>(spec.draft_max));
-      sj.set("drafted", static_cast<int>(st.drafted));
-      sj.set("accepted", static_cast<int>(st.accepted));
-      sj.set("acceptance_rate", st.acceptance_rate());
-      sj.set("forwards", static_cast<int>(st.forwards));
-      sj.set("tokens_per_forward", st.tokens_per_forward());
-      timings.set("speculation", std::move(sj));
-    }
+    if (spec.mode != SpeculationMode::kOff) timings.set("speculation", speculation_stats_json(spec, r.speculation));
     Json memory = Json::object();
     memory.set("peak_rss_bytes", mem.valid ? Json(static_cast<uint64_t>(mem.peak_bytes)) : Json(nullptr));
     memory.set("weight_bytes", static_cast<uint64_t>(model->weight_bytes()));

@@ -166,12 +166,16 @@ void add_speculation_options(ArgParser& ap, SpeculationOptions* o) {
   ap.add_string("--spec", &o->mode, "MODE",
                 "speculative decoding: off (default), ngram (drafts looked up in the prompt and output), "
                 "draft (drafts from -md); the output is the same, only faster or slower");
-  ap.add_string("-md,--model-draft", &o->model_draft, "FILE",
-                "draft model for --spec draft (implies it): a smaller or lower-bit model with the same vocabulary");
+  add_model_draft_option(ap, &o->model_draft,
+                         "draft model for --spec draft (implies it): a smaller or lower-bit model with the same vocabulary");
   ap.add_int("--draft-max", &o->draft_max, "N",
              "tokens drafted per verify forward, 1.." + std::to_string(SpeculationParams::kMaxDraft) + " (default " +
                  std::to_string(SpeculationParams{}.draft_max) + "; fewer while drafts are rejected)",
              1, SpeculationParams::kMaxDraft);
+}
+
+void add_model_draft_option(ArgParser& ap, std::string* path, const std::string& help) {
+  ap.add_string("-md,--model-draft", path, "FILE", help);
 }
 
 SpeculationParams speculation_params(const SpeculationOptions& o) {
@@ -212,6 +216,18 @@ std::string speculation_stats_line(const SpeculationParams& sp, const Speculatio
                 speculation_mode_name(sp.mode), sp.draft_max, st.drafted, st.accepted, 100.0 * st.acceptance_rate(),
                 st.tokens_per_forward(), st.forwards, st.verify_forwards);
   return line;
+}
+
+Json speculation_stats_json(const SpeculationParams& sp, const SpeculationStats& st) {
+  Json sj = Json::object();
+  sj.set("mode", speculation_mode_name(sp.mode));
+  sj.set("draft_max", static_cast<int>(sp.draft_max));
+  sj.set("drafted", static_cast<int>(st.drafted));
+  sj.set("accepted", static_cast<int>(st.accepted));
+  sj.set("acceptance_rate", st.acceptance_rate());
+  sj.set("forwards", static_cast<int>(st.forwards));
+  sj.set("tokens_per_forward", st.tokens_per_forward());
+  return sj;
 }
 
 }  // namespace edgellm::cli

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_args.h"
+#include "core/json.h"
 #include "engine/context.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
@@ -102,6 +103,8 @@ struct SpeculationOptions {
   int32_t draft_max = SpeculationParams{}.draft_max;
 };
 void add_speculation_options(ArgParser& ap, SpeculationOptions* o);
+// -md/--model-draft FILE alone: for a command that counts a draft model without running it (plan).
+void add_model_draft_option(ArgParser& ap, std::string* path, const std::string& help);
 // The parameters the options name (draft_model still null). Throws Error(kInvalidArgument) for
 // an unknown mode, --spec draft without -md and -md with another mode: call it before loading.
 SpeculationParams speculation_params(const SpeculationOptions& o);
@@ -111,5 +114,8 @@ SpeculationParams speculation_params(const SpeculationOptions& o);
 std::unique_ptr<Model> load_draft_model(const SpeculationOptions& o, const Model& target, const ModelLoadParams& load);
 // One line of stats for stderr ("speculation: ..."), empty when speculation was off.
 std::string speculation_stats_line(const SpeculationParams& sp, const SpeculationStats& st);
+// The same as a JSON object {mode, draft_max, drafted, accepted, acceptance_rate, forwards,
+// tokens_per_forward} (what `run --json` and `chat --json` put under "speculation").
+Json speculation_stats_json(const SpeculationParams& sp, const SpeculationStats& st);
 
 }  // namespace edgellm::cli

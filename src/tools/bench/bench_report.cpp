@@ -27,13 +27,27 @@ struct Column {
   bool right;  // numbers right-aligned
 };
 
+// The speculative columns, shown only when a record is speculative (bench --spec).
+const std::vector<Column> kSpecColumns = {{"accept", true}, {"tok/fwd", true}, {"x plain", true}};
+constexpr size_t kSpecColumnsAt = 10;  // after "t/s per CPU"
+
+// A tg record whose tokens are one weight read each (not a speculative one): the bandwidth
+// fields mean something.
+bool has_bandwidth(const BenchRecord& r) { return r.is_generation && !r.is_speculative(); }
+
 const std::vector<Column> kColumns = {
     {"model", false}, {"size", true},  {"params", true}, {"threads", true}, {"n_batch", true}, {"type_kv", false}, {"repack", false},
     {"test", true},   {"t/s", true},   {"t/s per CPU", true}, {"GB/tok", true}, {"eff GB/s", true}, {"% best bw", true}, {"% bw now", true},
     {"int8 GOPS", true}, {"% int8 peak", true}, {"% vector peak", true}, {"% peak per CPU", true}, {"peak RSS", true},
 };
 
-std::vector<std::string> cells(const BenchRecord& r) {
+std::vector<Column> columns(bool spec) {
+  std::vector<Column> c = kColumns;
+  if (spec) c.insert(c.begin() + kSpecColumnsAt, kSpecColumns.begin(), kSpecColumns.end());
+  return c;
+}
+
+std::vector<std::string> cells(const BenchRecord& r, bool spec) {
   std::vector<std::string> c;
   c.push_back(r.model_type);
   c.push_back(fmt("%.2f MiB", static_cast<double>(r.model_size) / kMiB));
@@ -47,7 +61,14 @@ std::vector<std::string> cells(const BenchRecord& r) {
   c.push_back(r.test_name());
   c.push_back(fmt("%.2f", r.avg_ts) + " ± " + fmt("%.2f", r.stddev_ts));
   c.push_back(r.cpu_ts > 0 ? fmt("%.2f", r.cpu_ts) : "-");
-  if (r.is_generation) {
+  if (spec && r.is_speculative()) {
+    c.push_back(fmt("%.0f%%", 100.0 * r.spec_acceptance_rate));
+    c.push_back(fmt("%.2f", r.spec_tokens_per_forward));
+    c.push_back(fmt("%.2f", r.spec_ratio_median) + (r.spec_tokens_match ? "" : " MISMATCH"));
+  } else if (spec) {
+    c.insert(c.end(), {"-", "-", "-"});
+  }
+  if (has_bandwidth(r)) {
     c.push_back(fmt("%.3f", r.bytes_per_token / 1e9));
     c.push_back(fmt("%.2f", r.effective_gbps));
     c.push_back(r.bandwidth_gbps > 0 ? fmt("%.0f%%", 100.0 * r.bandwidth_fraction) : "-");
@@ -83,26 +104,28 @@ std::string pad(const std::string& s, size_t w, bool right) {
 }
 
 std::string format_grid(const std::vector<BenchRecord>& records, bool markdown) {
+  const bool spec = std::any_of(records.begin(), records.end(), [](const BenchRecord& r) { return r.is_speculative(); });
+  const std::vector<Column> cols = columns(spec);
   std::vector<std::vector<std::string>> rows;
-  for (const auto& r : records) rows.push_back(cells(r));
-  std::vector<size_t> w(kColumns.size());
-  for (size_t i = 0; i < kColumns.size(); ++i) {
-    w[i] = width(kColumns[i].title);
+  for (const auto& r : records) rows.push_back(cells(r, spec));
+  std::vector<size_t> w(cols.size());
+  for (size_t i = 0; i < cols.size(); ++i) {
+    w[i] = width(cols[i].title);
     for (const auto& row : rows) w[i] = std::max(w[i], width(row[i]));
   }
   std::ostringstream out;
   auto line = [&](const std::vector<std::string>& v) {
     for (size_t i = 0; i < v.size(); ++i) {
-      out << (markdown ? "| " : (i ? "  " : "")) << pad(v[i], w[i], kColumns[i].right) << (markdown ? " " : "");
+      out << (markdown ? "| " : (i ? "  " : "")) << pad(v[i], w[i], cols[i].right) << (markdown ? " " : "");
     }
     out << (markdown ? "|\n" : "\n");
   };
   std::vector<std::string> titles;
-  for (const auto& c : kColumns) titles.emplace_back(c.title);
+  for (const auto& c : cols) titles.emplace_back(c.title);
   line(titles);
   if (markdown) {
-    for (size_t i = 0; i < kColumns.size(); ++i) {
-      out << "| " << (kColumns[i].right ? std::string(w[i] - 1, '-') + ":" : std::string(w[i], '-')) << " ";
+    for (size_t i = 0; i < cols.size(); ++i) {
+      out << "| " << (cols[i].right ? std::string(w[i] - 1, '-') + ":" : std::string(w[i], '-')) << " ";
     }
     out << "|\n";
   } else {
@@ -167,7 +190,7 @@ Json record_to_json(const BenchRecord& r) {
   Json samples_ts = Json::array();
   for (const double v : r.samples_ts) samples_ts.push_back(v);
   j.set("samples_ts", samples_ts);
-  if (r.is_generation) {
+  if (has_bandwidth(r)) {
     j.set("bytes_per_token", r.bytes_per_token);
     j.set("effective_gbps", r.effective_gbps);
     j.set("bandwidth_gbps", r.bandwidth_gbps > 0 ? Json(r.bandwidth_gbps) : Json(nullptr));
@@ -216,6 +239,22 @@ Json record_to_json(const BenchRecord& r) {
     j.set("paired_ratio_min", r.paired_ratio_min);
     j.set("paired_ratio_max", r.paired_ratio_max);
   }
+  if (r.is_speculative()) {
+    j.set("spec_mode", r.spec_mode);
+    j.set("spec_draft_max", static_cast<int64_t>(r.spec_draft_max));
+    j.set("spec_drafted", static_cast<int64_t>(r.spec_drafted));
+    j.set("spec_accepted", static_cast<int64_t>(r.spec_accepted));
+    j.set("spec_acceptance_rate", r.spec_acceptance_rate);
+    j.set("spec_tokens_per_forward", r.spec_tokens_per_forward);
+    j.set("spec_plain_avg_ts", r.spec_plain_avg_ts);
+    Json plain = Json::array();
+    for (const double v : r.spec_plain_samples_ts) plain.push_back(v);
+    j.set("spec_plain_samples_ts", plain);
+    j.set("spec_ratio_median", r.spec_ratio_median);
+    j.set("spec_ratio_min", r.spec_ratio_min);
+    j.set("spec_ratio_max", r.spec_ratio_max);
+    j.set("spec_tokens_match", r.spec_tokens_match);
+  }
   return j;
 }
 
@@ -231,6 +270,18 @@ std::string format_paired_ratios(const std::vector<BenchRecord>& records) {
         << r.n_threads << " thread(s): " << r.test_name() << " / " << first.test_name() << ", paired over "
         << r.samples_ts.size() << " repetitions: median " << fmt("%.3f", r.paired_ratio_median) << " (min "
         << fmt("%.3f", r.paired_ratio_min) << ", max " << fmt("%.3f", r.paired_ratio_max) << ")\n";
+  }
+  for (const auto& r : records) {
+    if (!r.is_speculative()) continue;
+    BenchRecord plain = r;
+    plain.spec_mode.clear();
+    out << r.model_type << ", kv " << (r.type_k == r.type_v ? r.type_k : r.type_k + "/" + r.type_v) << ", "
+        << r.n_threads << " thread(s): " << r.test_name() << " / " << plain.test_name() << " greedy ("
+        << fmt("%.2f", r.spec_plain_avg_ts) << " t/s), paired over " << r.samples_ts.size()
+        << " repetitions: median " << fmt("%.3f", r.spec_ratio_median) << " (min " << fmt("%.3f", r.spec_ratio_min)
+        << ", max " << fmt("%.3f", r.spec_ratio_max) << "); " << r.spec_accepted << " of " << r.spec_drafted
+        << " drafts accepted, " << fmt("%.2f", r.spec_tokens_per_forward) << " tokens per forward"
+        << (r.spec_tokens_match ? "" : "; TOKENS DIFFER FROM PLAIN DECODING") << "\n";
   }
   return out.str();
 }
@@ -268,7 +319,9 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
              "effective_gbps,bandwidth_gbps,bandwidth_fraction,bandwidth_now_gbps,bandwidth_now_fraction,peak_rss_bytes,avg_cpu_ns,cpu_ts,repack,repacked_bytes,"
              "matmul_ops_per_token,attention_ops,int8_weights,int8_ops_per_second,int8_peak_kernel,"
              "int8_peak_ops_per_second,int8_peak_fraction,int8_ops_per_cpu_second,int8_peak_cpu_fraction,"
-             "int8_vector_peak_kernel,int8_vector_peak_fraction\n";
+             "int8_vector_peak_kernel,int8_vector_peak_fraction,spec_mode,spec_draft_max,spec_acceptance_rate,"
+             "spec_tokens_per_forward,spec_plain_avg_ts,spec_ratio_median,spec_ratio_min,spec_ratio_max,"
+             "spec_tokens_match\n";
       for (const auto& r : records) {
         out << csv_escape(file_name_of(r.model_filename)) << ',' << csv_escape(r.model_type) << ',' << r.model_size << ','
             << r.model_n_params << ',' << r.n_batch << ',' << r.n_threads << ',' << r.type_k << ',' << r.type_v << ','
@@ -276,7 +329,7 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
             << fmt("%.0f", r.avg_ns) << ',' << fmt("%.0f", r.stddev_ns) << ',' << fmt("%.6f", r.avg_ts) << ','
             << fmt("%.6f", r.stddev_ts) << ',' << csv_escape(join_samples(r.samples_ns)) << ','
             << csv_escape(join_samples(r.samples_ts)) << ',';
-        if (r.is_generation) {
+        if (has_bandwidth(r)) {
           out << fmt("%.0f", r.bytes_per_token) << ',' << fmt("%.4f", r.effective_gbps) << ','
               << (r.bandwidth_gbps > 0 ? fmt("%.4f", r.bandwidth_gbps) : "") << ','
               << (r.bandwidth_gbps > 0 ? fmt("%.4f", r.bandwidth_fraction) : "") << ','
@@ -298,6 +351,14 @@ std::string format_report(ReportFormat format, const std::vector<BenchRecord>& r
               << (r.int8_peak_cpu_fraction > 0 ? fmt("%.4f", r.int8_peak_cpu_fraction) : "") << ','
               << r.int8_vector_peak_kernel << ','
               << (r.int8_vector_peak_fraction > 0 ? fmt("%.4f", r.int8_vector_peak_fraction) : "");
+        }
+        if (r.is_speculative()) {
+          out << ',' << r.spec_mode << ',' << r.spec_draft_max << ',' << fmt("%.4f", r.spec_acceptance_rate) << ','
+              << fmt("%.4f", r.spec_tokens_per_forward) << ',' << fmt("%.6f", r.spec_plain_avg_ts) << ','
+              << fmt("%.4f", r.spec_ratio_median) << ',' << fmt("%.4f", r.spec_ratio_min) << ','
+              << fmt("%.4f", r.spec_ratio_max) << ',' << (r.spec_tokens_match ? "true" : "false");
+        } else {
+          out << ",,,,,,,,,";
         }
         out << '\n';
       }

@@ -22,6 +22,9 @@
 #include "core/error.h"
 #include "engine/batch.h"
 #include "engine/context.h"
+#include "engine/sampler.h"
+#include "generation/draft_model_drafter.h"
+#include "generation/drafter.h"
 #include "gguf/gguf_reader.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
@@ -76,20 +79,28 @@ void mean_stddev(const std::vector<double>& v, double* mean, double* stddev) {
 
 std::string kv_type_name(TensorType t) { return tensor_type_name(t); }
 
-// Paired ratios of an interleaved tg record to the first depth's: repetition i of each was run
-// next to the other (samples_ts[i] / first.samples_ts[i]); their median, min and max.
-void set_paired_ratio(BenchRecord& r, const BenchRecord& first) {
+// Ratios of samples taken in pairs: num[i] / den[i] (repetition i of each was run next to the
+// other); their median, min and max. False when there is no pair.
+bool paired_ratios(const std::vector<double>& num, const std::vector<double>& den, double* median, double* min,
+                   double* max) {
   std::vector<double> q;
-  for (size_t i = 0; i < r.samples_ts.size() && i < first.samples_ts.size(); ++i) {
-    if (first.samples_ts[i] > 0) q.push_back(r.samples_ts[i] / first.samples_ts[i]);
+  for (size_t i = 0; i < num.size() && i < den.size(); ++i) {
+    if (den[i] > 0) q.push_back(num[i] / den[i]);
   }
-  if (q.empty()) return;
+  if (q.empty()) return false;
   std::sort(q.begin(), q.end());
   const size_t n = q.size();
-  r.paired_ratio_median = n % 2 == 1 ? q[n / 2] : (q[n / 2 - 1] + q[n / 2]) / 2;
-  r.paired_ratio_min = q.front();
-  r.paired_ratio_max = q.back();
-  r.paired_ratio_depth = first.n_depth;
+  *median = n % 2 == 1 ? q[n / 2] : (q[n / 2 - 1] + q[n / 2]) / 2;
+  *min = q.front();
+  *max = q.back();
+  return true;
+}
+
+// Paired ratios of an interleaved tg record to the first depth's.
+void set_paired_ratio(BenchRecord& r, const BenchRecord& first) {
+  if (paired_ratios(r.samples_ts, first.samples_ts, &r.paired_ratio_median, &r.paired_ratio_min, &r.paired_ratio_max)) {
+    r.paired_ratio_depth = first.n_depth;
+  }
 }
 
 // One sequence's state in a context: which depth prefix it currently holds.
@@ -105,6 +116,7 @@ class DepthCache {
     if (depth <= held_) {
       ctx_.seq_truncate(seq_, depth);
       held_ = depth;
+      prefix_.resize(static_cast<size_t>(depth));
       return;
     }
     ctx_.seq_truncate(seq_, held_);
@@ -113,7 +125,10 @@ class DepthCache {
     b.add_sequence(seq_, tokens, held_, /*logits_last=*/false);
     ctx_.decode(b);
     held_ = depth;
+    prefix_.insert(prefix_.end(), tokens.begin(), tokens.end());
   }
+  // The token ids of the positions the prefix holds (a drafter is given them).
+  const std::vector<int32_t>& prefix() const { return prefix_; }
   // After a test appended positions past the prefix, only `held_` positions are still the prefix.
   void after_test() { ctx_.seq_truncate(seq_, held_); }
 
@@ -130,6 +145,7 @@ class DepthCache {
   std::mt19937_64 rng_;
   int32_t seq_ = 0;
   int32_t held_ = 0;
+  std::vector<int32_t> prefix_;  // held_ ids
 };
 
 // Times one pp test run: n_prompt tokens after the depth prefix.
@@ -187,6 +203,7 @@ std::string file_name_of(const std::string& path) {
 
 std::string BenchRecord::test_name() const {
   std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  if (is_speculative()) s += " spec " + spec_mode + " k" + std::to_string(spec_draft_max);
   if (n_depth > 0) s += " @ d" + std::to_string(n_depth);
   return s;
 }
@@ -308,10 +325,23 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
   for (const int32_t d : params.n_depth) {
     require(d >= 0, ErrorCode::kInvalidArgument, "depth must be >= 0, got " + std::to_string(d));
   }
+  const SpeculationParams& spec = params.speculation;
+  const bool speculate = spec.mode != SpeculationMode::kOff;
+  if (speculate) {
+    require(!params.interleave_depths || params.n_depth.size() < 2, ErrorCode::kInvalidArgument,
+            "speculative tg records are paired with plain decoding, not across depths: --spec does not combine "
+            "with --interleave-depths");
+    require(spec.mode != SpeculationMode::kDraft || !params.draft_model_path.empty(), ErrorCode::kInvalidArgument,
+            "--spec draft needs a draft model (-md FILE)");
+  }
   int32_t max_tokens = 0;  // context positions any test needs
   for (const int32_t d : params.n_depth) {
     for (const int32_t p : params.n_prompt) max_tokens = std::max(max_tokens, d + p);
-    for (const int32_t g : params.n_gen) max_tokens = std::max(max_tokens, d + std::max(g, kWarmupTokens));
+    for (const int32_t g : params.n_gen) {
+      max_tokens = std::max(max_tokens, d + std::max(g, kWarmupTokens));
+      // A spec record: the prompt, the tokens and a verify forward's drafts past the last one.
+      if (speculate && g > 1) max_tokens = std::max(max_tokens, d + kSpecPromptTokens + g + spec.draft_max + 1);
+    }
   }
   require(max_tokens > 0, ErrorCode::kInvalidArgument, "no test to run: every -p and -n value is 0");
 
@@ -362,6 +392,12 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
     ModelLoadParams load_params;
     load_params.repack = repack;
     const std::unique_ptr<Model> model = Model::load(path, load_params);
+    std::unique_ptr<Model> draft_model;
+    if (spec.mode == SpeculationMode::kDraft) {
+      say("loading the draft model " + params.draft_model_path);
+      draft_model = Model::load(params.draft_model_path, load_params);
+      check_same_vocabulary(*draft_model, *model);
+    }
     const std::string model_type = describe_model_type(*model);
     const PrefillShape prefill = prefill_shape(*model);
     uint64_t model_size = 0, n_params = 0;
@@ -398,8 +434,8 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
           struct Test {
             int32_t n_prompt, n_gen;
           };
-          // A record with its fields before timing, after its warm-up run.
-          const auto start_record = [&](const Test& test, int32_t depth, DepthCache& cache) {
+          // A record with its fields before timing (no warm-up run yet).
+          const auto new_record = [&](const Test& test, int32_t depth, const std::string& what) {
             BenchRecord r;
             r.model_filename = path;
             r.model_type = model_type;
@@ -418,8 +454,13 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
             r.is_generation = test.n_gen > 0;
             r.isa = kernels::isa_name(kernels::active_isa());
             r.test_time = iso_time_now();
-            say(file_name_of(path) + ": " + r.test_name() + ", " + std::to_string(n_threads) + " thread(s), kv " +
+            say(file_name_of(path) + ": " + r.test_name() + what + ", " + std::to_string(n_threads) + " thread(s), kv " +
                 r.type_k + "/" + r.type_v + (interleave && r.is_generation ? ", depths interleaved" : "") + " ...");
+            return r;
+          };
+          // A record with its fields before timing, after its warm-up run.
+          const auto start_record = [&](const Test& test, int32_t depth, DepthCache& cache) {
+            BenchRecord r = new_record(test, depth, "");
             // Warm-up (not recorded): first touch of weight pages, thread start-up, scratch.
             if (r.is_generation) {
               run_generation(ctx, cache, depth, std::min(test.n_gen, kWarmupTokens));
@@ -510,10 +551,82 @@ std::vector<BenchRecord> run_bench(const BenchParams& params, const BenchMachine
             finish_record(r, bandwidth_before);
             emit(r);
           };
+          // Speculative decode beside plain decode (bench_runner.h): greedy generations of both arms
+          // after the depth prefix and one fixed prompt, in alternating order.
+          const auto run_spec_record = [&](const Test& test, int32_t depth, DepthCache& cache) {
+            BenchRecord r = new_record(test, depth, " speculative beside plain");
+            r.spec_mode = speculation_mode_name(spec.mode);
+            r.spec_draft_max = spec.draft_max;
+            const std::vector<int32_t> prompt = cache.random_tokens(kSpecPromptTokens);
+            // The draft model's context lives as long as the record: repetitions reuse its KV of
+            // the prefix and prompt (DraftModelDrafter::restart), as a chat's turns do.
+            std::unique_ptr<DraftModelDrafter> draft_drafter;
+            if (draft_model) draft_drafter = std::make_unique<DraftModelDrafter>(*draft_model, ctx);
+            SamplerParams greedy;
+            greedy.temperature = 0;
+            const auto generate_once = [&](bool speculative, int32_t n_gen) {
+              cache.restore(depth);
+              Sampler sampler(greedy, model->hparams().n_vocab);
+              GenerationParams gp;
+              gp.seq_id = cache.seq();
+              gp.max_tokens = n_gen;
+              GenerationCallbacks cb;
+              std::unique_ptr<Drafter> ngram;
+              if (speculative) {
+                gp.speculation = spec;
+                if (draft_drafter) {
+                  draft_drafter->restart();
+                  cb.drafter = draft_drafter.get();
+                } else {
+                  ngram = make_drafter(spec, ctx);
+                  cb.drafter = ngram.get();
+                }
+                cb.drafter->append(cache.prefix());
+              }
+              GenerationResult g = generate(ctx, sampler, nullptr, prompt, gp, cb);
+              cache.after_test();
+              require(g.finish_reason == FinishReason::kLength, ErrorCode::kInternal,
+                      "bench: a greedy generation of " + r.test_name() + " stopped early (" +
+                          finish_reason_name(g.finish_reason) + "): " + g.error);
+              return g;
+            };
+            const auto rate = [](const GenerationResult& g) { return g.timings.decode_tokens_per_second(); };
+            (void)generate_once(false, std::min(test.n_gen, kWarmupTokens));
+            (void)generate_once(true, std::min(test.n_gen, kWarmupTokens));
+            int64_t forwards = 0, forward_tokens = 0;
+            for (int32_t rep = 0; rep < params.repetitions; ++rep) {
+              const bool spec_first = rep % 2 == 1;  // alternate, so neither arm always runs second
+              GenerationResult plain, sp;
+              if (spec_first) sp = generate_once(true, test.n_gen);
+              plain = generate_once(false, test.n_gen);
+              if (!spec_first) sp = generate_once(true, test.n_gen);
+              r.samples_ns.push_back(sp.timings.decode_seconds * 1e9);
+              r.samples_ts.push_back(rate(sp));
+              r.spec_plain_samples_ts.push_back(rate(plain));
+              r.spec_drafted += sp.speculation.drafted;
+              r.spec_accepted += sp.speculation.accepted;
+              forwards += sp.speculation.forwards;
+              forward_tokens += sp.speculation.forward_tokens;
+              if (sp.tokens != plain.tokens) r.spec_tokens_match = false;
+            }
+            mean_stddev(r.samples_ns, &r.avg_ns, &r.stddev_ns);
+            mean_stddev(r.samples_ts, &r.avg_ts, &r.stddev_ts);
+            double plain_sd = 0;
+            mean_stddev(r.spec_plain_samples_ts, &r.spec_plain_avg_ts, &plain_sd);
+            (void)paired_ratios(r.samples_ts, r.spec_plain_samples_ts, &r.spec_ratio_median, &r.spec_ratio_min,
+                                &r.spec_ratio_max);
+            r.spec_acceptance_rate = r.spec_drafted > 0 ? static_cast<double>(r.spec_accepted) / r.spec_drafted : 0.0;
+            r.spec_tokens_per_forward = forwards > 0 ? static_cast<double>(forward_tokens) / forwards : 0.0;
+            r.peak_rss_bytes = std::max<uint64_t>(model_peak, read_process_memory().peak_bytes);
+            emit(r);
+          };
           if (!interleave) {
             for (const int32_t depth : params.n_depth) {
               for (const Test& test : pp_tests) run_record(test, depth, caches[0]);
-              for (const Test& test : tg_tests) run_record(test, depth, caches[0]);
+              for (const Test& test : tg_tests) {
+                run_record(test, depth, caches[0]);
+                if (speculate && test.n_gen > 1) run_spec_record(test, depth, caches[0]);  // a decode rate needs 2
+              }
             }
           } else {
             // pp tests as usual, each depth on its own sequence; then each tg test at every depth

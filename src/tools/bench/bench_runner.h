@@ -12,6 +12,17 @@
 // once per generated token. bytes_per_token * tok/s is the effective read bandwidth, compared
 // with the machine's measured bandwidth (memory_bandwidth.h).
 //
+// Speculative decode (BenchParams::speculation, `edgellm bench --spec ngram|draft`): beside each
+// tg test, a "tg N spec MODE kK" record. Each repetition runs greedy generation (generate(), the
+// sampler at temperature 0, no tokenizer) of N tokens after the depth prefix and a fixed prompt of
+// kSpecPromptTokens random tokens twice, plain and speculative, in alternating order, so both
+// arms share the minute they ran in; the record's t/s is the speculative arm's decode rate
+// (decode_tokens / decode_seconds), its spec_ratio_* the per-repetition ratio to the plain arm
+// (median, min, max), and spec_tokens_match says the two arms produced the same tokens (they
+// must: the CLI exits 4 otherwise). The drafter sees the depth prefix too (the n-gram history,
+// the draft model's context); the warm-up run fills the draft model's KV with the prefix and
+// prompt, as the target's prefill, which is not timed either.
+//
 // Prefill is compute-bound: a pp test's matmul ops (prefill_ops.h: every linear layer for every
 // prompt token, the output head for the last token only; attention not included) over its time
 // are its effective int8 ops/s, compared with the int8 peak (int8_peak.h) of the probe kernel
@@ -26,6 +37,7 @@
 
 #include "tools/bench/int8_peak.h"
 #include "tools/bench/memory_bandwidth.h"
+#include "generation/generate.h"
 #include "kernels/tensor_type.h"
 
 #include "model/model.h"
@@ -53,9 +65,14 @@ struct BenchParams {
   bool measure_int8_peak = true;
   double int8_peak_seconds = 0.2;          // per probe pass (best of 3)
   uint64_t seed = 1234;                    // random prompt / generated token ids
+  // Speculative decode beside plain decode (see the file comment); mode off: none. kDraft:
+  // draft_model_path is loaded with each repack mode, as the models are.
+  SpeculationParams speculation;
+  std::string draft_model_path;
 };
 
 inline constexpr int32_t kWarmupTokens = 8;
+inline constexpr int32_t kSpecPromptTokens = 32;  // prompt after the depth prefix of a spec record
 
 struct BenchRecord {
   // llama-bench fields
@@ -118,8 +135,20 @@ struct BenchRecord {
   std::string repack;            // load mode asked for: auto / on / off
   uint64_t repacked_bytes = 0;   // anonymous memory holding repacked weights (0 = none repacked)
   uint64_t pack_bytes = 0;       // repacked weights mapped from a pack file (model/pack_file.h; 0 = none)
+  // Speculative tg records (spec_mode "ngram" / "draft"; "" = every other record). The bandwidth
+  // fields stay 0: tokens are not one weight read each.
+  std::string spec_mode;
+  int32_t spec_draft_max = 0;
+  int32_t spec_drafted = 0, spec_accepted = 0;  // over the repetitions
+  double spec_acceptance_rate = 0;              // accepted / drafted
+  double spec_tokens_per_forward = 0;           // tokens sampled per decode forward
+  std::vector<double> spec_plain_samples_ts;    // the plain arm, repetition by repetition
+  double spec_plain_avg_ts = 0;
+  double spec_ratio_median = 0, spec_ratio_min = 0, spec_ratio_max = 0;  // samples_ts[i] / plain[i]
+  bool spec_tokens_match = true;                // every repetition's tokens equal the plain arm's
 
-  std::string test_name() const;  // "pp512", "tg128", "tg128 @ d4096"
+  bool is_speculative() const { return !spec_mode.empty(); }
+  std::string test_name() const;  // "pp512", "tg128", "tg128 @ d4096", "tg128 spec ngram k8"
 };
 
 struct BenchMachine {
