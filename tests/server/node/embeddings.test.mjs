@@ -30,10 +30,10 @@ const minilm = synth("all-minilm-l6");
 const marco = synth("ms-marco-minilm-l6");
 
 // `edgellm embed -f FILE --embd-output-format raw`: one row per line.
-function cliVectors(inputs, extra = []) {
+function cliVectors(inputs, extra = [], embedder = minilm) {
   const file = path.join(dir, "texts.txt");
   fs.writeFileSync(file, inputs.join("\n"));
-  const out = execFileSync(bin, ["embed", "-m", minilm, "-f", file, "--embd-output-format", "raw", ...extra],
+  const out = execFileSync(bin, ["embed", "-m", embedder, "-f", file, "--embd-output-format", "raw", ...extra],
     { maxBuffer: 1 << 26, stdio: ["ignore", "pipe", "ignore"] }).toString();
   // %.9g read back as a float (Math.fround): the float the CLI printed.
   return out.trim().split("\n").map((line) => line.trim().split(/\s+/).map((v) => Math.fround(Number(v))));
@@ -436,13 +436,7 @@ test("/v1/docqa without an embedding model: refused at start, or 501 naming the 
 // llama-server's words; `--reranking` (`--rerank`) the same for /v1/rerank from a cross-encoder.
 test("serve -m bge-small --embeddings: the CLI's vectors; completions 501 as llama-server", async () => {
   const bge = synth("bge-small-en");
-  const cliBge = (inputs, extra = []) => {
-    const file = path.join(dir, "bge-texts.txt");
-    fs.writeFileSync(file, inputs.join("\n"));
-    const out = execFileSync(bin, ["embed", "-m", bge, "-f", file, "--embd-output-format", "raw", ...extra],
-      { maxBuffer: 1 << 26, stdio: ["ignore", "pipe", "ignore"] }).toString();
-    return out.trim().split("\n").map((line) => line.trim().split(/\s+/).map((v) => Math.fround(Number(v))));
-  };
+  const cliBge = (inputs, extra = []) => cliVectors(inputs, extra, bge);
   // Without the flag an encoder at -m is refused at start, naming the flags.
   assert.throws(() => execFileSync(bin, ["serve", "-m", bge, "--port", "0", "--no-warmup"],
     { stdio: ["ignore", "ignore", "pipe"] }), (e) => e.status === 2 && /--embeddings/.test(e.stderr.toString()));
