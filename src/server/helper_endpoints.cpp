@@ -133,7 +133,8 @@ HttpResponse apply_template(ServerContext& ctx, HttpRequest& request) {
   return json_response(200, out);
 }
 
-HttpResponse models(ServerContext& ctx) {
+// The generation model's /v1/models entry (absent on an embedding-only server).
+static Json generator_model(ServerContext& ctx) {
   const std::shared_ptr<InferenceService> svc = ctx.service.serving();
   const ServedParams p = ctx.service.params();
   Json m = Json::object();
@@ -147,9 +148,13 @@ HttpResponse models(ServerContext& ctx) {
   meta.set("n_vocab", svc->tokenizer().n_vocab());
   meta.set("model_version", ctx.service.model_version());
   m.set("meta", std::move(meta));
+  return m;
+}
+
+HttpResponse models(ServerContext& ctx) {
   Json data = Json::array();
-  data.push_back(std::move(m));
-  append_embedding_models(ctx, data);  // --embedding-model, --rerank-model
+  if (!ctx.embedding_only) data.push_back(generator_model(ctx));
+  append_embedding_models(ctx, data);  // --embedding-model, --rerank-model; --embeddings' -m
   Json body = Json::object();
   body.set("object", "list");
   body.set("data", std::move(data));
@@ -171,7 +176,8 @@ HttpResponse metrics(ServerContext& ctx) {
   r.content_type = "text/plain; version=0.0.4";
   // The Runtime's (service, ladder, router, sessions, swaps: edgellm_*) and the HTTP side's
   // (edgellm_http_*); no name is in both. Then the embedding runtimes' (edgellm_embedding_*, labelled runtime="embeddings" / "rerank").
-  r.body = ctx.service.metrics_prometheus() + ctx.counters.to_prometheus();
+  // Embedding-only (--embeddings): the server's runtime is the embedder, listed once, labelled.
+  r.body = (ctx.embedding_only ? std::string() : ctx.service.metrics_prometheus()) + ctx.counters.to_prometheus();
   r.body += embedding_metrics_prometheus(ctx, r.body);
   return r;
 }

@@ -131,6 +131,28 @@ const char* error_type(int status) {
   return status >= 500 ? "server_error" : "invalid_request_error";
 }
 
+// llama-server's embedding mode (--embeddings, --reranking): what an endpoint the server does
+// not serve answers (501 not_supported_error, llama-server's wording where it has one), or
+// nullptr for one it serves.
+const char* embedding_only_refusal(Ep ep, bool embeds, bool reranks) {
+  switch (ep) {
+    case Ep::kModels:
+    case Ep::kHealth:
+    case Ep::kMetrics:
+      return nullptr;
+    case Ep::kEmbeddings:
+      return embeds ? nullptr : "This server does not support embeddings. Start it with `--embeddings`";
+    case Ep::kRerank:
+      return reranks ? nullptr : "This server does not support reranking. Start it with `--reranking`";
+    case Ep::kChat:
+    case Ep::kCompletion:
+      return "This server does not support completions. Start it without `--embeddings`";
+    default:
+      return "This server serves embeddings only (started with --embeddings or --reranking): this endpoint needs a "
+             "generation model. Serve one with -m and add the embedder with --embedding-model FILE";
+  }
+}
+
 // Request bodies of at least this size make a request "heavy" (memory is given back after).
 constexpr uint64_t kHeavyBody = uint64_t{64} << 10;
 
@@ -162,11 +184,7 @@ HttpServer::HttpServer(Runtime& runtime, ServerOptions options, ListeningSocket 
       imports_(1),
       docqa_requests_(kDocqaRequestsAtOnce),
       socket_(std::move(socket)) {
-  if (runtime.role() != RuntimeRole::kGenerate) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the server's -m model generates text: this one embeds (an encoder); serve it beside a generator with "
-                "--embedding-model FILE (or --rerank-model FILE), or use `edgellm embed` / `edgellm rerank`");
-  }
+  ctx_->embedding_only = runtime.role() == RuntimeRole::kEmbed;
   if (ctx_->options.model_name.empty()) ctx_->options.model_name = "edgellm";
   use_serving_allocator_policy();
 }
@@ -201,7 +219,9 @@ const ServerCounters& HttpServer::counters() const { return ctx_->counters; }
 
 TransportLimits HttpServer::transport_limits() const {
   const ServerOptions& o = ctx_->options;
-  const ServedParams p = ctx_->service.params();
+  // An embedding-only server has no generation service: its embedder admits one forward and
+  // queues EmbeddingServiceParams::max_queued (8) behind it.
+  const ServedParams p = ctx_->embedding_only ? ServedParams{0, 1, 8} : ctx_->service.params();
   TransportLimits l;
   l.head_timeout = std::chrono::seconds(o.read_timeout_s);
   l.body_timeout = std::chrono::seconds(o.read_timeout_s);
@@ -318,6 +338,12 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
     return refuse(401, "invalid_api_key", "missing or wrong API key (send 'Authorization: Bearer KEY')");
   }
   if (ctx.stopping.load() && m.ep != Ep::kHealth) return refuse(503, "shutting_down", "the server is stopping");
+  if (ctx.embedding_only) {
+    if (const char* why = embedding_only_refusal(m.ep, ctx.embedder != nullptr, ctx.reranker != nullptr)) {
+      p.respond = server::error_response(ApiError(501, "not_supported_error", "not_supported", why), o.retry_after_s);
+      return p;
+    }
+  }
 
   // Bodies: session imports up to --sessions-max-mib (one at a time), everything else up to
   // --max-body-kib, within the budget of bodies held at once.

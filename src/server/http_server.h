@@ -8,8 +8,8 @@
 //   GET  /                                       the web chat page (embedded, no CDN)
 //   POST /v1/sessions/import, /v1/sessions/{id}/export, DELETE /v1/sessions/{id}
 //                                                a conversation's KV moving between devices
-//   POST /v1/embeddings, /v1/rerank              with --embedding-model / --rerank-model
-//                                                (embeddings_endpoint.h)
+//   POST /v1/embeddings, /v1/rerank              with --embedding-model / --rerank-model, or
+//                                                alone with --embeddings / --reranking (embeddings_endpoint.h)
 //   /v1/docqa/documents, /search, /ask       document Q&A with --docqa-index (docqa_endpoints.h)
 //   POST /admin/swap, /admin/reload, /admin/pressure, GET /admin/degradation
 //                                                the model and the ladder, changed while serving
@@ -63,8 +63,10 @@ class HttpServer : private HttpApplication {
   // Throws Error(kInvalidArgument) when options.host is not loopback and there is no api_key, or
   // a limit is not positive.
   static void check_options(const ServerOptions& options);
-  // check_options(options); nothing is bound yet (bind()). Throws Error(kInvalidArgument) for an
-  // embedding runtime (RuntimeRole::kEmbed: it cannot generate).
+  // check_options(options); nothing is bound yet (bind()). An embedding runtime (RuntimeRole::
+  // kEmbed) makes an embedding-only server, llama-server's --embeddings / --reranking: attach it
+  // with attach_embedding_runtimes (as the embedder or the reranker); the generation endpoints and
+  // everything but /v1/models, /health and /metrics then answer 501 not_supported_error.
   HttpServer(Runtime& runtime, ServerOptions options);
   // The same on a socket bound before the model was loaded (ListeningSocket::open).
   HttpServer(Runtime& runtime, ServerOptions options, ListeningSocket socket);

@@ -43,6 +43,10 @@ struct ServerContext {
   // Document Q&A (docqa_endpoints.h; HttpServer::attach_docqa before bind()); null: those
   // endpoints answer 501. The pointer is set before serving; the DocQa behind it is its own.
   std::shared_ptr<ServedDocQa> docqa;
+  // llama-server's embedding mode (`serve -m ENCODER --embeddings` / `--reranking`): the server's
+  // own runtime embeds (role kEmbed) and is attached above; only /v1/embeddings or /v1/rerank,
+  // /v1/models, /health and /metrics answer, everything else 501 (HttpServer::plan).
+  bool embedding_only = false;
 };
 
 }  // namespace edgellm::server

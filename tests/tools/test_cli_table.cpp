@@ -41,7 +41,7 @@ const std::vector<SharedName> kShared = {
     {"batch-size", "-b", false},    {"threads", "-t", false},          {"threads-batch", "-tb", false},
     {"parallel", "-np", false},     {"kv-type", "--kv-type", false},   {"kv-type-k", "-ctk", false},
     {"kv-type-v", "-ctv", false},   {"repack", "--repack", false},     {"power", "--power", false},
-    {"seed", "--seed", false},      {"json", "--json", true},
+    {"seed", "--seed", false},      {"json", "--json", true},          {"pooling", "--pooling", false},
 };
 
 struct Row {
@@ -77,7 +77,7 @@ class CliTable : public ::testing::Test {
         {"chat", {"-m", m, "--messages", dir_ + "/messages.json", "-n", "2"}, {"--messages", dir_ + "/messages.json"},
          with(context, {"model", "registry", "seed", "json"})},
         {"serve", {"-m", m, "--port", "0", "--no-warmup"}, {"--port", "0"},
-         with(context, {"model", "registry", "parallel"})},
+         with(context, {"model", "registry", "parallel", "pooling"})},
         {"info", {m}, {}, {"model", "registry", "ctx-size", "batch-size", "parallel", "kv-type", "kv-type-k",
                            "kv-type-v", "repack", "json"}},
         {"tokenize", {"-m", m, "hello"}, {"hello"}, {"model", "registry", "json"}},
@@ -112,7 +112,8 @@ class CliTable : public ::testing::Test {
          {"model", "ctx-size", "batch-size", "threads", "json"}},
         {"eval", {"-m", m, "-f", dir_ + "/tasks.jsonl", "-n", "2"}, {"-f", dir_ + "/tasks.jsonl", "-n", "2"},
          with(context, {"model", "registry", "parallel", "seed", "json"})},
-        {"embed", {"-m", m, "-p", "hello"}, {"-p", "hello"}, {"model", "registry", "ctx-size", "batch-size", "threads"}},
+        {"embed", {"-m", m, "-p", "hello"}, {"-p", "hello"},
+         {"model", "registry", "ctx-size", "batch-size", "threads", "pooling"}},
         {"rerank", {"-m", m, "-q", "a query", "-d", "a document"}, {"-q", "a query", "-d", "a document"},
          {"model", "registry", "ctx-size", "batch-size", "threads", "json"}},
         {"docqa", {"index", dir_, "-m", m, "--index", dir_ + "/docs.index"},
@@ -190,7 +191,7 @@ TEST_F(CliTable, EveryCommandTimesEverySharedOption) {
       }
     }
   }
-  EXPECT_EQ(cells, 23 * 14);
+  EXPECT_EQ(cells, 23 * 15);
 }
 
 // The help line of a shared option (names, value, description) is the same in every command
@@ -248,6 +249,43 @@ TEST_F(CliTable, SharedOptionsReadTheSameInEveryHelp) {
     for (const auto& [command, line] : by_command) {
       EXPECT_EQ(line, first) << key << ": " << command << " vs " << first_command;
     }
+  }
+}
+
+// `edgellm serve`'s embedding flags as llama-server spells them (--embeddings, --reranking /
+// --rerank, --pooling ... rank) and how they combine with ours (--embedding-model beside a
+// generator): every refusal here ends before a model loads (exit 2, naming the flags).
+TEST_F(CliTable, ServeEmbeddingFlagsAsLlamaServer) {
+  const std::string m = test::shared_model("stories260K.gguf");
+  const std::vector<std::string> base = {"serve", "-m", m, "--port", "0", "--no-warmup"};
+  struct Case {
+    std::vector<std::string> extra;
+    const char* words;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--embeddings", "--embedding-model", m}, "serve the -m model alone"},
+           {{"--embedding", "--docqa-index", dir_ + "/x.index", "--embedding-model", m}, "serve the -m model alone"},
+           {{"--reranking", "--rerank-model", m}, "serve the -m model alone"},
+           {{"--rerank", "--pooling", "mean"}, "--pooling mean does not combine"},
+           {{"--embeddings", "--reranking", "--pooling", "cls"}, "--pooling cls does not combine"},
+           {{"--reranking", "--pooling", "none"}, "--pooling none does not combine"},
+           {{"--embeddings", "--pooling", "rank", "--rerank-model", m}, "serve the -m model alone"},
+           {{"--pooling", "rank"}, "give --reranking"},
+           {{"--pooling", "mean"}, "--pooling needs --embeddings"},
+           {{"--embeddings", "--cloud-url", "https://example.com/v1"}, "only embeds"},
+       }) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const CliResult r = run_cli(args);
+    std::string line;
+    for (const auto& a : c.extra) line += " " + a;
+    EXPECT_EQ(r.exit_code, 2) << line << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.words), std::string::npos) << line << "\n" << r.err;
+  }
+  // The flags are listed in serve's help, aliases included.
+  const CliResult help = run_cli({"serve", "--help"});
+  for (const char* name : {"--embeddings, --embedding ", "--reranking, --rerank ", "--embedding-model", "--rerank-model"}) {
+    EXPECT_NE(help.out.find(name), std::string::npos) << name;
   }
 }
 

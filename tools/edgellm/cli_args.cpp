@@ -95,6 +95,7 @@ const std::vector<SharedOption>& shared_options() {
        "performance, balanced or efficiency: threads, cores and worker priority per phase for this device"},
       {"seed", "--seed", "N", "random seed"},
       {"json", "--json", "", "print JSON instead of text"},
+      {"pooling", "--pooling", "TYPE", "pooling of the embeddings: none, mean, cls, last or rank (llama.cpp's names)"},
   };
   return kOptions;
 }

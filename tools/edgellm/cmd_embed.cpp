@@ -59,7 +59,7 @@ int run_embed(const std::vector<std::string>& args) {
   ap.add_strings("-p,--prompt", &prompts, "TEXT", "text(s) to embed (repeatable; split at --embd-separator)");
   ap.add_string("-f,--file", &file, "FILE", "texts to embed, split at --embd-separator");
   ap.add_string("--embd-separator", &separator, "SEP", "separator of the texts (default \\n)");
-  ap.add_string("--pooling", &pooling_name, "TYPE", "none, mean, cls, last or rank (default: the model's)");
+  ap.add_string(shared_option("pooling"), &pooling_name, "default: the model's");
   ap.add_int("--embd-normalize", &normalize, "N",
              "-1 none, 0 max absolute to int16, 1 taxicab, 2 euclidean (default), >2 p-norm", -1, 64);
   ap.add_string("--embd-output-format", &format, "FMT", "empty (text), array, json, json+ or raw");

@@ -3,6 +3,8 @@
 //   edgellm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [-c N] [-np N]
 //                 [--max-queued N] [--cors-origin ORIGIN] [--log-prompts] [--sessions N] ...
 //   edgellm serve -m MODEL --embedding-model EMB [--rerank-model RR] [--docqa-index FILE] ...
+//   edgellm serve -m EMB --embeddings [--pooling none|mean|cls|last]   (llama-server's embedding mode)
+//   edgellm serve -m RR --reranking                                     (--rerank; = --embeddings --pooling rank)
 //   edgellm serve --registry DIR -m NAME[@VERSION] ...   (POST /admin/reload follows the registry)
 // Loopback only unless --api-key is given; the admin endpoints need the key. The port is bound
 // before the model is loaded, so a busy port is reported at once. SIGINT / SIGTERM stop it
@@ -62,6 +64,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   std::string input_policy = "refuse";
   std::string api_key_env;
   std::string embedding_model, rerank_model, pooling_name, docqa_index;
+  bool embeddings_mode = false, reranking_mode = false;
   ArgParser ap("serve", "-m MODEL [--host ADDR] [--port N] [--api-key KEY] [options]");
   add_model_options(ap, &model_opt);
   ap.add_string("--host", &so.host, "ADDR",
@@ -143,14 +146,21 @@ int cmd_serve(const std::vector<std::string>& args) {
   ap.add_custom("--route-cloud", "P", "router: ask the cloud when the score < P (default 0.6)",
                 [&](const std::string& v) { route_cloud = parse_double(v, "--route-cloud"); });
   ap.add_flag("--privacy", &router.privacy, "router: never call the cloud (answers stay on this device)");
-  // Embeddings beside the generator (docs/server.md, "Embeddings and rerank"): llama-server runs
-  // one model per server (--embeddings, --reranking); here one server holds up to three runtimes.
+  // Embeddings (docs/server.md, "Embeddings and rerank"). llama-server's way, one model per
+  // server: -m is the embedder (--embeddings) or the cross-encoder (--reranking) and the
+  // generation endpoints answer 501. Ours besides: up to three runtimes in one server, the -m
+  // generator with --embedding-model / --rerank-model beside it (document Q&A needs all three).
+  ap.add_flag("--embeddings,--embedding", &embeddings_mode,
+              "serve only POST /v1/embeddings, from the -m model (llama-server's embedding mode: the generation "
+              "endpoints answer 501)");
+  ap.add_flag("--reranking,--rerank", &reranking_mode,
+              "serve only POST /v1/rerank, from the -m cross-encoder with rank pooling (llama-server's)");
   ap.add_string("--embedding-model", &embedding_model, "FILE",
                 "also serve POST /v1/embeddings with this embedding model (BERT family, or Qwen3-Embedding)");
   ap.add_string("--rerank-model", &rerank_model, "FILE",
                 "also serve POST /v1/rerank with this cross-encoder (bge-reranker, ms-marco MiniLM)");
-  ap.add_string("--pooling", &pooling_name, "none|mean|cls|last",
-                "pooling of /v1/embeddings (default: the embedding model's)");
+  ap.add_string(shared_option("pooling"), &pooling_name,
+                "of /v1/embeddings, default the model's; rank: --reranking's");
   ap.add_string("--docqa-index", &docqa_index, "FILE",
                 "also serve document Q&A (/v1/docqa/*) on this index file (`edgellm docqa`'s; created when absent), "
                 "embedded by --embedding-model, answered by -m");
@@ -164,11 +174,33 @@ int cmd_serve(const std::vector<std::string>& args) {
   PoolingType pooling = PoolingType::kUnspecified;
   if (!pooling_name.empty()) {
     const auto p = pooling_type_from_name(pooling_name);
-    if (!p.has_value() || *p == PoolingType::kRank) {
-      throw Error(ErrorCode::kInvalidArgument, "--pooling: expected none, mean, cls or last (rank is --rerank-model's)");
+    if (!p.has_value()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--pooling '" + pooling_name + "' is not one of none, mean, cls, last, rank");
     }
-    if (embedding_model.empty()) throw Error(ErrorCode::kInvalidArgument, "--pooling needs --embedding-model");
     pooling = *p;
+  }
+  // llama-server: --reranking is --embeddings with rank pooling; --pooling rank with --embeddings
+  // is the same server.
+  if (embeddings_mode && pooling == PoolingType::kRank) reranking_mode = true;
+  const bool embedding_only = embeddings_mode || reranking_mode;
+  if (embedding_only) {
+    if (reranking_mode && pooling != PoolingType::kUnspecified && pooling != PoolingType::kRank) {
+      throw Error(ErrorCode::kInvalidArgument, "--reranking scores with rank pooling: --pooling " + pooling_name +
+                                                   " does not combine with it");
+    }
+    if (!embedding_model.empty() || !rerank_model.empty() || !docqa_index.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--embeddings / --reranking serve the -m model alone (llama-server's embedding mode); "
+                  "--embedding-model, --rerank-model and --docqa-index go beside a generation model given with -m");
+    }
+    if (!cloud_url.empty()) {
+      throw Error(ErrorCode::kInvalidArgument, "--cloud-url routes generation: this server only embeds (--embeddings)");
+    }
+  } else if (pooling == PoolingType::kRank) {
+    throw Error(ErrorCode::kInvalidArgument, "--pooling rank: give --reranking (-m a cross-encoder), or --rerank-model");
+  } else if (pooling != PoolingType::kUnspecified && embedding_model.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "--pooling needs --embeddings (-m an embedding model) or --embedding-model");
   }
   if (model_opt.model.empty()) throw Error(ErrorCode::kInvalidArgument, "no model given (-m MODEL)");
   if (!api_key_env.empty()) {
@@ -256,7 +288,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "[%s] %s\n", log_level_name(level), message);
   }, nullptr, LogLevel::kInfo);
   // The embedding runtimes: their own queue (8 waiting), the server's threads, the model's context.
-  auto embedding_runtime = [&](const std::string& path) {
+  auto embedding_params = [&](const std::string& path) {
     RuntimeParams ep;
     ep.model_path = path;
     ep.model_version = "1";
@@ -264,19 +296,40 @@ int cmd_serve(const std::vector<std::string>& args) {
     ep.embedding.embedder.n_threads = ctx.threads_batch > 0 ? ctx.threads_batch : ctx.threads;
     ep.embedding.load = model_load_params(ctx);
     ep.embedding.input_policy = input_policy_from_name(input_policy);
-    return std::make_unique<Runtime>(std::move(ep));
+    return ep;
   };
+  auto embedding_runtime = [&](const std::string& path) { return std::make_unique<Runtime>(embedding_params(path)); };
   const std::unique_ptr<Runtime> embedder = embedding_model.empty() ? nullptr : embedding_runtime(embedding_model);
   const std::unique_ptr<Runtime> reranker = rerank_model.empty() ? nullptr : embedding_runtime(rerank_model);
+  if (embedding_only) {  // -m is the embedder (from the registry too: the Runtime resolves it)
+    RuntimeParams ep = embedding_params(rp.model_path);
+    ep.registry_dir = rp.registry_dir;
+    ep.registry_name = rp.registry_name;
+    rp = std::move(ep);
+  }
   Runtime runtime(std::move(rp));
   server::HttpServer http(runtime, so, std::move(socket));
-  http.attach_embedding_runtimes(embedder.get(), file_stem(embedding_model), reranker.get(), file_stem(rerank_model),
-                                 pooling);
+  if (!embedding_only && runtime.role() == RuntimeRole::kEmbed) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "-m " + model_opt.model + " is an embedding model (an encoder): serve it with --embeddings (a "
+                "cross-encoder with --reranking), or beside a generator with --embedding-model FILE");
+  }
+  if (embedding_only) {
+    Runtime* own = &runtime;
+    http.attach_embedding_runtimes(reranking_mode ? nullptr : own, so.model_name, reranking_mode ? own : nullptr,
+                                   so.model_name, reranking_mode ? PoolingType::kUnspecified : pooling);
+  } else {
+    http.attach_embedding_runtimes(embedder.get(), file_stem(embedding_model), reranker.get(),
+                                   file_stem(rerank_model), pooling);
+  }
   if (!docqa_index.empty()) http.attach_docqa(docqa_index, DocQaOptions{});
   const int bound = http.bind();
   if (!no_warmup) runtime.warmup();
-  std::fprintf(stderr, "edgellm serve: %s version %s on http://%s:%d (%d parallel, %d queued)%s%s\n",
-               so.model_name.c_str(), runtime.model_version().c_str(), so.host.c_str(), bound, parallel, max_queued,
+  std::fprintf(stderr, "edgellm serve: %s version %s on http://%s:%d (%s)%s%s\n", so.model_name.c_str(),
+               runtime.model_version().c_str(), so.host.c_str(), bound,
+               reranking_mode    ? "/v1/rerank only"
+               : embedding_only  ? "/v1/embeddings only"
+                                 : (std::to_string(parallel) + " parallel, " + std::to_string(max_queued) + " queued").c_str(),
                so.api_key.empty() ? "" : ", API key required",
                runtime.router_params().privacy ? ", router: privacy mode"
                : transport                      ? ", router: cloud on"

@@ -30,10 +30,10 @@ const minilm = synth("all-minilm-l6");
 const marco = synth("ms-marco-minilm-l6");
 
 // `edgellm embed -f FILE --embd-output-format raw`: one row per line.
-function cliVectors(inputs, extra = []) {
+function cliVectors(inputs, extra = [], embedder = minilm) {
   const file = path.join(dir, "texts.txt");
   fs.writeFileSync(file, inputs.join("\n"));
-  const out = execFileSync(bin, ["embed", "-m", minilm, "-f", file, "--embd-output-format", "raw", ...extra],
+  const out = execFileSync(bin, ["embed", "-m", embedder, "-f", file, "--embd-output-format", "raw", ...extra],
     { maxBuffer: 1 << 26, stdio: ["ignore", "pipe", "ignore"] }).toString();
   // %.9g read back as a float (Math.fround): the float the CLI printed.
   return out.trim().split("\n").map((line) => line.trim().split(/\s+/).map((v) => Math.fround(Number(v))));
@@ -428,5 +428,63 @@ test("/v1/docqa without an embedding model: refused at start, or 501 naming the 
     assert.match((await res.json()).error.message, /--embedding-model FILE --docqa-index FILE/);
   } finally {
     assert.equal(await plain.stop(), 0);
+  }
+});
+
+// llama-server's embedding mode: `serve -m ENCODER --embeddings` serves /v1/embeddings from -m
+// itself (no generator), and the generation endpoints answer 501 not_supported_error in
+// llama-server's words; `--reranking` (`--rerank`) the same for /v1/rerank from a cross-encoder.
+test("serve -m bge-small --embeddings: the CLI's vectors; completions 501 as llama-server", async () => {
+  const bge = synth("bge-small-en");
+  const cliBge = (inputs, extra = []) => cliVectors(inputs, extra, bge);
+  // Without the flag an encoder at -m is refused at start, naming the flags.
+  assert.throws(() => execFileSync(bin, ["serve", "-m", bge, "--port", "0", "--no-warmup"],
+    { stdio: ["ignore", "ignore", "pipe"] }), (e) => e.status === 2 && /--embeddings/.test(e.stderr.toString()));
+  const only = await startServer(["-m", bge, "--embeddings", "--pooling", "mean"]);
+  try {
+    assert.match(only.log(), /\/v1\/embeddings only/);
+    const c = new OpenAI({ baseURL: only.url + "/v1", apiKey: "none", maxRetries: 0, timeout: 30000 });
+    const want = cliBge(texts, ["--pooling", "mean"]);
+    const r = await c.embeddings.create({ model: "bge-small-en", input: texts, encoding_format: "float" });
+    assert.equal(r.model, "bge-small-en");
+    r.data.forEach((d, i) => assert.deepEqual(d.embedding, want[i], `text ${i}`));
+    // The model's own pooling (CLS for bge) differs from --pooling mean: the flag reached the server.
+    assert.notDeepEqual(cliBge(texts.slice(0, 1))[0], want[0]);
+    for (const [p, body] of [["/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] }],
+      ["/v1/completions", { prompt: "hi" }]]) {
+      const res = await fetch(only.url + p, { method: "POST", body: JSON.stringify(body) });
+      assert.equal(res.status, 501, p);
+      const e = (await res.json()).error;
+      assert.equal(e.type, "not_supported_error");
+      assert.equal(e.message, "This server does not support completions. Start it without `--embeddings`");
+    }
+    const rr = await fetch(only.url + "/v1/rerank", { method: "POST", body: JSON.stringify({ query: "q", documents: ["d"] }) });
+    assert.equal(rr.status, 501);
+    assert.match((await rr.json()).error.message, /--reranking/);
+    const tok = await fetch(only.url + "/tokenize", { method: "POST", body: JSON.stringify({ content: "x" }) });
+    assert.equal(tok.status, 501);
+    const models = (await (await fetch(only.url + "/v1/models")).json()).data;
+    assert.deepEqual(models.map((m) => [m.id, m.meta.endpoint, m.meta.dims]), [["bge-small-en", "/v1/embeddings", 384]]);
+    assert.equal((await fetch(only.url + "/health")).status, 200);
+    assert.match(await (await fetch(only.url + "/metrics")).text(), /runtime="embeddings"/);
+  } finally {
+    assert.equal(await only.stop(), 0);
+  }
+  // --rerank (llama-server's alias of --reranking): /v1/rerank from -m, the CLI's scores.
+  const rer = await startServer(["-m", marco, "--rerank"]);
+  try {
+    const query = "what do pandas eat";
+    const docs = ["Giant pandas eat bamboo.", "The stock market fell."];
+    const want = JSON.parse(execFileSync(bin, ["rerank", "-m", marco, "-q", query, "-d", docs[0], "-d", docs[1], "--json"],
+      { stdio: ["ignore", "pipe", "ignore"] }).toString());
+    const res = await fetch(rer.url + "/v1/rerank", { method: "POST", body: JSON.stringify({ query, documents: docs }) });
+    assert.equal(res.status, 200);
+    assert.deepEqual((await res.json()).results.map((e) => [e.index, e.relevance_score]),
+      want.results.map((e) => [e.index, e.relevance_score]));
+    const emb = await fetch(rer.url + "/v1/embeddings", { method: "POST", body: JSON.stringify({ input: "x" }) });
+    assert.equal(emb.status, 501);
+    assert.match((await emb.json()).error.message, /--embeddings/);
+  } finally {
+    assert.equal(await rer.stop(), 0);
   }
 });
