@@ -7,9 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/context.h"
-#include "engine/memory_plan.h"
 #include "gguf/gguf_reader.h"
-#include "kv/kv_cache.h"
 #include "kv/session_file.h"
 #include "model/architecture.h"
 #include "model/model.h"
@@ -304,7 +302,7 @@ ClassifyResult Runtime::classify(ClassifyRequest request) {
   stop.stopping = &stopping_;
   if (request.deadline_ms > 0) stop.deadline = start + std::chrono::milliseconds(request.deadline_ms);
   std::lock_guard<std::mutex> one(classify_mutex_);
-  ClassifyResult result = classify_beside(*svc, request, AbortCheck{&ClassifyStop::check, &stop});
+  ClassifyResult result = classify_beside(*svc, std::move(request), AbortCheck{&ClassifyStop::check, &stop});
   if (result.finish_reason == FinishReason::kCancelled && stop.timed_out) result.finish_reason = FinishReason::kTimeout;
   result.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -104,6 +104,7 @@ ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& c
     std::optional<ClassifyRequest> request = classify_request(c);
     if (!request) continue;
     CaseOutput& out = run.outputs[i];
+    if (out.finish_reason == FinishReason::kError) continue;  // the case failed already
     try {
       const ClassifyResult r = classify_beside(*service, std::move(*request), abort);
       cancelled = r.finish_reason == FinishReason::kCancelled;
