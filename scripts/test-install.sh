@@ -2,7 +2,8 @@
 # The install test (ctest `install_test_packages`, part of `make test`): installs the normal
 # build BUILD into a temporary prefix with `cmake --install` (no second build of the library)
 # and checks what an app developer uses:
-#   - libedgellm.so.X.Y.Z with SONAME libedgellm.so.<ABI version>, the headers, EdgeLLMConfig.cmake
+#   - libedgellm.so.X.Y.Z with SONAME libedgellm.so.X.Y while the version is 0.x (every minor
+#     version may break the C ABI; libedgellm.so.X from 1.0), the headers, EdgeLLMConfig.cmake
 #     (+ version file, targets), edgellm.pc, the edgellm CLI, share/edgellm/bench-chart.py;
 #   - the C examples built against the prefix with CMake (find_package(EdgeLLM) ->
 #     EdgeLLM::edgellm) and with pkg-config, and one of each run on stories260K.

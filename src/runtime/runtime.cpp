@@ -7,14 +7,12 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/context.h"
-#include "engine/memory_plan.h"
-#include "generation/label_scorer.h"
 #include "gguf/gguf_reader.h"
-#include "kv/kv_cache.h"
 #include "kv/session_file.h"
 #include "model/architecture.h"
 #include "model/model.h"
 #include "registry/model_registry.h"
+#include "service/service_classify.h"
 
 namespace edgellm {
 namespace {
@@ -300,47 +298,12 @@ ClassifyResult Runtime::classify(ClassifyRequest request) {
   require(static_cast<int>(ladder_->rung()) < static_cast<int>(Rung::kRefuseNew), ErrorCode::kDegraded,
           [&] { return std::string("degraded: classify refused at rung ") + rung_name(ladder_->rung()); });
   const std::shared_ptr<InferenceService> svc = service();  // keeps the model loaded for the call
-  (void)check_classify_request(request, svc->params().input_policy);
-  const ClassifyTokens tokens = classify_tokens(request, svc->tokenizer(), svc->chat_template());
-
-  size_t longest = 0;
-  for (const std::vector<int32_t>& l : tokens.labels) longest = std::max(longest, l.size());
-  const int32_t n_ctx = svc->context_params().n_ctx;
-  const size_t positions = tokens.prompt.size() + longest;
-  require(positions <= static_cast<size_t>(n_ctx), ErrorCode::kInvalidArgument, [&] {
-    return "classify: the prompt (" + std::to_string(tokens.prompt.size()) + " tokens) and the longest label (" +
-           std::to_string(longest) + ") take " + std::to_string(positions) + " positions; the context holds " +
-           std::to_string(n_ctx);
-  });
-
-  ContextParams cp = svc->context_params();
-  cp.n_ctx = static_cast<int32_t>(positions);
-  cp.n_seq_max = static_cast<int32_t>(tokens.labels.size()) + 1;
-  cp.embeddings = false;
-  // The caller's thread runs the forwards: it keeps its own CPU set and priority (a placement
-  // would move it; the pool's workers keep what the service gave them).
-  cp.placement = {};
-  cp.placement_batch = {};
-  cp.kv_budget_fraction = 0;
-  const int32_t blocks =
-      label_scoring_blocks(cp.kv_block_tokens, static_cast<int32_t>(tokens.prompt.size()), tokens.labels);
-  cp.kv_budget_bytes = static_cast<size_t>(blocks) * KvCache::block_bytes(kv_cache_params(svc->model().hparams(), cp));
-
   ClassifyStop stop;
   stop.stopping = &stopping_;
   if (request.deadline_ms > 0) stop.deadline = start + std::chrono::milliseconds(request.deadline_ms);
   std::lock_guard<std::mutex> one(classify_mutex_);
-  Context ctx(svc->model(), cp);
-  ctx.set_abort_check(AbortCheck{&ClassifyStop::check, &stop});
-  ClassifyResult result;
-  try {
-    result = edgellm::classify(ctx, tokens, request);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kCancelled) throw;
-    result = ClassifyResult{};  // nothing chosen
-    result.finish_reason = stop.timed_out ? FinishReason::kTimeout : FinishReason::kCancelled;
-    result.prompt_tokens = static_cast<int32_t>(tokens.prompt.size());
-  }
+  ClassifyResult result = classify_beside(*svc, std::move(request), AbortCheck{&ClassifyStop::check, &stop});
+  if (result.finish_reason == FinishReason::kCancelled && stop.timed_out) result.finish_reason = FinishReason::kTimeout;
   result.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -5,6 +5,7 @@
 // recorded in the registry, and the refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -12,6 +13,9 @@
 
 #include "core/json.h"
 #include "core/sha256.h"
+#include "model/model.h"
+#include "support/label_logprob.h"
+#include "tokenizer/tokenizer.h"
 #include "support/cli_runner.h"
 #include "support/test_env.h"
 
@@ -153,9 +157,52 @@ TEST(CliEval, QuantizedVsBaseReport) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string red = test::read_file(dir2 + "/report.json") + test::read_file(dir2 + "/report.md");
   for (const Json& c : cases.as_array()) {
-    EXPECT_EQ(red.find(c.at("references").at(0).as_string()), std::string::npos);
+    // An accuracy case's predicted label is an output (one of its labels), not the redacted reference.
+    if (c.at("metric").as_string() != "accuracy") EXPECT_EQ(red.find(c.at("references").at(0).as_string()), std::string::npos);
     EXPECT_EQ(red.find(c.at("prompt").as_string()), std::string::npos);
   }
+}
+
+// A case with labels is scored by the labels' likelihoods (classify), not by the greedy text:
+// its labels are chosen so that the greedy generation starts with none of them (it would then
+// score as "no label"), and the predicted label must be the one the independent reference
+// (support/label_logprob.h: prompt + label through a fresh Context, log-softmax summed in
+// double) finds most probable after the raw prompt.
+TEST(CliEval, LabelledAccuracyIsScoredByLikelihood) {
+  const std::string f32 = test::shared_model("tiny-zh-poems.gguf");
+  const std::string prompt = "《静夜思》的作者是";
+  auto r = run_cli({"run", "-m", f32, "-p", prompt, "-n", "8", "--temp", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string greedy = Json::parse(r.out).at("text").as_string();
+  std::vector<std::string> labels;
+  for (const char* l : {"杜甫", "王维", "孟浩然", "白居易"}) {
+    if (greedy.rfind(l, 0) != 0 && greedy.find(l) == std::string::npos) labels.push_back(l);
+  }
+  ASSERT_GE(labels.size(), 2u) << greedy;
+
+  const auto model = Model::load(f32);
+  const auto tok = Tokenizer::from_gguf(model->gguf());
+  const std::vector<int32_t> prompt_tokens = tok->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+  size_t best = 0;
+  double best_lp = -1e300;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double lp = test::naive_label_logprob(*model, prompt_tokens, tok->encode(labels[i], false, false));
+    if (lp > best_lp) best_lp = lp, best = i;
+  }
+
+  Json c = task("acc-likelihood", prompt, labels[best], "accuracy");
+  Json lj = Json::array();
+  for (const auto& l : labels) lj.push_back(l);
+  c.set("labels", lj);
+  const std::string tasks = test::temp_dir() + "/acc-likelihood.jsonl";
+  std::ofstream(tasks, std::ios::binary) << c.dump() << "\n";
+  r = run_cli({"eval", "-m", f32, "-f", tasks, "-n", "8", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json report = Json::parse(r.out);
+  const Json& out = report.at("cases").at(0).at("outputs").at("model");
+  EXPECT_EQ(out.at("text").as_string(), greedy);  // the greedy text is still generated and reported
+  EXPECT_EQ(out.at("score").at("predicted_label").as_string(), labels[best]) << "greedy: " << greedy;
+  EXPECT_TRUE(out.at("score").at("correct").as_bool()) << out.dump();
 }
 
 TEST(CliEval, RecordsScoresInTheRegistry) {

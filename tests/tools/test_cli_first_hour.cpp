@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "core/sha256.h"
 #include "support/cli_runner.h"
 #include "support/test_env.h"
 
@@ -273,26 +275,44 @@ TEST(CliFirstHour, BenchProbesCachedPrintedOnceAndF32Labelled) {
 }
 
 // Long work reports progress on stderr: without a terminal (here: a file) one plain line per
-// 10 %, never a carriage return, ending at 100 % and a summary line.
+// 10 %, never a carriage return, ending at 100 % (tools/edgellm/progress.h). Every command of
+// issue 42's list but convert (convert_test_cli_convert checks it): quantize, perplexity, synth,
+// pack (of the synthesized tiny-llama, whose widths are multiples of 256: repackable), bench,
+// imatrix and a registry install (from a local file: the copy+hash display).
 TEST(CliFirstHour, ProgressLinesWithoutATerminal) {
+  const auto expect_plain_progress = [](const CliResult& r, const std::string& label) {
+    EXPECT_EQ(r.exit_code, 0) << label << ": " << r.err;
+    EXPECT_EQ(r.err.find('\r'), std::string::npos) << label << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, label + ": 100%")) << label << ": " << r.err;
+  };
   const std::string out = test::temp_dir() + "/q8.gguf";
   CliResult r = run_cli({"quantize", stories(), out, "q8_0"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  expect_plain_progress(r, "quantize");
   EXPECT_TRUE(contains(r.err, "quantize:  10%")) << r.err;
   EXPECT_TRUE(contains(r.err, "quantize:  50%")) << r.err;
-  EXPECT_TRUE(contains(r.err, "quantize: 100%")) << r.err;
   const std::string text = test::temp_dir() + "/ppl.txt";
   std::ofstream(text) << std::string(4000, 'a') + " Once upon a time there was a cat.";
   r = run_cli({"perplexity", "-m", stories(), "-f", text, "-c", "64", "--chunks", "4"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  expect_plain_progress(r, "perplexity");
   EXPECT_TRUE(contains(r.err, "perplexity: 100%  chunk 4/4, PPL so far")) << r.err;
-  r = run_cli({"pack", out, "-o", test::temp_dir() + "/q8.pack"});
-  EXPECT_TRUE(r.exit_code == 0 || contains(r.err, "no repackable")) << r.err;
-  if (r.exit_code == 0) {
-    EXPECT_TRUE(contains(r.err, "pack: 100%")) << r.err;
-  }
+  const std::string tiny = test::temp_dir() + "/tiny-llama.gguf";
+  r = run_cli({"synth", "--shape", "tiny-llama", "--type", "q8_0", "-o", tiny, "-t", "1"});
+  expect_plain_progress(r, "synth");
+  r = run_cli({"pack", tiny, "-o", test::temp_dir() + "/tiny.pack"});
+  expect_plain_progress(r, "pack");
+  // The probe cache in the test's folder, not the user's (the child inherits the environment).
+  ::setenv("EDGELLM_CACHE_DIR", (test::temp_dir() + "/probe-cache-progress").c_str(), 1);
+  r = run_cli({"bench", "-m", stories(), "-p", "8", "-n", "2", "-r", "1", "--bandwidth-mib", "4", "--no-int8-peak"});
+  ::unsetenv("EDGELLM_CACHE_DIR");
+  expect_plain_progress(r, "bench");
+  EXPECT_TRUE(contains(r.err, "bench:  50%  1/2 tests")) << r.err;
+  r = run_cli({"imatrix", "-m", stories(), "-f", text, "-c", "64", "--chunks", "2", "-o",
+               test::temp_dir() + "/stories.imatrix"});
+  expect_plain_progress(r, "imatrix");
+  r = run_cli({"registry", "install", stories(), "--name", "tiny", "--version", "1", "--sha256",
+               Sha256::hex_of(test::read_file(stories())),
+               "--registry", test::temp_dir() + "/reg-progress"});
+  expect_plain_progress(r, "copy+hash tiny@1");
 }
 
 }  // namespace

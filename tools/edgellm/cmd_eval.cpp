@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -69,9 +70,14 @@ eval::ModelEvaluation evaluate(const std::string& label, const std::string& path
                m.run.generate_seconds > 0 ? static_cast<double>(m.run.completion_tokens) / m.run.generate_seconds : 0.0,
                m.run.errors);
   std::vector<std::string> texts;
+  std::vector<std::optional<std::string>> classified;
   texts.reserve(m.run.outputs.size());
-  for (const eval::CaseOutput& o : m.run.outputs) texts.push_back(o.text);
-  m.scores = eval::score_outputs(tasks.cases, texts, smoothing);
+  classified.reserve(m.run.outputs.size());
+  for (const eval::CaseOutput& o : m.run.outputs) {
+    texts.push_back(o.text);
+    classified.push_back(o.classified_label);
+  }
+  m.scores = eval::score_outputs(tasks.cases, texts, smoothing, classified);
   return m;
 }
 

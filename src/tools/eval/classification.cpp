@@ -1,5 +1,6 @@
 #include "tools/eval/classification.h"
 
+#include "core/json.h"
 #include "core/utf8.h"
 #include "tokenizer/unicode.h"
 
@@ -68,6 +69,35 @@ std::string label_from_generation(std::string_view text, const std::vector<std::
     }
   }
   return best != nullptr ? normalize_label(*best) : line;
+}
+
+std::optional<ClassifyRequest> classify_request(const EvalCase& c) {
+  ClassifyRequest r;
+  r.labels = c.labels;
+  r.deadline_ms = 0;  // an evaluation waits however loaded the machine is
+  if (c.messages.is_null()) {
+    r.raw = true;
+    r.text = c.prompt;
+    return r;
+  }
+  const auto content = [&](size_t i, const char* role) -> const std::string* {
+    const Json& m = c.messages.at(i);
+    const Json* rl = m.is_object() ? m.find("role") : nullptr;
+    const Json* ct = m.is_object() ? m.find("content") : nullptr;
+    if (rl == nullptr || !rl->is_string() || rl->as_string() != role || ct == nullptr || !ct->is_string()) return nullptr;
+    return &ct->as_string();
+  };
+  const size_t n = c.messages.is_array() ? c.messages.size() : 0;
+  if (n == 1 || n == 2) {
+    const std::string* user = content(n - 1, "user");
+    const std::string* system = n == 2 ? content(0, "system") : nullptr;
+    if (user != nullptr && (n == 1 || system != nullptr)) {
+      r.text = *user;
+      if (system != nullptr) r.instruction = *system;
+      return r;
+    }
+  }
+  return std::nullopt;
 }
 
 bool label_correct(std::string_view predicted, const std::vector<std::string>& references) {

@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "service/inference_service.h"
+#include "service/service_classify.h"
+#include "tools/eval/classification.h"
 
 namespace edgellm::eval {
 
@@ -88,6 +90,29 @@ ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& c
         for (const RequestId id : ids) service->cancel(id);
         lock.lock();
       }
+    }
+  }
+  // Accuracy cases with labels: the label by its likelihood, one case at a time on this thread
+  // (the service is idle now: every generation has finished).
+  const auto cancel_check = [](void* flag) { return static_cast<const std::atomic<bool>*>(flag)->load(); };
+  const AbortCheck abort = settings.cancel != nullptr
+                               ? AbortCheck{cancel_check, const_cast<std::atomic<bool>*>(settings.cancel)}
+                               : AbortCheck{};
+  for (size_t i = 0; i < cases.size() && !cancelled; ++i) {
+    const EvalCase& c = cases[i];
+    if (c.metric != Metric::kAccuracy || c.labels.empty()) continue;
+    std::optional<ClassifyRequest> request = classify_request(c);
+    if (!request) continue;
+    CaseOutput& out = run.outputs[i];
+    if (out.finish_reason == FinishReason::kError) continue;  // the case failed already
+    try {
+      const ClassifyResult r = classify_beside(*service, std::move(*request), abort);
+      cancelled = r.finish_reason == FinishReason::kCancelled;
+      if (!cancelled) out.classified_label = r.label;
+    } catch (const Error& e) {
+      // A request the classify refuses (a label over the context, ...): the case fails, the run goes on.
+      out.finish_reason = FinishReason::kError;
+      out.error = std::string("classify: ") + e.what();
     }
   }
   run.generate_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

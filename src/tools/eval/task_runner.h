@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct CaseOutput {
   std::string error;  // set when finish_reason is kError (the case then scores as an empty output)
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  // Accuracy cases with labels (classification.h's classify_request): the label the classify
+  // chose by likelihood, which scores the case; the greedy text above is kept for the report.
+  std::optional<std::string> classified_label;
 };
 
 struct ModelRun {
@@ -55,7 +59,8 @@ struct ModelRun {
   int32_t errors = 0;
 };
 
-// Loads `model_path`, runs every case, shuts the service down. on_done(i, output) runs on the
+// Loads `model_path`, runs every case (and classifies the accuracy cases with labels, beside
+// the service: service/service_classify.h), shuts the service down. on_done(i, output) runs on the
 // service's scheduler thread as case i finishes (progress display; must not block). Throws what
 // InferenceService::open throws, and Error(kCancelled) when settings.cancel was set.
 ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& cases,

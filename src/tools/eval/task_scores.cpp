@@ -7,8 +7,10 @@
 namespace edgellm::eval {
 
 ScoreSet score_outputs(const std::vector<EvalCase>& cases, const std::vector<std::string>& outputs,
-                       BleuSmoothing smoothing) {
+                       BleuSmoothing smoothing, const std::vector<std::optional<std::string>>& classified) {
   require(cases.size() == outputs.size(), ErrorCode::kInvalidArgument, "score_outputs: one output per case");
+  require(classified.empty() || classified.size() == cases.size(), ErrorCode::kInvalidArgument,
+          "score_outputs: one classified label (or none) per case");
   ScoreSet set;
   double r1 = 0, r2 = 0, rl = 0, em = 0, f1 = 0, acc = 0;
   int64_t n_rouge = 0, n_qa = 0, n_acc = 0;
@@ -45,8 +47,9 @@ ScoreSet score_outputs(const std::vector<EvalCase>& cases, const std::vector<std
         break;
       }
       case Metric::kAccuracy:
-        // The label comes from the generation until the classify API (issue 38) can give it.
-        s.predicted_label = label_from_generation(out, c.labels);
+        // By likelihood when the classify gave it (a case with labels), else from the generation.
+        s.predicted_label = !classified.empty() && classified[i].has_value() ? normalize_label(*classified[i])
+                                                                             : label_from_generation(out, c.labels);
         s.correct = label_correct(s.predicted_label, c.references);
         s.primary = s.correct ? 1.0 : 0.0;
         acc += s.primary;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,10 @@ struct ScoreSet {
 };
 
 // outputs[i] is the text generated for cases[i] (sizes must match: Error kInvalidArgument).
+// classified[i], when given and set, is the label the classify chose for accuracy case i
+// (task_runner.h's CaseOutput::classified_label): it scores the case instead of the label read
+// from outputs[i]. Empty, or a size other than the cases': every label is read from the outputs.
 ScoreSet score_outputs(const std::vector<EvalCase>& cases, const std::vector<std::string>& outputs,
-                       BleuSmoothing smoothing);
+                       BleuSmoothing smoothing, const std::vector<std::optional<std::string>>& classified = {});
 
 }  // namespace edgellm::eval
