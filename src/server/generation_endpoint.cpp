@@ -68,10 +68,11 @@ void generate(ServerContext& ctx, HttpRequest& request, ResponseWriter& out, End
   sr.deadline_ms = deadline_ms;
   // Speculative decoding: the request's choice, else the server's --spec / --draft-max. The
   // service checks the values (draft: no draft model; n_min above n_max) in the Runtime's words.
-  sr.speculation.mode = speculation_mode_from_name(p.speculation.empty() ? ctx.options.speculation : p.speculation);
-  sr.speculation.draft_max = p.spec_n_max > 0 ? p.spec_n_max : ctx.options.draft_max;
-  if (p.spec_n_max == 0) sr.speculation.mode = SpeculationMode::kOff;
-  if (p.spec_n_min >= 0) sr.speculation.draft_min = p.spec_n_min;
+  sr.generation.speculation.mode =
+      speculation_mode_from_name(p.speculation.empty() ? ctx.options.speculation : p.speculation);
+  sr.generation.speculation.draft_max = p.spec_n_max > 0 ? p.spec_n_max : ctx.options.draft_max;
+  if (p.spec_n_max == 0) sr.generation.speculation.mode = SpeculationMode::kOff;
+  if (p.spec_n_min >= 0) sr.generation.speculation.draft_min = p.spec_n_min;
   // Streamed chat (and a session's) with the router on: through the router as route local, so
   // tokens stream as they come and a local run that fails for the device's sake (out of memory,
   // degraded, context full) may still be answered by the cloud. Tools stay off the router: the

@@ -86,11 +86,11 @@ void parse_common(const Json& body, ParsedRequest& out) {
       out.include_usage = so->find("include_usage")->as_bool();
     }
   }
-  r.max_tokens = -1;
+  r.generation.max_tokens = -1;
   // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI. 0 runs
   // the prompt only (its KV, e.g. for a session), as in the C ABI.
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (field(body, name)) r.max_tokens = static_cast<int32_t>(integer_in(body, name, 0, 1 << 20));
+    if (field(body, name)) r.generation.max_tokens = static_cast<int32_t>(integer_in(body, name, 0, 1 << 20));
   }
   // The sampling ranges are the Runtime's (check_sampling): the type is checked here, the value
   // there, so every face refuses it in the same words. OpenAI's own bounds are narrower in two
@@ -106,11 +106,11 @@ void parse_common(const Json& body, ParsedRequest& out) {
   // penaltyLastN): 0 no penalties, -1 every token. Its range is the Runtime's.
   if (field(body, "repeat_last_n")) s.penalty_last_n = any_int32(*body.find("repeat_last_n"), "repeat_last_n");
   // llama-server's extension: never sample end-of-generation tokens (benchmarks, tests).
-  if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
+  if (field(body, "ignore_eos")) r.generation.ignore_eog = boolean(body, "ignore_eos");
   // Endless streams (docs/context-shift.md): llama-server's n_keep, and context_shift per request
   // (llama-server has it as a server flag). n_keep's range is the Runtime's.
-  if (field(body, "context_shift")) r.context_shift = boolean(body, "context_shift");
-  if (field(body, "n_keep")) r.n_keep = any_int32(*body.find("n_keep"), "n_keep");
+  if (field(body, "context_shift")) r.generation.context_shift = boolean(body, "context_shift");
+  if (field(body, "n_keep")) r.generation.n_keep = any_int32(*body.find("n_keep"), "n_keep");
   // Speculative decoding: llama-server's per-request draft sizes (its mode is the server's: a
   // draft model given at start); the mode per request is this server's extension.
   if (const Json* sm = field(body, "x_edgellm_speculation")) {
@@ -156,11 +156,11 @@ void parse_common(const Json& body, ParsedRequest& out) {
   // Stop strings: their count and lengths are the Runtime's to check (at most 16, 1 to 256 bytes).
   if (const Json* stop = field(body, "stop")) {
     if (stop->is_string()) {
-      r.stop.push_back(stop->as_string());
+      r.generation.stop.push_back(stop->as_string());
     } else if (stop->is_array()) {
       for (size_t i = 0; i < stop->size(); ++i) {
         if (!stop->at(i).is_string()) throw ApiError::bad_field("stop[" + std::to_string(i) + "]", "expected a string");
-        r.stop.push_back(stop->at(i).as_string());
+        r.generation.stop.push_back(stop->at(i).as_string());
       }
     } else {
       throw ApiError::bad_field("stop", "expected a string or an array of strings");

@@ -112,8 +112,8 @@ RequestId InferenceService::submit(ServiceRequest request) {
     const int32_t n_vocab = model_->hparams().n_vocab;
     r->sanitized_chars = check_request(request, n_vocab, params_.input_policy);
     grammars_->compile(request);  // a grammar given as text, for this model version's vocabulary
-    if (request.grammar != nullptr) {
-      const int32_t grammar_vocab = request.grammar->vocabulary().size();
+    if (request.generation.grammar != nullptr) {
+      const int32_t grammar_vocab = request.generation.grammar->vocabulary().size();
       require(grammar_vocab == n_vocab, ErrorCode::kInvalidArgument, [&] {
         return "request: the grammar was compiled for a vocabulary of " + std::to_string(grammar_vocab) +
                " tokens but the model has " + std::to_string(n_vocab);
@@ -433,7 +433,7 @@ bool InferenceService::prepare(Live& r) {
   // Tokenize (once: a request blocked on KV keeps its ids) and check that it can ever fit.
   try {
     if (!r.prepared) {
-      std::vector<std::string> stop = r.req.stop;
+      std::vector<std::string> stop = r.req.generation.stop;
       if (!r.req.tokens.empty()) {
         r.prompt = r.req.tokens;
       } else if (!r.req.messages.is_null()) {
@@ -444,7 +444,7 @@ bool InferenceService::prepare(Live& r) {
       } else {
         r.prompt = tokenizer_->encode(r.req.prompt, r.req.add_special, r.req.parse_special);
       }
-      r.req.stop = std::move(stop);
+      r.req.generation.stop = std::move(stop);
       r.prepared = true;
     }
     const int64_t n_ctx = ctx_params_.n_ctx;
@@ -455,7 +455,7 @@ bool InferenceService::prepare(Live& r) {
                                                " tokens; the context holds " + std::to_string(n_ctx) +
                                                " positions and the answer needs at least one");
     }
-    const int64_t answer = r.req.max_tokens < 0 ? n_ctx : r.req.max_tokens;
+    const int64_t answer = r.req.generation.max_tokens < 0 ? n_ctx : r.req.generation.max_tokens;
     r.reserved_blocks = ctx_->kv_blocks_for(std::min<int64_t>(n_ctx, n_prompt + answer));
     if (r.reserved_blocks > ctx_->kv_blocks_total()) {
       throw Error(ErrorCode::kOutOfMemory, "out of KV memory: the request needs " + std::to_string(r.reserved_blocks) +
@@ -524,20 +524,12 @@ void InferenceService::admit() {
       blocked_ = std::move(r);  // waits for running requests to release their blocks
       return;
     }
-    GenerationParams gp;
-    gp.max_tokens = r->req.max_tokens;
-    gp.stop = r->req.stop;
-    gp.ignore_eog = r->req.ignore_eog;
-    gp.token_probability = r->req.token_probability;
-    gp.context_shift = r->req.context_shift;
-    gp.n_keep = r->req.n_keep;
-    gp.grammar = r->req.grammar;
     try {
       // Built once the request is admitted: it feeds the prompt to the sampler's penalty window.
       // The generator sees the whole prompt; the prefix the KV cache already holds (full blocks
       // of earlier requests) counts as prefilled.
       r->gen = std::make_unique<SequenceGenerator>(*r->sampler, tokenizer_.get(), model_->hparams().n_vocab,
-                                                   ctx_params_.n_ctx, 0, r->prompt, gp);
+                                                   ctx_params_.n_ctx, 0, r->prompt, r->req.generation);
       r->gen->prefill_advanced(r->cached_tokens);
     } catch (const Error& e) {
       r->seq = -1;
@@ -547,8 +539,8 @@ void InferenceService::admit() {
       finish(std::move(r), FinishReason::kError, code, why);
       continue;
     }
-    if (r->req.speculation.mode == SpeculationMode::kNgram && r->spec_off_reason.empty()) {
-      r->spec = std::make_unique<SequenceSpeculation>(r->req.speculation);
+    if (r->req.generation.speculation.mode == SpeculationMode::kNgram && r->spec_off_reason.empty()) {
+      r->spec = std::make_unique<SequenceSpeculation>(r->req.generation.speculation);
       r->spec->append(r->prompt);
     }
     if (with_session) std::string().swap(r->req.session_in);
@@ -585,7 +577,7 @@ int64_t InferenceService::committed_blocks(const Live* candidate) const {
     const std::vector<int32_t>& table = kv.block_table(r.seq);
     sharing += std::max<int64_t>(0, r.reserved_blocks - static_cast<int64_t>(table.size()));
     if (table.empty()) return;
-    if (r.req.context_shift) {
+    if (r.req.generation.context_shift) {
       for (const int32_t b : table) {
         if (pool.refcount(b) > 1) shift_shared.push_back(b);
       }

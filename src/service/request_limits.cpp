@@ -231,12 +231,12 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
              std::to_string(n_vocab) + ")");
     }
   }
-  if (r.stop.size() > limits::kMaxStopStrings) {
+  if (r.generation.stop.size() > limits::kMaxStopStrings) {
     refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " +
-           std::to_string(r.stop.size()));
+           std::to_string(r.generation.stop.size()));
   }
-  for (size_t i = 0; i < r.stop.size(); ++i) {
-    const std::string& s = r.stop[i];
+  for (size_t i = 0; i < r.generation.stop.size(); ++i) {
+    const std::string& s = r.generation.stop[i];
     const std::string what = "stop[" + std::to_string(i) + "]";
     if (s.empty() || s.size() > limits::kMaxStopBytes) {
       refuse(what + ": must be 1 to " + std::to_string(limits::kMaxStopBytes) + " bytes, got " +
@@ -244,7 +244,7 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
     }
     check_strict_utf8(s, what);
   }
-  const int constraints = (r.grammar != nullptr ? 1 : 0) + (!r.grammar_gbnf.empty() ? 1 : 0) +
+  const int constraints = (r.generation.grammar != nullptr ? 1 : 0) + (!r.grammar_gbnf.empty() ? 1 : 0) +
                           (!r.json_schema.empty() ? 1 : 0) + (r.json_object ? 1 : 0);
   if (constraints > 1) refuse("more than one output constraint: give at most one of grammar, json_schema, json_object");
   if (r.grammar_gbnf.size() > limits::kMaxGrammarBytes || r.json_schema.size() > limits::kMaxGrammarBytes) {
@@ -253,7 +253,15 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
   }
   if (!r.grammar_gbnf.empty()) check_strict_utf8(r.grammar_gbnf, "grammar");
   if (!r.json_schema.empty()) check_strict_utf8(r.json_schema, "json_schema");
-  if (r.n_keep < -1) refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.n_keep));
+  if (r.generation.n_keep < -1)
+    refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.generation.n_keep));
+  // generate()'s fields the service cannot honour (request.h): refused, never ignored.
+  if (r.generation.seq_id != 0) {
+    refuse("seq_id must be 0 (the service picks the sequence), got " + std::to_string(r.generation.seq_id));
+  }
+  if (r.generation.truncate_prompt) {
+    refuse("truncate_prompt is not served: a prompt that does not fit the context is refused, never cut");
+  }
   check_priority(r.priority);
   check_sampling(r.sampling, n_vocab);
   return changed;
