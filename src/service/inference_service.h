@@ -3,7 +3,9 @@
 // (submit, cancel, pause, ...: each returns after a queue push); every forward pass, tokenizer
 // run and callback happens on the scheduler thread.
 //
-// One step of the scheduler (inference_service.cpp):
+// One step of the scheduler (the loop: inference_scheduler.cpp; admission:
+// inference_admission.cpp; batch, forward and stream: inference_step.cpp; a request's end:
+// inference_finish.cpp; the callers' calls: inference_service.cpp):
 //   housekeeping   cancellations, deadlines (finish reason timeout with the partial text), trims;
 //                  while paused nothing else runs (KV kept)
 //   admission      waiting requests in priority order, while a sequence is free and the KV pool
