@@ -60,10 +60,47 @@ void refuse(const Json& body, const char* name, const std::string& why) {
   if (field(body, name) != nullptr) throw ApiError::bad_field(name, why);
 }
 
-// Everything the two endpoints share: sampling, stop, limits, stream, n.
-void parse_common(const Json& body, ParsedRequest& out) {
-  ServiceRequest& r = out.request;
-  SamplerParams& s = r.sampling;
+// Speculative decoding: llama-server's per-request draft sizes (its mode is the server's: a
+// draft model given at start); the mode per request is this server's extension.
+void parse_speculation(const Json& body, ParsedRequest& out) {
+  if (const Json* sm = field(body, "x_edgellm_speculation")) {
+    if (!sm->is_string() || (sm->as_string() != "off" && sm->as_string() != "ngram" && sm->as_string() != "draft")) {
+      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\" or \"ngram\"");
+    }
+    out.speculation = sm->as_string();
+  }
+  if (field(body, "speculative.n_max")) {
+    out.spec_n_max = static_cast<int32_t>(integer_in(body, "speculative.n_max", 0, SpeculationParams::kMaxDraft));
+  }
+  if (field(body, "speculative.n_min")) {
+    out.spec_n_min = static_cast<int32_t>(integer_in(body, "speculative.n_min", 0, SpeculationParams::kMaxDraft));
+  }
+}
+
+// The queue's order (ServiceRequest::priority, as the C ABI's and NAPI's): interactive requests
+// are admitted before background ones, FIFO within one. The names, or the C ABI's numbers
+// (0, 1): a number is passed on as it is, so one out of range is refused in the Runtime's
+// words (request_limits.h) with every face's status.
+void parse_priority(const Json& body, Priority& priority) {
+  const Json* pr = field(body, "priority");
+  if (pr == nullptr) return;
+  if (pr->is_string()) {
+    if (pr->as_string() == "interactive") {
+      priority = Priority::kInteractive;
+    } else if (pr->as_string() == "background") {
+      priority = Priority::kBackground;
+    } else {
+      throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
+    }
+  } else if (pr->is_number()) {
+    priority = static_cast<Priority>(any_int32(*pr, "priority"));
+  } else {
+    throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
+  }
+}
+
+// The exchange's own fields: model, n, stream, x_edgellm_session, stream_options.
+void parse_exchange_fields(const Json& body, ParsedRequest& out) {
   if (const Json* m = field(body, "model")) {
     if (!m->is_string()) throw ApiError::bad_field("model", "expected a string");
     out.model = m->as_string();
@@ -86,6 +123,13 @@ void parse_common(const Json& body, ParsedRequest& out) {
       out.include_usage = so->find("include_usage")->as_bool();
     }
   }
+}
+
+// How the answer is generated: max_tokens, the sampling values, ignore_eos, context shift,
+// speculation, priority and the per-request deadline.
+void parse_generation_fields(const Json& body, ParsedRequest& out) {
+  ServiceRequest& r = out.request;
+  SamplerParams& s = r.sampling;
   r.generation.max_tokens = -1;
   // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI. 0 runs
   // the prompt only (its KV, e.g. for a session), as in the C ABI.
@@ -111,42 +155,17 @@ void parse_common(const Json& body, ParsedRequest& out) {
   // (llama-server has it as a server flag). n_keep's range is the Runtime's.
   if (field(body, "context_shift")) r.generation.context_shift = boolean(body, "context_shift");
   if (field(body, "n_keep")) r.generation.n_keep = any_int32(*body.find("n_keep"), "n_keep");
-  // Speculative decoding: llama-server's per-request draft sizes (its mode is the server's: a
-  // draft model given at start); the mode per request is this server's extension.
-  if (const Json* sm = field(body, "x_edgellm_speculation")) {
-    if (!sm->is_string() || (sm->as_string() != "off" && sm->as_string() != "ngram" && sm->as_string() != "draft")) {
-      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\" or \"ngram\"");
-    }
-    out.speculation = sm->as_string();
-  }
-  if (field(body, "speculative.n_max")) {
-    out.spec_n_max = static_cast<int32_t>(integer_in(body, "speculative.n_max", 0, SpeculationParams::kMaxDraft));
-  }
-  if (field(body, "speculative.n_min")) {
-    out.spec_n_min = static_cast<int32_t>(integer_in(body, "speculative.n_min", 0, SpeculationParams::kMaxDraft));
-  }
-  // The queue's order (ServiceRequest::priority, as the C ABI's and NAPI's): interactive requests
-  // are admitted before background ones, FIFO within one. The names, or the C ABI's numbers
-  // (0, 1): a number is passed on as it is, so one out of range is refused in the Runtime's
-  // words (request_limits.h) with every face's status.
-  if (const Json* pr = field(body, "priority")) {
-    if (pr->is_string()) {
-      if (pr->as_string() == "interactive") {
-        r.priority = Priority::kInteractive;
-      } else if (pr->as_string() == "background") {
-        r.priority = Priority::kBackground;
-      } else {
-        throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
-      }
-    } else if (pr->is_number()) {
-      r.priority = static_cast<Priority>(any_int32(*pr, "priority"));
-    } else {
-      throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
-    }
-  }
+  parse_speculation(body, out);
+  parse_priority(body, r.priority);
   // A deadline shorter than the server's --timeout (ServiceRequest::deadline_ms, queue wait
   // included); generate() checks it against --timeout, which it may not exceed.
   if (field(body, "x_edgellm_deadline_ms")) out.deadline_ms = deadline_field_ms(body);
+}
+
+// The seed, stop strings, logit_bias and the fields refused outright.
+void parse_seed_stop_bias(const Json& body, ParsedRequest& out) {
+  ServiceRequest& r = out.request;
+  SamplerParams& s = r.sampling;
   if (field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
     out.seed_given = true;
@@ -187,6 +206,13 @@ void parse_common(const Json& body, ParsedRequest& out) {
   refuse(body, "top_logprobs", "not supported");
   refuse(body, "functions", "the legacy function-call fields are not supported: send \"tools\"");
   refuse(body, "function_call", "the legacy function-call fields are not supported: send \"tool_choice\"");
+}
+
+// Everything the two endpoints share, in this order (the first bad field is the one refused).
+void parse_common(const Json& body, ParsedRequest& out) {
+  parse_exchange_fields(body, out);
+  parse_generation_fields(body, out);
+  parse_seed_stop_bias(body, out);
 }
 
 std::string content_text(const Json& content, const std::string& where) {
