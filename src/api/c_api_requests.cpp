@@ -171,9 +171,7 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   if (inputs <= 1 && (p.tokens != nullptr || p.n_tokens > 0)) {
     if (p.tokens == nullptr) throw Error(ErrorCode::kInvalidArgument, "tokens is NULL but n_tokens > 0");
     if (p.n_tokens == 0) throw Error(ErrorCode::kInvalidArgument, "n_tokens is 0");
-    if (p.n_tokens > limits::kMaxInputTokens) {
-      throw Error(ErrorCode::kInvalidArgument, "tokens: more than " + std::to_string(limits::kMaxInputTokens));
-    }
+    check_token_count(p.n_tokens);  // before reading the caller's array
     r.tokens.assign(p.tokens, p.tokens + p.n_tokens);
   }
   if (inputs > 1) {
@@ -194,17 +192,12 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   sp.seed = s.seed;
   if (s.n_logit_bias > 0) {
     if (s.logit_bias == nullptr) throw Error(ErrorCode::kInvalidArgument, "sampling.logit_bias is NULL but n_logit_bias > 0");
-    if (s.n_logit_bias > limits::kMaxLogitBias) {
-      throw Error(ErrorCode::kInvalidArgument, "logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
-    }
+    check_logit_bias_count(s.n_logit_bias);  // before reading the caller's array
     for (size_t i = 0; i < s.n_logit_bias; ++i) sp.logit_bias.emplace_back(s.logit_bias[i].token, s.logit_bias[i].bias);
   }
   r.generation.max_tokens = p.max_tokens;
   if (p.n_stop > 0 && p.stop == nullptr) throw Error(ErrorCode::kInvalidArgument, "stop is NULL but n_stop > 0");
-  if (p.n_stop > limits::kMaxStopStrings) {
-    throw Error(ErrorCode::kInvalidArgument, "stop: at most " + std::to_string(limits::kMaxStopStrings) +
-                                                 " stop strings, got " + std::to_string(p.n_stop));
-  }
+  check_stop_count(p.n_stop);  // before reading the caller's array
   for (size_t i = 0; i < p.n_stop; ++i)
     r.generation.stop.push_back(required(p.stop[i], ("stop[" + std::to_string(i) + "]").c_str()));
   r.generation.ignore_eog = p.ignore_eos;

@@ -189,6 +189,32 @@ InputPolicy input_policy_from_name(const std::string& name) {
   refuse("input policy \"" + name + "\" is unknown (expected refuse or strip)");
 }
 
+void check_stop_count(size_t n) {
+  if (n > limits::kMaxStopStrings) {
+    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " + std::to_string(n));
+  }
+}
+
+void check_logit_bias_count(size_t n) {
+  if (n > limits::kMaxLogitBias) refuse("logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
+}
+
+void check_token_count(size_t n) {
+  if (n > limits::kMaxInputTokens) refuse("tokens: more than " + std::to_string(limits::kMaxInputTokens));
+}
+
+void check_embedding_input_count(const std::string& what, size_t n) {
+  if (n > limits::kMaxEmbeddingInputs) {
+    refuse(what + ": at most " + std::to_string(limits::kMaxEmbeddingInputs) + ", got " + std::to_string(n));
+  }
+}
+
+void check_label_count(size_t n) {
+  if (n > limits::kMaxClassifyLabels) {
+    refuse("labels: at most " + std::to_string(limits::kMaxClassifyLabels) + ", got " + std::to_string(n));
+  }
+}
+
 void check_sampling(const SamplerParams& s, int32_t n_vocab) {
   in_range(s.temperature, 0.0, limits::kMaxTemperature, "temperature");
   in_range(s.top_p, 0.0, 1.0, "top_p");
@@ -201,9 +227,7 @@ void check_sampling(const SamplerParams& s, int32_t n_vocab) {
   if (s.top_k < 0) refuse("top_k must be >= 0 (0 disables it), got " + std::to_string(s.top_k));
   if (s.penalty_last_n < -1)
     refuse("penalty_last_n must be >= -1 (-1: all tokens), got " + std::to_string(s.penalty_last_n));
-  if (s.logit_bias.size() > limits::kMaxLogitBias) {
-    refuse("logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
-  }
+  check_logit_bias_count(s.logit_bias.size());
   for (const auto& [id, bias] : s.logit_bias) {
     if (id < 0 || id >= n_vocab) {
       refuse("logit_bias: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -224,17 +248,14 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
   size_t changed = 0;
   if (!r.prompt.empty()) changed += check_text(r.prompt, "prompt", policy);
   if (!r.messages.is_null()) changed += check_messages(r.messages, policy);
-  if (r.tokens.size() > limits::kMaxInputTokens) refuse("tokens: more than " + std::to_string(limits::kMaxInputTokens));
+  check_token_count(r.tokens.size());
   for (size_t i = 0; i < r.tokens.size(); ++i) {
     if (r.tokens[i] < 0 || r.tokens[i] >= n_vocab) {
       refuse("tokens[" + std::to_string(i) + "] = " + std::to_string(r.tokens[i]) + " is outside the vocabulary [0, " +
              std::to_string(n_vocab) + ")");
     }
   }
-  if (r.generation.stop.size() > limits::kMaxStopStrings) {
-    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " +
-           std::to_string(r.generation.stop.size()));
-  }
+  check_stop_count(r.generation.stop.size());
   for (size_t i = 0; i < r.generation.stop.size(); ++i) {
     const std::string& s = r.generation.stop[i];
     const std::string what = "stop[" + std::to_string(i) + "]";
@@ -269,12 +290,7 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
 
 size_t check_embedding_request(EmbeddingRequest& r, int32_t n_vocab, InputPolicy policy) {
   size_t changed = 0;
-  const auto count = [](const char* what, size_t n) {
-    if (n > limits::kMaxEmbeddingInputs) {
-      refuse(std::string(what) + ": at most " + std::to_string(limits::kMaxEmbeddingInputs) + ", got " +
-             std::to_string(n));
-    }
-  };
+  const auto count = [](const char* what, size_t n) { check_embedding_input_count(what, n); };
   if (r.task == EmbeddingTask::kEmbed) {
     if (r.texts.empty() == r.token_inputs.empty())
       refuse("input: give either texts or token arrays (exactly one kind)");
@@ -323,10 +339,7 @@ size_t check_classify_request(ClassifyRequest& r, InputPolicy policy) {
   size_t changed = check_text(r.text, "text", policy);
   if (!r.instruction.empty()) changed += check_text(r.instruction, "instruction", policy);
   if (r.labels.empty()) refuse("labels: give at least one");
-  if (r.labels.size() > limits::kMaxClassifyLabels) {
-    refuse("labels: at most " + std::to_string(limits::kMaxClassifyLabels) + ", got " +
-           std::to_string(r.labels.size()));
-  }
+  check_label_count(r.labels.size());
   for (size_t i = 0; i < r.labels.size(); ++i) {
     const std::string what = "labels[" + std::to_string(i) + "]";
     const std::string& label = r.labels[i];
