@@ -299,7 +299,7 @@ typedef struct edgellm_tool_call {
   const char* arguments; /* the arguments object as JSON text; it follows the tool's parameters schema */
 } edgellm_tool_call;
 
-/* One turn of a chat. The tool fields (appended within ABI 5; docs/c-api.md "Tool calls") carry a
+/* One turn of a chat. The tool fields (docs/c-api.md "Tool calls") carry a
  * tool-call follow-up as OpenAI's messages do: the assistant turn that called tools lists its
  * calls, and each "tool" turn carries the result of one of them with that call's id. Checked in
  * edgellm_submit and edgellm_apply_template (INVALID_ARGUMENT naming the message): tool_calls
@@ -366,7 +366,7 @@ typedef struct edgellm_token_event {
                        (held back: an incomplete character or a possible stop-string start) */
   size_t text_len;
   int32_t index; /* 0-based: events of this request before this one */
-  /* A request with tools (appended within ABI 5; docs/c-api.md "Tool calls"): text split as the
+  /* A request with tools (docs/c-api.md "Tool calls"): text split as the
    * server streams it. content is the text outside calls that became certain with this event
    * (text that may still open a call is held back), tool_call_deltas the call pieces that did;
    * the last event (token -1) releases the rest, and the result's tool_calls have the ids the

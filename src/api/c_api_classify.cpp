@@ -65,11 +65,7 @@ edgellm_status edgellm_classify(edgellm_runtime* runtime, const char* text, cons
     ClassifyRequest r;
     r.text = capi::required(text, "text");
     if (labels == nullptr) return fail(EDGELLM_ERR_INVALID_ARGUMENT, "labels is NULL");
-    if (n_labels > limits::kMaxClassifyLabels) {
-      // Before anything is copied: an absurd count must not allocate.
-      return fail(EDGELLM_ERR_INVALID_ARGUMENT, "labels: at most " + std::to_string(limits::kMaxClassifyLabels) +
-                                                    ", got " + std::to_string(n_labels));
-    }
+    check_label_count(n_labels);  // before anything is copied: a wild count must not allocate
     r.labels.reserve(n_labels);
     for (size_t i = 0; i < n_labels; ++i) {
       if (labels[i] == nullptr) {

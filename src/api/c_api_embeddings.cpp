@@ -77,12 +77,7 @@ void apply_params(const edgellm_embed_params* params, bool rerank, EmbeddingRequ
 
 std::vector<std::string> strings_of(const char* const* items, size_t n, const char* what) {
   if (items == nullptr && n > 0) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " is NULL");
-  if (n > limits::kMaxEmbeddingInputs) {
-    // Before anything is copied: an absurd count must not allocate.
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": at most " +
-                                                 std::to_string(limits::kMaxEmbeddingInputs) + " inputs, got " +
-                                                 std::to_string(n));
-  }
+  check_embedding_input_count(what, n);  // before anything is copied: a wild count must not allocate
   std::vector<std::string> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {

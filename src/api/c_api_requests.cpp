@@ -171,9 +171,7 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   if (inputs <= 1 && (p.tokens != nullptr || p.n_tokens > 0)) {
     if (p.tokens == nullptr) throw Error(ErrorCode::kInvalidArgument, "tokens is NULL but n_tokens > 0");
     if (p.n_tokens == 0) throw Error(ErrorCode::kInvalidArgument, "n_tokens is 0");
-    if (p.n_tokens > limits::kMaxInputTokens) {
-      throw Error(ErrorCode::kInvalidArgument, "tokens: more than " + std::to_string(limits::kMaxInputTokens));
-    }
+    check_token_count(p.n_tokens);  // before reading the caller's array
     r.tokens.assign(p.tokens, p.tokens + p.n_tokens);
   }
   if (inputs > 1) {
@@ -194,21 +192,17 @@ ServiceRequest to_request(const edgellm_request_params& p) {
   sp.seed = s.seed;
   if (s.n_logit_bias > 0) {
     if (s.logit_bias == nullptr) throw Error(ErrorCode::kInvalidArgument, "sampling.logit_bias is NULL but n_logit_bias > 0");
-    if (s.n_logit_bias > limits::kMaxLogitBias) {
-      throw Error(ErrorCode::kInvalidArgument, "logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
-    }
+    check_logit_bias_count(s.n_logit_bias);  // before reading the caller's array
     for (size_t i = 0; i < s.n_logit_bias; ++i) sp.logit_bias.emplace_back(s.logit_bias[i].token, s.logit_bias[i].bias);
   }
-  r.max_tokens = p.max_tokens;
+  r.generation.max_tokens = p.max_tokens;
   if (p.n_stop > 0 && p.stop == nullptr) throw Error(ErrorCode::kInvalidArgument, "stop is NULL but n_stop > 0");
-  if (p.n_stop > limits::kMaxStopStrings) {
-    throw Error(ErrorCode::kInvalidArgument, "stop: at most " + std::to_string(limits::kMaxStopStrings) +
-                                                 " stop strings, got " + std::to_string(p.n_stop));
-  }
-  for (size_t i = 0; i < p.n_stop; ++i) r.stop.push_back(required(p.stop[i], ("stop[" + std::to_string(i) + "]").c_str()));
-  r.ignore_eog = p.ignore_eos;
-  r.context_shift = p.context_shift;
-  r.n_keep = p.n_keep;
+  check_stop_count(p.n_stop);  // before reading the caller's array
+  for (size_t i = 0; i < p.n_stop; ++i)
+    r.generation.stop.push_back(required(p.stop[i], ("stop[" + std::to_string(i) + "]").c_str()));
+  r.generation.ignore_eog = p.ignore_eos;
+  r.generation.context_shift = p.context_shift;
+  r.generation.n_keep = p.n_keep;
   r.deadline_ms = p.deadline_ms;
   // Passed on as it is (the enums' values are the same): one out of range is refused by the
   // Runtime's check (request_limits.h), in the words every face shares.
@@ -232,8 +226,8 @@ ServiceRequest to_request(const edgellm_request_params& p) {
     if (mode < EDGELLM_SPEC_OFF || mode > EDGELLM_SPEC_DRAFT) {
       throw Error(ErrorCode::kInvalidArgument, "speculation.mode " + std::to_string(mode) + " is unknown");
     }
-    r.speculation.mode = static_cast<SpeculationMode>(mode);
-    r.speculation.draft_max = sp.draft_max;  // checked with the mode by the service at submit
+    r.generation.speculation.mode = static_cast<SpeculationMode>(mode);
+    r.generation.speculation.draft_max = sp.draft_max;  // checked with the mode by the service at submit
   }
 
   if (p.on_token != nullptr) {
@@ -451,12 +445,12 @@ edgellm_request_params edgellm_request_default_params(void) {
   p.add_special = d.add_special;
   p.parse_special = d.parse_special;
   p.sampling = nullptr;
-  p.max_tokens = d.max_tokens;
-  p.ignore_eos = d.ignore_eog;
+  p.max_tokens = d.generation.max_tokens;
+  p.ignore_eos = d.generation.ignore_eog;
   p.deadline_ms = d.deadline_ms;
   p.priority = EDGELLM_PRIORITY_INTERACTIVE;
-  p.context_shift = d.context_shift;
-  p.n_keep = d.n_keep;
+  p.context_shift = d.generation.context_shift;
+  p.n_keep = d.generation.n_keep;
   p.route = EDGELLM_ROUTE_OFF;
   p.tool_choice = EDGELLM_TOOL_CHOICE_AUTO;
   p.parallel_tool_calls = true;

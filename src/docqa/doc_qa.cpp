@@ -403,7 +403,7 @@ DocQa::PreparedAnswer DocQa::prepare_answer(const std::string& question, Runtime
     return p;
   }
   p.request.messages = answer_messages(clean, p.context);
-  p.request.max_tokens = options_.max_answer_tokens;
+  p.request.generation.max_tokens = options_.max_answer_tokens;
   p.request.sampling = options_.sampling;
   p.request.deadline_ms = left > 0 ? left : 0;
   return p;

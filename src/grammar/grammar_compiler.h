@@ -4,7 +4,7 @@
 // the state masks its generations computed).
 //
 //   GrammarCompiler grammars(TokenVocabulary::from_tokenizer(tokenizer));
-//   request.grammar = grammars.json_schema(Json::parse(schema_text));   // or gbnf(), json_object()
+//   request.generation.grammar = grammars.json_schema(Json::parse(schema_text));   // or gbnf(), json_object()
 //
 // Thread-safe: any thread may compile; two threads asking for the same new grammar at once may
 // both compile it (one result is kept).

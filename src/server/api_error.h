@@ -11,6 +11,12 @@
 
 namespace edgellm::server {
 
+// A request body's field as OpenAI reads it: absent and null both mean "not given" (nullptr).
+inline const Json* given_field(const Json& body, const char* name) {
+  const Json* v = body.find(name);
+  return v != nullptr && !v->is_null() ? v : nullptr;
+}
+
 class ApiError : public std::runtime_error {
  public:
   // type: "invalid_request_error" (4xx from the request), "rate_limit_error" (429),

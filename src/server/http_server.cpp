@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/runtime.h"
 #include "server/admin_endpoints.h"
 #include "server/api_error.h"
 #include "server/api_response.h"
@@ -13,116 +14,16 @@
 #include "server/classify_endpoint.h"
 #include "server/docqa_endpoints.h"
 #include "server/embeddings_endpoint.h"
+#include "server/endpoint_table.h"
 #include "server/generation_endpoint.h"
 #include "server/helper_endpoints.h"
 #include "server/memory_policy.h"
 #include "server/request_policy.h"
 #include "server/server_context.h"
 #include "server/session_endpoints.h"
-#include "runtime/runtime.h"
 
 namespace edgellm::server {
 namespace {
-
-// The endpoints, by method and path.
-enum class Ep {
-  kChat, kCompletion, kTokenize, kDetokenize, kApplyTemplate, kModels, kHealth, kMetrics, kPage,
-  kImport, kExport, kDelete, kAdminSwap, kAdminReload, kAdminPressure, kAdminDegradation,
-  kAdminPause, kAdminResume, kAdminState, kAdminTrim, kEmbeddings, kRerank, kClassify,
-  kDocqaPut, kDocqaList, kDocqaDelete, kDocqaSearch, kDocqaAsk,
-};
-
-bool is_docqa(Ep ep) {
-  return ep == Ep::kDocqaPut || ep == Ep::kDocqaList || ep == Ep::kDocqaDelete || ep == Ep::kDocqaSearch ||
-         ep == Ep::kDocqaAsk;
-}
-
-// /v1/docqa/* requests at once (each holds a worker; one at a time uses the index).
-constexpr uint64_t kDocqaRequestsAtOnce = 4;
-
-bool is_admin(Ep ep) {
-  return ep == Ep::kAdminSwap || ep == Ep::kAdminReload || ep == Ep::kAdminPressure || ep == Ep::kAdminDegradation ||
-         ep == Ep::kAdminPause || ep == Ep::kAdminResume || ep == Ep::kAdminState || ep == Ep::kAdminTrim;
-}
-
-struct Match {
-  bool found = false;       // the path names an endpoint
-  bool method_ok = false;   // ... and the method is one it takes
-  Ep ep = Ep::kHealth;
-  std::string session_id;   // export / delete; the document key (still encoded) of a docqa delete
-  const char* allow = "";   // the methods it takes (405's Allow)
-};
-
-Match match(std::string_view method, const std::string& path) {
-  Match m;
-  const bool get = method == "GET" || method == "HEAD";
-  auto is = [&](Ep ep, bool method_ok, const char* allow) {
-    m.found = true;
-    m.ep = ep;
-    m.method_ok = method_ok;
-    m.allow = allow;
-  };
-  if (path == "/v1/chat/completions" || path == "/chat/completions") {
-    is(Ep::kChat, method == "POST", "POST");
-  } else if (path == "/v1/completions" || path == "/completions") {
-    is(Ep::kCompletion, method == "POST", "POST");
-  } else if (path == "/tokenize") {
-    is(Ep::kTokenize, method == "POST", "POST");
-  } else if (path == "/detokenize") {
-    is(Ep::kDetokenize, method == "POST", "POST");
-  } else if (path == "/apply-template") {
-    is(Ep::kApplyTemplate, method == "POST", "POST");
-  } else if (path == "/v1/models" || path == "/models") {
-    is(Ep::kModels, get, "GET, HEAD");
-  } else if (path == "/health") {
-    is(Ep::kHealth, get, "GET, HEAD");
-  } else if (path == "/metrics") {
-    is(Ep::kMetrics, get, "GET, HEAD");
-  } else if (path == "/") {
-    is(Ep::kPage, get, "GET, HEAD");
-  } else if (path == "/admin/swap") {
-    is(Ep::kAdminSwap, method == "POST", "POST");
-  } else if (path == "/admin/reload") {
-    is(Ep::kAdminReload, method == "POST", "POST");
-  } else if (path == "/admin/pressure") {
-    is(Ep::kAdminPressure, method == "POST", "POST");
-  } else if (path == "/admin/degradation") {
-    is(Ep::kAdminDegradation, get, "GET, HEAD");
-  } else if (path == "/admin/pause") {
-    is(Ep::kAdminPause, method == "POST", "POST");
-  } else if (path == "/admin/resume") {
-    is(Ep::kAdminResume, method == "POST", "POST");
-  } else if (path == "/admin/state") {
-    is(Ep::kAdminState, get, "GET, HEAD");
-  } else if (path == "/admin/trim") {
-    is(Ep::kAdminTrim, method == "POST", "POST");
-  } else if (path == "/v1/embeddings" || path == "/embeddings") {
-    is(Ep::kEmbeddings, method == "POST", "POST");
-  } else if (path == "/v1/rerank" || path == "/rerank" || path == "/v1/reranking" || path == "/reranking") {
-    is(Ep::kRerank, method == "POST", "POST");
-  } else if (path == "/v1/classify" || path == "/classify") {
-    is(Ep::kClassify, method == "POST", "POST");
-  } else if (path == "/v1/docqa/documents") {
-    is(method == "POST" ? Ep::kDocqaPut : Ep::kDocqaList, get || method == "POST", "GET, HEAD, POST");
-  } else if (std::string key = docqa_document_path_key(path); !key.empty()) {
-    is(Ep::kDocqaDelete, method == "DELETE", "DELETE");
-    m.session_id = std::move(key);
-  } else if (path == "/v1/docqa/search") {
-    is(Ep::kDocqaSearch, method == "POST", "POST");
-  } else if (path == "/v1/docqa/ask") {
-    is(Ep::kDocqaAsk, method == "POST", "POST");
-  } else if (path == "/v1/sessions/import") {
-    is(Ep::kImport, method == "POST", "POST");
-  } else if (std::string id = session_export_id(path); !id.empty()) {
-    // GET too: a plain download (`curl -o`, a browser) of the same bytes.
-    is(Ep::kExport, get || method == "POST", "GET, HEAD, POST");
-    m.session_id = std::move(id);
-  } else if (std::string sid = session_id_of(path); !sid.empty() && sid != "import") {
-    is(Ep::kDelete, method == "DELETE", "DELETE");
-    m.session_id = std::move(sid);
-  }
-  return m;
-}
 
 const char* error_type(int status) {
   if (status == 401) return "authentication_error";
@@ -134,24 +35,27 @@ const char* error_type(int status) {
 // llama-server's embedding mode (--embeddings, --reranking): what an endpoint the server does
 // not serve answers (501 not_supported_error, llama-server's wording where it has one), or
 // nullptr for one it serves.
-const char* embedding_only_refusal(Ep ep, bool embeds, bool reranks) {
+const char* embedding_only_refusal(EndpointId ep, bool embeds, bool reranks) {
   switch (ep) {
-    case Ep::kModels:
-    case Ep::kHealth:
-    case Ep::kMetrics:
+    case EndpointId::kModels:
+    case EndpointId::kHealth:
+    case EndpointId::kMetrics:
       return nullptr;
-    case Ep::kEmbeddings:
+    case EndpointId::kEmbeddings:
       return embeds ? nullptr : "This server does not support embeddings. Start it with `--embeddings`";
-    case Ep::kRerank:
+    case EndpointId::kRerank:
       return reranks ? nullptr : "This server does not support reranking. Start it with `--reranking`";
-    case Ep::kChat:
-    case Ep::kCompletion:
+    case EndpointId::kChat:
+    case EndpointId::kCompletion:
       return "This server does not support completions. Start it without `--embeddings`";
     default:
       return "This server serves embeddings only (started with --embeddings or --reranking): this endpoint needs a "
              "generation model. Serve one with -m and add the embedder with --embedding-model FILE";
   }
 }
+
+// /v1/docqa/* requests at once (each holds a worker; one at a time uses the index).
+constexpr uint64_t kDocqaRequestsAtOnce = 4;
 
 // Request bodies of at least this size make a request "heavy" (memory is given back after).
 constexpr uint64_t kHeavyBody = uint64_t{64} << 10;
@@ -286,189 +190,228 @@ void HttpServer::on_event(TransportEvent event) {
 
 RequestPlan HttpServer::plan(const RequestHead& h) {
   ServerContext& ctx = *ctx_;
-  const ServerOptions& o = ctx.options;
   ctx.counters.http_requests.fetch_add(1);
   RequestPlan p;
-  if (!o.cors_origin.empty()) {
-    p.headers.emplace_back("Access-Control-Allow-Origin", o.cors_origin);
+  if (!ctx.options.cors_origin.empty()) {
+    p.headers.emplace_back("Access-Control-Allow-Origin", ctx.options.cors_origin);
     p.headers.emplace_back("Vary", "Origin");
   }
-  auto refuse = [&](int status, const char* code, const std::string& message) {
-    p.respond = error_response(status, code, message);
-    return std::move(p);
-  };
+  EndpointMatch m = match_endpoint(h.method, h.path);
+  bool heavy = false;
+  if (answered_by_head(h, m, p) || !admit(h, m, p, &heavy)) return p;
+  set_handler(std::move(m), heavy, p);
+  return p;
+}
+
+void HttpServer::refuse(RequestPlan& p, int status, const char* code, const std::string& message) {
+  p.respond = error_response(status, code, message);
+}
+
+bool HttpServer::answered_by_head(const RequestHead& h, const EndpointMatch& m, RequestPlan& p) {
+  const ServerOptions& o = ctx_->options;
   const std::string_view host = h.header("Host");
   // DNS rebinding: a page whose name now points at 127.0.0.1 still sends its own name.
   if (o.api_key.empty() && !host_allowed(host, allowed_hosts_)) {
-    return refuse(403, "host_not_allowed",
-                  "Host '" + valid_utf8(std::string(host)) +
-                      "' does not name this server: a server without an API key answers localhost, 127.0.0.1, "
-                      "[::1] and its --host (add names with --allowed-hosts)");
+    refuse(p, 403, "host_not_allowed",
+           "Host '" + valid_utf8(std::string(host)) +
+               "' does not name this server: a server without an API key answers localhost, 127.0.0.1, "
+               "[::1] and its --host (add names with --allowed-hosts)");
+    return true;
   }
   // Cross-site requests: browsers send Origin; only the server's own page and --cors-origin may call.
   if (const std::string_view origin = h.header("Origin"); !origin_allowed(origin, host, o.cors_origin)) {
-    return refuse(403, "origin_not_allowed",
-                  "requests from the web page at " + valid_utf8(std::string(origin)) +
-                      " are refused (allow one origin with --cors-origin)");
+    refuse(p, 403, "origin_not_allowed",
+           "requests from the web page at " + valid_utf8(std::string(origin)) +
+               " are refused (allow one origin with --cors-origin)");
+    return true;
   }
   if (h.method == "OPTIONS") {
-    if (o.cors_origin.empty()) return refuse(404, "not_found", "no such endpoint (CORS is off)");
+    if (o.cors_origin.empty()) {
+      refuse(p, 404, "not_found", "no such endpoint (CORS is off)");
+      return true;
+    }
     HttpResponse r;
     r.status = 204;
     r.headers = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
                  {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
                  {"Access-Control-Max-Age", "600"}};
     p.respond = std::move(r);
-    return p;
+    return true;
   }
-  Match m = match(h.method, h.path);
-  if (!m.found) return refuse(404, "not_found", "no such endpoint");
+  if (!m.found) {
+    refuse(p, 404, "not_found", "no such endpoint");
+    return true;
+  }
   if (!m.method_ok) {
     p.headers.emplace_back("Allow", m.allow);
-    return refuse(405, "method_not_allowed", h.method + " is not allowed here (allowed: " + m.allow + ")");
+    refuse(p, 405, "method_not_allowed", h.method + " is not allowed here (allowed: " + m.allow + ")");
+    return true;
   }
   // admin_endpoints.h: they load files and change the serving model; without a key nothing
   // tells the operator from any other local process, so a keyless server has none.
   if (is_admin(m.ep) && o.api_key.empty()) {
-    return refuse(403, "admin_needs_api_key",
-                  "the admin endpoints are off on a server without an API key (start it with --api-key or "
-                  "--api-key-env)");
+    refuse(p, 403, "admin_needs_api_key",
+           "the admin endpoints are off on a server without an API key (start it with --api-key or "
+           "--api-key-env)");
+    return true;
   }
-  if (m.ep != Ep::kPage && m.ep != Ep::kHealth && !authorized(h.header("Authorization"), o.api_key)) {
-    return refuse(401, "invalid_api_key", "missing or wrong API key (send 'Authorization: Bearer KEY')");
+  if (m.ep != EndpointId::kPage && m.ep != EndpointId::kHealth && !authorized(h.header("Authorization"), o.api_key)) {
+    refuse(p, 401, "invalid_api_key", "missing or wrong API key (send 'Authorization: Bearer KEY')");
+    return true;
   }
-  if (ctx.stopping.load() && m.ep != Ep::kHealth) return refuse(503, "shutting_down", "the server is stopping");
-  if (ctx.embedding_only) {
-    if (const char* why = embedding_only_refusal(m.ep, ctx.embedder != nullptr, ctx.reranker != nullptr)) {
+  if (ctx_->stopping.load() && m.ep != EndpointId::kHealth) {
+    refuse(p, 503, "shutting_down", "the server is stopping");
+    return true;
+  }
+  if (ctx_->embedding_only) {
+    if (const char* why = embedding_only_refusal(m.ep, ctx_->embedder != nullptr, ctx_->reranker != nullptr)) {
       p.respond = server::error_response(ApiError(501, "not_supported_error", "not_supported", why), o.retry_after_s);
-      return p;
+      return true;
     }
   }
+  return false;
+}
 
+bool HttpServer::admit(const RequestHead& h, const EndpointMatch& m, RequestPlan& p, bool* heavy) {
+  ServerContext& ctx = *ctx_;
+  const ServerOptions& o = ctx.options;
   // Bodies: session imports up to --sessions-max-mib (one at a time), everything else up to
   // --max-body-kib, within the budget of bodies held at once.
-  const bool import = m.ep == Ep::kImport && ctx.service.max_sessions() > 0;
+  const bool import = m.ep == EndpointId::kImport && ctx.service.max_sessions() > 0;
   p.body_limit = import ? ctx.service.max_session_bytes() : o.max_body_bytes;
   const uint64_t declared = h.chunked ? p.body_limit : h.content_length.value_or(0);
   if (declared > p.body_limit) {
-    return refuse(413, "request_too_large",
-                  "request body of " + std::to_string(declared) + " bytes; the limit here is " +
-                      std::to_string(p.body_limit) + (import ? " (--sessions-max-mib)" : " (--max-body-kib)"));
+    refuse(p, 413, "request_too_large",
+           "request body of " + std::to_string(declared) + " bytes; the limit here is " + std::to_string(p.body_limit) +
+               (import ? " (--sessions-max-mib)" : " (--max-body-kib)"));
+    return false;
   }
   std::vector<std::shared_ptr<void>> tokens;
   if (import) {
     tokens.push_back(imports_.try_take());
-    if (tokens.back() == nullptr) return refuse(429, "server_busy", "another session import is running; retry shortly");
+    if (tokens.back() == nullptr) {
+      refuse(p, 429, "server_busy", "another session import is running; retry shortly");
+      return false;
+    }
   } else if (declared > 0) {
     tokens.push_back(body_bytes_.try_take(declared));
     if (tokens.back() == nullptr) {
       ctx.counters.overloaded.fetch_add(1);
-      return refuse(503, "server_busy", "too many request bodies in memory at once; retry shortly");
+      refuse(p, 503, "server_busy", "too many request bodies in memory at once; retry shortly");
+      return false;
     }
   }
-  if (m.ep == Ep::kAdminSwap || m.ep == Ep::kAdminReload) {
+  if (m.ep == EndpointId::kAdminSwap || m.ep == EndpointId::kAdminReload) {
     tokens.push_back(ctx.model_changes.try_take());
     if (tokens.back() == nullptr) {
-      return refuse(429, "server_busy", "another model swap or reload is running; retry when it has finished");
+      refuse(p, 429, "server_busy", "another model swap or reload is running; retry when it has finished");
+      return false;
     }
   }
-  const bool helper = m.ep == Ep::kTokenize || m.ep == Ep::kDetokenize || m.ep == Ep::kApplyTemplate;
+  const bool helper = is_helper(m.ep);
   if (helper) {
     tokens.push_back(helpers_.try_take());
     if (tokens.back() == nullptr) {
-      return refuse(429, "server_busy",
-                    "/tokenize, /detokenize and /apply-template: " + std::to_string(o.helper_slots) +
-                        " at a time; retry shortly");
+      refuse(p, 429, "server_busy",
+             "/tokenize, /detokenize and /apply-template: " + std::to_string(o.helper_slots) +
+                 " at a time; retry shortly");
+      return false;
     }
   }
   if (is_docqa(m.ep)) {
     tokens.push_back(docqa_requests_.try_take());
     if (tokens.back() == nullptr) {
-      return refuse(429, "server_busy",
-                    "document Q&A: " + std::to_string(kDocqaRequestsAtOnce) + " requests at a time; retry shortly");
+      refuse(p, 429, "server_busy",
+             "document Q&A: " + std::to_string(kDocqaRequestsAtOnce) + " requests at a time; retry shortly");
+      return false;
     }
   }
   if (!tokens.empty()) p.admission = std::make_shared<std::vector<std::shared_ptr<void>>>(std::move(tokens));
+  *heavy = helper || import || declared >= kHeavyBody;
+  return true;
+}
 
-  const bool heavy = helper || import || declared >= kHeavyBody;
+void HttpServer::set_handler(EndpointMatch m, bool heavy, RequestPlan& p) {
+  ServerContext& ctx = *ctx_;
+  using E = EndpointId;
   switch (m.ep) {
-    case Ep::kChat:
-    case Ep::kCompletion: {
-      const Endpoint ep = m.ep == Ep::kChat ? Endpoint::kChat : Endpoint::kCompletion;
+    case E::kChat:
+    case E::kCompletion: {
+      const Endpoint ep = m.ep == E::kChat ? Endpoint::kChat : Endpoint::kCompletion;
       p.run = guarded([&ctx, ep](HttpRequest& q, ResponseWriter& w) { generate(ctx, q, w, ep); }, heavy);
       break;
     }
-    case Ep::kTokenize:
+    case E::kTokenize:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { tokenize(ctx, q, w); }, heavy);
       break;
-    case Ep::kDetokenize:
+    case E::kDetokenize:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(detokenize(ctx, q)); }, heavy);
       break;
-    case Ep::kApplyTemplate:
+    case E::kApplyTemplate:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(apply_template(ctx, q)); }, heavy);
       break;
-    case Ep::kEmbeddings:  // waits for its forward: a worker (embeddings_endpoint.h)
+    case E::kEmbeddings:  // waits for its forward: a worker (embeddings_endpoint.h)
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(embeddings(ctx, q)); }, heavy);
       break;
-    case Ep::kRerank:
+    case E::kRerank:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(rerank(ctx, q)); }, heavy);
       break;
-    case Ep::kClassify:  // blocks for its forwards: a worker (classify_endpoint.h)
+    case E::kClassify:  // blocks for its forwards: a worker (classify_endpoint.h)
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(classify(ctx, q)); }, heavy);
       break;
     // Document Q&A embeds, generates and writes the index file: a worker, never the I/O thread
     // (docqa_endpoints.h); the list too, since it waits for the index's one user.
-    case Ep::kDocqaPut:
+    case E::kDocqaPut:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_put_document(ctx, q)); }, heavy);
       break;
-    case Ep::kDocqaList:
+    case E::kDocqaList:
       p.run = guarded([&ctx](HttpRequest&, ResponseWriter& w) { w.send(docqa_list_documents(ctx)); }, heavy);
       break;
-    case Ep::kDocqaDelete:
+    case E::kDocqaDelete:
       p.run = guarded([&ctx, key = m.session_id](HttpRequest&, ResponseWriter& w) {
         w.send(docqa_delete_document(ctx, key));
       }, heavy);
       break;
-    case Ep::kDocqaSearch:
+    case E::kDocqaSearch:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(docqa_search(ctx, q)); }, heavy);
       break;
-    case Ep::kDocqaAsk:
+    case E::kDocqaAsk:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { docqa_ask(ctx, q, w); }, heavy);
       break;
-    case Ep::kImport:
+    case E::kImport:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(import_session(ctx, q)); }, heavy);
       break;
-    case Ep::kAdminSwap:  // blocks while the model loads: a worker, never the I/O thread
+    case E::kAdminSwap:  // blocks while the model loads: a worker, never the I/O thread
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_swap(ctx, q)); }, true);
       break;
-    case Ep::kAdminReload:
+    case E::kAdminReload:
       p.run = guarded([&ctx](HttpRequest&, ResponseWriter& w) { w.send(admin_reload(ctx)); }, true);
       break;
-    case Ep::kAdminPressure:
+    case E::kAdminPressure:
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_pressure(ctx, q)); }, heavy);
       break;
-    case Ep::kAdminTrim:  // waits for the scheduler to run it: a worker, never the I/O thread
+    case E::kAdminTrim:  // waits for the scheduler to run it: a worker, never the I/O thread
       p.run = guarded([&ctx](HttpRequest& q, ResponseWriter& w) { w.send(admin_trim(ctx, q)); }, heavy);
       break;
     default: {
       // Cheap, never blocking: answered on the I/O thread, so they work even when every
       // worker is busy (/health above all).
-      const Ep ep = m.ep;
+      const E ep = m.ep;
       std::string id = std::move(m.session_id);
-      const int retry_after = o.retry_after_s;
+      const int retry_after = ctx.options.retry_after_s;
       p.run_inline = [&ctx, ep, id, retry_after](HttpRequest& q) -> HttpResponse {
         try {
           switch (ep) {
-            case Ep::kModels: return models(ctx);
-            case Ep::kHealth: return health(ctx);
-            case Ep::kMetrics: return metrics(ctx);
-            case Ep::kPage: return chat_page();
-            case Ep::kExport: return export_session(ctx, id);
-            case Ep::kDelete: return delete_session(ctx, id);
-            case Ep::kAdminDegradation: return admin_degradation(ctx);
-            case Ep::kAdminPause: return admin_pause(ctx, q, true);
-            case Ep::kAdminResume: return admin_pause(ctx, q, false);
-            case Ep::kAdminState: return admin_state(ctx);
+            case E::kModels: return models(ctx);
+            case E::kHealth: return health(ctx);
+            case E::kMetrics: return metrics(ctx);
+            case E::kPage: return chat_page();
+            case E::kExport: return export_session(ctx, id);
+            case E::kDelete: return delete_session(ctx, id);
+            case E::kAdminDegradation: return admin_degradation(ctx);
+            case E::kAdminPause: return admin_pause(ctx, q, true);
+            case E::kAdminResume: return admin_pause(ctx, q, false);
+            case E::kAdminState: return admin_state(ctx);
             default: break;
           }
           throw ApiError(404, "invalid_request_error", "not_found", "no such endpoint");
@@ -481,7 +424,6 @@ RequestPlan HttpServer::plan(const RequestHead& h) {
       break;
     }
   }
-  return p;
 }
 
 HttpServer::Handler HttpServer::guarded(Handler fn, bool heavy) {

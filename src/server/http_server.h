@@ -16,7 +16,8 @@
 //   POST /admin/pause, /admin/resume, /admin/trim, GET /admin/state
 //                                                the Runtime's scheduling and memory
 //
-// This file is the router path and policy; the pieces live beside it:
+// This file is the request path and policy; the pieces live beside it:
+//   endpoint_table.h       the endpoints by method and path
 //   http_transport.h       connections, parsing, limits, deadlines (Boost.Beast)
 //   generation_endpoint.h  the OpenAI generation (streamed and not); routed_chat.h its router path
 //   helper_endpoints.h     tokenize, detokenize, apply-template, models, health, metrics, page
@@ -45,6 +46,7 @@
 #include "docqa/doc_qa.h"
 #include "model/pooling_type.h"
 #include "server/admission.h"
+#include "server/endpoint_table.h"
 #include "server/http_transport.h"
 #include "server/listening_socket.h"
 #include "server/server_counters.h"
@@ -106,6 +108,14 @@ class HttpServer : private HttpApplication {
   HttpResponse error_response(int status, const std::string& code, const std::string& message) override;
   void on_response(int status) override;
   void on_event(TransportEvent event) override;
+
+  // plan()'s stages, in the order the comment at the top gives: the head's checks (true: p
+  // answers it, a refusal or the CORS preflight), admission (false: refused, p answers it;
+  // *heavy: memory is given back after it), then the endpoint's handler.
+  bool answered_by_head(const RequestHead& head, const EndpointMatch& m, RequestPlan& p);
+  bool admit(const RequestHead& head, const EndpointMatch& m, RequestPlan& p, bool* heavy);
+  void set_handler(EndpointMatch m, bool heavy, RequestPlan& p);
+  void refuse(RequestPlan& p, int status, const char* code, const std::string& message);
 
   TransportLimits transport_limits() const;
   // A worker's handler, with errors turned into responses and memory given back when idle.

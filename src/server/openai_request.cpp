@@ -14,11 +14,6 @@
 namespace edgellm::server {
 namespace {
 
-const Json* field(const Json& body, const char* name) {
-  const Json* v = body.find(name);
-  return v != nullptr && !v->is_null() ? v : nullptr;  // null means "not given", as in OpenAI
-}
-
 int64_t integer_in(const Json& body, const char* name, int64_t lo, int64_t hi) {
   const Json& v = *body.find(name);
   if (!v.is_number() || v.as_number() != std::floor(v.as_number()) || v.as_number() < static_cast<double>(lo) ||
@@ -57,116 +52,137 @@ bool boolean(const Json& body, const char* name) {
 }
 
 void refuse(const Json& body, const char* name, const std::string& why) {
-  if (field(body, name) != nullptr) throw ApiError::bad_field(name, why);
+  if (given_field(body, name) != nullptr) throw ApiError::bad_field(name, why);
 }
 
-// Everything the two endpoints share: sampling, stop, limits, stream, n.
-void parse_common(const Json& body, ParsedRequest& out) {
-  ServiceRequest& r = out.request;
-  SamplerParams& s = r.sampling;
-  if (const Json* m = field(body, "model")) {
+// Speculative decoding: llama-server's per-request draft sizes (its mode is the server's: a
+// draft model given at start); the mode per request is this server's extension.
+void parse_speculation(const Json& body, ParsedRequest& out) {
+  if (const Json* sm = given_field(body, "x_edgellm_speculation")) {
+    if (!sm->is_string() || (sm->as_string() != "off" && sm->as_string() != "ngram" && sm->as_string() != "draft")) {
+      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\" or \"ngram\"");
+    }
+    out.speculation = sm->as_string();
+  }
+  if (given_field(body, "speculative.n_max")) {
+    out.spec_n_max = static_cast<int32_t>(integer_in(body, "speculative.n_max", 0, SpeculationParams::kMaxDraft));
+  }
+  if (given_field(body, "speculative.n_min")) {
+    out.spec_n_min = static_cast<int32_t>(integer_in(body, "speculative.n_min", 0, SpeculationParams::kMaxDraft));
+  }
+}
+
+// The queue's order (ServiceRequest::priority, as the C ABI's and NAPI's): interactive requests
+// are admitted before background ones, FIFO within one. The names, or the C ABI's numbers
+// (0, 1): a number is passed on as it is, so one out of range is refused in the Runtime's
+// words (request_limits.h) with every face's status.
+void parse_priority(const Json& body, Priority& priority) {
+  const Json* pr = given_field(body, "priority");
+  if (pr == nullptr) return;
+  if (pr->is_string()) {
+    if (pr->as_string() == "interactive") {
+      priority = Priority::kInteractive;
+    } else if (pr->as_string() == "background") {
+      priority = Priority::kBackground;
+    } else {
+      throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
+    }
+  } else if (pr->is_number()) {
+    priority = static_cast<Priority>(any_int32(*pr, "priority"));
+  } else {
+    throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
+  }
+}
+
+// The exchange's own fields: model, n, stream, x_edgellm_session, stream_options.
+void parse_exchange_fields(const Json& body, ParsedRequest& out) {
+  if (const Json* m = given_field(body, "model")) {
     if (!m->is_string()) throw ApiError::bad_field("model", "expected a string");
     out.model = m->as_string();
   }
-  if (field(body, "n") && integer_in(body, "n", 1, 1000) != 1) {
+  if (given_field(body, "n") && integer_in(body, "n", 1, 1000) != 1) {
     throw ApiError::bad_field("n", "only n = 1 is supported (send several requests for several choices)");
   }
-  if (field(body, "stream")) out.stream = boolean(body, "stream");
+  if (given_field(body, "stream")) out.stream = boolean(body, "stream");
   // The id's form is the Runtime's to check (session_id: 1 to 64 of A-Z a-z 0-9 _ - .).
-  if (const Json* sid = field(body, "x_edgellm_session")) {
+  if (const Json* sid = given_field(body, "x_edgellm_session")) {
     if (!sid->is_string()) throw ApiError::bad_field("x_edgellm_session", "expected a string");
     out.session_id = sid->as_string();
   }
-  if (const Json* so = field(body, "stream_options")) {
+  if (const Json* so = given_field(body, "stream_options")) {
     if (!so->is_object()) throw ApiError::bad_field("stream_options", "expected an object");
-    if (field(*so, "include_usage")) {
+    if (given_field(*so, "include_usage")) {
       if (!so->find("include_usage")->is_bool()) {
         throw ApiError::bad_field("stream_options.include_usage", "expected true or false");
       }
       out.include_usage = so->find("include_usage")->as_bool();
     }
   }
-  r.max_tokens = -1;
+}
+
+// How the answer is generated: max_tokens, the sampling values, ignore_eos, context shift,
+// speculation, priority and the per-request deadline.
+void parse_generation_fields(const Json& body, ParsedRequest& out) {
+  ServiceRequest& r = out.request;
+  SamplerParams& s = r.sampling;
+  r.generation.max_tokens = -1;
   // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI. 0 runs
   // the prompt only (its KV, e.g. for a session), as in the C ABI.
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (field(body, name)) r.max_tokens = static_cast<int32_t>(integer_in(body, name, 0, 1 << 20));
+    if (given_field(body, name)) r.generation.max_tokens = static_cast<int32_t>(integer_in(body, name, 0, 1 << 20));
   }
   // The sampling ranges are the Runtime's (check_sampling): the type is checked here, the value
   // there, so every face refuses it in the same words. OpenAI's own bounds are narrower in two
   // places (temperature <= 2, at most 4 stop strings); this server takes the Runtime's.
-  if (field(body, "temperature")) s.temperature = static_cast<float>(any_number(body, "temperature"));
-  if (field(body, "top_p")) s.top_p = static_cast<float>(any_number(body, "top_p"));
-  if (field(body, "top_k")) s.top_k = any_int32(*body.find("top_k"), "top_k");
-  if (field(body, "min_p")) s.min_p = static_cast<float>(any_number(body, "min_p"));
-  if (field(body, "frequency_penalty")) s.frequency_penalty = static_cast<float>(any_number(body, "frequency_penalty"));
-  if (field(body, "presence_penalty")) s.presence_penalty = static_cast<float>(any_number(body, "presence_penalty"));
-  if (field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(any_number(body, "repeat_penalty"));
+  if (given_field(body, "temperature")) s.temperature = static_cast<float>(any_number(body, "temperature"));
+  if (given_field(body, "top_p")) s.top_p = static_cast<float>(any_number(body, "top_p"));
+  if (given_field(body, "top_k")) s.top_k = any_int32(*body.find("top_k"), "top_k");
+  if (given_field(body, "min_p")) s.min_p = static_cast<float>(any_number(body, "min_p"));
+  if (given_field(body, "frequency_penalty"))
+    s.frequency_penalty = static_cast<float>(any_number(body, "frequency_penalty"));
+  if (given_field(body, "presence_penalty"))
+    s.presence_penalty = static_cast<float>(any_number(body, "presence_penalty"));
+  if (given_field(body, "repeat_penalty")) s.repeat_penalty = static_cast<float>(any_number(body, "repeat_penalty"));
   // llama-server's name for the penalties' window (SamplerParams::penalty_last_n; NAPI's
   // penaltyLastN): 0 no penalties, -1 every token. Its range is the Runtime's.
-  if (field(body, "repeat_last_n")) s.penalty_last_n = any_int32(*body.find("repeat_last_n"), "repeat_last_n");
+  if (given_field(body, "repeat_last_n")) s.penalty_last_n = any_int32(*body.find("repeat_last_n"), "repeat_last_n");
   // llama-server's extension: never sample end-of-generation tokens (benchmarks, tests).
-  if (field(body, "ignore_eos")) r.ignore_eog = boolean(body, "ignore_eos");
+  if (given_field(body, "ignore_eos")) r.generation.ignore_eog = boolean(body, "ignore_eos");
   // Endless streams (docs/context-shift.md): llama-server's n_keep, and context_shift per request
   // (llama-server has it as a server flag). n_keep's range is the Runtime's.
-  if (field(body, "context_shift")) r.context_shift = boolean(body, "context_shift");
-  if (field(body, "n_keep")) r.n_keep = any_int32(*body.find("n_keep"), "n_keep");
-  // Speculative decoding: llama-server's per-request draft sizes (its mode is the server's: a
-  // draft model given at start); the mode per request is this server's extension.
-  if (const Json* sm = field(body, "x_edgellm_speculation")) {
-    if (!sm->is_string() || (sm->as_string() != "off" && sm->as_string() != "ngram" && sm->as_string() != "draft")) {
-      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\" or \"ngram\"");
-    }
-    out.speculation = sm->as_string();
-  }
-  if (field(body, "speculative.n_max")) {
-    out.spec_n_max = static_cast<int32_t>(integer_in(body, "speculative.n_max", 0, SpeculationParams::kMaxDraft));
-  }
-  if (field(body, "speculative.n_min")) {
-    out.spec_n_min = static_cast<int32_t>(integer_in(body, "speculative.n_min", 0, SpeculationParams::kMaxDraft));
-  }
-  // The queue's order (ServiceRequest::priority, as the C ABI's and NAPI's): interactive requests
-  // are admitted before background ones, FIFO within one. The names, or the C ABI's numbers
-  // (0, 1): a number is passed on as it is, so one out of range is refused in the Runtime's
-  // words (request_limits.h) with every face's status.
-  if (const Json* pr = field(body, "priority")) {
-    if (pr->is_string()) {
-      if (pr->as_string() == "interactive") {
-        r.priority = Priority::kInteractive;
-      } else if (pr->as_string() == "background") {
-        r.priority = Priority::kBackground;
-      } else {
-        throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
-      }
-    } else if (pr->is_number()) {
-      r.priority = static_cast<Priority>(any_int32(*pr, "priority"));
-    } else {
-      throw ApiError::bad_field("priority", "expected \"interactive\" or \"background\" (or 0, 1)");
-    }
-  }
+  if (given_field(body, "context_shift")) r.generation.context_shift = boolean(body, "context_shift");
+  if (given_field(body, "n_keep")) r.generation.n_keep = any_int32(*body.find("n_keep"), "n_keep");
+  parse_speculation(body, out);
+  parse_priority(body, r.priority);
   // A deadline shorter than the server's --timeout (ServiceRequest::deadline_ms, queue wait
   // included); generate() checks it against --timeout, which it may not exceed.
-  if (field(body, "x_edgellm_deadline_ms")) out.deadline_ms = deadline_field_ms(body);
-  if (field(body, "seed")) {
+  if (given_field(body, "x_edgellm_deadline_ms")) out.deadline_ms = deadline_field_ms(body);
+}
+
+// The seed, stop strings, logit_bias and the fields refused outright.
+void parse_seed_stop_bias(const Json& body, ParsedRequest& out) {
+  ServiceRequest& r = out.request;
+  SamplerParams& s = r.sampling;
+  if (given_field(body, "seed")) {
     s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN / 2, INT64_MAX / 2));
     out.seed_given = true;
   } else {
     s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   }
   // Stop strings: their count and lengths are the Runtime's to check (at most 16, 1 to 256 bytes).
-  if (const Json* stop = field(body, "stop")) {
+  if (const Json* stop = given_field(body, "stop")) {
     if (stop->is_string()) {
-      r.stop.push_back(stop->as_string());
+      r.generation.stop.push_back(stop->as_string());
     } else if (stop->is_array()) {
       for (size_t i = 0; i < stop->size(); ++i) {
         if (!stop->at(i).is_string()) throw ApiError::bad_field("stop[" + std::to_string(i) + "]", "expected a string");
-        r.stop.push_back(stop->at(i).as_string());
+        r.generation.stop.push_back(stop->at(i).as_string());
       }
     } else {
       throw ApiError::bad_field("stop", "expected a string or an array of strings");
     }
   }
-  if (const Json* bias = field(body, "logit_bias")) {
+  if (const Json* bias = given_field(body, "logit_bias")) {
     if (!bias->is_object()) throw ApiError::bad_field("logit_bias", "expected an object {token id: bias}");
     for (const auto& [key, value] : bias->as_object()) {
       const std::string name = "logit_bias." + key;
@@ -181,12 +197,19 @@ void parse_common(const Json& body, ParsedRequest& out) {
     }
   }
   // Chat sends logprobs: false by default in some clients; only a request for them is refused.
-  if (const Json* lp = field(body, "logprobs"); lp != nullptr && !(lp->is_bool() && !lp->as_bool())) {
+  if (const Json* lp = given_field(body, "logprobs"); lp != nullptr && !(lp->is_bool() && !lp->as_bool())) {
     throw ApiError::bad_field("logprobs", "not supported");
   }
   refuse(body, "top_logprobs", "not supported");
   refuse(body, "functions", "the legacy function-call fields are not supported: send \"tools\"");
   refuse(body, "function_call", "the legacy function-call fields are not supported: send \"tool_choice\"");
+}
+
+// Everything the two endpoints share, in this order (the first bad field is the one refused).
+void parse_common(const Json& body, ParsedRequest& out) {
+  parse_exchange_fields(body, out);
+  parse_generation_fields(body, out);
+  parse_seed_stop_bias(body, out);
 }
 
 std::string content_text(const Json& content, const std::string& where) {
@@ -279,7 +302,7 @@ ParsedRequest parse_chat_request(const Json& body) {
   for (const Json& m : out.request.messages.as_array()) {
     out.has_tool_turns = out.has_tool_turns || m.at("role").as_string() == "tool" || m.find("tool_calls") != nullptr;
   }
-  if (const Json* route = field(body, "x_edgellm_route")) {
+  if (const Json* route = given_field(body, "x_edgellm_route")) {
     if (!route->is_string() ||
         (route->as_string() != "auto" && route->as_string() != "local" && route->as_string() != "cloud")) {
       throw ApiError::bad_field("x_edgellm_route", "expected \"auto\", \"local\" or \"cloud\"");
@@ -303,14 +326,14 @@ ParsedRequest parse_completion_request(const Json& body) {
   // The raw prompt's tokenization (ServiceRequest::add_special / parse_special, the C ABI's and
   // NAPI's): BOS as the model asks (default true); "<|im_start|>" in the text as the control
   // token (default false: a prompt's text is text).
-  if (field(body, "add_special")) out.request.add_special = boolean(body, "add_special");
-  if (field(body, "parse_special")) out.request.parse_special = boolean(body, "parse_special");
-  if (field(body, "echo") && boolean(body, "echo")) throw ApiError::bad_field("echo", "not supported");
-  if (field(body, "best_of") && integer_in(body, "best_of", 1, 1000) != 1) {
+  if (given_field(body, "add_special")) out.request.add_special = boolean(body, "add_special");
+  if (given_field(body, "parse_special")) out.request.parse_special = boolean(body, "parse_special");
+  if (given_field(body, "echo") && boolean(body, "echo")) throw ApiError::bad_field("echo", "not supported");
+  if (given_field(body, "best_of") && integer_in(body, "best_of", 1, 1000) != 1) {
     throw ApiError::bad_field("best_of", "only best_of = 1 is supported");
   }
   // A missing or empty prompt is the Runtime's to refuse ("no input: ..."), as every face's.
-  const Json* prompt = field(body, "prompt");
+  const Json* prompt = given_field(body, "prompt");
   if (prompt == nullptr) return out;
   if (prompt->is_string()) {
     out.request.prompt = prompt->as_string();
@@ -328,7 +351,7 @@ ParsedRequest parse_completion_request(const Json& body) {
 }
 
 int64_t request_deadline_ms(const Json& body, int64_t server_ms) {
-  if (!field(body, "x_edgellm_deadline_ms")) return server_ms;
+  if (!given_field(body, "x_edgellm_deadline_ms")) return server_ms;
   const int64_t asked = deadline_field_ms(body);
   if (asked > server_ms) {
     throw ApiError::bad_field("x_edgellm_deadline_ms",

@@ -9,11 +9,6 @@
 namespace edgellm::server {
 namespace {
 
-const Json* field(const Json& body, const char* name) {
-  const Json* v = body.find(name);
-  return v != nullptr && !v->is_null() ? v : nullptr;  // null means "not given", as in OpenAI
-}
-
 // A JSON Schema is an object or a boolean (true: anything, false: nothing).
 bool is_schema(const Json& v) {
   return v.is_object() || v.is_bool();
@@ -47,7 +42,7 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
   OneConstraint one;
   std::string param;  // the field that holds the constraint's text
   if (tools_active) one.add("tools");
-  if (const Json* rf = field(body, "response_format")) {
+  if (const Json* rf = given_field(body, "response_format")) {
     const Json* type = rf->is_object() ? rf->find("type") : nullptr;
     if (type == nullptr || !type->is_string()) {
       throw ApiError::bad_field("response_format",
@@ -57,7 +52,7 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
     if (t == "json_object") {
       one.add("response_format");
       // llama-server's form: a json_object with a "schema" is that schema.
-      if (const Json* schema = field(*rf, "schema")) {
+      if (const Json* schema = given_field(*rf, "schema")) {
         if (!is_schema(*schema)) throw ApiError::bad_field("response_format.schema", "expected a JSON Schema object");
         r.json_schema = schema->dump();
         param = "response_format.schema";
@@ -67,12 +62,12 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
       }
     } else if (t == "json_schema") {
       one.add("response_format");
-      const Json* js = field(*rf, "json_schema");
+      const Json* js = given_field(*rf, "json_schema");
       if (js == nullptr || !js->is_object()) {
         throw ApiError::bad_field("response_format.json_schema",
                                   "expected an object {\"name\", \"schema\", \"strict\"?}");
       }
-      if (const Json* name = field(*js, "name")) {
+      if (const Json* name = given_field(*js, "name")) {
         bool ok = name->is_string() && !name->as_string().empty() && name->as_string().size() <= 64;
         for (const char c : ok ? name->as_string() : std::string()) {
           ok = ok &&
@@ -86,10 +81,10 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
       // strict: OpenAI's promise that the output follows the schema. EdgeLLM's grammar keeps it
       // either way (what the converter cannot hold is refused, never loosened), so false changes
       // nothing; it is still checked for its type.
-      if (const Json* strict = field(*js, "strict"); strict != nullptr && !strict->is_bool()) {
+      if (const Json* strict = given_field(*js, "strict"); strict != nullptr && !strict->is_bool()) {
         throw ApiError::bad_field("response_format.json_schema.strict", "expected true or false");
       }
-      const Json* schema = field(*js, "schema");
+      const Json* schema = given_field(*js, "schema");
       if (schema == nullptr) throw ApiError::bad_field("response_format.json_schema.schema", "required");
       if (!is_schema(*schema)) {
         throw ApiError::bad_field("response_format.json_schema.schema", "expected a JSON Schema object");
@@ -101,7 +96,7 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
                                 "expected \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"");
     }
   }
-  if (const Json* g = field(body, "grammar")) {
+  if (const Json* g = given_field(body, "grammar")) {
     if (!g->is_string()) throw ApiError::bad_field("grammar", "expected a GBNF grammar as a string");
     if (!g->as_string().empty()) {  // llama-server's clients send "" for none
       one.add("grammar");
@@ -109,7 +104,7 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
       param = "grammar";
     }
   }
-  if (const Json* s = field(body, "json_schema")) {
+  if (const Json* s = given_field(body, "json_schema")) {
     if (!is_schema(*s)) throw ApiError::bad_field("json_schema", "expected a JSON Schema object");
     one.add("json_schema");
     r.json_schema = s->dump();
@@ -120,7 +115,7 @@ std::string parse_output_constraint(const Json& body, bool tools_active, Service
 
 ToolRequest parse_tool_request(const Json& body) {
   ToolRequest out;
-  if (const Json* tools = field(body, "tools")) {
+  if (const Json* tools = given_field(body, "tools")) {
     try {
       check_tools(*tools);
     } catch (const Error& e) {
@@ -128,14 +123,14 @@ ToolRequest parse_tool_request(const Json& body) {
     }
     out.tools = *tools;
   }
-  if (const Json* choice = field(body, "tool_choice")) {
+  if (const Json* choice = given_field(body, "tool_choice")) {
     try {
       out.choice = parse_tool_choice(*choice);
     } catch (const Error& e) {
       throw tools_error(e, "tool_choice");
     }
   }
-  if (const Json* p = field(body, "parallel_tool_calls")) {
+  if (const Json* p = given_field(body, "parallel_tool_calls")) {
     if (!p->is_bool()) throw ApiError::bad_field("parallel_tool_calls", "expected true or false");
     out.parallel = p->as_bool();
   }
@@ -155,20 +150,20 @@ Json parse_message_tool_calls(const Json& calls, const std::string& where) {
     const std::string at = where + "[" + std::to_string(i) + "]";
     const Json& c = calls.at(i);
     if (!c.is_object()) throw ApiError::bad_field(at, "expected an object {id, type, function: {name, arguments}}");
-    const Json* type = field(c, "type");
+    const Json* type = given_field(c, "type");
     if (type != nullptr && !(type->is_string() && type->as_string() == "function")) {
       throw ApiError::bad_field(at + ".type", "only \"function\" calls are supported");
     }
-    const Json* id = field(c, "id");
+    const Json* id = given_field(c, "id");
     if (id != nullptr && !id->is_string()) throw ApiError::bad_field(at + ".id", "expected a string");
-    const Json* fn = field(c, "function");
+    const Json* fn = given_field(c, "function");
     if (fn == nullptr || !fn->is_object())
       throw ApiError::bad_field(at + ".function", "expected an object {name, arguments}");
-    const Json* name = field(*fn, "name");
+    const Json* name = given_field(*fn, "name");
     if (name == nullptr || !name->is_string() || name->as_string().empty()) {
       throw ApiError::bad_field(at + ".function.name", "expected a non-empty string");
     }
-    const Json* args = field(*fn, "arguments");
+    const Json* args = given_field(*fn, "arguments");
     if (args != nullptr && !args->is_string() && !args->is_object()) {
       throw ApiError::bad_field(at + ".function.arguments", "expected the arguments as a JSON string");
     }

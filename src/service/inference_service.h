@@ -3,7 +3,9 @@
 // (submit, cancel, pause, ...: each returns after a queue push); every forward pass, tokenizer
 // run and callback happens on the scheduler thread.
 //
-// One step of the scheduler (inference_service.cpp):
+// One step of the scheduler (the loop: inference_scheduler.cpp; admission:
+// inference_admission.cpp; batch, forward and stream: inference_step.cpp; a request's end:
+// inference_finish.cpp; the callers' calls: inference_service.cpp):
 //   housekeeping   cancellations, deadlines (finish reason timeout with the partial text), trims;
 //                  while paused nothing else runs (KV kept)
 //   admission      waiting requests in priority order, while a sequence is free and the KV pool
@@ -74,7 +76,7 @@ struct ServiceParams {
   int32_t max_queued = 3;        // requests that may wait for a sequence (beyond those a free
                                  // sequence takes at once); one more -> BUSY
   int32_t step_tokens = 256;     // most batch entries per step (decode tokens + prefill chunk)
-  // Speculative decoding's batch-size back-off (ServiceRequest::speculation): drafts join a step
+  // Speculative decoding's batch-size back-off (ServiceRequest::generation.speculation): drafts join a step
   // only while its decode entries (one per decoding sequence plus the drafts so far) stay at most
   // this many, and never a step that also prefills; beyond it a wider forward costs real time
   // (docs/speculative-decoding.md "In the service" has the measured curve). 0: never draft.

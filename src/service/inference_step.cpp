@@ -84,7 +84,8 @@ void InferenceService::step() {
     Part part{&r, 0, true, 0, r.gen->next_pos()};
     batch.add(r.seq, r.gen->next_token(), part.base, true);
     if (r.spec) {
-      part.drafts = r.spec->draft(*r.gen, *ctx_, r.seq, r.req.max_tokens, std::max(0, spec_room), blocks_free);
+      part.drafts =
+          r.spec->draft(*r.gen, *ctx_, r.seq, r.req.generation.max_tokens, std::max(0, spec_room), blocks_free);
       for (int32_t i = 0; i < part.drafts; ++i)
         batch.add(r.seq, r.spec->drafts()[static_cast<size_t>(i)], part.base + 1 + i, true);
       spec_room -= part.drafts;

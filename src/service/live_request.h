@@ -1,6 +1,7 @@
 // The InferenceService's record of one accepted request, from submit() to on_finish: shared by
-// the files that implement the service (inference_service.cpp: submit, admission, finish;
-// inference_step.cpp: the step). Private to src/service. Scheduler thread only once queued.
+// the files that implement the service (inference_service.cpp: submit and the callers' calls;
+// inference_scheduler.cpp: the loop; inference_admission.cpp; inference_step.cpp: the step;
+// inference_finish.cpp: the end). Private to src/service. Scheduler thread only once queued.
 #pragma once
 
 #include <chrono>

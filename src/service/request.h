@@ -26,7 +26,7 @@ struct TokenEvent {
   int32_t token = -1;     // the sampled id; -1 for text released at the end (held-back bytes)
   std::string_view text;  // text that became final with it (may be empty); valid during the call
   int32_t index = 0;      // 0-based count of events before this one
-  float probability = -1.0f;  // ServiceRequest::token_probability: the model's probability of
+  float probability = -1.0f;  // ServiceRequest::generation.token_probability: the model's probability of
                               // `token` (StepOutput::probability); -1 otherwise
   double decode_ms = 0;       // first sampled token -> this event's (RequestStats::decode_ms so far)
 };
@@ -46,7 +46,7 @@ struct RequestStats {
   int32_t kv_blocks = 0;      // KV blocks the request held when it ended
   int32_t sanitized_chars = 0;  // characters of the input the kStrip input policy replaced or removed
   size_t peak_rss_bytes = 0;  // process VmHWM when it ended
-  // Speculative decoding (ServiceRequest::speculation, docs/speculative-decoding.md "In the
+  // Speculative decoding (ServiceRequest::generation.speculation, docs/speculative-decoding.md "In the
   // service"): the decode phase's counters (forwards, tokens sampled from them, drafted and
   // accepted tokens; tokens_per_forward() is 1 without speculation) and, when the request asked
   // for speculation and the service turned it off, why ("" otherwise).
@@ -98,6 +98,13 @@ struct RequestResult {
   std::string session_save_error;
 };
 
+// GenerationParams as a ServiceRequest starts with: generate()'s, but at most 256 tokens.
+inline GenerationParams service_generation_defaults() {
+  GenerationParams g;
+  g.max_tokens = 256;
+  return g;
+}
+
 struct ServiceRequest {
   // The input: exactly one of prompt (raw text), messages (a JSON array of {role, content} with
   // roles system / user / assistant / tool, rendered with the model's chat template) or tokens.
@@ -111,33 +118,30 @@ struct ServiceRequest {
   bool parse_special = false;  // raw prompt: "<|im_start|>" in the text becomes the control token
 
   SamplerParams sampling;
-  int32_t max_tokens = 256;  // < 0: until a stop or the context is full; 0: prefill only
-  std::vector<std::string> stop;
-  bool ignore_eog = false;
-  bool token_probability = false;  // fill TokenEvent::probability (a softmax per token)
-  // Endless streams (GenerationParams::context_shift / n_keep, docs/context-shift.md): a full
-  // sequence drops the older half of its positions after the first n_keep and goes on.
-  bool context_shift = false;
-  int32_t n_keep = 4;
-  // Constrained output (GenerationParams::grammar): compiled for this model's vocabulary
-  // (grammar::GrammarCompiler); checked at submit. Null: unconstrained.
-  std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  // The same as text, which is what the faces carry (C ABI, NAPI, HTTP): compiled at submit with
-  // the vocabulary of the model version that serves the request (service/request_grammar.h; an
-  // LRU keeps compiled grammars, so a repeated schema costs a lookup). At most one of the three,
-  // and not with `grammar`; errors are kInvalidArgument naming the grammar's line and column or
-  // the schema's keyword. grammar_gbnf: llama.cpp's GBNF, rule "root" first matched.
-  // json_schema: a JSON Schema as JSON text (docs/structured-output.md lists what is supported).
-  // json_object: any JSON object (OpenAI's response_format {"type": "json_object"}).
+  // How the sequence is generated, as generate() takes it (generation/generate.h): max_tokens
+  // (< 0: until a stop or the context is full; 0: prefill only), stop strings, ignore_eog,
+  // token_probability (fill TokenEvent::probability: a softmax per token), context_shift / n_keep
+  // (endless streams, docs/context-shift.md), penalize_prompt, grammar (compiled for this model's
+  // vocabulary, grammar::GrammarCompiler; checked at submit; null: unconstrained) and speculation.
+  // The service's defaults differ from generate()'s in max_tokens only (256). It runs every field
+  // as generate() does, with three exceptions checked at submit (kInvalidArgument): seq_id must be
+  // 0 (the service picks the sequence), truncate_prompt must be false (a prompt that does not fit
+  // is refused: kContextFull), and speculation.mode kDraft is refused (the service owns no draft
+  // model; draft_model is ignored). With a grammar, json_schema, json_object or tools the service
+  // turns speculation off for the request and says so in RequestStats::speculation_off_reason
+  // (docs/speculative-decoding.md "In the service").
+  GenerationParams generation = service_generation_defaults();
+  // Constrained output given as text, which is what the faces carry (C ABI, NAPI, HTTP): compiled
+  // at submit into generation.grammar with the vocabulary of the model version that serves the
+  // request (service/request_grammar.h; an LRU keeps compiled grammars, so a repeated schema costs
+  // a lookup). At most one of the three, and not with generation.grammar; errors are
+  // kInvalidArgument naming the grammar's line and column or the schema's keyword. grammar_gbnf:
+  // llama.cpp's GBNF, rule "root" first matched. json_schema: a JSON Schema as JSON text
+  // (docs/structured-output.md lists what is supported). json_object: any JSON object (OpenAI's
+  // response_format {"type": "json_object"}).
   std::string grammar_gbnf;
   std::string json_schema;
   bool json_object = false;
-  // Speculative decoding (docs/speculative-decoding.md "In the service"): mode kOff (default) or
-  // kNgram (prompt lookup), draft_max k in [1, 8], adaptive back-off, n-gram sizes. kDraft is
-  // refused at submit (kInvalidArgument): the service owns no draft model. With a grammar,
-  // json_schema, json_object or tools the service turns speculation off for the request and
-  // says so in RequestStats::speculation_off_reason. draft_model is ignored.
-  SpeculationParams speculation;
   int64_t deadline_ms = 15000;  // from submit(), queue wait included; <= 0: none
   Priority priority = Priority::kInteractive;
 

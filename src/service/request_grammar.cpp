@@ -43,14 +43,14 @@ std::shared_ptr<const grammar::CompiledGrammar> named(const char* field, Fn&& co
 
 void RequestGrammars::compile(ServiceRequest& request) {
   if (!request.grammar_gbnf.empty()) {
-    request.grammar = named("grammar", [&] { return compiler().gbnf(request.grammar_gbnf); });
+    request.generation.grammar = named("grammar", [&] { return compiler().gbnf(request.grammar_gbnf); });
   } else if (!request.json_schema.empty()) {
-    request.grammar = named("json_schema", [&] {
+    request.generation.grammar = named("json_schema", [&] {
       // Json::parse throws kInvalidArgument with the offset of a syntax error.
       return compiler().json_schema(Json::parse(request.json_schema, 64));
     });
   } else if (request.json_object) {
-    request.grammar = named("json_object", [&] { return compiler().json_object(); });
+    request.generation.grammar = named("json_object", [&] { return compiler().json_object(); });
   } else {
     return;
   }

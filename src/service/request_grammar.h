@@ -30,8 +30,8 @@ class RequestGrammars {
   RequestGrammars(const RequestGrammars&) = delete;
   RequestGrammars& operator=(const RequestGrammars&) = delete;
 
-  // Moves the request's text constraint into request.grammar (compiled); nothing when it has
-  // none. Throws Error(kInvalidArgument): the GBNF's error with line and column, a schema that is
+  // Moves the request's text constraint into request.generation.grammar (compiled); nothing when
+  // it has none. Throws Error(kInvalidArgument): the GBNF's error with line and column, a schema that is
   // not JSON, or the unsupported keyword the converter names; each prefixed with the field
   // ("grammar: ...", "json_schema: ...").
   void compile(ServiceRequest& request);

@@ -189,6 +189,32 @@ InputPolicy input_policy_from_name(const std::string& name) {
   refuse("input policy \"" + name + "\" is unknown (expected refuse or strip)");
 }
 
+void check_stop_count(size_t n) {
+  if (n > limits::kMaxStopStrings) {
+    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " + std::to_string(n));
+  }
+}
+
+void check_logit_bias_count(size_t n) {
+  if (n > limits::kMaxLogitBias) refuse("logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
+}
+
+void check_token_count(size_t n) {
+  if (n > limits::kMaxInputTokens) refuse("tokens: more than " + std::to_string(limits::kMaxInputTokens));
+}
+
+void check_embedding_input_count(const std::string& what, size_t n) {
+  if (n > limits::kMaxEmbeddingInputs) {
+    refuse(what + ": at most " + std::to_string(limits::kMaxEmbeddingInputs) + ", got " + std::to_string(n));
+  }
+}
+
+void check_label_count(size_t n) {
+  if (n > limits::kMaxClassifyLabels) {
+    refuse("labels: at most " + std::to_string(limits::kMaxClassifyLabels) + ", got " + std::to_string(n));
+  }
+}
+
 void check_sampling(const SamplerParams& s, int32_t n_vocab) {
   in_range(s.temperature, 0.0, limits::kMaxTemperature, "temperature");
   in_range(s.top_p, 0.0, 1.0, "top_p");
@@ -201,9 +227,7 @@ void check_sampling(const SamplerParams& s, int32_t n_vocab) {
   if (s.top_k < 0) refuse("top_k must be >= 0 (0 disables it), got " + std::to_string(s.top_k));
   if (s.penalty_last_n < -1)
     refuse("penalty_last_n must be >= -1 (-1: all tokens), got " + std::to_string(s.penalty_last_n));
-  if (s.logit_bias.size() > limits::kMaxLogitBias) {
-    refuse("logit_bias: more than " + std::to_string(limits::kMaxLogitBias) + " entries");
-  }
+  check_logit_bias_count(s.logit_bias.size());
   for (const auto& [id, bias] : s.logit_bias) {
     if (id < 0 || id >= n_vocab) {
       refuse("logit_bias: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -224,19 +248,16 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
   size_t changed = 0;
   if (!r.prompt.empty()) changed += check_text(r.prompt, "prompt", policy);
   if (!r.messages.is_null()) changed += check_messages(r.messages, policy);
-  if (r.tokens.size() > limits::kMaxInputTokens) refuse("tokens: more than " + std::to_string(limits::kMaxInputTokens));
+  check_token_count(r.tokens.size());
   for (size_t i = 0; i < r.tokens.size(); ++i) {
     if (r.tokens[i] < 0 || r.tokens[i] >= n_vocab) {
       refuse("tokens[" + std::to_string(i) + "] = " + std::to_string(r.tokens[i]) + " is outside the vocabulary [0, " +
              std::to_string(n_vocab) + ")");
     }
   }
-  if (r.stop.size() > limits::kMaxStopStrings) {
-    refuse("stop: at most " + std::to_string(limits::kMaxStopStrings) + " stop strings, got " +
-           std::to_string(r.stop.size()));
-  }
-  for (size_t i = 0; i < r.stop.size(); ++i) {
-    const std::string& s = r.stop[i];
+  check_stop_count(r.generation.stop.size());
+  for (size_t i = 0; i < r.generation.stop.size(); ++i) {
+    const std::string& s = r.generation.stop[i];
     const std::string what = "stop[" + std::to_string(i) + "]";
     if (s.empty() || s.size() > limits::kMaxStopBytes) {
       refuse(what + ": must be 1 to " + std::to_string(limits::kMaxStopBytes) + " bytes, got " +
@@ -244,7 +265,7 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
     }
     check_strict_utf8(s, what);
   }
-  const int constraints = (r.grammar != nullptr ? 1 : 0) + (!r.grammar_gbnf.empty() ? 1 : 0) +
+  const int constraints = (r.generation.grammar != nullptr ? 1 : 0) + (!r.grammar_gbnf.empty() ? 1 : 0) +
                           (!r.json_schema.empty() ? 1 : 0) + (r.json_object ? 1 : 0);
   if (constraints > 1) refuse("more than one output constraint: give at most one of grammar, json_schema, json_object");
   if (r.grammar_gbnf.size() > limits::kMaxGrammarBytes || r.json_schema.size() > limits::kMaxGrammarBytes) {
@@ -253,7 +274,15 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
   }
   if (!r.grammar_gbnf.empty()) check_strict_utf8(r.grammar_gbnf, "grammar");
   if (!r.json_schema.empty()) check_strict_utf8(r.json_schema, "json_schema");
-  if (r.n_keep < -1) refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.n_keep));
+  if (r.generation.n_keep < -1)
+    refuse("n_keep must be >= -1 (-1: the whole prompt), got " + std::to_string(r.generation.n_keep));
+  // generate()'s fields the service cannot honour (request.h): refused, never ignored.
+  if (r.generation.seq_id != 0) {
+    refuse("seq_id must be 0 (the service picks the sequence), got " + std::to_string(r.generation.seq_id));
+  }
+  if (r.generation.truncate_prompt) {
+    refuse("truncate_prompt is not served: a prompt that does not fit the context is refused, never cut");
+  }
   check_priority(r.priority);
   check_sampling(r.sampling, n_vocab);
   return changed;
@@ -261,12 +290,7 @@ size_t check_request(ServiceRequest& r, int32_t n_vocab, InputPolicy policy) {
 
 size_t check_embedding_request(EmbeddingRequest& r, int32_t n_vocab, InputPolicy policy) {
   size_t changed = 0;
-  const auto count = [](const char* what, size_t n) {
-    if (n > limits::kMaxEmbeddingInputs) {
-      refuse(std::string(what) + ": at most " + std::to_string(limits::kMaxEmbeddingInputs) + ", got " +
-             std::to_string(n));
-    }
-  };
+  const auto count = [](const char* what, size_t n) { check_embedding_input_count(what, n); };
   if (r.task == EmbeddingTask::kEmbed) {
     if (r.texts.empty() == r.token_inputs.empty())
       refuse("input: give either texts or token arrays (exactly one kind)");
@@ -315,10 +339,7 @@ size_t check_classify_request(ClassifyRequest& r, InputPolicy policy) {
   size_t changed = check_text(r.text, "text", policy);
   if (!r.instruction.empty()) changed += check_text(r.instruction, "instruction", policy);
   if (r.labels.empty()) refuse("labels: give at least one");
-  if (r.labels.size() > limits::kMaxClassifyLabels) {
-    refuse("labels: at most " + std::to_string(limits::kMaxClassifyLabels) + ", got " +
-           std::to_string(r.labels.size()));
-  }
+  check_label_count(r.labels.size());
   for (size_t i = 0; i < r.labels.size(); ++i) {
     const std::string what = "labels[" + std::to_string(i) + "]";
     const std::string& label = r.labels[i];

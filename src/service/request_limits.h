@@ -78,4 +78,13 @@ void check_tool_turns(const Json& messages);
 // The sampling part alone (the CLI's generation options use it too).
 void check_sampling(const SamplerParams& s, int32_t n_vocab);
 
+// The counts alone, in the same words: for a face that checks a caller's count before it copies
+// the array (the C ABI: a wild count must neither read memory nor allocate). The checks above
+// apply them too, so the words are one. `what` names the face's field ("input", "texts").
+void check_stop_count(size_t n);
+void check_logit_bias_count(size_t n);
+void check_token_count(size_t n);
+void check_embedding_input_count(const std::string& what, size_t n);
+void check_label_count(size_t n);
+
 }  // namespace edgellm

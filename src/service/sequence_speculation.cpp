@@ -23,7 +23,7 @@ NgramDrafterParams ngram_params(const SpeculationParams& sp) {
 }  // namespace
 
 std::string check_speculation(const ServiceRequest& r) {
-  const SpeculationParams& sp = r.speculation;
+  const SpeculationParams& sp = r.generation.speculation;
   if (sp.mode == SpeculationMode::kOff) return {};
   require(sp.mode != SpeculationMode::kDraft, ErrorCode::kInvalidArgument,
           "request: speculation mode 'draft' is not served here (the service has no draft model); use 'ngram' or "
@@ -40,7 +40,7 @@ std::string check_speculation(const ServiceRequest& r) {
   // Drafts under a grammar would be exact too (the sampler applies the grammar to every row), but
   // a grammar's output is mostly forced structure the prompt does not quote: the wider forwards
   // would buy nothing. Off, and the request is told why.
-  if (r.grammar != nullptr || !r.grammar_gbnf.empty() || !r.json_schema.empty() || r.json_object) {
+  if (r.generation.grammar != nullptr || !r.grammar_gbnf.empty() || !r.json_schema.empty() || r.json_object) {
     return "a grammar constrains the output (grammar, json_schema or json_object)";
   }
   if (!r.tools.is_null()) return "tools are active (tool calls are parsed from the output)";

@@ -379,8 +379,9 @@ TEST(CApiEmbeddings, BadInputGetsAClearStatusAndMessage) {
   const char* bad_utf8[] = {"ok", "caf\xc3 au lait"};
   expect(edgellm_embed(r.rt, bad_utf8, 2, nullptr, v, 768, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "UTF-8",
          "invalid UTF-8");
-  expect(edgellm_embed(r.rt, ok, 3000, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT, "2048",
-         "too many texts");
+  // The Runtime's words (request_limits.h), checked before the C array is read.
+  expect(edgellm_embed(r.rt, ok, 3000, nullptr, v, 384, &n, nullptr), EDGELLM_ERR_INVALID_ARGUMENT,
+         "texts: at most 2048, got 3000", "too many texts");
   std::string long_text;
   for (int i = 0; i < 40; ++i) long_text += "word ";
   const char* too_long[] = {long_text.c_str()};

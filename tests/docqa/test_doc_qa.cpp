@@ -340,7 +340,7 @@ TEST(DocQa, AskFitsTheGeneratorAndCitesOnlyGivenChunks) {
   ASSERT_EQ(p.context.size(), a.context.size());
   for (size_t i = 0; i < p.context.size(); ++i) EXPECT_EQ(p.context[i].chunk, a.context[i].chunk);
   EXPECT_EQ(p.request.messages.dump(), DocQa::answer_messages(question, a.context).dump());
-  EXPECT_EQ(p.request.max_tokens, 8);
+  EXPECT_EQ(p.request.generation.max_tokens, 8);
   EXPECT_GT(p.request.deadline_ms, 0);
   EXPECT_LE(p.request.deadline_ms, 60000);
   // A deadline bounds the whole ask: 1 ms ends kTimeout with at most the text so far (a prefix

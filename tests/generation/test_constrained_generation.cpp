@@ -260,8 +260,8 @@ TEST(ConstrainedGeneration, ServicePathMatchesGenerate) {
     ServiceRequest r;
     r.prompt = prompt;
     r.sampling.temperature = 0;
-    r.max_tokens = 120;
-    r.grammar = std::move(g);
+    r.generation.max_tokens = 120;
+    r.generation.grammar = std::move(g);
     r.on_token = [&, i](const TokenEvent& e) {
       if (e.token >= 0) tokens[i].push_back(e.token);
       return true;
@@ -294,7 +294,7 @@ TEST(ConstrainedGeneration, ServicePathMatchesGenerate) {
   Loaded poems = load("tiny-zh-poems.gguf");
   ServiceRequest bad;
   bad.prompt = "x";
-  bad.grammar = poems.grammars->json_object();
+  bad.generation.grammar = poems.grammars->json_object();
   EXPECT_THROW(service.submit(std::move(bad)), Error);
 }
 

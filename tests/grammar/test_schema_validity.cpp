@@ -96,9 +96,9 @@ void check_model(const std::string& path, const std::string& label, bool all_sch
       r.sampling.top_p = 1.0f;
       r.sampling.min_p = 0.0f;
       r.sampling.seed = 100 + static_cast<uint64_t>(i);
-      r.max_tokens = 3000;
+      r.generation.max_tokens = 3000;
       r.deadline_ms = 0;
-      r.grammar = g;
+      r.generation.grammar = g;
       const size_t slot = s * kOutputsPerSchema + static_cast<size_t>(i);
       r.on_finish = [&, slot](const RequestResult& res) {
         std::lock_guard<std::mutex> lock(mu);

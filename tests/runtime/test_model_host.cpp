@@ -166,8 +166,8 @@ TEST(ModelHost, IdsAndCancelFromTheCallback) {
     std::promise<RequestResult> done;
     std::atomic<uint64_t> seen{0};
     ServiceRequest r = request(0);
-    r.max_tokens = 100;
-    r.ignore_eog = true;
+    r.generation.max_tokens = 100;
+    r.generation.ignore_eog = true;
     r.on_token = [&](const TokenEvent& e) {
       seen = e.id;
       EXPECT_TRUE(host.cancel(e.id));
@@ -190,7 +190,7 @@ TEST(ModelHost, DestroyWithRequestsInFlight) {
     ModelHost host(test::shared_model("stories260K.gguf"), "1", params());
     for (int i = 0; i < 6; ++i) {
       ServiceRequest r = request(0);
-      r.max_tokens = 200;
+      r.generation.max_tokens = 200;
       r.on_finish = [&](const RequestResult&) { ++finals; };
       try {
         host.submit(std::move(r));

@@ -163,7 +163,7 @@ ServiceRequest chat(RouteMode route, int max_tokens = 12) {
   ServiceRequest r;
   r.messages = conversation();
   r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
+  r.generation.max_tokens = max_tokens;
   r.route = route;
   r.deadline_ms = 0;
   return r;

@@ -63,7 +63,7 @@ ServiceRequest chat(const Json& messages, const std::string& session = {}) {
   ServiceRequest r;
   r.messages = messages;
   r.sampling.temperature = 0;
-  r.max_tokens = 16;
+  r.generation.max_tokens = 16;
   r.session_id = session;
   return r;
 }
@@ -171,13 +171,13 @@ TEST(Runtime, InputPolicyRefusesOrStripsControlCharacters) {
   ServiceRequest dirty;
   dirty.prompt = "Once upon\x1b a \x7ftime\xff";
   dirty.sampling.temperature = 0;
-  dirty.max_tokens = 12;
+  dirty.generation.max_tokens = 12;
   const RequestResult stripped = run(rt, std::move(dirty));
   EXPECT_EQ(stripped.stats.sanitized_chars, 3);
   ServiceRequest clean;
   clean.prompt = "Once upon a time\xEF\xBF\xBD";  // what strip leaves: the bad byte as U+FFFD
   clean.sampling.temperature = 0;
-  clean.max_tokens = 12;
+  clean.generation.max_tokens = 12;
   const RequestResult reference = run(rt, std::move(clean));
   EXPECT_EQ(stripped.text, reference.text);
   EXPECT_EQ(reference.stats.sanitized_chars, 0);
@@ -191,7 +191,7 @@ std::vector<std::string> solo(const std::string& model, const std::vector<std::s
     ServiceRequest r;
     r.prompt = p;
     r.sampling.temperature = 0;
-    r.max_tokens = 8;
+    r.generation.max_tokens = 8;
     out.push_back(run(rt, std::move(r)).text);
   }
   return out;
@@ -222,7 +222,7 @@ TEST(Runtime, HotSwapUnderLoadLosesNothingAndNamesTheVersion) {
         ServiceRequest r;
         r.prompt = prompts[pi];
         r.sampling.temperature = 0;
-        r.max_tokens = 8;
+        r.generation.max_tokens = 8;
         RequestResult res;
         for (;;) {
           try {
@@ -275,7 +275,7 @@ TEST(Runtime, RegistryReloadSwitchesToTheCurrentVersion) {
   ServiceRequest r;
   r.prompt = "床前";
   r.sampling.temperature = 0;
-  r.max_tokens = 4;
+  r.generation.max_tokens = 4;
   EXPECT_EQ(run(rt, std::move(r)).model_version, "2");
   // A rollback is a set_current and another reload.
   reg.set_current("story", "1");

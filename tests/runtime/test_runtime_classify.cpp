@@ -189,7 +189,7 @@ TEST_F(ClassifyTest, RunsBesideGenerationWithoutChangingEither) {
     ServiceRequest g;
     g.prompt = "Lily had a red ball.";
     g.sampling.temperature = 0;
-    g.max_tokens = 200;  // long enough to overlap the classify calls (not forced)
+    g.generation.max_tokens = 200;  // long enough to overlap the classify calls (not forced)
     g.deadline_ms = 0;
     g.on_finish = [done](RequestResult& res) { done->set_value(res); };
     (void)rt_->submit(std::move(g));

@@ -162,7 +162,7 @@ TEST(RuntimeEmbeddings, AnEmbedderAndAGeneratorServeAtOnce) {
     ServiceRequest r;
     r.prompt = prompt;
     r.sampling.temperature = 0;
-    r.max_tokens = 24;
+    r.generation.max_tokens = 24;
     r.deadline_ms = 0;
     r.on_finish = [done](RequestResult& res) { done->set_value(res); };
     generator.submit(std::move(r));

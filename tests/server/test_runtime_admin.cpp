@@ -233,9 +233,9 @@ Json with(const char* name, Json value) {
 ServiceRequest direct_request(Priority priority, int64_t deadline_ms, std::function<void(RequestResult&)> on_finish) {
   ServiceRequest r;
   r.prompt = kPrompt;
-  r.max_tokens = 4;
+  r.generation.max_tokens = 4;
   r.sampling.temperature = 0;
-  r.ignore_eog = true;
+  r.generation.ignore_eog = true;
   r.priority = priority;
   r.deadline_ms = deadline_ms;
   r.on_finish = std::move(on_finish);

@@ -87,7 +87,7 @@ void run_case(const Case& c, int n, int32_t step_tokens) {
     prompt_lengths.push_back(prompt.size());
     test::SoloParams sp;
     sp.n_ctx = kCtx;
-    sp.max_tokens = kMaxTokens;
+    sp.generation.max_tokens = kMaxTokens;
     const std::vector<int32_t> want = test::solo_greedy(*model, tok.get(), prompt, sp).tokens;
     const test::Outcome& o = got[static_cast<size_t>(i)];
     EXPECT_NE(o.result.finish_reason, FinishReason::kError) << "request " << i;
@@ -148,8 +148,8 @@ void expect_stats_add_up(const RequestResult& res, const std::string& label) {
 ServiceRequest spec_request(const test::GreedyReference& ref, int32_t max_tokens, int32_t k) {
   ServiceRequest r = test::greedy_request(ref.prompt, max_tokens);
   if (k > 0) {
-    r.speculation.mode = SpeculationMode::kNgram;
-    r.speculation.draft_max = k;
+    r.generation.speculation.mode = SpeculationMode::kNgram;
+    r.generation.speculation.draft_max = k;
   }
   return r;
 }
@@ -180,7 +180,7 @@ void run_spec_case(const SpecCase& c, int32_t max_tokens) {
     const std::string label = std::string(c.model) + " solo k=" + std::to_string(k) + " ref " + std::to_string(i);
     test::Outcome o;
     ServiceRequest r = spec_request(refs[i], max_tokens, k);
-    r.ignore_eog = false;
+    r.generation.ignore_eog = false;
     service.submit(std::move(o.attach(r)));
     ASSERT_TRUE(o.wait_final()) << label;
     EXPECT_EQ(o.tokens, want(i)) << label;
@@ -198,7 +198,7 @@ void run_spec_case(const SpecCase& c, int32_t max_tokens) {
     service.pause();
     for (size_t j = 0; j < 4; ++j) {
       ServiceRequest b = spec_request(refs[j], max_tokens, j % 2 == 0 ? k : 0);
-      b.ignore_eog = false;  // tiny-zh-poems' references end at EOS
+      b.generation.ignore_eog = false;  // tiny-zh-poems' references end at EOS
       service.submit(std::move(got[j].attach(b, {}, &finished)));
     }
     service.resume();
@@ -273,8 +273,8 @@ TEST(BatchingExact, SpeculationOffWithAGrammarAndRefusedDraftMode) {
   test::Outcome o;
   ServiceRequest r = test::greedy_request("Once upon a time", 24);
   r.json_object = true;
-  r.speculation.mode = SpeculationMode::kNgram;
-  r.speculation.draft_max = 4;
+  r.generation.speculation.mode = SpeculationMode::kNgram;
+  r.generation.speculation.draft_max = 4;
   service.submit(std::move(o.attach(r)));
   ASSERT_TRUE(o.wait_final());
   EXPECT_NE(o.result.stats.speculation_off_reason.find("grammar"), std::string::npos)
@@ -284,7 +284,7 @@ TEST(BatchingExact, SpeculationOffWithAGrammarAndRefusedDraftMode) {
   EXPECT_DOUBLE_EQ(o.result.stats.speculation.tokens_per_forward(), 1.0);
 
   ServiceRequest d = test::greedy_request("Once upon a time", 8);
-  d.speculation.mode = SpeculationMode::kDraft;
+  d.generation.speculation.mode = SpeculationMode::kDraft;
   try {
     service.submit(std::move(d));
     ADD_FAILURE() << "draft mode accepted";
@@ -294,8 +294,8 @@ TEST(BatchingExact, SpeculationOffWithAGrammarAndRefusedDraftMode) {
   }
   for (int32_t k : {0, 9}) {
     ServiceRequest b = test::greedy_request("Once upon a time", 8);
-    b.speculation.mode = SpeculationMode::kNgram;
-    b.speculation.draft_max = k;
+    b.generation.speculation.mode = SpeculationMode::kNgram;
+    b.generation.speculation.draft_max = k;
     try {
       service.submit(std::move(b));
       ADD_FAILURE() << "draft_max " << k << " accepted";

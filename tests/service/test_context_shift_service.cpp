@@ -32,10 +32,10 @@ std::vector<int32_t> solo_tokens(const Model& model, const std::vector<int32_t>&
                                  int32_t* shifts) {
   test::SoloParams sp;
   sp.n_ctx = kCtx;
-  sp.max_tokens = kMaxTokens;
-  sp.ignore_eog = true;
-  sp.context_shift = true;
-  sp.n_keep = n_keep;
+  sp.generation.max_tokens = kMaxTokens;
+  sp.generation.ignore_eog = true;
+  sp.generation.context_shift = true;
+  sp.generation.n_keep = n_keep;
   const test::SoloRun r = test::solo_greedy(model, nullptr, prompt, sp);
   EXPECT_EQ(r.finish_reason, FinishReason::kLength);
   *shifts = r.context_shifts;
@@ -50,8 +50,8 @@ using test::Outcome;
 ServiceRequest stream_request(const std::vector<int32_t>& prompt, int32_t max_tokens, int32_t n_keep, Outcome* out,
                               Finishes* w) {
   ServiceRequest r = test::greedy_request(prompt, max_tokens);
-  r.context_shift = true;
-  r.n_keep = n_keep;
+  r.generation.context_shift = true;
+  r.generation.n_keep = n_keep;
   out->attach(r, {}, w);
   return r;
 }
@@ -160,8 +160,8 @@ TEST(ContextShiftService, KeepWithoutRoomIsAnError) {
   InferenceService service(model, params);
   ServiceRequest r;
   r.tokens = {1, 400, 500};
-  r.context_shift = true;
-  r.n_keep = kCtx - 1;
+  r.generation.context_shift = true;
+  r.generation.n_keep = kCtx - 1;
   Outcome out;
   out.attach(r);
   service.submit(std::move(r));

@@ -36,8 +36,8 @@ constexpr int32_t kMaxTokens = 12;
 std::vector<int32_t> solo_tokens(const Model& model, const std::vector<int32_t>& prompt) {
   test::SoloParams sp;
   sp.n_ctx = kCtx;
-  sp.max_tokens = kMaxTokens;
-  sp.ignore_eog = true;
+  sp.generation.max_tokens = kMaxTokens;
+  sp.generation.ignore_eog = true;
   return test::solo_greedy(model, nullptr, prompt, sp).tokens;
 }
 
@@ -175,7 +175,7 @@ TEST(PrefixCacheService, SmallPoolConcurrentRequestsEvictAndStayExact) {
   // One request that can never fit: more blocks than the pool.
   std::vector<int32_t> huge(base.begin(), base.begin() + 20);
   ServiceRequest big = token_request(huge, &outs.back(), &w);
-  big.max_tokens = 24 * T;
+  big.generation.max_tokens = 24 * T;
   service.submit(std::move(big));
   int32_t max_used = 0;
   for (;;) {
@@ -224,7 +224,7 @@ TEST(PrefixCacheService, RequestsSharingASystemPromptRunSideBySide) {
     std::vector<int32_t> warm = system;
     warm.push_back(7);
     ServiceRequest r = token_request(warm, &outs[0], &w);
-    r.max_tokens = 1;
+    r.generation.max_tokens = 1;
     service.submit(std::move(r));
     ASSERT_TRUE(w.wait(1, std::chrono::seconds(60)));
   }

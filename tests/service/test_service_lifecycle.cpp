@@ -22,6 +22,7 @@
 #include "service/inference_service.h"
 #include "support/service_fixture.h"
 #include "support/test_env.h"
+#include "tokenizer/tokenizer.h"
 
 namespace edgellm {
 namespace {
@@ -269,6 +270,56 @@ TEST_F(ServiceTest, PromptLongerThanTheContextIsAnError) {
   s.submit(request(b, "Once", 4));
   ASSERT_TRUE(b.wait_final());
   EXPECT_EQ(b.result.finish_reason, FinishReason::kLength);
+}
+
+// ServiceRequest::generation is generate()'s GenerationParams: a field the service runs gives
+// generate()'s tokens on a fresh context (penalize_prompt under a repeat penalty over the whole
+// window, on and off, which must differ so the field is seen to take effect); the two fields it
+// cannot run are refused at submit in the request limits' words, nothing queued.
+TEST_F(ServiceTest, GenerationParamsRunAsGenerateRunsThemOrAreRefused) {
+  InferenceService s(model(), test::service_params(256, 2, 3, TensorType::F32));
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. Lily liked to play";
+  const std::vector<int32_t> ids = s.tokenizer().encode(prompt, true, false);
+  std::vector<int32_t> answers[2];
+  for (const bool penalize : {true, false}) {
+    Outcome o;
+    ServiceRequest r = request(o, prompt, 24);
+    r.sampling.repeat_penalty = 1.5f;
+    r.sampling.penalty_last_n = -1;
+    r.generation.penalize_prompt = penalize;
+    s.submit(std::move(r));
+    ASSERT_TRUE(o.wait_final());
+    ASSERT_EQ(o.result.finish_reason, FinishReason::kLength) << o.result.error;
+    test::SoloParams sp;
+    sp.sampling.repeat_penalty = 1.5f;
+    sp.sampling.penalty_last_n = -1;
+    sp.generation.max_tokens = 24;
+    sp.generation.ignore_eog = true;
+    sp.generation.penalize_prompt = penalize;
+    EXPECT_EQ(o.tokens, test::solo_greedy(*model(), &s.tokenizer(), ids, sp).tokens) << "penalize_prompt " << penalize;
+    answers[penalize ? 1 : 0] = o.tokens;
+  }
+  EXPECT_NE(answers[0], answers[1]) << "penalize_prompt changed nothing: the test cannot tell it is honoured";
+
+  const auto refused = [&](const std::function<void(GenerationParams&)>& set, const std::string& words) {
+    const uint64_t before = s.metrics().invalid_requests;
+    Outcome o;
+    ServiceRequest r = request(o, prompt, 4);
+    set(r.generation);
+    try {
+      s.submit(std::move(r));
+      ADD_FAILURE() << "accepted: " << words;
+      (void)o.wait_final();  // the accepted request ends before its Outcome goes
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_EQ(std::string(e.what()), words);
+    }
+    EXPECT_EQ(s.metrics().invalid_requests, before + 1);
+    EXPECT_EQ(o.finals, 0);  // no callback for a refused request
+  };
+  refused([](GenerationParams& g) { g.seq_id = 3; }, "seq_id must be 0 (the service picks the sequence), got 3");
+  refused([](GenerationParams& g) { g.truncate_prompt = true; },
+          "truncate_prompt is not served: a prompt that does not fit the context is refused, never cut");
 }
 
 // A KV pool that holds one request's reservation at a time: the second waits for the first's

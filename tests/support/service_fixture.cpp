@@ -32,9 +32,9 @@ ServiceParams service_params(int32_t n_ctx, int32_t parallel, int32_t queued, Te
 namespace {
 ServiceRequest greedy_base(int32_t max_tokens, bool stop_at_eog) {
   ServiceRequest r;
-  r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eog = !stop_at_eog;
+  r.sampling = greedy_sampling();
+  r.generation.max_tokens = max_tokens;
+  r.generation.ignore_eog = !stop_at_eog;
   r.deadline_ms = 0;
   return r;
 }
@@ -126,15 +126,8 @@ SoloRun solo_greedy(const Model& model, const Tokenizer* tok, const std::vector<
   cp.n_ctx = p.n_ctx;
   cp.kv_type = TensorType::F32;
   Context ctx(model, cp);
-  SamplerParams sp;
-  sp.temperature = 0;
-  Sampler sampler(sp, model.hparams().n_vocab);
-  GenerationParams gp;
-  gp.max_tokens = p.max_tokens;
-  gp.ignore_eog = p.ignore_eog;
-  gp.context_shift = p.context_shift;
-  gp.n_keep = p.n_keep;
-  const GenerationResult r = generate(ctx, sampler, tok, prompt, gp);
+  Sampler sampler(p.sampling, model.hparams().n_vocab);
+  const GenerationResult r = generate(ctx, sampler, tok, prompt, p.generation);
   return {r.tokens, r.finish_reason, r.context_shifts};
 }
 

@@ -83,14 +83,23 @@ struct Outcome {
 // state with a deadline, never a fixed sleep. True when it held.
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::seconds(30));
 
+// Greedy sampling (temperature 0; penalties, bias and the rest at their defaults).
+inline SamplerParams greedy_sampling() {
+  SamplerParams s;
+  s.temperature = 0;
+  return s;
+}
+
 // The solo reference: `prompt` run alone with generate() on a fresh Context (F32 KV, no prefix
-// cache), greedy.
+// cache) with the request's own sampling and GenerationParams (greedy, 40 tokens by default).
 struct SoloParams {
   int32_t n_ctx = 256;
-  int32_t max_tokens = 40;
-  bool ignore_eog = false;
-  bool context_shift = false;
-  int32_t n_keep = 4;
+  SamplerParams sampling = greedy_sampling();
+  GenerationParams generation = [] {
+    GenerationParams g;
+    g.max_tokens = 40;
+    return g;
+  }();
 };
 struct SoloRun {
   std::vector<int32_t> tokens;

@@ -112,6 +112,13 @@ int cmd_serve(const std::vector<std::string>& args) {
   ap.add_flag("--no-linux-pressure", &no_linux_pressure,
               "do not read Linux's memory pressure (PSI, cgroup events) and thermal zones for the degradation "
               "ladder (default: read them; POST /admin/pressure feeds levels either way)");
+  // The ladder's "smaller model" rung (docs/device-fitness.md), as the C ABI's
+  // edgellm_set_fallback_model and NAPI's setFallbackModel give it.
+  std::string fallback_model, fallback_version = "fallback";
+  ap.add_string("--fallback-model", &fallback_model, "FILE",
+                "the smaller model the degradation ladder serves at its rung 4 (memory level 2 and up; default: none)");
+  ap.add_string("--fallback-version", &fallback_version, "V",
+                "the version that labels its answers (default \"fallback\")");
   SpeculationOptions spec;
   add_speculation_options(ap, &spec);
   ap.add_string("--input-policy", &input_policy, "refuse|strip",
@@ -279,6 +286,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   rp.max_sessions = static_cast<size_t>(max_sessions);
   rp.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
   rp.linux_pressure = !no_linux_pressure;
+  if (!fallback_model.empty()) rp.fallback_models = {{fallback_model, fallback_version}};
   // Refuse a public bind, and take the port, before spending seconds on loading the model: a
   // port that is in use is reported now, naming it.
   server::HttpServer::check_options(so);

@@ -78,10 +78,10 @@ int run_parallel(const ParallelRunOptions& o) {
     r.parse_special = true;
     r.sampling = o.sampling;
     r.sampling.seed = o.sampling.seed + i;
-    r.grammar = grammar;
-    r.max_tokens = o.max_tokens;
-    r.stop = o.stop;
-    r.ignore_eog = o.ignore_eos;
+    r.generation.grammar = grammar;
+    r.generation.max_tokens = o.max_tokens;
+    r.generation.stop = o.stop;
+    r.generation.ignore_eog = o.ignore_eos;
     r.deadline_ms = o.deadline_ms;
     r.on_token = [&, i](const TokenEvent& ev) {
       if (ev.index == 0) {

@@ -17,8 +17,8 @@ ServiceRun run_greedy_request(InferenceService& service, const std::vector<int32
   ServiceRequest r;
   r.tokens = prompt;
   r.sampling.temperature = 0;
-  r.max_tokens = n_gen;
-  r.ignore_eog = true;
+  r.generation.max_tokens = n_gen;
+  r.generation.ignore_eog = true;
   r.deadline_ms = 0;
   r.on_token = [&](const TokenEvent& ev) {
     if (ev.token >= 0) run.tokens.push_back(ev.token);  // scheduler thread; read after on_finish

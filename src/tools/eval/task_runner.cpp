@@ -50,8 +50,8 @@ ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& c
       r.messages = c.messages;
     }
     r.sampling = settings.sampling;
-    r.max_tokens = c.max_tokens.value_or(settings.max_tokens);
-    r.stop = c.stop.value_or(settings.stop);
+    r.generation.max_tokens = c.max_tokens.value_or(settings.max_tokens);
+    r.generation.stop = c.stop.value_or(settings.stop);
     r.deadline_ms = 0;  // an evaluation waits for every case however loaded the machine is
     r.priority = Priority::kBackground;
     r.on_finish = [&, i](const RequestResult& res) {
