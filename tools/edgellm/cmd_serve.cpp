@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "generation_options.h"
+#include "gguf/gguf_reader.h"
 #include "runtime/runtime.h"
 #include "model/pooling_type.h"
 #include "server/http_server.h"
@@ -286,7 +287,16 @@ int cmd_serve(const std::vector<std::string>& args) {
   rp.max_sessions = static_cast<size_t>(max_sessions);
   rp.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
   rp.linux_pressure = !no_linux_pressure;
-  if (!fallback_model.empty()) rp.fallback_models = {{fallback_model, fallback_version}};
+  if (!fallback_model.empty()) {
+    // Opened now (the header only), not first when the ladder needs it, perhaps days later: a
+    // path that is not a readable GGUF stops the server at start, naming it.
+    try {
+      (void)gguf::GgufFile::open(fallback_model);
+    } catch (const Error& e) {
+      throw Error(e.code(), "--fallback-model " + fallback_model + ": " + e.what());
+    }
+    rp.fallback_models = {{fallback_model, fallback_version}};
+  }
   // Refuse a public bind, and take the port, before spending seconds on loading the model: a
   // port that is in use is reported now, naming it.
   server::HttpServer::check_options(so);
