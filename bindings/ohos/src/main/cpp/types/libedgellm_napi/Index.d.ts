@@ -385,6 +385,7 @@ export interface MemoryPlan {
   logits_bytes: number;
   tokenizer_bytes: number;
   runtime_bytes: number;
+  draft_bytes: number;             // a draft model's weights and its own context (0 without one)
   total_bytes: number;
 }
 
@@ -525,6 +526,7 @@ export interface PlanRequest {
   headroom?: number;
   power_mode?: 'performance' | 'balanced' | 'efficiency';
   min_decode_tokens_per_second?: number;
+  draft_model?: string;            // a speculative-decoding draft model counted beside each candidate
 }
 
 export interface PlanThreads {
