@@ -3,20 +3,29 @@
 // format with a small policy struct P (in its anonymous namespace, so every instantiation has
 // internal linkage and that file's target flags):
 //   kBlockElems                 elements per block column (32 for Q4_0/Q8_0, 256 for Q4_K)
-//   kTokens, kMidTokens         prefill token tiles: kTokens first, then kMidTokens, then 1
+//   kTokens                     the widest token tile (what the registers hold)
 //   template <int TT> static void group(const uint8_t* group, int64_t nb, const uint8_t* x,
 //                                       size_t x_row_bytes, float* y, int64_t y_stride)
-//                               -- 16 rows starting at `group` x TT tokens; y points at row 0
-//                               of the group for token 0 (TT == 1 is the decode path)
+//                               -- 16 rows starting at `group` x TT tokens, for every TT in
+//                               1 .. kTokens; y points at row 0 of the group for token 0 (TT == 1
+//                               is the decode path). A token's result must not depend on TT.
 //
 // Loop order (why): decode streams the row range once, a group at a time. Prefill walks rows in
-// chunks of about kChunkBytes of weights, which stay in L2 while every token tile passes over them.
+// chunks of about kChunkBytes of weights, which stay in L2 while every token tile passes over them:
+// kTokens-wide tiles, then one tile of the rest (1 .. kTokens - 1 tokens). So a batch of 2 ..
+// kTokens tokens (continuous batching's decode entries, a speculative verify forward of k + 1
+// tokens) is one pass that decodes each weight column once for all its tokens, reading the
+// weights from memory once like decode. Why: with a fixed middle tile (2 tokens for Q4_K) a
+// 5-token forward was three passes over every chunk (2 + 2 + 1), each repeating the code unpacking:
+// Qwen2.5-1.5B Q4_K_M, a 5-token forward cost 2.7x a one-token one (docs/benchmarks.md, "The
+// verify forward's cost curve" has the curve before and after).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/repack.h"
+#include "kernels/static_count.h"
 #include "kernels/tile_driver.h"  // EDGELLM_ALWAYS_INLINE
 
 namespace edgellm::kernels::packed {
@@ -88,12 +97,12 @@ void matmul(int64_t n, const void* wv, size_t w_row_bytes, int64_t r0, int64_t r
     for (; t + P::kTokens <= n_tokens; t += P::kTokens) {
       groups<P, P::kTokens>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
     }
-    for (; t + P::kMidTokens <= n_tokens; t += P::kMidTokens) {
-      groups<P, P::kMidTokens>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
-    }
-    for (; t < n_tokens; ++t) {
-      groups<P, 1>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
-    }
+    // The rest, 1 .. kTokens - 1 tokens, as one tile (a template argument: its accumulators
+    // are registers).
+    const auto rest = [&](auto c) {
+      groups<P, decltype(c)::kValue>(w, w_row_bytes, nb, rc, re, at(t), x_row_bytes, y + t * y_stride, y_stride);
+    };
+    with_static_count<P::kTokens - 1>(n_tokens - t, rest);
   }
 }
 

@@ -205,28 +205,32 @@ TEST(Repack, MatmulMatchesReferenceOnEveryIsa) {
 // K-quant weights).
 TEST(Repack, BatchedMatmulEqualsTokenByToken) {
   IsaGuard guard;
-  constexpr int64_t kRows = 96, kTokens = 45;
-  for (const TensorType ft :
-       {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
-    const int64_t n = 512;
-    const PackedMatrix m = pack_gaussian(ft, kRows, n, 41);
-    const TensorType pt = m.pt;
-    const size_t prb_w = m.packed_rb;
-    const std::vector<uint8_t>& packed = m.packed;
-    const auto x = gaussian(static_cast<size_t>(kTokens * n), 43, 1.0f);
-    for (const Isa isa : supported_isas()) {
-      set_active_isa(isa);
-      const size_t prb = activation_row_bytes(pt, n);
-      std::vector<uint8_t> xq(prb * static_cast<size_t>(kTokens));
-      for (int64_t t = 0; t < kTokens; ++t) quantize_activation_row(pt, x.data() + t * n, xq.data() + t * prb, n);
-      std::vector<float> batched(static_cast<size_t>(kTokens * kRows)), single(batched.size());
-      matmul(pt, n, packed.data(), prb_w, 0, kRows, xq.data(), prb, kTokens, batched.data(), kRows);
-      for (int64_t t = 0; t < kTokens; ++t) {
-        matmul(pt, n, packed.data(), prb_w, 0, kRows, xq.data() + t * prb, prb, 1, single.data() + t * kRows, kRows);
-      }
-      for (size_t i = 0; i < batched.size(); ++i) {
-        ASSERT_EQ(batched[i], single[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " token "
-                                         << i / kRows << " row " << i % kRows;
+  constexpr int64_t kRows = 96;
+  // Every tile width of every ISA (packed_driver.h: kTokens-wide tiles, then one tile of the
+  // rest): 2 .. 9 tokens are one tile (or kTokens + 1), 45 mixes full tiles and a rest.
+  for (const int64_t n_tokens : {2, 3, 4, 5, 6, 7, 8, 9, 45}) {
+    for (const TensorType ft :
+         {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+      const int64_t n = 512;
+      const PackedMatrix m = pack_gaussian(ft, kRows, n, 41);
+      const TensorType pt = m.pt;
+      const size_t prb_w = m.packed_rb;
+      const std::vector<uint8_t>& packed = m.packed;
+      const auto x = gaussian(static_cast<size_t>(n_tokens * n), 43, 1.0f);
+      for (const Isa isa : supported_isas()) {
+        set_active_isa(isa);
+        const size_t prb = activation_row_bytes(pt, n);
+        std::vector<uint8_t> xq(prb * static_cast<size_t>(n_tokens));
+        for (int64_t t = 0; t < n_tokens; ++t) quantize_activation_row(pt, x.data() + t * n, xq.data() + t * prb, n);
+        std::vector<float> batched(static_cast<size_t>(n_tokens * kRows)), single(batched.size());
+        matmul(pt, n, packed.data(), prb_w, 0, kRows, xq.data(), prb, n_tokens, batched.data(), kRows);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          matmul(pt, n, packed.data(), prb_w, 0, kRows, xq.data() + t * prb, prb, 1, single.data() + t * kRows, kRows);
+        }
+        for (size_t i = 0; i < batched.size(); ++i) {
+          ASSERT_EQ(batched[i], single[i]) << isa_name(isa) << " " << tensor_type_name(pt) << " " << n_tokens
+                                           << " tokens: token " << i / kRows << " row " << i % kRows;
+        }
       }
     }
   }

@@ -466,7 +466,6 @@ struct Halves {
   static constexpr int64_t kBlockElems =
       kLayout == Layout::kQ4_K || kLayout == Layout::kQ5_K || kLayout == Layout::kQ6_K ? kQK_K : kQK4_0;
   static constexpr int kTokens = 4;  // 8 code YMM + 4 accumulators + temporaries = 16 YMM
-  static constexpr int kMidTokens = 1;
   template <int TT>
   static inline void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y, int64_t ys) {
     if constexpr (TT == 1) {

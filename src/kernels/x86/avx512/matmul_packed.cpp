@@ -164,11 +164,10 @@ EDGELLM_ALWAYS_INLINE void tile(const uint8_t* group, int64_t nb, const uint8_t*
 }
 
 // A packed_driver.h policy from a block function.
-template <class Block, int64_t kElems, int kTileTokens, int kMid>
+template <class Block, int64_t kElems, int kTileTokens>
 struct Policy {
   static constexpr int64_t kBlockElems = kElems;
   static constexpr int kTokens = kTileTokens;
-  static constexpr int kMidTokens = kMid;
   template <int TT>
   static EDGELLM_ALWAYS_INLINE void group(const uint8_t* g, int64_t nb, const uint8_t* x, size_t xrb, float* y,
                                           int64_t ys) {
@@ -197,7 +196,7 @@ struct LegacyBlock {
 };
 // 8 code vectors + 8 accumulators + 8 partial sums in flight fit the 32 ZMM registers.
 template <Legacy4 kKind>
-using Legacy = Policy<LegacyBlock<kKind>, kQK8_0, 8, 4>;
+using Legacy = Policy<LegacyBlock<kKind>, kQK8_0, 8>;
 
 // ---------------------------------------------------------------- Q4_K_X16
 // Per super-block column b of a group (layout in repack.h), per token: the 8 sub-blocks' integer
@@ -366,8 +365,8 @@ struct K4Block {
     block_q4_k<kQ5, TT>(g, nb, b, x, xrb, acc);
   }
 };
-using Q4K = Policy<K4Block<false>, kQK_K, kKTokens, 2>;
-using Q5K = Policy<K4Block<true>, kQK_K, kKTokens, 2>;
+using Q4K = Policy<K4Block<false>, kQK_K, kKTokens>;
+using Q5K = Policy<K4Block<true>, kQK_K, kKTokens>;
 
 // ---------------------------------------------------------------- Q6_K_X16
 // Per super-block column b and 32-element chunk c: 4 ql vectors and the 2 qh vectors of
@@ -456,7 +455,7 @@ struct Q6KBlock {
   }
 };
 // 8 code vectors, 2 scale vectors, 6 int32 + 6 float accumulators and the partials fit 32 ZMM.
-using Q6K = Policy<Q6KBlock, kQK_K, 6, 2>;
+using Q6K = Policy<Q6KBlock, kQK_K, 6>;
 
 }  // namespace
 
