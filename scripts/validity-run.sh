@@ -12,7 +12,8 @@
 # tokenizer.json, so the grammar works on the real 151,936-token vocabulary) written to OUT_DIR.
 # VALIDITY_QWEN_LAYERS (default 24, the real depth) overrides its block count: the vocabulary is
 # what matters to validity, the layers only to the time; VALIDITY_MODELS limits the models
-# (space-separated: stories tiny-zh qwen), VALIDITY_SCHEMAS the schemas (a glob of their file names
+# (space-separated: stories tiny-zh qwen), VALIDITY_PARALLEL the requests decoded at once (default 8),
+# VALIDITY_THREADS the threads (default: edgellm run's), VALIDITY_SCHEMAS the schemas (a glob of their file names
 # without .json, default *: e.g. '0[6-9]-* 1[0-2]-*' for the last seven). Prints one table row per (model, schema) and writes
 # OUT_DIR/validity.jsonl. Exit status 0 only if every output of every run validates.
 set -euo pipefail
@@ -24,6 +25,7 @@ testdata=${EDGELLM_TESTDATA:-$root/../shared}
 layers=${VALIDITY_QWEN_LAYERS:-24}
 models=${VALIDITY_MODELS:-stories tiny-zh qwen}
 parallel=${VALIDITY_PARALLEL:-8}
+threads=${VALIDITY_THREADS:+-t $VALIDITY_THREADS}  # default: edgellm run's
 mkdir -p "$out"
 cli=$build/edgellm
 [ -x "$cli" ] || cmake --build "$build" --target edgellm_cli
@@ -58,7 +60,8 @@ for m in $models; do
     [ "$selected" = 1 ] || continue
     res=$out/$m-$name.jsonl
     t0=$(date +%s.%N)
-    "$cli" run -m "$model" -f "$prompts" --parallel "$parallel" --json --json-schema-file "$schema" \
+    # shellcheck disable=SC2086  # $threads is empty or "-t N"
+    "$cli" run -m "$model" -f "$prompts" --parallel "$parallel" $threads --json --json-schema-file "$schema" \
       --temp 1 --top-k 0 --top-p 1 --min-p 0 -n "$max" -c "$ctx" --seed 1 > "$res" || true
     t1=$(date +%s.%N)
     verdict=$(python3 "$root/scripts/validate-json-outputs.py" "$schema" "$res") || status=1
