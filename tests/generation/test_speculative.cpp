@@ -362,11 +362,11 @@ TEST_F(Speculative, BackOffStopsDraftingWhenDraftsAreWrong) {
   ReplayDrafter wrong(r.prompt.size(), r.output, f.eos, 1, f.model->hparams().n_vocab);
   const GenerationResult got = run(f, r, sp, &wrong);
   expect_reference(f, r, got, "adaptive, always wrong");
-  // Forwards 1..8 draft 8, 7, ..., 1 (36 drafts); then a 1-token probe after pauses of 2, 4, 8,
-  // 16, 32, 32, ... steps: at forwards 11, 16, 25, 42, 75, 108, 141, 174 of the 199 (the next
-  // would be 207): 8 probes.
-  EXPECT_EQ(got.speculation.drafted, 36 + 8);
-  EXPECT_EQ(got.speculation.verify_forwards, 8 + 8);
+  // Forwards 1..4 draft 8, 4, 2, 1 (15 drafts: nothing kept halves the length); then a 1-token
+  // probe after pauses of 2, 4, 8, 16, 32, 32, ... steps: at forwards 7, 12, 21, 38, 71, 104, 137,
+  // 170 of the 199 (the next would be 203): 8 probes.
+  EXPECT_EQ(got.speculation.drafted, 15 + 8);
+  EXPECT_EQ(got.speculation.verify_forwards, 4 + 8);
   EXPECT_EQ(got.speculation.forwards, 199);
 }
 
@@ -400,7 +400,14 @@ TEST(DraftSchedule, FollowsAcceptanceDownToPauses) {
   EXPECT_EQ(s.next(), 3);
   s.verified(2, 2);  // all of a shorter draft kept: +2, capped
   EXPECT_EQ(s.next(), 4);
-  for (int i = 0; i < 3; ++i) s.verified(4, 0);  // 4 -> 3 -> 2 -> 1
+  s.verified(4, 1);  // some kept: -1
+  EXPECT_EQ(s.length(), 3);
+  s.verified(3, 0);  // none kept: halved (3 -> 1)
+  EXPECT_EQ(s.length(), 1);
+  s.verified(2, 2);  // 1 -> 3 -> 4 (capped)
+  s.verified(3, 3);
+  EXPECT_EQ(s.length(), 4);
+  for (int i = 0; i < 2; ++i) s.verified(4, 0);  // 4 -> 2 -> 1
   EXPECT_EQ(s.length(), 1);
   s.verified(1, 0);  // nothing kept at length 1: pause 2 steps, then probe
   EXPECT_EQ(s.next(), 0);
@@ -411,8 +418,8 @@ TEST(DraftSchedule, FollowsAcceptanceDownToPauses) {
   EXPECT_EQ(s.next(), 1);
   s.verified(1, 1);  // a kept draft: +2, the pauses start again from 2
   EXPECT_EQ(s.next(), 3);
-  s.verified(3, 0);
-  s.verified(2, 0);
+  s.verified(3, 0);  // 3 -> 1
+  EXPECT_EQ(s.length(), 1);
   s.verified(1, 0);
   EXPECT_EQ(s.next(), 0);
   EXPECT_EQ(s.next(), 0);
