@@ -65,7 +65,8 @@ for m in $models; do
       --temp 1 --top-k 0 --top-p 1 --min-p 0 -n "$max" -c "$ctx" --seed 1 > "$res" || true
     t1=$(date +%s.%N)
     verdict=$(python3 "$root/scripts/validate-json-outputs.py" "$schema" "$res") || status=1
-    tokens=$(python3 -c "import json,sys; print([json.loads(l)['summary']['completion_tokens'] for l in open(sys.argv[1]) if 'summary' in l][0])" "$res")
+    # The summary line by its key (an output's text may contain the word "summary").
+    tokens=$(python3 -c "import json,sys; print([d['summary']['completion_tokens'] for d in map(json.loads, open(sys.argv[1])) if 'summary' in d][0])" "$res")
     python3 - "$m" "$name" "$verdict" "$tokens" "$t0" "$t1" "$out/validity.jsonl" <<'PY'
 import json, sys
 m, name, verdict, tokens, t0, t1, path = sys.argv[1:]
