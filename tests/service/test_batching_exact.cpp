@@ -271,9 +271,10 @@ TEST(BatchingExact, SpeculationPoemsReferences) {
 // stories260K drafting for itself, k = 1..8 alone and in a batch of 4 beside an n-gram and a
 // plain request; the tokens are the references' (plain greedy decoding), every draft accepted.
 TEST(BatchingExact, DraftModelGreedyEqualsReferencesEveryK) {
-  run_spec_case({"stories260K.gguf", "stories260K-greedy.jsonl", {1, 2, 3, 4, 5, 6, 7, 8}, SpeculationMode::kDraft,
-                 "stories260K.gguf"},
-                64);
+  // Under a sanitizer k = 1, 4, 8: the paths (a draft of one, a middle one, the longest) once each.
+  const std::vector<int32_t> ks =
+      test::kSanitized ? std::vector<int32_t>{1, 4, 8} : std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8};
+  run_spec_case({"stories260K.gguf", "stories260K-greedy.jsonl", ks, SpeculationMode::kDraft, "stories260K.gguf"}, 64);
 }
 
 TEST(BatchingExact, DraftModelPoemsReferences) {
