@@ -1,6 +1,7 @@
 #include "service/sequence_speculation.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 
 #include "core/error.h"
@@ -75,7 +76,13 @@ int32_t SequenceSpeculation::draft(const SequenceGenerator& gen, const Context& 
   }
   while (k > 0 && ctx.kv_blocks_needed(seq, k + 1) > blocks_free) --k;
   if (k <= 0) return 0;
-  n_draft_ = std::clamp(drafter_->draft(k, draft_.data()), 0, k);
+  try {
+    n_draft_ = std::clamp(drafter_->draft(k, draft_.data()), 0, k);
+  } catch (const std::exception&) {
+    // A drafter that fails (a draft-model forward out of memory, say) guesses nothing this
+    // step: drafts only change the speed, so the request decodes on without them.
+    n_draft_ = 0;
+  }
   if (n_draft_ < params_.draft_min) n_draft_ = 0;  // too short to be worth a wider forward
   return n_draft_;
 }
