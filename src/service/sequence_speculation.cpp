@@ -27,8 +27,8 @@ std::string check_speculation(const ServiceRequest& r, bool has_draft_model) {
   const SpeculationParams& sp = r.generation.speculation;
   if (sp.mode == SpeculationMode::kOff) return {};
   require(sp.mode != SpeculationMode::kDraft || has_draft_model, ErrorCode::kInvalidArgument,
-          "request: speculation mode 'draft' needs a draft model and this service has none (open it with one: "
-          "ServiceParams::draft_model_path, -md); use 'ngram' or 'off'");
+          "request: speculation mode 'draft' needs a draft model and this runtime was opened without one (edgellm "
+          "serve -md FILE, edgellm_runtime_params.draft_model, NAPI draftModel); use 'ngram' or 'off'");
   require(sp.draft_max >= 1 && sp.draft_max <= SpeculationParams::kMaxDraft, ErrorCode::kInvalidArgument, [&] {
     return "request: speculation draft_max " + std::to_string(sp.draft_max) + " is outside [1, " +
            std::to_string(SpeculationParams::kMaxDraft) + "]";
