@@ -41,6 +41,10 @@ export interface LoadOptions {
   // maxQueued, repack, packDir, kvType, inputPolicy, modelVersion apply. Default 'generate'.
   role?: 'generate' | 'embed';
   embedBatch?: number;
+  // A draft model for speculation 'draft' (a GGUF with the model's vocabulary, token for token):
+  // loaded beside the model, one small draft context per parallel sequence. Absent: none, and
+  // requests with speculation 'draft' reject with INVALID_ARGUMENT.
+  draftModel?: string;
 }
 
 // embed / rerank options (the C ABI's edgellm_embed_params).
@@ -173,8 +177,8 @@ export interface GenerateOptions {
   // Speculative decoding (docs/speculative-decoding.md "In the service"): 'ngram' drafts up to
   // draftMax tokens (1-8, default 8) from the prompt and the text so far and checks them in one
   // forward; the text is exactly that of 'off' (default). With a grammar or tools it does not
-  // speculate (result.speculation.offReason says why); 'draft' (a draft model) rejects with
-  // INVALID_ARGUMENT, as does draftMax outside 1-8.
+  // speculate (result.speculation.offReason says why); 'draft' drafts with the model's draftModel
+  // (LoadOptions; INVALID_ARGUMENT when it was loaded without one), as does draftMax outside 1-8.
   speculation?: 'off' | 'ngram' | 'draft';
   draftMax?: number;
 }

@@ -238,6 +238,13 @@ typedef struct edgellm_runtime_params {
    * model_version apply; the generation fields do not. Default GENERATE, 0. */
   edgellm_runtime_role role;
   int32_t embed_n_batch;
+  /* A draft model for speculative decoding (edgellm_spec_params mode DRAFT): a GGUF file with the
+   * model's vocabulary, token for token, loaded beside it; the runtime keeps one small draft
+   * context per parallel sequence (its KV: one sequence of n_ctx at the draft model's shape;
+   * edgellm_plan_json counts them with "draft_model"). NULL (default): none, and requests in mode
+   * DRAFT are INVALID_ARGUMENT. A file that cannot be loaded, or has another vocabulary, fails
+   * edgellm_runtime_create naming it. Generation runtimes only. */
+  const char* draft_model;
 } edgellm_runtime_params;
 
 EDGELLM_API edgellm_runtime_params edgellm_runtime_default_params(void);
@@ -465,7 +472,7 @@ typedef void (*edgellm_finish_callback)(const edgellm_result* result, void* user
 typedef enum edgellm_spec_mode {
   EDGELLM_SPEC_OFF = 0,
   EDGELLM_SPEC_NGRAM = 1, /* prompt lookup: drafts from the prompt and the text so far */
-  EDGELLM_SPEC_DRAFT = 2  /* a draft model: not served by the runtime (INVALID_ARGUMENT) */
+  EDGELLM_SPEC_DRAFT = 2  /* a draft model: edgellm_runtime_params.draft_model (INVALID_ARGUMENT without one) */
 } edgellm_spec_mode;
 
 /* Speculative decoding (docs/speculative-decoding.md "In the service";
@@ -475,8 +482,10 @@ typedef enum edgellm_spec_mode {
  * sampling: the same tokens at the same seed), in fewer forward passes when the reply quotes its
  * input. The runtime backs off by itself when drafts are rejected or the batch is full; with a
  * grammar, json_schema, json_object or tools it does not speculate (result.speculation.off_reason
- * says why). DRAFT (a draft model) is INVALID_ARGUMENT here; so are an unknown mode and, unless
- * the mode is OFF, a draft_max outside 1..8. */
+ * says why). DRAFT drafts with the runtime's draft model (edgellm_runtime_params.draft_model:
+ * greedy drafts, one draft-model forward each, the same output guarantee) and is INVALID_ARGUMENT
+ * on a runtime opened without one; so are an unknown mode and, unless the mode is OFF, a
+ * draft_max outside 1..8. */
 typedef struct edgellm_spec_params {
   uint32_t struct_size;    /* set by edgellm_spec_default_params() */
   edgellm_spec_mode mode;  /* default OFF */

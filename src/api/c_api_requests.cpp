@@ -54,9 +54,12 @@ static_assert(sizeof(edgellm_sampling) == 64 || sizeof(void*) != 8, "edgellm_sam
 static_assert(sizeof(edgellm_message) == 48 || sizeof(void*) != 8, "edgellm_message changed size");
 static_assert(offsetof(edgellm_message, tool_calls) == 24 || sizeof(void*) != 8,
               "the tool fields follow ABI 5's 24 bytes");
-// edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152).
-static_assert(sizeof(edgellm_runtime_params) == 152 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
+// edgellm_runtime_params: 144 bytes up to recover_ms; role and embed_n_batch appended (152);
+// draft_model appended (160).
+static_assert(sizeof(edgellm_runtime_params) == 160 || sizeof(void*) != 8, "edgellm_runtime_params changed size");
 static_assert(offsetof(edgellm_runtime_params, role) == 144 || sizeof(void*) != 8, "the embedding fields follow ABI 5's 144 bytes");
+static_assert(offsetof(edgellm_runtime_params, draft_model) == 152 || sizeof(void*) != 8,
+              "draft_model follows the embedding fields' 152 bytes");
 static_assert(sizeof(edgellm_embed_params) == 32 || sizeof(void*) != 8, "edgellm_embed_params changed size");
 static_assert(sizeof(edgellm_embed_info) == 56 || sizeof(void*) != 8, "edgellm_embed_info changed size");
 static_assert(sizeof(edgellm_router_params) == 80 || sizeof(void*) != 8, "edgellm_router_params changed size");

@@ -92,6 +92,10 @@ RuntimeParams to_runtime_params(const edgellm_runtime_params& p) {
   if (p.embed_n_batch < 0) {
     throw Error(ErrorCode::kInvalidArgument, "embed_n_batch must be >= 0, got " + std::to_string(p.embed_n_batch));
   }
+  if (p.draft_model != nullptr) {
+    if (p.draft_model[0] == '\0') throw Error(ErrorCode::kInvalidArgument, "draft_model is \"\" (NULL: none)");
+    sp.draft_model_path = p.draft_model;
+  }
   EmbeddingServiceParams& ep = rp.embedding;
   ep.embedder.n_ctx = cp.n_ctx;
   ep.embedder.n_batch = p.embed_n_batch;
@@ -137,6 +141,7 @@ edgellm_runtime_params edgellm_runtime_default_params(void) {
   p.recover_ms = static_cast<int32_t>(d.recover_ms);
   p.role = EDGELLM_ROLE_GENERATE;
   p.embed_n_batch = 0;
+  p.draft_model = nullptr;
   return p;
 }
 

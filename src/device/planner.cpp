@@ -96,7 +96,8 @@ Plan make_plan(const DeviceProfile& device, const std::vector<PlanCandidate>& ca
   const uint64_t budget = plan.budget_bytes > plan.companion_bytes ? plan.budget_bytes - plan.companion_bytes : 0;
 
   // A draft model beside every candidate: loaded once (mmap, no repacking), counted per
-  // configuration (its KV is one sequence of the configuration's n_ctx).
+  // configuration (its KV is one sequence of the configuration's n_ctx per parallel sequence:
+  // the service keeps a draft context per sequence slot).
   plan.draft_model = o.draft_model;
   std::unique_ptr<Model> draft;
   if (!o.draft_model.empty()) {
@@ -322,7 +323,8 @@ std::string Plan::to_text() const {
                     mib(m.runtime).c_str());
       s += line;
       if (!draft_model.empty()) {
-        std::snprintf(line, sizeof line, "        draft     %12s  (weights, KV of one sequence, scratch: ",
+        std::snprintf(line, sizeof line,
+                      "        draft     %12s  (weights; KV of one sequence and scratch per parallel sequence: ",
                       mib(m.draft).c_str());
         s += line + draft_model + ")\n";
       }

@@ -60,7 +60,8 @@ struct PlanOptions {
   int32_t estimate_answer_tokens = 128;
   std::vector<PlanCompanion> companions;  // models held beside the candidate (counted first)
   // A draft model for speculative decoding held beside every candidate (`edgellm plan -md`):
-  // counted per configuration (MemoryPlan::draft), since its KV follows the candidate's n_ctx.
+  // counted per configuration (MemoryPlan::draft), since its KV follows the candidate's n_ctx;
+  // n_parallel draft contexts (the service keeps one per sequence slot), its weights once.
   // It must share the candidates' vocabulary to be used (not checked here). Empty: none.
   std::string draft_model;
 };

@@ -163,8 +163,14 @@ ContextParams draft_context_params(const ContextParams& t) {
   return cp;
 }
 
-MemoryPlan plan_draft_memory(const Model& draft, const ContextParams& target, RepackMode repack) {
+MemoryPlan plan_draft_memory(const Model& draft, const ContextParams& target, RepackMode repack, int32_t contexts) {
   MemoryPlan m = plan_memory(draft, draft_context_params(target), repack);
+  const auto n = static_cast<size_t>(std::max(1, contexts));
+  m.n_seq_max = static_cast<int32_t>(n);
+  m.kv_blocks *= static_cast<int32_t>(n);
+  m.kv *= n;
+  m.scratch *= n;
+  m.logits *= n;
   m.tokenizer = 0;
   m.runtime = 0;
   return m;
@@ -194,7 +200,7 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
   const bool decode_pool = p.placement.nice.value_or(0) != p.placement_batch.nice.value_or(0);
   const size_t threads = static_cast<size_t>(m.n_threads) + (decode_pool ? static_cast<size_t>(p.n_threads - 1) : 0);
   m.runtime = kRuntimeFixedBytes + threads * kRuntimePerThreadBytes;
-  if (draft_model != nullptr) m.draft = plan_draft_memory(*draft_model, p, repack).total();
+  if (draft_model != nullptr) m.draft = plan_draft_memory(*draft_model, p, repack, p.n_seq_max).total();
   return m;
 }
 

@@ -21,8 +21,10 @@
 //   tokenizer        vocabulary strings and tables, merge table (estimated from the GGUF arrays)
 //   runtime          worker thread stacks touched + the library's fixed allocations (measured)
 //   draft            a draft model for speculative decoding, when one is held beside the model
-//                    (plan_draft_memory): its weights_touched + kv + scratch + logits, its KV
-//                    one sequence of the target's n_ctx (F16; F32 beside an F32 target); no
+//                    (plan_draft_memory): its weights_touched once, plus n_seq_max x (kv +
+//                    scratch + logits) of a context with one sequence of the target's n_ctx (F16
+//                    KV; F32 beside an F32 target): generate() gives one sequence a draft
+//                    context (n_seq_max 1), the InferenceService one per sequence slot; no
 //                    tokenizer (it uses the target's) and no runtime (it runs on the target's
 //                    threads, between the target's forwards)
 #pragma once
@@ -82,10 +84,12 @@ MemoryPlan plan_memory(const Model& model, const ContextParams& params, RepackMo
 // (generation/draft_model_drafter.h creates it from these): one sequence of the target's n_ctx,
 // its batch, threads, placements and thread pool; KV F16, or F32 when the target's K is F32.
 ContextParams draft_context_params(const ContextParams& target);
-// A draft model's own terms beside a target context with resolved params `target`: weights,
-// kv, scratch, logits of draft_context_params(target); tokenizer and runtime 0 (see the file
-// comment). Its total() is MemoryPlan::draft of the target's plan.
-MemoryPlan plan_draft_memory(const Model& draft, const ContextParams& target, RepackMode repack);
+// A draft model's own terms beside a target context with resolved params `target`: weights
+// once, and kv, scratch, logits of draft_context_params(target) times `contexts` (the
+// InferenceService keeps one per sequence slot: target.n_seq_max; generate() one); tokenizer
+// and runtime 0 (see the file comment). plan_memory's MemoryPlan::draft is its total() with
+// contexts = the target's n_seq_max.
+MemoryPlan plan_draft_memory(const Model& draft, const ContextParams& target, RepackMode repack, int32_t contexts = 1);
 
 struct EmbedderParams;
 // The same terms for an Embedder (engine/embedder.h): an encoder has no KV and no logits, its

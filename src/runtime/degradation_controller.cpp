@@ -129,6 +129,9 @@ ServiceParams DegradationController::params_for_locked(Rung r) const {
     p.context.kv_type = narrowed(p.context.kv_type);
     p.context.kv_type_v = v != p.context.kv_type ? std::optional<TensorType>(v) : std::nullopt;
   }
+  // The draft model drafts for the base model's vocabulary: the smaller model runs without it
+  // (requests in speculation mode draft are then refused as on a runtime without one).
+  if (small) p.draft_model_path.clear();
   return p;
 }
 
@@ -272,7 +275,7 @@ Json DegradationController::metrics_json() const {
   // What the configuration in force costs by the memory formula (engine/memory_plan.h), so a
   // host can see what each rung bought.
   if (auto svc = host_.current_service()) {
-    j.set("planned_bytes", static_cast<uint64_t>(plan_memory(svc->model(), svc->context_params(), RepackMode::kAuto).total()));
+    j.set("planned_bytes", static_cast<uint64_t>(plan_memory(svc->model(), svc->context_params(), RepackMode::kAuto, svc->draft_model().get()).total()));
   }
   j.set("n_ctx", p.context.n_ctx);
   j.set("n_threads", p.context.n_threads);

@@ -144,14 +144,19 @@ void ModelHost::swap_model(const std::string& path, const std::string& version, 
 
 void ModelHost::reconfigure(const ServiceParams& params) {
   auto g = std::make_shared<Generation>();
+  std::shared_ptr<const Model> draft;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     require(current_ != nullptr, ErrorCode::kCancelled, "the model host is shutting down");
     g->version = current_->version;
     g->model = current_->model;  // the same mapping: no reload
+    // The same draft model file: its mapping too.
+    if (!params.draft_model_path.empty() && params.draft_model_path == current_->params.draft_model_path) {
+      draft = current_->service->draft_model();
+    }
   }
   g->params = params;
-  g->service = std::make_shared<InferenceService>(g->model, params);
+  g->service = std::make_shared<InferenceService>(g->model, params, std::move(draft));
   install(std::move(g));
 }
 

@@ -60,7 +60,7 @@ void refuse(const Json& body, const char* name, const std::string& why) {
 void parse_speculation(const Json& body, ParsedRequest& out) {
   if (const Json* sm = given_field(body, "x_edgellm_speculation")) {
     if (!sm->is_string() || (sm->as_string() != "off" && sm->as_string() != "ngram" && sm->as_string() != "draft")) {
-      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\" or \"ngram\"");
+      throw ApiError::bad_field("x_edgellm_speculation", "expected \"off\", \"ngram\" or \"draft\"");
     }
     out.speculation = sm->as_string();
   }

@@ -24,7 +24,8 @@ struct ServerOptions {
   int max_json_depth = 64;         // deeper nesting: 400
   int64_t deadline_ms = 120000;    // per request, queue wait included (service deadline)
   // Speculative decoding for requests that do not choose (`edgellm serve --spec`, --draft-max):
-  // "off" or "ngram"; a request's x_edgellm_speculation / speculative.n_max overrides them.
+  // "off", "ngram" or "draft" (with -md: ServiceParams::draft_model_path); a request's
+  // x_edgellm_speculation / speculative.n_max overrides them.
   std::string speculation = "off";
   int32_t draft_max = 8;
   // Deadlines: a request's head must arrive within read_timeout_s of when the server waits for

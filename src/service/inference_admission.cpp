@@ -10,6 +10,7 @@
 
 #include "chat/chat_prompt.h"
 #include "core/log.h"
+#include "generation/draft_model_drafter.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "service/inference_service.h"
@@ -128,8 +129,11 @@ void InferenceService::admit() {
       finish(std::move(r), FinishReason::kError, code, why);
       continue;
     }
-    if (r->req.generation.speculation.mode == SpeculationMode::kNgram && r->spec_off_reason.empty()) {
-      r->spec = std::make_unique<SequenceSpeculation>(r->req.generation.speculation);
+    const SpeculationMode spec_mode = r->req.generation.speculation.mode;
+    if (spec_mode != SpeculationMode::kOff && r->spec_off_reason.empty()) {
+      // kDraft was refused at submit on a service without a draft model: drafters_ has a slot each.
+      DraftModelDrafter* slot = spec_mode == SpeculationMode::kDraft ? drafters_.at(static_cast<size_t>(seq)).get() : nullptr;
+      r->spec = std::make_unique<SequenceSpeculation>(r->req.generation.speculation, slot);
       r->spec->append(r->prompt);
     }
     if (with_session) std::string().swap(r->req.session_in);

@@ -12,6 +12,7 @@
 #include "chat/chat_prompt.h"
 #include "core/log.h"
 #include "engine/sampler.h"
+#include "generation/draft_model_drafter.h"
 #include "grammar/compiled_grammar.h"
 #include "kv/kv_cache.h"
 #include "kv/session_file.h"
@@ -29,8 +30,9 @@ std::unique_ptr<InferenceService> InferenceService::open(const std::string& mode
   return std::make_unique<InferenceService>(std::move(model), params);
 }
 
-InferenceService::InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params)
-    : params_(params), model_(std::move(model)), queue_(static_cast<size_t>(std::max(0, params.max_queued)) + static_cast<size_t>(std::max(1, params.context.n_seq_max))) {
+InferenceService::InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params,
+                                   std::shared_ptr<const Model> draft_model)
+    : params_(params), model_(std::move(model)), draft_model_(std::move(draft_model)), queue_(static_cast<size_t>(std::max(0, params.max_queued)) + static_cast<size_t>(std::max(1, params.context.n_seq_max))) {
   require(model_ != nullptr, ErrorCode::kInvalidArgument, "service: no model");
   require(params_.max_queued >= 0 && params_.max_queued <= 1 << 16, ErrorCode::kInvalidArgument,
           "service: max_queued " + std::to_string(params_.max_queued) + " is outside [0, 65536]");
@@ -61,17 +63,40 @@ InferenceService::InferenceService(std::shared_ptr<const Model> model, const Ser
   fingerprint_ = ctx_->model_fingerprint();
   kv_params_ = std::make_unique<const KvCacheParams>(ctx_->kv_cache().params());
   ctx_->set_abort_check(AbortCheck{&InferenceService::abort_check, this});
+  if (draft_model_ == nullptr && !params_.draft_model_path.empty()) {
+    try {
+      draft_model_ = Model::load(params_.draft_model_path, params_.load);
+    } catch (const Error& e) {
+      throw Error(e.code(), "service: draft model '" + params_.draft_model_path + "': " + e.what());
+    }
+  }
+  if (draft_model_ != nullptr) {
+    const std::string name = params_.draft_model_path.empty() ? std::string("(given)") : params_.draft_model_path;
+    try {
+      check_same_vocabulary(*draft_model_, *model_);
+    } catch (const Error& e) {
+      throw Error(e.code(), "service: draft model '" + name + "': " + e.what());
+    }
+    // One per sequence slot, each with its own KV sequence of n_ctx at the draft model's shape
+    // (memory_plan.h draft_context_params: what the planner counts, n_seq_max times).
+    for (int32_t s = 0; s < ctx_params_.n_seq_max; ++s) {
+      drafters_.push_back(std::make_unique<DraftModelDrafter>(*draft_model_, *ctx_));
+      draft_context_bytes_ += drafters_.back()->allocated_bytes();
+    }
+  }
   for (int32_t s = ctx_params_.n_seq_max - 1; s >= 0; --s) free_seqs_.push_back(s);
   metrics_.max_queued = params_.max_queued;
   metrics_.n_parallel = ctx_params_.n_seq_max;
   metrics_.kv_blocks_total = ctx_->kv_blocks_total();
   metrics_.kv_block_tokens = ctx_params_.kv_block_tokens;
   metrics_.kv_pool_bytes = ctx_->kv_cache().pool().total_bytes();
+  metrics_.draft_context_bytes = draft_context_bytes_;
   thread_ = std::thread([this] { run(); });
   log_message(LogLevel::kInfo, "service: started (" + std::to_string(ctx_params_.n_seq_max) + " sequences of " +
                                    std::to_string(ctx_params_.n_ctx) + " positions, " +
                                    std::to_string(ctx_->kv_blocks_total()) + " KV blocks, queue " +
-                                   std::to_string(params_.max_queued) + ", chat template " + description + ")");
+                                   std::to_string(params_.max_queued) + ", chat template " + description +
+                                   (draft_model_ ? ", a draft model per sequence" : "") + ")");
 }
 
 InferenceService::~InferenceService() {
@@ -111,7 +136,7 @@ RequestId InferenceService::submit(ServiceRequest request) {
       });
     }
     if (!request.session_in.empty()) check_session(request.session_in);
-    r->spec_off_reason = check_speculation(request);
+    r->spec_off_reason = check_speculation(request, draft_model_ != nullptr);
     r->sampler = std::make_unique<Sampler>(request.sampling, n_vocab);
   } catch (const Error&) {
     std::lock_guard<std::mutex> lock(mutex_);

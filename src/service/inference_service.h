@@ -37,6 +37,15 @@
 // tokens, kv_cache.h), at most prompt - 1 tokens (the last one is run for its logits), and only
 // the rest is prefilled. RequestStats::cached_tokens reports it; the outputs are those of a full
 // prefill (the cached K/V rows are the ones a prefill of the same tokens wrote).
+//
+// Draft model (ServiceParams::draft_model_path, or the constructor's draft_model): requests with
+// speculation mode kDraft draft with it (docs/speculative-decoding.md "In the service"). The
+// service keeps one DraftModelDrafter per sequence slot, created at construction: its own
+// Context with one sequence of n_ctx positions at the draft model's shape (memory_plan.h
+// draft_context_params; the planner counts n_seq_max of them). A slot's drafter keeps the KV of
+// its last request, truncated to the common prefix when the next request in that slot starts
+// (a per-slot prefix cache). Its forwards run on the scheduler thread, between the target's
+// forwards, on the same thread pool: no lock, one owner.
 #pragma once
 
 #include <atomic>
@@ -62,6 +71,7 @@
 namespace edgellm {
 
 class Tokenizer;
+class DraftModelDrafter;
 class RequestGrammars;
 class Sampler;
 class SequenceGenerator;
@@ -81,6 +91,10 @@ struct ServiceParams {
   // this many, and never a step that also prefills; beyond it a wider forward costs real time
   // (docs/speculative-decoding.md "In the service" has the measured curve). 0: never draft.
   int32_t spec_max_batch_tokens = 8;
+  // A draft model for speculation mode kDraft: a GGUF with the model's vocabulary, token for
+  // token (check_same_vocabulary), loaded with `load` beside the model. "": none (requests in
+  // mode kDraft are refused). The constructor's draft_model argument, when given, is used instead.
+  std::string draft_model_path;
   size_t warmup_min_free_bytes = size_t{256} << 20;  // warm-up skipped below this MemAvailable
   std::string chat_template;     // built-in name or file; empty: the model's own (or a guess)
   InputPolicy input_policy = InputPolicy::kRefuse;  // invalid UTF-8 / control characters (request_limits.h)
@@ -98,7 +112,11 @@ class InferenceService {
   // starts the scheduler thread. Throws Error (kIo, kInvalidFile, kUnsupported,
   // kInvalidArgument for bad parameters, kOutOfMemory).
   static std::unique_ptr<InferenceService> open(const std::string& model_path, const ServiceParams& params);
-  InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params);
+  // `draft_model`: the draft model (null: params.draft_model_path is loaded when not empty; a
+  // model host reuses the mapping across reconfigurations). A draft model that cannot be loaded
+  // or has another vocabulary throws (kInvalidArgument for the vocabulary) naming the file.
+  InferenceService(std::shared_ptr<const Model> model, const ServiceParams& params,
+                   std::shared_ptr<const Model> draft_model = nullptr);
   // shutdown().
   ~InferenceService();
   InferenceService(const InferenceService&) = delete;
@@ -156,6 +174,10 @@ class InferenceService {
   const ChatTemplate& chat_template() const { return *template_; }
   const ContextParams& context_params() const { return ctx_params_; }
   const ServiceParams& params() const { return params_; }
+  // The draft model (null: none) and the bytes its per-slot contexts allocated (KV, scratch,
+  // logits; not its weights).
+  const std::shared_ptr<const Model>& draft_model() const { return draft_model_; }
+  size_t draft_context_bytes() const { return draft_context_bytes_; }
 
  private:
   struct Live;  // one accepted request, from submit to on_finish
@@ -196,6 +218,8 @@ class InferenceService {
   ContextParams ctx_params_;
   uint64_t fingerprint_ = 0;  // the model file's, to check sessions at submit (immutable)
   std::unique_ptr<const KvCacheParams> kv_params_;  // the same (immutable)
+  std::shared_ptr<const Model> draft_model_;         // null: no draft model (immutable)
+  size_t draft_context_bytes_ = 0;                   // immutable
 
   // ---- shared with callers, under mutex_
   mutable std::mutex mutex_;
@@ -224,6 +248,9 @@ class InferenceService {
   uint64_t finished_requests_ = 0;
   uint64_t blocked_retry_after_ = 0;
   std::vector<int32_t> free_seqs_;
+  // The draft model's drafter of each sequence slot (empty without a draft model), lent to the
+  // request running in that slot (SequenceSpeculation).
+  std::vector<std::unique_ptr<DraftModelDrafter>> drafters_;
   std::chrono::steady_clock::time_point step_deadline_;
 
   std::atomic<bool> interrupt_{false};  // abandon the forward in flight

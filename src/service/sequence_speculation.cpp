@@ -1,6 +1,7 @@
 #include "service/sequence_speculation.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 
 #include "core/error.h"
@@ -22,12 +23,12 @@ NgramDrafterParams ngram_params(const SpeculationParams& sp) {
 
 }  // namespace
 
-std::string check_speculation(const ServiceRequest& r) {
+std::string check_speculation(const ServiceRequest& r, bool has_draft_model) {
   const SpeculationParams& sp = r.generation.speculation;
   if (sp.mode == SpeculationMode::kOff) return {};
-  require(sp.mode != SpeculationMode::kDraft, ErrorCode::kInvalidArgument,
-          "request: speculation mode 'draft' is not served here (the service has no draft model); use 'ngram' or "
-          "'off'");
+  require(sp.mode != SpeculationMode::kDraft || has_draft_model, ErrorCode::kInvalidArgument,
+          "request: speculation mode 'draft' needs a draft model and this runtime was opened without one (edgellm "
+          "serve -md FILE, edgellm_runtime_params.draft_model, NAPI draftModel); use 'ngram' or 'off'");
   require(sp.draft_max >= 1 && sp.draft_max <= SpeculationParams::kMaxDraft, ErrorCode::kInvalidArgument, [&] {
     return "request: speculation draft_max " + std::to_string(sp.draft_max) + " is outside [1, " +
            std::to_string(SpeculationParams::kMaxDraft) + "]";
@@ -36,7 +37,9 @@ std::string check_speculation(const ServiceRequest& r) {
     return "request: speculation draft_min " + std::to_string(sp.draft_min) + " is outside [0, draft_max " +
            std::to_string(sp.draft_max) + "]";
   });
-  NgramDrafter check(ngram_params(sp));  // throws kInvalidArgument naming the n-gram field
+  if (sp.mode == SpeculationMode::kNgram) {
+    NgramDrafter check(ngram_params(sp));  // throws kInvalidArgument naming the n-gram field
+  }
   // Drafts under a grammar would be exact too (the sampler applies the grammar to every row), but
   // a grammar's output is mostly forced structure the prompt does not quote: the wider forwards
   // would buy nothing. Off, and the request is told why.
@@ -47,8 +50,17 @@ std::string check_speculation(const ServiceRequest& r) {
   return {};
 }
 
-SequenceSpeculation::SequenceSpeculation(const SpeculationParams& params)
-    : params_(params), drafter_(ngram_params(params)), schedule_(params.draft_max) {}
+SequenceSpeculation::SequenceSpeculation(const SpeculationParams& params, DraftModelDrafter* draft_model)
+    : params_(params), schedule_(params.draft_max) {
+  if (params.mode == SpeculationMode::kDraft) {
+    require(draft_model != nullptr, ErrorCode::kInternal, "speculation: mode draft without the slot's drafter");
+    draft_model->restart();  // its KV keeps what this request shares with the slot's last one
+    drafter_ = draft_model;
+  } else {
+    ngram_.emplace(ngram_params(params));
+    drafter_ = &*ngram_;
+  }
+}
 
 int32_t SequenceSpeculation::draft(const SequenceGenerator& gen, const Context& ctx, int32_t seq, int32_t max_tokens,
                                    int32_t cap, int32_t blocks_free) {
@@ -64,7 +76,13 @@ int32_t SequenceSpeculation::draft(const SequenceGenerator& gen, const Context& 
   }
   while (k > 0 && ctx.kv_blocks_needed(seq, k + 1) > blocks_free) --k;
   if (k <= 0) return 0;
-  n_draft_ = std::clamp(drafter_.draft(k, draft_.data()), 0, k);
+  try {
+    n_draft_ = std::clamp(drafter_->draft(k, draft_.data()), 0, k);
+  } catch (const std::exception&) {
+    // A drafter that fails (a draft-model forward out of memory, say) guesses nothing this
+    // step: drafts only change the speed, so the request decodes on without them.
+    n_draft_ = 0;
+  }
   if (n_draft_ < params_.draft_min) n_draft_ = 0;  // too short to be worth a wider forward
   return n_draft_;
 }

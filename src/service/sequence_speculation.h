@@ -14,14 +14,20 @@
 // its decode entries stay within ServiceParams::spec_max_batch_tokens and never to a step that
 // also prefills (see inference_step.cpp for the measured reason).
 //
-// Owned by the request's Live record; scheduler thread only.
+// Drafting: an NgramDrafter of the request's own (mode kNgram), or the draft model's drafter of
+// the request's sequence slot (mode kDraft: one DraftModelDrafter per slot, owned by the
+// service, restarted for each request so its KV keeps the previous request's common prefix).
+//
+// Owned by the request's Live record; scheduler thread only (as the slot's drafter).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "generation/draft_model_drafter.h"
 #include "generation/draft_schedule.h"
 #include "generation/generate.h"
 #include "generation/ngram_drafter.h"
@@ -33,18 +39,19 @@ class SequenceGenerator;
 struct ServiceRequest;
 
 // At submit: throws Error(kInvalidArgument) naming the field for speculation parameters the
-// service cannot honour (mode draft: no draft model in the service; draft_max outside [1, 8];
-// n-gram sizes), and returns why speculation is off for this request although it asked for it
-// ("" when it will speculate, or when it did not ask).
-std::string check_speculation(const ServiceRequest& request);
+// service cannot honour (mode draft when the service has no draft model: `has_draft_model`;
+// draft_max outside [1, 8]; n-gram sizes), and returns why speculation is off for this request
+// although it asked for it ("" when it will speculate, or when it did not ask).
+std::string check_speculation(const ServiceRequest& request, bool has_draft_model);
 
 class SequenceSpeculation {
  public:
-  // Mode kNgram (check_speculation passed). Throws Error(kInvalidArgument) for n-gram sizes.
-  explicit SequenceSpeculation(const SpeculationParams& params);
+  // Mode kNgram, or kDraft with the slot's `draft_model` drafter (not null; restarted here; it
+  // must outlive this), check_speculation passed. Throws Error(kInvalidArgument) for n-gram sizes.
+  SequenceSpeculation(const SpeculationParams& params, DraftModelDrafter* draft_model);
 
   // Tokens that entered the sequence: the prompt at admission, then every sampled token.
-  void append(std::span<const int32_t> tokens) { drafter_.append(tokens); }
+  void append(std::span<const int32_t> tokens) { drafter_->append(tokens); }
 
   // Drafts for the sequence's next forward, whose first entry is gen's next token at
   // gen.next_pos(): at most `cap` (what the step has room for; 0: none this step, and the
@@ -68,7 +75,8 @@ class SequenceSpeculation {
 
  private:
   SpeculationParams params_;
-  NgramDrafter drafter_;
+  std::optional<NgramDrafter> ngram_;  // mode kNgram
+  Drafter* drafter_ = nullptr;         // ngram_, or the slot's DraftModelDrafter
   DraftSchedule schedule_;
   std::array<int32_t, SpeculationParams::kMaxDraft> draft_{};
   int32_t n_draft_ = 0;

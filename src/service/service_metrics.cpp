@@ -88,6 +88,7 @@ Json ServiceMetrics::to_json() const {
   j.set("kv_blocks_total", static_cast<int>(kv_blocks_total));
   j.set("kv_block_tokens", static_cast<int>(kv_block_tokens));
   j.set("kv_pool_bytes", kv_pool_bytes);
+  j.set("draft_context_bytes", draft_context_bytes);
   j.set("kv_evictions", kv_evictions);
   j.set("kv_fragmentation", kv_fragmentation);
   j.set("paused", paused);
@@ -197,6 +198,8 @@ std::string ServiceMetrics::to_prometheus() const {
   metric(out, "kv_blocks_free", "gauge", "KV blocks neither in use nor cached.", kv_blocks_free);
   metric(out, "kv_blocks_total", "gauge", "KV blocks in the pool.", kv_blocks_total);
   metric(out, "kv_pool_bytes", "gauge", "Bytes of the KV block pool.", static_cast<double>(kv_pool_bytes));
+  metric(out, "draft_context_bytes", "gauge", "Bytes of the draft model's per-sequence contexts (KV, scratch, logits).",
+         static_cast<double>(draft_context_bytes));
   metric(out, "kv_evictions_total", "counter", "Cached KV blocks evicted for new content.", d(kv_evictions));
   metric(out, "kv_fragmentation", "gauge", "Unused slots in the KV blocks running sequences hold, as a fraction.",
          kv_fragmentation);

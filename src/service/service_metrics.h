@@ -70,6 +70,9 @@ struct ServiceMetrics {
   int32_t kv_blocks_total = 0;
   int32_t kv_block_tokens = 0;
   uint64_t kv_pool_bytes = 0;   // the pool's size (its budget)
+  // The draft model's per-slot contexts (speculation mode draft): their KV, scratch and logits
+  // (not the draft model's weights); 0 without a draft model.
+  uint64_t draft_context_bytes = 0;
   uint64_t kv_evictions = 0;    // cached blocks reused for new content (counter)
   double kv_fragmentation = 0;  // unused slots / slots of the blocks the running sequences hold
   bool paused = false;

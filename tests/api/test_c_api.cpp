@@ -149,6 +149,11 @@ class CApi : public ::testing::Test {
   edgellm_runtime* rt_ = nullptr;
 };
 
+// CApi's request builder for tests that open their own runtime.
+struct CApiLifecycleHelper : CApi {
+  using CApi::greedy;
+};
+
 TEST(CApiBasics, VersionStatusNamesAndDefaults) {
   EXPECT_EQ(edgellm_abi_version(), static_cast<uint32_t>(EDGELLM_ABI_VERSION));
   EXPECT_STREQ(edgellm_version(), "0.2.0");
@@ -513,6 +518,54 @@ TEST_F(CApi, SpeculationGreedyEqualsPlainAndReportsStats) {
   bsp.draft_max = 4;
   EXPECT_EQ(submit(bad), EDGELLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(edgellm_last_error()).find("draft model"), std::string::npos) << edgellm_last_error();
+}
+
+// A runtime opened with a draft model (edgellm_runtime_params.draft_model, appended): mode DRAFT
+// gives the tokens of a plain greedy request, stories260K drafting for itself (every draft kept),
+// in a batch with the plain one; a draft model with another vocabulary or "" fails the creation
+// naming it.
+TEST(CApiSpeculation, DraftModelRuntimeGreedyEqualsPlain) {
+  edgellm_runtime_params p = edgellm_runtime_default_params();
+  EXPECT_EQ(p.draft_model, nullptr);
+  p.n_ctx = 256;
+  p.n_parallel = 2;
+  const std::string draft = CApi::model_path();
+  p.draft_model = draft.c_str();
+  edgellm_runtime* rt = nullptr;
+  ASSERT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &rt), EDGELLM_OK) << edgellm_last_error();
+  const char* prompt = "Once upon a time, there was a little girl named Lily";
+  Sink plain, spec;
+  edgellm_request_params r = CApiLifecycleHelper::greedy(plain, prompt, 40);
+  edgellm_request_id id = 0;
+  ASSERT_EQ(edgellm_submit(rt, &r, &id), EDGELLM_OK) << edgellm_last_error();
+  edgellm_request_params d = CApiLifecycleHelper::greedy(spec, prompt, 40);
+  edgellm_spec_params sp = edgellm_spec_default_params();
+  sp.mode = EDGELLM_SPEC_DRAFT;
+  sp.draft_max = 4;
+  d.speculation = &sp;
+  ASSERT_EQ(edgellm_submit(rt, &d, &id), EDGELLM_OK) << edgellm_last_error();
+  ASSERT_TRUE(plain.wait_final());
+  ASSERT_TRUE(spec.wait_final());
+  EXPECT_EQ(spec.status, EDGELLM_OK) << spec.error;
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_EQ(spec.text, plain.text);
+  EXPECT_EQ(spec.completion_tokens, 40);
+  EXPECT_GT(spec.spec.drafted, 0);
+  EXPECT_EQ(spec.spec.accepted, spec.spec.drafted);  // drafting for itself: always right
+  EXPECT_EQ(spec.spec.forward_tokens, spec.spec.forwards + spec.spec.accepted);
+  EXPECT_EQ(spec.spec_off_reason, "");
+  EXPECT_EQ(plain.spec.drafted, 0);
+  EXPECT_EQ(edgellm_runtime_destroy(rt), EDGELLM_OK);
+
+  const std::string other = edgellm::test::shared_model("tiny-zh-poems.gguf");
+  p.draft_model = other.c_str();
+  rt = nullptr;
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &rt), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(std::string(edgellm_last_error()).find("tiny-zh-poems.gguf"), std::string::npos) << edgellm_last_error();
+  p.draft_model = "";
+  EXPECT_EQ(edgellm_runtime_create(CApi::model_path().c_str(), &p, &rt), EDGELLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(edgellm_last_error()).find("draft_model"), std::string::npos) << edgellm_last_error();
 }
 
 TEST(CApiLifecycle, DestroyWithRequestsInFlight) {

@@ -4,7 +4,8 @@
 // alone with generate() on a fresh Context — an independent driver of the same engine.
 // Speculative decoding in the service (BatchingExact.Speculation*) must not change one either:
 // n-gram drafts at k = 1..8, alone and in a batch of 4 with plain requests, give the shared
-// greedy references' ids (an independent engine), and the per-request stats add up.
+// greedy references' ids (an independent engine), and the per-request stats add up; nor must a
+// draft model in the service (BatchingExact.DraftModel*: one drafter per sequence slot).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "engine/context.h"
+#include "engine/memory_plan.h"
 #include "engine/sampler.h"
 #include "generation/generate.h"
 #include "model/model.h"
@@ -24,6 +26,7 @@
 #include "support/service_fixture.h"
 #include "support/test_env.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/quant/quantize_model.h"
 
 namespace edgellm {
 namespace {
@@ -145,10 +148,11 @@ void expect_stats_add_up(const RequestResult& res, const std::string& label) {
   }
 }
 
-ServiceRequest spec_request(const test::GreedyReference& ref, int32_t max_tokens, int32_t k) {
+ServiceRequest spec_request(const test::GreedyReference& ref, int32_t max_tokens, int32_t k,
+                            SpeculationMode mode = SpeculationMode::kNgram) {
   ServiceRequest r = test::greedy_request(ref.prompt, max_tokens);
   if (k > 0) {
-    r.generation.speculation.mode = SpeculationMode::kNgram;
+    r.generation.speculation.mode = mode;
     r.generation.speculation.draft_max = k;
   }
   return r;
@@ -158,18 +162,27 @@ struct SpecCase {
   const char* model;
   const char* refs;
   std::vector<int32_t> ks;
+  SpeculationMode mode = SpeculationMode::kNgram;
+  const char* draft = nullptr;  // mode kDraft: the service's draft model (ServiceParams::draft_model_path)
 };
 
-// Greedy with n-gram speculation == the shared references: each k alone, then a batch of 4
-// (requests 0 and 2 speculate, 1 and 3 do not) submitted while paused so all four prefill in one
-// step and then decode together, with room for every sequence's drafts in the step.
+// Greedy with speculation == the shared references (plain greedy decoding of an independent
+// engine): each k alone, then a batch of 4 (requests 0 and 2 speculate in the case's mode, 1 does
+// not, 3 does not with n-gram and drafts n-gram beside the draft-model ones with a draft model)
+// submitted while paused so all four prefill in one step and then decode together, with room
+// for every sequence's drafts in the step. A draft model that is the model itself (same file,
+// the F32 KV of an F32 target) drafts exactly the greedy tokens: every draft is accepted.
 void run_spec_case(const SpecCase& c, int32_t max_tokens) {
   std::shared_ptr<const Model> model = test::shared_service_model(c.model);
   const std::vector<test::GreedyReference> refs = test::load_greedy_references(c.refs);
   ASSERT_GE(refs.size(), 4u);
   ServiceParams params = test::service_params(256, 4, 8, TensorType::F32);
   params.spec_max_batch_tokens = 4 + 2 * SpeculationParams::kMaxDraft;  // every sequence may draft k
+  const bool with_draft = c.mode == SpeculationMode::kDraft;
+  if (with_draft) params.draft_model_path = test::shared_model(c.draft);
   InferenceService service(model, params);
+  const bool self_draft = with_draft && std::string(c.draft) == c.model;
+  int64_t draft_drafted = 0, draft_accepted = 0;  // the draft-model requests' alone
   const auto want = [&](size_t i) {
     const std::vector<int32_t>& out = refs[i].output;
     return std::vector<int32_t>(out.begin(), out.begin() + std::min<size_t>(out.size(), static_cast<size_t>(max_tokens)));
@@ -179,7 +192,7 @@ void run_spec_case(const SpecCase& c, int32_t max_tokens) {
     const size_t i = static_cast<size_t>(k) % refs.size();
     const std::string label = std::string(c.model) + " solo k=" + std::to_string(k) + " ref " + std::to_string(i);
     test::Outcome o;
-    ServiceRequest r = spec_request(refs[i], max_tokens, k);
+    ServiceRequest r = spec_request(refs[i], max_tokens, k, c.mode);
     r.generation.ignore_eog = false;
     service.submit(std::move(o.attach(r)));
     ASSERT_TRUE(o.wait_final()) << label;
@@ -188,6 +201,10 @@ void run_spec_case(const SpecCase& c, int32_t max_tokens) {
     expect_stats_add_up(o.result, label);
     drafted += o.result.stats.speculation.drafted;
     accepted += o.result.stats.speculation.accepted;
+    if (with_draft) {
+      draft_drafted += o.result.stats.speculation.drafted;
+      draft_accepted += o.result.stats.speculation.accepted;
+    }
     std::printf("  %s: %d drafted, %d accepted, %.2f tokens per forward\n", label.c_str(),
                 o.result.stats.speculation.drafted, o.result.stats.speculation.accepted,
                 o.result.stats.speculation.tokens_per_forward());
@@ -197,7 +214,9 @@ void run_spec_case(const SpecCase& c, int32_t max_tokens) {
     test::Finishes finished;
     service.pause();
     for (size_t j = 0; j < 4; ++j) {
-      ServiceRequest b = spec_request(refs[j], max_tokens, j % 2 == 0 ? k : 0);
+      const bool ngram_beside = with_draft && j == 3;
+      ServiceRequest b = spec_request(refs[j], max_tokens, j % 2 == 0 || ngram_beside ? k : 0,
+                                      ngram_beside ? SpeculationMode::kNgram : c.mode);
       b.generation.ignore_eog = false;  // tiny-zh-poems' references end at EOS
       service.submit(std::move(got[j].attach(b, {}, &finished)));
     }
@@ -208,17 +227,32 @@ void run_spec_case(const SpecCase& c, int32_t max_tokens) {
       const std::string l = blabel + " request " + std::to_string(j);
       EXPECT_EQ(got[j].tokens, want(j)) << l;
       expect_stats_add_up(res, l);
-      if (j % 2 == 1) {
+      if (j == 1 || (j == 3 && !with_draft)) {
         EXPECT_EQ(res.stats.speculation.drafted, 0) << l;
       }
       drafted += res.stats.speculation.drafted;
       accepted += res.stats.speculation.accepted;
+      if (with_draft && j % 2 == 0) {
+        draft_drafted += res.stats.speculation.drafted;
+        draft_accepted += res.stats.speculation.accepted;
+      }
     }
   }
   // The drafts did run (and some were right): the equalities above compared verify forwards.
   EXPECT_GT(drafted, 0);
   EXPECT_GT(accepted, 0);
-  EXPECT_LT(accepted, drafted);  // and some were wrong: rollback ran
+  if (self_draft) {
+    // Drafting for itself, the draft model is always right: every draft is accepted, except
+    // those after an end-of-generation token (the request stops there), at most k per request
+    // that ends at EOG.
+    EXPECT_GT(draft_drafted, 0);
+    EXPECT_LE(draft_drafted - draft_accepted, c.model == std::string("stories260K.gguf") ? 0 : 8 * 3 * static_cast<int64_t>(c.ks.size()))
+        << draft_accepted << " of " << draft_drafted << " accepted";
+    std::printf("  %s drafting for itself: %lld of %lld drafts accepted\n", c.model,
+                static_cast<long long>(draft_accepted), static_cast<long long>(draft_drafted));
+  } else {
+    EXPECT_LT(accepted, drafted);  // and some were wrong: rollback ran
+  }
   std::printf("  %s: %lld drafted, %lld accepted over every run\n", c.model, static_cast<long long>(drafted),
               static_cast<long long>(accepted));
 }
@@ -232,6 +266,115 @@ TEST(BatchingExact, SpeculationPoemsReferences) {
   // under a sanitizer k = 4 only (k = 1, 4, 8: 5.3 s under ASan at load 14, k = 4 a third).
   const std::vector<int32_t> ks = test::kSanitized ? std::vector<int32_t>{4} : std::vector<int32_t>{1, 4, 8};
   run_spec_case({"tiny-zh-poems.gguf", "tiny-zh-poems-greedy.jsonl", ks}, 100);
+}
+
+// A draft model in the service (ServiceParams::draft_model_path; one drafter per sequence slot):
+// stories260K drafting for itself, k = 1..8 alone and in a batch of 4 beside an n-gram and a
+// plain request; the tokens are the references' (plain greedy decoding), every draft accepted.
+TEST(BatchingExact, DraftModelGreedyEqualsReferencesEveryK) {
+  // Under a sanitizer k = 1, 4, 8: the paths (a draft of one, a middle one, the longest) once each.
+  const std::vector<int32_t> ks =
+      test::kSanitized ? std::vector<int32_t>{1, 4, 8} : std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8};
+  run_spec_case({"stories260K.gguf", "stories260K-greedy.jsonl", ks, SpeculationMode::kDraft, "stories260K.gguf"}, 64);
+}
+
+TEST(BatchingExact, DraftModelPoemsReferences) {
+  const std::vector<int32_t> ks = test::kSanitized ? std::vector<int32_t>{4} : std::vector<int32_t>{1, 4, 8};
+  run_spec_case({"tiny-zh-poems.gguf", "tiny-zh-poems-greedy.jsonl", ks, SpeculationMode::kDraft, "tiny-zh-poems.gguf"},
+                100);
+}
+
+// A lower-bit copy of the same weights as the draft (tiny-zh-poems quantized to Q8_0 here, 0.1 s):
+// four requests drafting with it at once give the references' ids; its drafts are mostly right.
+TEST(BatchingExact, DraftModelLowerBitCopyInABatchOfFour) {
+  const std::string q8 = test::temp_dir() + "/tiny-zh-poems-q8_0-draft.gguf";
+  quant::QuantizeParams qp;
+  qp.ftype = quant::FileType::kMostlyQ8_0;
+  qp.n_threads = 1;
+  (void)quant::quantize_model(test::shared_model("tiny-zh-poems.gguf"), q8, qp);
+  std::shared_ptr<const Model> model = test::shared_service_model("tiny-zh-poems.gguf");
+  const std::vector<test::GreedyReference> refs = test::load_greedy_references("tiny-zh-poems-greedy.jsonl");
+  ASSERT_GE(refs.size(), 4u);
+  ServiceParams params = test::service_params(256, 4, 8, TensorType::F32);
+  params.spec_max_batch_tokens = 4 + 4 * 4;
+  params.draft_model_path = q8;
+  InferenceService service(model, params);
+  std::vector<test::Outcome> got(4);
+  test::Finishes finished;
+  service.pause();
+  for (size_t j = 0; j < 4; ++j) {
+    ServiceRequest b = spec_request(refs[j], 100, 4, SpeculationMode::kDraft);
+    b.generation.ignore_eog = false;
+    service.submit(std::move(got[j].attach(b, {}, &finished)));
+  }
+  service.resume();
+  ASSERT_TRUE(finished.wait(4));
+  int64_t drafted = 0, accepted = 0;
+  for (size_t j = 0; j < 4; ++j) {
+    const std::vector<int32_t>& out = refs[j].output;
+    EXPECT_EQ(got[j].tokens, std::vector<int32_t>(out.begin(), out.begin() + std::min<size_t>(out.size(), 100)))
+        << "request " << j;
+    expect_stats_add_up(got[j].result, "Q8_0 draft, request " + std::to_string(j));
+    drafted += got[j].result.stats.speculation.drafted;
+    accepted += got[j].result.stats.speculation.accepted;
+  }
+  EXPECT_GT(accepted, drafted / 2) << accepted << " of " << drafted;
+  std::printf("  tiny-zh-poems with its Q8_0 copy drafting, 4 at once: %lld of %lld drafts accepted\n",
+              static_cast<long long>(accepted), static_cast<long long>(drafted));
+}
+
+// A draft model with another vocabulary fails the service's construction naming the file; the
+// drafters' contexts are what the planner counts for n_seq_max of them (plan_draft_memory:
+// KV, scratch and logits per slot, the weights once), and the service reports their bytes.
+TEST(BatchingExact, DraftModelVocabularyCheckedAndMemoryPlanned) {
+  std::shared_ptr<const Model> poems = test::shared_service_model("tiny-zh-poems.gguf");
+  ServiceParams bad = test::service_params(128, 2, 4, TensorType::F32);
+  bad.draft_model_path = test::shared_model("stories260K.gguf");
+  try {
+    InferenceService service(poems, bad);
+    ADD_FAILURE() << "a draft model with another vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("stories260K.gguf"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("vocabulary"), std::string::npos) << e.what();
+  }
+  bad.draft_model_path = test::temp_dir() + "/no-such-draft.gguf";
+  try {
+    InferenceService service(poems, bad);
+    ADD_FAILURE() << "a missing draft model was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-draft.gguf"), std::string::npos) << e.what();
+  }
+
+  std::shared_ptr<const Model> stories = test::shared_service_model("stories260K.gguf");
+  ServiceParams params = test::service_params(128, 3, 4, TensorType::F16);
+  InferenceService plain(stories, params);
+  EXPECT_EQ(plain.metrics().draft_context_bytes, 0u);
+  EXPECT_EQ(plain.draft_model(), nullptr);
+  params.draft_model_path = test::shared_model("stories260K.gguf");
+  InferenceService service(stories, params);
+  ASSERT_NE(service.draft_model(), nullptr);
+  const MemoryPlan one = plan_draft_memory(*service.draft_model(), service.context_params(), RepackMode::kAuto);
+  const MemoryPlan three = plan_draft_memory(*service.draft_model(), service.context_params(), RepackMode::kAuto, 3);
+  EXPECT_EQ(service.metrics().draft_context_bytes, three.kv + three.scratch + three.logits);
+  EXPECT_EQ(three.kv + three.scratch + three.logits, 3 * (one.kv + one.scratch + one.logits));
+  EXPECT_EQ(three.weights_touched, one.weights_touched);
+  EXPECT_EQ(plan_memory(service.model(), service.context_params(), RepackMode::kAuto, service.draft_model().get()).draft,
+            three.total());
+  EXPECT_NE(service.metrics().to_json().dump().find("\"draft_context_bytes\""), std::string::npos);
+  // Drafting still works on this service (F16 KV; the draft context's too), and a plain request
+  // beside it is unchanged: both give the tokens of the service without a draft model.
+  const std::vector<test::GreedyReference> refs = test::load_greedy_references("stories260K-greedy.jsonl");
+  test::Outcome want, got;
+  ServiceRequest w = spec_request(refs[0], 32, 0);
+  plain.submit(std::move(want.attach(w)));
+  ServiceRequest g = spec_request(refs[0], 32, 4, SpeculationMode::kDraft);
+  service.submit(std::move(got.attach(g)));
+  ASSERT_TRUE(want.wait_final());
+  ASSERT_TRUE(got.wait_final());
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_GT(got.result.stats.speculation.drafted, 0);
+  expect_stats_add_up(got.result, "F16 KV, draft model");
 }
 
 // The service's batch-size back-off: 4 sequences decoding at once with spec_max_batch_tokens 4

@@ -252,10 +252,10 @@ int cmd_serve(const std::vector<std::string>& args) {
     throw Error(ErrorCode::kUnsupported, "--cloud-url: this build has no libcurl (the router's HTTPS client)");
 #endif
   }
-  // Speculative decoding in the service: n-gram drafting only (the service owns no draft model).
+  // Speculative decoding in the service: the server's default mode for requests that do not
+  // choose; with -md (--spec draft) the runtime holds the draft model, one small draft context
+  // per --parallel sequence, and requests may also choose "draft" themselves.
   const SpeculationParams spec_params = speculation_params(spec);  // checks the mode's name and -md
-  require(spec_params.mode != SpeculationMode::kDraft, ErrorCode::kInvalidArgument,
-          "serve: --spec draft / -md are not served yet (the service has no draft model); use --spec ngram");
   so.speculation = speculation_mode_name(spec_params.mode);
   so.draft_max = spec_params.draft_max;
   so.port = port;
@@ -284,6 +284,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   sp.max_queued = max_queued;
   sp.chat_template = chat_template;
   sp.input_policy = input_policy_from_name(input_policy);
+  if (spec_params.mode == SpeculationMode::kDraft) sp.draft_model_path = spec.model_draft;  // loaded with -m's options
   rp.max_sessions = static_cast<size_t>(max_sessions);
   rp.max_session_bytes = static_cast<size_t>(max_session_mib) << 20;
   rp.linux_pressure = !no_linux_pressure;

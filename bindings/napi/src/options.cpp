@@ -311,6 +311,7 @@ bool read_load_config(napi_env env, napi_value path, napi_value options, LoadCon
   r.choice("role", kRuntimeRoles, &role);
   p.role = static_cast<edgellm_runtime_role>(role);
   r.integer("embedBatch", kI32Min, kI32Max, &p.embed_n_batch);
+  optional_string(r, "draftModel", &out->draft_model, &p.draft_model);
   if (!r.ok()) {
     *error = r.error();
     return false;

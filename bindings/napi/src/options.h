@@ -19,13 +19,14 @@ namespace edgellm_napi {
 // maxQueued, parallel, stepTokens, kvBudgetBytes, kvBudgetFraction, repack: 'auto'|'on'|'off',
 // chatTemplate, pinThreads, powerMode: 'performance'|'balanced'|'efficiency', packDir,
 // inputPolicy: 'refuse'|'strip', modelVersion, registryDir, maxSessions, maxSessionBytes,
-// linuxPressure, recoverMs, role: 'generate'|'embed', embedBatch }.
+// linuxPressure, recoverMs, role: 'generate'|'embed', embedBatch, draftModel }.
 struct LoadConfig {
   std::string model_path;     // a GGUF path, or with registryDir a registry name
   std::string chat_template;  // params.chat_template points here when set
   std::string pack_dir;       // params.pack_dir points here when set
   std::string model_version;  // params.model_version points here when set
   std::string registry_dir;   // params.registry_dir points here when set
+  std::string draft_model;    // params.draft_model points here when set
   edgellm_runtime_params params{};
 };
 bool read_load_config(napi_env env, napi_value path, napi_value options, LoadConfig* out, std::string* error);
