@@ -742,6 +742,9 @@ typedef struct edgellm_classify_result {
   int32_t index;           /* the chosen label: labels[index] (the highest probability, the first on a tie) */
   int32_t prompt_tokens;   /* the prompt's tokens (template and instruction included) */
   double total_ms;         /* call -> result */
+  /* Of prompt_tokens, taken from the runtime's KV prefix cache, not prefilled: an earlier classify
+   * or request that started with the same tokens (instruction, labels) left them there. */
+  int32_t cached_tokens;
 } edgellm_classify_result;
 
 EDGELLM_API edgellm_classify_result edgellm_classify_result_init(void);
