@@ -85,7 +85,11 @@ TEST_F(CApiClassify, ProbabilitiesAreTheSoftmaxOfTheLabelsLogprobs) {
   EXPECT_GT(r2.cached_tokens, 0);
   EXPECT_LT(r2.cached_tokens, r2.prompt_tokens);
   EXPECT_EQ(r2.index, r.index);
-  for (int i = 0; i < 3; ++i) EXPECT_NEAR(again[i], probs[i], 1e-9);
+  // Measured |difference| 1.4e-7 (x86-64 AVX-512, this runtime's F16 KV and default threads: the
+  // prompt's rest runs as a shorter batch, whose kernels sum in another order than the whole
+  // prompt's; the service tests at F32 KV and 1 thread measure 0). The bound leaves 70x room.
+  constexpr double kCachedPrefixTolerance = 1e-5;
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(again[i], probs[i], kCachedPrefixTolerance);
 
   // A caller built before cached_tokens (its struct ends at total_ms): nothing written past it.
   struct Old {
