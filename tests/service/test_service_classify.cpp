@@ -191,9 +191,12 @@ TEST(ServiceClassify, ASecondClassifyAndAChatReuseThePromptsBlocks) {
   EXPECT_GE(m.prompt_tokens_cached, static_cast<uint64_t>(second.result.cached_tokens + third.result.cached_tokens));
 }
 
-// Two threads classify while two greedy generations run: each generation's tokens equal its run
-// alone, each classify equals the one run alone (the TSan subset runs this file whole).
+// Two threads classify while two greedy generations run, and each generation queues a classify
+// from its own token callback (so at least those two run between its steps, the overlap is
+// forced): each generation's tokens equal its run alone, each classify equals the one run alone
+// (the TSan subset runs this case).
 TEST(ServiceClassify, BesideGenerationTheGreedyOutputsDoNotChange) {
+  constexpr int32_t kGenTokens = 120;
   InferenceService svc(stories(), params(2, 16));
   const ClassifyRequest req = raw_request("Once upon a time, there was a little",
                                           {" girl", " boy", " dog named Spot", " big red ball"});
@@ -204,17 +207,23 @@ TEST(ServiceClassify, BesideGenerationTheGreedyOutputsDoNotChange) {
   for (const std::string& p : prompts) {
     test::SoloParams sp;
     sp.n_ctx = kCtx;
-    sp.generation.max_tokens = 60;
+    sp.generation.max_tokens = kGenTokens;
     sp.generation.ignore_eog = true;
     solo.push_back(test::solo_greedy(svc.model(), &svc.tokenizer(), svc.tokenizer().encode(p, true, false), sp).tokens);
   }
   std::vector<std::unique_ptr<test::Outcome>> gens;
-  for (const std::string& p : prompts) {
+  std::vector<Pending> from_callbacks(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
     gens.push_back(std::make_unique<test::Outcome>());
-    ServiceRequest g = test::greedy_request(p, 60);
-    gens.back()->attach(g);
+    ServiceRequest g = test::greedy_request(prompts[i], kGenTokens);
+    Pending* mine = &from_callbacks[i];
+    gens.back()->attach(g, [&svc, &req, mine](int index) {
+      if (index == 20) mine->id = svc.submit_classify(req, mine->callback());  // runs before this request's next step
+      return true;
+    });
     (void)svc.submit(std::move(g));
   }
+  for (const auto& g : gens) ASSERT_TRUE(g->wait_tokens(1));
   std::vector<ClassifyOutcome> got(6);
   std::thread a([&] {
     for (size_t i = 0; i < 3; ++i) got[i] = classify_now(svc, req);
@@ -224,8 +233,10 @@ TEST(ServiceClassify, BesideGenerationTheGreedyOutputsDoNotChange) {
   });
   a.join();
   b.join();
+  for (Pending& p : from_callbacks) got.push_back(p.get());
   for (size_t i = 0; i < gens.size(); ++i) {
     ASSERT_TRUE(gens[i]->wait_final(std::chrono::seconds(60)));
+    EXPECT_EQ(gens[i]->result.finish_reason, FinishReason::kLength) << gens[i]->result.error;
     EXPECT_EQ(gens[i]->tokens, solo[i]) << prompts[i];
   }
   for (const ClassifyOutcome& o : got) {
