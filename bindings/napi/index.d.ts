@@ -101,6 +101,7 @@ export interface ClassifyResult {
   logprobs: number[];           // per label: its tokens' summed log-probability (natural log)
   labelTokens: number[];        // per label: its tokens
   promptTokens: number;
+  cachedTokens: number;         // of promptTokens, taken from the KV prefix cache (not prefilled)
   totalMs: number;
 }
 

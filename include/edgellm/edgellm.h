@@ -715,12 +715,13 @@ EDGELLM_API edgellm_status edgellm_rerank(edgellm_runtime* runtime, const char* 
 /* ============================================================================== classify */
 /* Intent recognition on a generation runtime (docs/c-api.md, "Classify"): the model reads text
  * (with an instruction, through its chat template) and each label is scored as the answer by its
- * log-probability; the most probable label wins, so the answer is always one of the labels. One
- * prefill of the prompt, then one forward over all labels' tokens (each label's sequence shares
- * the prompt's KV). Blocks (a prefill and a short forward: call it off the UI thread); runs on
- * the calling thread in a KV cache of its own sized to the call and freed after it, taking turns
- * with the runtime's requests on its threads; one classify at a time per runtime (other callers
- * wait). Not from one of this runtime's callbacks (WRONG_THREAD). */
+ * log-probability; the most probable label wins, so the answer is always one of the labels. The
+ * prompt's prefix held by the runtime's KV prefix cache is reused (cached_tokens), the rest
+ * prefilled once, then one forward over the labels' tokens per 8 labels (each label's sequence
+ * shares the prompt's KV). Blocks (a prefill and a short forward: call it off the UI thread);
+ * queued on the runtime's service like a request (BUSY when the queue is full; the deadline
+ * counts the wait) and run by its scheduler between two steps; any thread may call it at once.
+ * Not from one of this runtime's callbacks (WRONG_THREAD). */
 
 typedef struct edgellm_classify_params {
   uint32_t struct_size;    /* set by edgellm_classify_default_params() */
@@ -751,6 +752,9 @@ typedef struct edgellm_classify_result {
   int32_t index;           /* the chosen label: labels[index] (the highest probability, the first on a tie) */
   int32_t prompt_tokens;   /* the prompt's tokens (template and instruction included) */
   double total_ms;         /* call -> result */
+  /* Of prompt_tokens, taken from the runtime's KV prefix cache, not prefilled: an earlier classify
+   * or request that started with the same tokens (instruction, labels) left them there. */
+  int32_t cached_tokens;
 } edgellm_classify_result;
 
 EDGELLM_API edgellm_classify_result edgellm_classify_result_init(void);
@@ -763,9 +767,10 @@ EDGELLM_API edgellm_classify_result edgellm_classify_result_init(void);
  * 64, an empty, over-long, invalid or repeated label (the message names its index), text or
  * instruction the input policy refuses, a prompt plus the longest label longer than n_ctx
  * tokens (the message gives both), a bad struct_size; UNSUPPORTED on an embedding runtime;
- * DEGRADED (the ladder refuses new requests); TIMEOUT (deadline_ms passed); SHUT_DOWN (the runtime
- * is being destroyed: a call in flight stops between two layers and returns it, destroy waits for
- * it to leave). Nothing is written unless OK. */
+ * DEGRADED (the ladder refuses new requests); BUSY (the runtime's queue is full); TIMEOUT
+ * (deadline_ms passed, queued or running); OUT_OF_MEMORY (the prompt and its label forks need
+ * more KV blocks than the whole pool); SHUT_DOWN (the runtime is being destroyed: a call queued
+ * or in flight ends with it, destroy waits for it to leave). Nothing is written unless OK. */
 EDGELLM_API edgellm_status edgellm_classify(edgellm_runtime* runtime, const char* text, const char* const* labels,
                                             size_t n_labels, const edgellm_classify_params* params,
                                             double* probabilities, edgellm_classify_result* result);

@@ -912,6 +912,7 @@ class Runtime {
     std::vector<double> logprobs;       // per label: its tokens' summed log-probability
     std::vector<int32_t> label_tokens;  // per label: its tokens
     int32_t prompt_tokens = 0;
+    int32_t cached_tokens = 0;  // of prompt_tokens, from the KV prefix cache (not prefilled)
     double total_ms = 0;
   };
 
@@ -940,6 +941,7 @@ class Runtime {
                   "edgellm_classify");
     c.index = r.index;
     c.prompt_tokens = r.prompt_tokens;
+    c.cached_tokens = r.cached_tokens;
     c.total_ms = r.total_ms;
     return c;
   }

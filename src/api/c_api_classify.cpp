@@ -1,5 +1,5 @@
 // The C ABI's classify: edgellm_classify is a blocking call over Runtime::classify (its checks,
-// its per-call KV and its shutdown rule), with the probabilities copied into the caller's array
+// the service's queue and prefix cache, its shutdown rule), with the probabilities copied into the caller's array
 // and the choice into the caller's result struct. While in Runtime::classify the call is counted
 // on the handle, so edgellm_runtime_destroy waits for it to leave (the forward stops at the next
 // layer once shutdown started).
@@ -99,6 +99,7 @@ edgellm_status edgellm_classify(edgellm_runtime* runtime, const char* text, cons
     out.index = res.index;
     out.prompt_tokens = res.prompt_tokens;
     out.total_ms = res.total_ms;
+    out.cached_tokens = res.cached_tokens;
     for (size_t i = 0; i < n_labels; ++i) {
       if (out.logprobs != nullptr) out.logprobs[i] = res.logprobs[i];
       if (out.label_tokens != nullptr) out.label_tokens[i] = res.label_tokens[i];

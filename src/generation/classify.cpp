@@ -65,7 +65,11 @@ std::vector<double> label_probabilities(const std::vector<LabelScore>& scores, b
 }
 
 ClassifyResult classify(Context& ctx, const ClassifyTokens& tokens, const ClassifyRequest& request) {
-  const std::vector<LabelScore> scores = score_labels(ctx, tokens.prompt, tokens.labels);
+  return classify_result(score_labels(ctx, tokens.prompt, tokens.labels), tokens, request);
+}
+
+ClassifyResult classify_result(const std::vector<LabelScore>& scores, const ClassifyTokens& tokens,
+                               const ClassifyRequest& request) {
   ClassifyResult r;
   r.probabilities = label_probabilities(scores, request.length_normalize);
   r.logprobs.reserve(scores.size());

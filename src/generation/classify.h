@@ -50,6 +50,7 @@ struct ClassifyResult {
   std::vector<double> logprobs;       // per label: summed token log-probabilities (natural log)
   std::vector<int32_t> label_tokens;  // per label: its tokens
   int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;  // of prompt_tokens, taken from the service's KV prefix cache (not prefilled)
   double total_ms = 0;  // Runtime::classify: call -> result
 };
 
@@ -69,6 +70,11 @@ ClassifyTokens classify_tokens(const ClassifyRequest& request, const Tokenizer& 
 
 // Softmax over the labels of their summed (or, length_normalize, mean per token) log-probs.
 std::vector<double> label_probabilities(const std::vector<LabelScore>& scores, bool length_normalize);
+
+// The result of scored labels: probabilities, the choice, prompt_tokens (cached_tokens and
+// total_ms left to the caller).
+ClassifyResult classify_result(const std::vector<LabelScore>& scores, const ClassifyTokens& tokens,
+                               const ClassifyRequest& request);
 
 // The whole task on `ctx` (n_seq_max >= labels + 1; label_scorer.h's rules): tokens, scores,
 // probabilities, the choice. The request is taken as checked (check_classify_request).

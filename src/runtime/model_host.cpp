@@ -93,6 +93,32 @@ ModelHost::Submitted ModelHost::submit(ServiceRequest request) {
   return {id, g->version};
 }
 
+void ModelHost::submit_classify(ClassifyRequest request, std::function<void(ClassifyOutcome&)> on_finish) {
+  std::shared_ptr<Generation> g;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    require(!stopping_ && current_, ErrorCode::kCancelled, "the model host is shutting down");
+    g = current_;
+    g->outstanding->fetch_add(1);  // before the submit, under the lock (as submit() does)
+  }
+  auto outstanding = g->outstanding;
+  auto done = [this, outstanding, user = std::move(on_finish)](ClassifyOutcome& out) {
+    if (user) user(out);
+    if (outstanding->fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      changed_.notify_all();
+    }
+  };
+  try {
+    (void)g->service->submit_classify(std::move(request), std::move(done));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outstanding->fetch_sub(1);  // not accepted: no on_finish will come
+    changed_.notify_all();
+    throw;
+  }
+}
+
 uint64_t ModelHost::reserve_id() {
   std::lock_guard<std::mutex> lock(mutex_);
   return next_id_++;

@@ -51,6 +51,11 @@ class ModelHost {
   // False when the id is unknown or the request has finished. Works from the request's own
   // callbacks, also before submit() has returned.
   bool cancel(uint64_t id);
+  // Submits a classify request to the current service (InferenceService::submit_classify and
+  // what it throws), counted as one of that version's requests until on_finish ran, so a swap
+  // drains it like the others. The outcome's id is the service's (a classify is not cancelled
+  // through the host: shutdown ends it).
+  void submit_classify(ClassifyRequest request, std::function<void(ClassifyOutcome&)> on_finish);
   // An id no request of this host will get (the Runtime's router numbers its requests from
   // the same sequence, so ids are unique across both).
   uint64_t reserve_id();

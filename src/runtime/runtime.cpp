@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <utility>
 
 #include "core/error.h"
@@ -12,7 +13,6 @@
 #include "model/architecture.h"
 #include "model/model.h"
 #include "registry/model_registry.h"
-#include "service/service_classify.h"
 
 namespace edgellm {
 namespace {
@@ -272,23 +272,6 @@ uint64_t Runtime::swaps() const {
 }
 // ------------------------------------------------------------------------------ classification
 
-namespace {
-
-// The abort check of a classify's forwards: shutdown started, or the deadline passed.
-struct ClassifyStop {
-  const std::atomic<bool>* stopping = nullptr;
-  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  bool timed_out = false;
-  static bool check(void* user) {
-    auto* self = static_cast<ClassifyStop*>(user);
-    if (self->stopping->load(std::memory_order_acquire)) return true;
-    if (std::chrono::steady_clock::now() >= self->deadline) self->timed_out = true;
-    return self->timed_out;
-  }
-};
-
-}  // namespace
-
 ClassifyResult Runtime::classify(ClassifyRequest request) {
   const auto start = std::chrono::steady_clock::now();
   require_generator("classify");
@@ -297,15 +280,21 @@ ClassifyResult Runtime::classify(ClassifyRequest request) {
   require(!stopping_.load(std::memory_order_acquire), ErrorCode::kCancelled, "classify: the runtime is shut down");
   require(static_cast<int>(ladder_->rung()) < static_cast<int>(Rung::kRefuseNew), ErrorCode::kDegraded,
           [&] { return std::string("degraded: classify refused at rung ") + rung_name(ladder_->rung()); });
-  const std::shared_ptr<InferenceService> svc = service();  // keeps the model loaded for the call
-  ClassifyStop stop;
-  stop.stopping = &stopping_;
-  if (request.deadline_ms > 0) stop.deadline = start + std::chrono::milliseconds(request.deadline_ms);
-  std::lock_guard<std::mutex> one(classify_mutex_);
-  ClassifyResult result = classify_beside(*svc, std::move(request), AbortCheck{&ClassifyStop::check, &stop});
-  if (result.finish_reason == FinishReason::kCancelled && stop.timed_out) result.finish_reason = FinishReason::kTimeout;
-  result.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return result;
+  // Queued on the serving version's service like a request (its deadline, BUSY, shutdown);
+  // this thread waits for the scheduler's answer.
+  auto done = std::make_shared<std::promise<ClassifyOutcome>>();
+  std::future<ClassifyOutcome> answer = done->get_future();
+  try {
+    host_->submit_classify(std::move(request), [done](ClassifyOutcome& out) { done->set_value(std::move(out)); });
+  } catch (const Error& e) {
+    // The host stops before the runtime's flag is read again: a shutdown in between is kCancelled.
+    if (e.code() == ErrorCode::kCancelled) throw Error(ErrorCode::kCancelled, "classify: the runtime is shut down");
+    throw;
+  }
+  ClassifyOutcome out = answer.get();
+  if (out.result.finish_reason == FinishReason::kError) throw Error(out.error_code, out.error);
+  out.result.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::move(out.result);
 }
 
 std::shared_ptr<InferenceService> Runtime::service() const {

@@ -137,18 +137,21 @@ class Runtime {
 
   // ---- classification (role kGenerate; generation/classify.h)
   // Chooses one of request.labels for request.text by the serving model's log-probability of
-  // each label after the prompt: one prefill of the prompt, one batched forward over every
-  // label's tokens, the labels' sequences forking the prompt's KV. Blocks; the forwards run on
-  // the calling thread, in a Context of its own over the serving model, sized to this request
-  // (prompt + longest label positions, labels + 1 sequences, KV for exactly what it writes) and
-  // freed when the call returns; the pool's threads are the ones the service uses, so a classify
-  // and the service's steps take turns. One classify runs at a time (others wait for it). Any
-  // thread but a callback of this runtime. A call that did not finish returns finish_reason
-  // kTimeout (deadline_ms passed) or kCancelled (the runtime shut down; the forward stops between
-  // layers) with index -1. Throws Error: kInvalidArgument (check_classify_request; a prompt plus
-  // the longest label over the service's n_ctx; from a callback), kUnsupported (an embedding
-  // runtime), kDegraded (the ladder refuses requests), kCancelled (already shut down),
-  // kOutOfMemory.
+  // each label after the prompt. Served by the serving version's InferenceService like a
+  // request (InferenceService::submit_classify, service/classify_job.h): queued with the
+  // generation requests (the same max_queued / BUSY rule; deadline_ms counts from the call,
+  // queue wait included), run by its scheduler between two steps on the service's Context: the
+  // prompt's prefix from the KV prefix cache (ClassifyResult::cached_tokens), the rest prefilled
+  // once, the labels forking the prompt's blocks, one batched forward per 8 labels; the prompt's
+  // full blocks stay cached for the next classify or chat with the same start. Blocks until the
+  // answer; any number of threads may classify at once (they queue). Any thread but a callback
+  // of this runtime (the scheduler would wait for itself). A call that did not finish returns
+  // finish_reason kTimeout (deadline_ms passed, queued or running) or kCancelled (the runtime
+  // shut down) with index -1. Throws Error: kInvalidArgument (check_classify_request; a prompt
+  // plus the longest label over the service's n_ctx; from a callback), kUnsupported (an
+  // embedding runtime), kDegraded (the ladder refuses requests), kBusy (the queue is full),
+  // kCancelled (already shut down), kOutOfMemory (the prompt and its label forks exceed the
+  // whole KV pool).
   ClassifyResult classify(ClassifyRequest request);
 
   // ---- the model
@@ -212,8 +215,7 @@ class Runtime {
   mutable std::mutex swap_mutex_;                  // one swap or reload at a time
   std::mutex shutdown_mutex_;
   bool shut_down_ = false;
-  std::mutex classify_mutex_;          // one classify at a time (its Context is per call)
-  std::atomic<bool> stopping_{false};  // set first by shutdown(): a classify in flight stops
+  std::atomic<bool> stopping_{false};  // set first by shutdown(): classify refuses from then on
 };
 
 }  // namespace edgellm

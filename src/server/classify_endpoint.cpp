@@ -124,6 +124,9 @@ HttpResponse classify(ServerContext& ctx, HttpRequest& request) {
   usage.set("prompt_tokens", static_cast<int64_t>(res.prompt_tokens));
   usage.set("label_tokens", label_tokens);
   usage.set("total_tokens", static_cast<int64_t>(res.prompt_tokens) + label_tokens);
+  Json details = Json::object();  // OpenAI's shape, as the chat endpoints report it
+  details.set("cached_tokens", static_cast<int64_t>(res.cached_tokens));
+  usage.set("prompt_tokens_details", std::move(details));
   Json timings = Json::object();
   timings.set("total_ms", res.total_ms);
   Json out = Json::object();

@@ -69,14 +69,22 @@ bool InferenceService::prepare(Live& r) {
 
 void InferenceService::admit() {
   for (;;) {
-    if (free_seqs_.empty()) return;
+    // In queue order; a classify needs no request sequence (it runs in the scratch ones).
     std::unique_ptr<Live> r = std::move(blocked_);
+    if (r && r->classify == nullptr && free_seqs_.empty()) {
+      blocked_ = std::move(r);
+      return;
+    }
     if (!r) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (queue_.empty()) return;
+      if (queue_.empty() || (free_seqs_.empty() && queue_.front()->classify == nullptr)) return;
       r = queue_.pop();
       live_[r->id] = Where::kScheduler;
       ++held_;  // counted as held from here, so submit() never sees it neither queued nor held
+    }
+    if (r->classify) {
+      if (!run_classify(r)) return;  // waits as blocked_
+      continue;
     }
     if (!prepare(*r)) {
       const ErrorCode code = r->error_code;

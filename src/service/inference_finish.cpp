@@ -25,6 +25,7 @@ void InferenceService::finish_running(size_t index, FinishReason reason, ErrorCo
 }
 
 void InferenceService::finish(std::unique_ptr<Live> r, FinishReason reason, ErrorCode code, const std::string& error) {
+  if (r->classify) return finish_classify(std::move(r), reason, code, error);
   const Clock::time_point now = Clock::now();
   RequestResult res;
   res.id = r->id;

@@ -37,7 +37,8 @@ bool InferenceService::has_work_locked(Clock::time_point now) const {
   if (next_deadline_locked() <= now) return true;
   if (paused_) return false;
   if (!running_.empty() || !warmups_.empty() || blocked_ != nullptr) return true;
-  return !queue_.empty() && !free_seqs_.empty();
+  // A classify at the front runs in the scratch sequences: it needs no free request sequence.
+  return !queue_.empty() && (!free_seqs_.empty() || queue_.front()->classify != nullptr);
 }
 
 void InferenceService::run() {

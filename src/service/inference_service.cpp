@@ -11,6 +11,7 @@
 
 #include "chat/chat_prompt.h"
 #include "core/log.h"
+#include "engine/memory_plan.h"
 #include "engine/sampler.h"
 #include "generation/draft_model_drafter.h"
 #include "grammar/compiled_grammar.h"
@@ -58,8 +59,22 @@ InferenceService::InferenceService(std::shared_ptr<const Model> model, const Ser
   template_ = std::make_unique<ChatTemplate>(
       select_chat_template(model_->gguf(), *tokenizer_, params_.chat_template, &description, &warning));
   if (!warning.empty()) log_message(LogLevel::kInfo, "service: " + warning);
+  // Classify's scratch sequences (classify_job.h) beside the requests' ones. The pool stays the
+  // size n_seq_max alone gives (its blocks come from the same budget), so it is computed here
+  // and handed over as bytes.
+  const ContextParams requested = cp;
+  {
+    ContextParams sized = resolved_context_params(*model_, cp);
+    const KvCacheParams kp = kv_cache_params(model_->hparams(), sized);
+    cp.kv_budget_bytes = static_cast<size_t>(kv_pool_blocks(sized, kp)) * KvCache::block_bytes(kp);
+    cp.kv_budget_fraction = 0;
+  }
+  cp.n_seq_max += kClassifyScratchSeqs;
   ctx_ = std::make_unique<Context>(*model_, cp);
   ctx_params_ = ctx_->params();
+  ctx_params_.n_seq_max = requested.n_seq_max;  // the requests' sequences (scratch ones not counted)
+  ctx_params_.kv_budget_fraction = requested.kv_budget_fraction;
+  if (requested.kv_budget_bytes == 0 && requested.kv_budget_fraction == 0) ctx_params_.kv_budget_bytes = 0;
   fingerprint_ = ctx_->model_fingerprint();
   kv_params_ = std::make_unique<const KvCacheParams>(ctx_->kv_cache().params());
   ctx_->set_abort_check(AbortCheck{&InferenceService::abort_check, this});
@@ -148,6 +163,29 @@ RequestId InferenceService::submit(ServiceRequest request) {
   }
   const Priority priority = request.priority;
   r->req = std::move(request);
+  return enqueue(std::move(r), priority);
+}
+
+RequestId InferenceService::submit_classify(ClassifyRequest request, std::function<void(ClassifyOutcome&)> on_finish) {
+  auto r = std::make_unique<Live>();
+  r->submitted = Clock::now();
+  try {
+    r->classify = std::make_unique<ClassifyJob>(make_classify_job(std::move(request), *tokenizer_, *template_,
+                                                                  params_.input_policy, ctx_params_.n_ctx,
+                                                                  ctx_params_.kv_block_tokens));
+  } catch (const Error&) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++metrics_.invalid_requests;
+    throw;
+  }
+  r->classify->on_finish = std::move(on_finish);
+  if (r->classify->request.deadline_ms > 0) {
+    r->deadline = r->submitted + std::chrono::milliseconds(r->classify->request.deadline_ms);
+  }
+  return enqueue(std::move(r), Priority::kInteractive);
+}
+
+RequestId InferenceService::enqueue(std::unique_ptr<Live> r, Priority priority) {
   RequestId id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);

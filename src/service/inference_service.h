@@ -46,6 +46,11 @@
 // its last request, truncated to the common prefix when the next request in that slot starts
 // (a per-slot prefix cache). Its forwards run on the scheduler thread, between the target's
 // forwards, on the same thread pool: no lock, one owner.
+//
+// Classify (submit_classify, classify_job.h; inference_classify.cpp): a classify request waits
+// in the same queue and is admitted in its turn; it runs between two steps in scratch sequences
+// the Context keeps beside n_seq_max (kClassifyScratchSeqs; the KV pool is sized for n_seq_max
+// alone), its prompt's prefix from the prefix cache, and leaves its prompt's full blocks there.
 #pragma once
 
 #include <atomic>
@@ -63,6 +68,7 @@
 #include "chat/chat_template.h"
 #include "engine/context.h"
 #include "model/model.h"
+#include "service/classify_job.h"
 #include "service/request.h"
 #include "service/request_limits.h"
 #include "service/request_queue.h"
@@ -128,6 +134,15 @@ class InferenceService {
   // will run exactly once. Any thread, including the callbacks.
   RequestId submit(ServiceRequest request);
 
+  // Queues a classify request (classify_job.h): checked and tokenized here (Error
+  // kInvalidArgument naming the field, or the prompt plus the longest label over n_ctx), then
+  // the same queue as submit(): Error(kBusy) when the waiting queue is full, Error(kCancelled)
+  // after shutdown(). request.deadline_ms counts from here (queue wait included); cancel(id)
+  // ends it; shutdown() ends it with kCancelled. On success on_finish runs exactly once, on the
+  // scheduler thread (never under a lock of the service). Any thread, including the callbacks
+  // (which must not wait for the result: it is made on the thread that runs them).
+  RequestId submit_classify(ClassifyRequest request, std::function<void(ClassifyOutcome&)> on_finish);
+
   // Checks session bytes (a ServiceRequest::session_in to be, e.g. one uploaded by another
   // device) against this service's model file, KV type and shape and vocabulary, exactly as
   // submit() does, without touching the cache: throws Error kInvalidFile (truncated, corrupted)
@@ -168,7 +183,8 @@ class InferenceService {
 
   bool on_scheduler_thread() const { return std::this_thread::get_id() == thread_id_.load(); }
 
-  // Immutable after construction: safe from any thread.
+  // Immutable after construction: safe from any thread. context_params().n_seq_max is the
+  // requests decoded at once (the classify scratch sequences not counted).
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ChatTemplate& chat_template() const { return *template_; }
@@ -183,6 +199,7 @@ class InferenceService {
   struct Live;  // one accepted request, from submit to on_finish
   enum class Where { kQueued, kScheduler };
 
+  RequestId enqueue(std::unique_ptr<Live> r, Priority priority);  // submit's queue push (BUSY, shutdown)
   void run();  // the scheduler thread
   bool has_work_locked(std::chrono::steady_clock::time_point now) const;
   std::chrono::steady_clock::time_point next_deadline_locked() const;
@@ -192,6 +209,10 @@ class InferenceService {
   // and the prefix cache").
   int64_t committed_blocks(const Live* candidate = nullptr) const;
   bool prepare(Live& r);           // tokenizes, sizes the reservation; false: finished with an error
+  // Runs an admitted classify job (inference_classify.cpp); false: it waits as blocked_ (KV
+  // blocks, or its forward was abandoned: housekeeping decides), true: finished.
+  bool run_classify(std::unique_ptr<Live>& r);
+  void finish_classify(std::unique_ptr<Live> r, FinishReason reason, ErrorCode code, const std::string& error);
   void step();
   void run_warmups(std::vector<std::function<void(bool, const std::string&)>>& waiters);
   bool deliver(Live& r, const StepOutput& out);

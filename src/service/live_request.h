@@ -12,6 +12,7 @@
 
 #include "engine/sampler.h"
 #include "generation/sequence_generator.h"
+#include "service/classify_job.h"
 #include "service/inference_service.h"
 #include "service/request.h"
 #include "service/sequence_speculation.h"
@@ -44,6 +45,8 @@ struct InferenceService::Live {
   std::unique_ptr<SequenceSpeculation> spec;
   std::string spec_off_reason;
   SpeculationStats spec_stats;
+  // A classify request (submit_classify): no sampler, generator or sequence of its own.
+  std::unique_ptr<ClassifyJob> classify;
 };
 
 }  // namespace edgellm

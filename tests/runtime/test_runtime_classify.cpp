@@ -1,8 +1,11 @@
-// Runtime::classify (generation/classify.h, label_scorer.h): each label's log-probability after
-// the prompt equals a naive teacher-forced pass written here (a fresh Context per label, prompt +
-// label in one full forward, log-softmax of every label token summed) on stories260K, so do the
-// probabilities (softmax of the sums, or of the per-token means) and the choice; bad requests get
-// the one clear error each (request_limits.h); a shut-down runtime refuses.
+// Runtime::classify (generation/classify.h, label_scorer.h, served by the InferenceService:
+// service/classify_job.h): each label's log-probability after the prompt equals a naive
+// teacher-forced pass (support/label_logprob.h: a fresh Context per label, prompt + label in
+// one full forward, log-softmax of every label token summed) on stories260K, so do the
+// probabilities (softmax of the sums, or of the per-token means) and the choice, also when the
+// prompt's prefix comes from the prefix cache (a repeated call: cached_tokens > 0); bad requests
+// get the one clear error each (request_limits.h); a classify queued while the runtime is paused
+// times out by its deadline and ends cancelled on shutdown; a shut-down runtime refuses.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -176,8 +179,8 @@ TEST_F(ClassifyTest, BadRequestsGetClearErrors) {
 }
 
 // Classify calls from two threads while the service generates: each classify equals the one run
-// alone, the generated text equals its solo run (the classify Context shares the model and the
-// thread pool, not the service's KV).
+// alone, the generated text equals its solo run (the classify jobs run between the service's
+// steps on its Context, in sequences of their own).
 TEST_F(ClassifyTest, RunsBesideGenerationWithoutChangingEither) {
   ClassifyRequest req;
   req.raw = true;
@@ -217,6 +220,62 @@ TEST_F(ClassifyTest, RunsBesideGenerationWithoutChangingEither) {
     EXPECT_EQ(r.index, alone.index);
     EXPECT_EQ(r.logprobs, alone.logprobs);  // the same forwards: bit for bit
   }
+}
+
+TEST_F(ClassifyTest, ARepeatedPromptComesFromThePrefixCache) {
+  ClassifyRequest req;
+  req.raw = true;
+  req.text = "Lily and Ben went to the park. They saw a big slide and a swing. Lily said";
+  req.labels = {" yes", " no", " \"Let us play!\""};
+  const std::vector<int32_t> prompt = tok_->encode(req.text, true, false);
+  const int32_t T = rt_->service()->context_params().kv_block_tokens;
+  ASSERT_GT(static_cast<int32_t>(prompt.size()), T);
+  const ClassifyResult first = rt_->classify(req);
+  const ClassifyResult second = rt_->classify(req);
+  ASSERT_EQ(second.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(second.cached_tokens,
+            std::min(static_cast<int32_t>(prompt.size()) - 1, static_cast<int32_t>(prompt.size()) / T * T));
+  EXPECT_EQ(second.index, first.index);
+  for (size_t i = 0; i < req.labels.size(); ++i) {
+    EXPECT_NEAR(second.logprobs[i], test::naive_label_logprob(*model_, prompt, tok_->encode(req.labels[i], false, false)),
+                1e-6);
+  }
+}
+
+// While paused nothing is admitted: a classify waits in the queue, and its deadline (queue wait
+// included) ends it with kTimeout; another one still queued when the runtime shuts down returns
+// kCancelled; nothing hangs.
+TEST(ClassifyQueued, DeadlineThenShutdown) {
+  Runtime rt(params());
+  ClassifyRequest req;
+  req.raw = true;
+  req.text = "Once upon a time";
+  req.labels = {" there", " a"};
+  rt.pause();
+  req.deadline_ms = 100;
+  const auto t0 = std::chrono::steady_clock::now();
+  const ClassifyResult late = rt.classify(req);
+  EXPECT_EQ(late.finish_reason, FinishReason::kTimeout);
+  EXPECT_EQ(late.index, -1);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+
+  req.deadline_ms = 0;
+  std::promise<ClassifyResult> got;
+  std::future<ClassifyResult> answer = got.get_future();
+  std::thread t([&] {
+    try {
+      got.set_value(rt.classify(req));
+    } catch (...) {
+      got.set_exception(std::current_exception());
+    }
+  });
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (rt.service_metrics().waiting < 1 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  EXPECT_EQ(rt.service_metrics().waiting, 1);
+  rt.shutdown();
+  ASSERT_EQ(answer.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  t.join();
+  EXPECT_EQ(answer.get().finish_reason, FinishReason::kCancelled);
 }
 
 TEST(ClassifyShutdown, AShutDownRuntimeRefuses) {

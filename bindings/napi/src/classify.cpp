@@ -98,6 +98,7 @@ napi_value classify_result(napi_env env, const ClassifyOutput& o) {
       !set_property(env, obj, "logprobs", js_number_array(env, o.logprobs)) ||
       !set_property(env, obj, "labelTokens", js_number_array(env, o.label_tokens)) ||
       !set_property(env, obj, "promptTokens", js_number(env, o.result.prompt_tokens)) ||
+      !set_property(env, obj, "cachedTokens", js_number(env, o.result.cached_tokens)) ||
       !set_property(env, obj, "totalMs", js_number(env, o.result.total_ms))) {
     return nullptr;
   }

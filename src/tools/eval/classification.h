@@ -1,8 +1,8 @@
 // Accuracy of classification cases. A case with `labels` is classified by the labels'
-// likelihoods (issue 38's classify: generation/classify.h, run beside the eval's service by
-// service/service_classify.h), so its answer is always one of the labels:
+// likelihoods (issue 38's classify: generation/classify.h, served by the eval's service:
+// InferenceService::submit_classify), so its answer is always one of the labels:
 //
-//   case --classify_request--> ClassifyRequest --classify_beside--> label --label_correct--> 0 / 1
+//   case --classify_request--> ClassifyRequest --submit_classify--> label --label_correct--> 0 / 1
 //
 // A case without labels has nothing to score, so its label is read from the greedy generation
 // (label_from_generation) and scored the same way.

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 
 #include "core/error.h"
 #include "service/inference_service.h"
-#include "service/service_classify.h"
 #include "tools/eval/classification.h"
 
 namespace edgellm::eval {
@@ -92,12 +92,9 @@ ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& c
       }
     }
   }
-  // Accuracy cases with labels: the label by its likelihood, one case at a time on this thread
-  // (the service is idle now: every generation has finished).
-  const auto cancel_check = [](void* flag) { return static_cast<const std::atomic<bool>*>(flag)->load(); };
-  const AbortCheck abort = settings.cancel != nullptr
-                               ? AbortCheck{cancel_check, const_cast<std::atomic<bool>*>(settings.cancel)}
-                               : AbortCheck{};
+  // Accuracy cases with labels: the label by its likelihood, one case at a time through the
+  // service (InferenceService::submit_classify; the service is idle now: every generation has
+  // finished), so cases that share their instruction reuse its KV from the prefix cache.
   for (size_t i = 0; i < cases.size() && !cancelled; ++i) {
     const EvalCase& c = cases[i];
     if (c.metric != Metric::kAccuracy || c.labels.empty()) continue;
@@ -105,10 +102,19 @@ ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& c
     if (!request) continue;
     CaseOutput& out = run.outputs[i];
     if (out.finish_reason == FinishReason::kError) continue;  // the case failed already
+    request->deadline_ms = 0;  // an evaluation waits as long as a case takes
     try {
-      const ClassifyResult r = classify_beside(*service, std::move(*request), abort);
-      cancelled = r.finish_reason == FinishReason::kCancelled;
-      if (!cancelled) out.classified_label = r.label;
+      auto answer = std::make_shared<std::promise<ClassifyOutcome>>();
+      std::future<ClassifyOutcome> got = answer->get_future();
+      const RequestId id = service->submit_classify(
+          std::move(*request), [answer](ClassifyOutcome& o) { answer->set_value(std::move(o)); });
+      while (got.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        if (settings.cancel != nullptr && settings.cancel->load()) (void)service->cancel(id);
+      }
+      const ClassifyOutcome o = got.get();
+      if (o.result.finish_reason == FinishReason::kError) throw Error(o.error_code, o.error);
+      cancelled = o.result.finish_reason == FinishReason::kCancelled;
+      if (!cancelled) out.classified_label = o.result.label;
     } catch (const Error& e) {
       // A request the classify refuses (a label over the context, ...): the case fails, the run goes on.
       out.finish_reason = FinishReason::kError;

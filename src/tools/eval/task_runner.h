@@ -59,8 +59,8 @@ struct ModelRun {
   int32_t errors = 0;
 };
 
-// Loads `model_path`, runs every case (and classifies the accuracy cases with labels, beside
-// the service: service/service_classify.h), shuts the service down. on_done(i, output) runs on the
+// Loads `model_path`, runs every case (and classifies the accuracy cases with labels through
+// the service: InferenceService::submit_classify), shuts the service down. on_done(i, output) runs on the
 // service's scheduler thread as case i finishes (progress display; must not block). Throws what
 // InferenceService::open throws, and Error(kCancelled) when settings.cancel was set.
 ModelRun run_cases(const std::string& model_path, const std::vector<EvalCase>& cases,
