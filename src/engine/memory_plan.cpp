@@ -80,6 +80,12 @@ KvCacheParams kv_cache_params(const HParams& hp, const ContextParams& p) {
 }
 
 int32_t kv_pool_blocks(const ContextParams& p, const KvCacheParams& kp) {
+  // Checked here, not only in Context: the service sizes its pool with this before it makes its
+  // Context (classify's scratch sequences do not enlarge the pool).
+  require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
+          "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
+  require(p.kv_budget_fraction >= 0 && p.kv_budget_fraction <= 1, ErrorCode::kInvalidArgument,
+          "kv_budget_fraction " + std::to_string(p.kv_budget_fraction) + " is outside [0, 1]");
   const int64_t blocks_per_seq = (static_cast<int64_t>(p.n_ctx) + p.kv_block_tokens - 1) / p.kv_block_tokens;
   const int64_t full_blocks = std::min<int64_t>(blocks_per_seq * p.n_seq_max, INT32_MAX);
   const size_t bb = KvCache::block_bytes(kp);

@@ -65,7 +65,8 @@ struct MemoryPlan {
 // The KV cache's shape for `hp` under `params` (pool size not set: kv_pool_blocks).
 KvCacheParams kv_cache_params(const HParams& hp, const ContextParams& params);
 // KV pool size the Context allocates: enough blocks for n_seq_max full sequences, or what
-// kv_budget_bytes holds. Throws Error(kInvalidArgument) for a budget below one block.
+// kv_budget_bytes holds. Throws Error(kInvalidArgument) for a budget below one block, kv_block_tokens < 1
+// or kv_budget_fraction outside [0, 1]; kOutOfMemory when the fraction is less than one block.
 int32_t kv_pool_blocks(const ContextParams& params, const KvCacheParams& kv);
 // Logits rows the Context reserves up front (one per sequence, at most n_batch).
 int32_t logits_rows_reserved(const ContextParams& params);
