@@ -302,6 +302,34 @@ TEST_F(CliRun, ParallelPromptsMatchTheirSoloRuns) {
   EXPECT_EQ(sum.at("prompts").as_int(), 5);
   EXPECT_EQ(sum.at("completion_tokens").as_int(), 200);
   EXPECT_GT(sum.at("mean_batch").as_number(), 1.0);  // several sequences per forward pass
+  // Speculation through the service gives every prompt the same text: n-gram drafts, and the
+  // model drafting for itself (-md: one draft context per sequence; every draft kept).
+  for (const std::vector<std::string>& spec : {std::vector<std::string>{"--spec", "ngram", "--draft-max", "4"},
+                                               std::vector<std::string>{"-md", model_, "--draft-max", "4"}}) {
+    std::vector<std::string> args = {"run", "-m", model_, "-f", path, "--parallel", "3", "-n", "40", "--temp", "0",
+                                     "--kv-type", "f32", "--json", "--step-tokens", "8"};
+    args.insert(args.end(), spec.begin(), spec.end());
+    const RunResult sr = run_cli(args);
+    ASSERT_EQ(sr.exit_code, 0) << spec[0] << ": " << sr.err;
+    std::vector<Json> slines;
+    for (size_t b = 0; b < sr.out.size();) {
+      const size_t e = sr.out.find('\n', b);
+      slines.push_back(Json::parse(std::string_view(sr.out).substr(b, e - b)));
+      b = e + 1;
+    }
+    ASSERT_EQ(slines.size(), prompts.size() + 1) << spec[0];
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(slines[i].at("text").as_string(), lines[i].at("text").as_string()) << spec[0] << " prompt " << i;
+      EXPECT_TRUE(slines[i].at("speculation").is_object()) << spec[0];
+    }
+    const Json& st = slines.back().at("summary").at("speculation");
+    EXPECT_LE(st.at("accepted").as_int(), st.at("drafted").as_int()) << spec[0];
+    if (spec[0] == "-md") {
+      EXPECT_GT(st.at("drafted").as_int(), 0);
+      EXPECT_EQ(st.at("accepted").as_int(), st.at("drafted").as_int());  // it drafts for itself
+      EXPECT_GT(st.at("tokens_per_forward").as_number(), 1.5);
+    }
+  }
   // Without -f the flag is refused with a message.
   const RunResult bad = run_cli({"run", "-m", model_, "-p", "hi", "--parallel", "2"});
   EXPECT_NE(bad.exit_code, 0);

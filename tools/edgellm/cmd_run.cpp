@@ -171,8 +171,6 @@ int run_command(const std::vector<std::string>& args) {
             std::string(opt) + " applies to --parallel N runs only (the service's scheduler)");
   }
   if (ap.seen("--parallel")) {
-    require(!ap.seen("--spec") && !ap.seen("-md") && !ap.seen("--draft-max"), ErrorCode::kInvalidArgument,
-            "--parallel does not speculate yet (--spec, -md and --draft-max apply to single runs)");
     const std::string model_path = resolve_model_path(o.model);
     require(ap.seen("-f") && !ap.seen("-p") && !ap.seen("--prompt-ids"), ErrorCode::kInvalidArgument,
             "--parallel reads its prompts from -f FILE (one per line)");
@@ -194,6 +192,8 @@ int run_command(const std::vector<std::string>& args) {
     resolve_seed(&o.seed, &s);
     po.sampling = s;
     po.grammar = o.grammar;
+    po.speculation = speculation_params(o.spec);  // checks the mode's name and -md
+    po.draft_model = o.spec.model_draft;
     return run_parallel(po);
   }
 

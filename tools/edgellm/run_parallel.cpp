@@ -55,6 +55,7 @@ int run_parallel(const ParallelRunOptions& o) {
   sp.context.n_seq_max = o.parallel;
   sp.load = o.load;
   sp.step_tokens = o.step_tokens;
+  sp.draft_model_path = o.draft_model;
   // Every prompt is queued up front: the queue bound is the service's BUSY guard for apps, not
   // something this batch job should trip over.
   sp.max_queued = static_cast<int32_t>(std::min<size_t>(o.prompts.size(), 1 << 16));
@@ -82,6 +83,7 @@ int run_parallel(const ParallelRunOptions& o) {
     r.generation.max_tokens = o.max_tokens;
     r.generation.stop = o.stop;
     r.generation.ignore_eog = o.ignore_eos;
+    r.generation.speculation = o.speculation;
     r.deadline_ms = o.deadline_ms;
     r.on_token = [&, i](const TokenEvent& ev) {
       if (ev.index == 0) {
@@ -117,6 +119,7 @@ int run_parallel(const ParallelRunOptions& o) {
 
   int exit_code = interrupted ? 130 : 0;
   uint64_t prompt_tokens = 0, completion_tokens = 0, decode_tokens = 0;
+  SpeculationStats spec_total;  // summed over the requests
   double ttft_sum = 0, ttft_max = 0, queue_sum = 0;
   Clock::time_point first_any = Clock::time_point::max();
   for (size_t i = 0; i < results.size(); ++i) {
@@ -127,6 +130,11 @@ int run_parallel(const ParallelRunOptions& o) {
     ttft_sum += r.stats.ttft_ms;
     ttft_max = std::max(ttft_max, r.stats.ttft_ms);
     queue_sum += r.stats.queue_ms;
+    spec_total.forwards += r.stats.speculation.forwards;
+    spec_total.verify_forwards += r.stats.speculation.verify_forwards;
+    spec_total.drafted += r.stats.speculation.drafted;
+    spec_total.accepted += r.stats.speculation.accepted;
+    spec_total.forward_tokens += r.stats.speculation.forward_tokens;
     if (first_token[i] != Clock::time_point{}) first_any = std::min(first_any, first_token[i]);
     if (r.finish_reason == FinishReason::kError) {
       std::fprintf(stderr, "edgellm run: prompt %zu failed: %s\n", i, r.error.c_str());
@@ -139,6 +147,11 @@ int run_parallel(const ParallelRunOptions& o) {
       rec.set("finish_reason", finish_reason_name(r.finish_reason));
       rec.set("error", r.error.empty() ? Json(nullptr) : Json(r.error));
       rec.set("stats", stats_json(r.stats));
+      if (o.speculation.mode != SpeculationMode::kOff) {
+        Json spec = speculation_stats_json(o.speculation, r.stats.speculation);
+        if (!r.stats.speculation_off_reason.empty()) spec.set("off_reason", r.stats.speculation_off_reason);
+        rec.set("speculation", std::move(spec));
+      }
       const std::string line = rec.dump() + "\n";
       std::fwrite(line.data(), 1, line.size(), stdout);
     } else {
@@ -168,6 +181,7 @@ int run_parallel(const ParallelRunOptions& o) {
   sum.set("steps", m.steps);
   sum.set("mean_batch", m.steps > 0 ? static_cast<double>(m.step_tokens) / static_cast<double>(m.steps) : 0.0);
   sum.set("peak_rss_bytes", static_cast<uint64_t>(m.peak_rss_bytes));
+  if (o.speculation.mode != SpeculationMode::kOff) sum.set("speculation", speculation_stats_json(o.speculation, spec_total));
   if (grammar != nullptr) {
     sum.set("grammar_compile_ms", grammar_ms);
     sum.set("grammar_masks_computed", static_cast<uint64_t>(grammar->masks_ready()));

@@ -29,6 +29,10 @@ struct ParallelRunOptions {
   ModelLoadParams load;
   SamplerParams sampling;     // request i samples with seed + i (distinct outputs for repeated prompts)
   GrammarOptions grammar;     // constrained output, one compiled grammar shared by every request
+  // Speculative decoding per request (--spec / --draft-max), and the service's draft model
+  // (-md: one draft context per sequence, docs/speculative-decoding.md "In the service").
+  SpeculationParams speculation;
+  std::string draft_model;
 };
 
 // One prompt per non-empty line (a trailing '\r' is dropped). Throws Error(kInvalidArgument)
