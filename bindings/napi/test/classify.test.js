@@ -34,6 +34,13 @@ test('classify: the softmax of the labels log-probs, one of the labels; bad inpu
     const chat = await m.classify('The dog ran after the ball.', ['animals', 'food', 'weather'],
       { instruction: 'Pick the topic.' });
     assert.ok(['animals', 'food', 'weather'].includes(chat.label));
+    // The same prompt again: its prefix comes from the service's prefix cache, the answer is the same.
+    const again = await m.classify('The dog ran after the ball.', ['animals', 'food', 'weather'],
+      { instruction: 'Pick the topic.' });
+    assert.ok(again.cachedTokens > 0, `cachedTokens ${again.cachedTokens}`);
+    assert.ok(again.cachedTokens < again.promptTokens);
+    assert.equal(again.label, chat.label);
+    again.probabilities.forEach((p, i) => assert.ok(Math.abs(p - chat.probabilities[i]) < 1e-5, `label ${i}`));
 
     const bad = [
       [[1, ['a']], 'text must be a string'],

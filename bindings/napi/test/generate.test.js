@@ -258,3 +258,25 @@ test('speculation: greedy with n-gram drafts equals greedy without, and reports 
     await m.release();
   }
 });
+
+test('speculation with a draft model (load option draftModel): greedy equals greedy without', async () => {
+  // stories260K drafting for itself: every draft is the model's own greedy pick.
+  const m = await edgellm.load(h.stories, { kvType: 'f32', draftModel: h.stories, parallel: 2 });
+  try {
+    const prompt = 'Once upon a time';
+    const opts = { temperature: 0, maxTokens: 40, ignoreEos: true };
+    const plain = await m.generate(prompt, opts).result;
+    const both = await Promise.all([0, 1].map(() => m.generate(prompt, { ...opts, speculation: 'draft', draftMax: 4 }).result));
+    for (const spec of both) {
+      assert.equal(spec.text, plain.text);
+      const s = spec.speculation;
+      assert.ok(s.drafted > 0, 'drafts were verified');
+      assert.equal(s.accepted, s.drafted);  // it drafts for itself
+      assert.ok(s.tokensPerForward > 1.5, `${s.tokensPerForward} tokens per forward`);
+    }
+  } finally {
+    await m.release();
+  }
+  await assert.rejects(edgellm.load(h.stories, { draftModel: h.zhPoems }), (e) => /vocabulary/.test(e.message));
+  await assert.rejects(edgellm.load(h.stories, { draftModel: 7 }), (e) => /draftModel/.test(e.message));
+});
