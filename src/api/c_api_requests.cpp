@@ -64,6 +64,10 @@ static_assert(sizeof(edgellm_embed_params) == 32 || sizeof(void*) != 8, "edgellm
 static_assert(sizeof(edgellm_embed_info) == 56 || sizeof(void*) != 8, "edgellm_embed_info changed size");
 static_assert(sizeof(edgellm_router_params) == 80 || sizeof(void*) != 8, "edgellm_router_params changed size");
 static_assert(sizeof(edgellm_metrics) == 368 || sizeof(void*) != 8, "edgellm_metrics changed size");
+// edgellm_classify_result: 40 bytes up to total_ms; cached_tokens appended (48).
+static_assert(sizeof(edgellm_classify_result) == 48 || sizeof(void*) != 8, "edgellm_classify_result changed size");
+static_assert(offsetof(edgellm_classify_result, cached_tokens) == 40 || sizeof(void*) != 8,
+              "cached_tokens follows ABI 5's 40 bytes");
 static_assert(sizeof(edgellm_pressure) == 16, "edgellm_pressure changed size");
 
 namespace edgellm::capi {

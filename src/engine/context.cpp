@@ -131,21 +131,25 @@ int32_t Context::kv_blocks_for(int64_t n_tokens) const {
   return static_cast<int32_t>(std::min<int64_t>((std::max<int64_t>(0, n_tokens) + T - 1) / T, INT32_MAX));
 }
 
+size_t Context::release_logits() {
+  const size_t keep_rows = static_cast<size_t>(std::max(1, std::min(params_.n_batch, params_.n_seq_max)));
+  const size_t n_vocab = impl_->out_width;
+  if (impl_->logits.capacity() <= keep_rows * n_vocab) return 0;
+  const size_t released = (impl_->logits.capacity() - keep_rows * n_vocab) * sizeof(float);
+  std::vector<float> small;
+  small.reserve(keep_rows * n_vocab);
+  impl_->logits.swap(small);
+  impl_->n_outputs = 0;
+  return released;
+}
+
 size_t Context::trim() {
   size_t released = 0;
   if (impl_->forward) {
     released += impl_->forward->allocated_bytes();
     impl_->forward.reset();
   }
-  const size_t keep_rows = static_cast<size_t>(std::max(1, std::min(params_.n_batch, params_.n_seq_max)));
-  const size_t n_vocab = impl_->out_width;
-  if (impl_->logits.capacity() > keep_rows * n_vocab) {
-    released += (impl_->logits.capacity() - keep_rows * n_vocab) * sizeof(float);
-    std::vector<float> small;
-    small.reserve(keep_rows * n_vocab);
-    impl_->logits.swap(small);
-    impl_->n_outputs = 0;
-  }
+  released += release_logits();
   KvCache& kv = *impl_->kv;
   if (kv.pool().n_in_use() == 0) released += kv.pool().discard_storage();  // drops the prefix cache
   return released;

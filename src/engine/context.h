@@ -109,6 +109,9 @@ class Context {
   // they are read). Returns
   // the bytes released. Not during a decode.
   size_t trim();
+  // The logit rows beyond one per sequence (at most n_batch) only: what a forward with many
+  // outputs grew (a classify's label rows). Returns the bytes released. Not during a decode.
+  size_t release_logits();
 
   // Logits (n_vocab floats) of the i-th entry that wanted logits in the last decode() call.
   // Throws Error(kInvalidArgument) in an embeddings context.

@@ -36,11 +36,22 @@ bool InferenceService::run_classify(std::unique_ptr<Live>& r) {
   // The prefix first (no block allocated: cached blocks get a reference, so the allocations
   // below cannot evict them); then what the job may still allocate must be free or cached now.
   // The job ends before the next step, so the running requests' reservations are untouched.
-  const int32_t cached = ctx_->seq_reuse_prefix(prompt_seq, prompt, n_prompt - 1);
+  // At most whole blocks (the last prompt token is always computed, for the first label's
+  // logits): a prefix ending inside a mapped block would hold one block more than cached / T,
+  // and the check below would then ask for a block too many (on an idle service: forever).
   const int32_t T = ctx_params_.kv_block_tokens;
+  const int32_t cached = ctx_->seq_reuse_prefix(prompt_seq, prompt, (n_prompt - 1) / T * T);
   if (ctx_->kv_blocks_free() < job.peak_blocks - cached / T) {
     ctx_->seq_clear(prompt_seq);  // the mapped blocks go back to the cache
-    blocked_ = std::move(r);      // waits for running requests to release their blocks
+    if (running_.empty()) {
+      // Nothing will release blocks: waiting would spin the scheduler with the queue stuck.
+      finish(std::move(r), FinishReason::kError, ErrorCode::kOutOfMemory,
+             "out of KV memory: the classify needs " + std::to_string(job.peak_blocks) +
+                 " KV blocks and only " + std::to_string(ctx_->kv_blocks_free()) +
+                 " are free with no request running (shorten the text or raise the KV budget)");
+      return true;
+    }
+    blocked_ = std::move(r);  // waits for running requests to release their blocks
     return false;
   }
   if (r->admitted == Clock::time_point{}) r->admitted = Clock::now();
@@ -71,6 +82,9 @@ bool InferenceService::run_classify(std::unique_ptr<Live>& r) {
     return true;
   }
   ctx_->seq_clear(prompt_seq);  // its full blocks stay in the prefix cache
+  // The label forward's logit rows (one per label token but the last, up to 8 labels at once)
+  // go back: the service's steps need one row per sequence, not a classify's thousands.
+  ctx_->release_logits();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     metrics_.forward_seconds += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -385,5 +385,44 @@ TEST(ServiceClassify, WaitsForKvBlocksAndFailsOnlyWhenThePoolIsTooSmall) {
   EXPECT_EQ(classify_now(svc, req).result.finish_reason, FinishReason::kStop);  // still serving
 }
 
+
+// A prompt of whole KV blocks, its prefix cached by a first classify, in a pool exactly the
+// classify's peak: the repeat must run on the idle service (a prefix mapped up to P - 1 held
+// one block more than cached / T, so the job asked for a block too many and waited forever,
+// the scheduler spinning). A deadline turns such a wait into kTimeout instead of a hang.
+TEST(ServiceClassify, ARepeatOfWholeBlocksRunsInAPoolOfExactlyItsPeak) {
+  ServiceParams p = params(1, 4);
+  const std::shared_ptr<const Model> model = stories();
+  const int32_t T = p.context.kv_block_tokens;
+  const std::vector<std::string> labels = {" girl", " boy", " dog named Spot", " big red ball"};
+  std::string text = "Once upon a time";
+  ClassifyTokens tokens;
+  {
+    InferenceService probe(model, p);
+    for (int i = 0;; ++i) {
+      tokens = classify_tokens(raw_request(text, labels), probe.tokenizer(), probe.chat_template());
+      if (tokens.prompt.size() >= static_cast<size_t>(2 * T) && tokens.prompt.size() % T == 0) break;
+      ASSERT_LT(i, 400) << "no prompt of whole blocks found";
+      text += i % 2 ? " a" : " big";
+    }
+  }
+  const int32_t peak =
+      label_scoring_peak_blocks(T, static_cast<int32_t>(tokens.prompt.size()), tokens.labels, kClassifyLabelSeqs);
+  {
+    ContextParams cp = resolved_context_params(*model, p.context);
+    p.context.kv_budget_bytes = peak * KvCache::block_bytes(kv_cache_params(model->hparams(), cp));
+  }
+  InferenceService svc(model, p);
+  ASSERT_EQ(svc.metrics().kv_blocks_total, peak);
+  ClassifyRequest req = raw_request(text, labels);
+  req.deadline_ms = 5000;
+  const ClassifyOutcome first = classify_now(svc, req);
+  ASSERT_EQ(first.result.finish_reason, FinishReason::kStop) << first.error;
+  const ClassifyOutcome again = classify_now(svc, req);
+  ASSERT_EQ(again.result.finish_reason, FinishReason::kStop) << again.error;
+  EXPECT_EQ(again.result.cached_tokens, static_cast<int32_t>(tokens.prompt.size()) - T);  // whole blocks
+  EXPECT_EQ(again.result.index, first.result.index);
+}
+
 }  // namespace
 }  // namespace edgellm

@@ -1,8 +1,8 @@
 // `edgellm bench-classify`: what scoring N labels costs against one (generation/label_scorer.h).
 // Per repetition, a fresh random prompt of --prompt tokens and --labels labels of --label-tokens
 // random tokens each; score_labels runs the prompt with 1 label and with all of them, in
-// alternating order (paired, one process), each in a Context sized as Runtime::classify sizes
-// it. Reports the medians and their ratio: with the prompt's KV shared, N labels cost one prefill
+// alternating order (paired, one process), each in a Context sized to the call (the
+// scorer's cost alone; Runtime::classify runs the same scorer in the service's Context). Reports the medians and their ratio: with the prompt's KV shared, N labels cost one prefill
 // plus one forward over N x (label tokens - 1) entries, not N prefills.
 #include <algorithm>
 #include <chrono>

@@ -578,10 +578,11 @@ export declare class Model {
   // A reranker (a cross-encoder: info().can_rerank): each document scored for query.
   rerank(query: string, documents: string[], options?: RerankOptions): Promise<RerankResult>;
   // A generation model: one of 1..64 distinct labels for text by the model's log-probability of
-  // each as the answer (one prefill, the labels sharing its KV), on a worker thread. Rejects
-  // 'INVALID_ARGUMENT' (no / repeated / empty / over-long labels, empty text, a prompt over
-  // contextSize, wrong types), 'UNSUPPORTED' on an embedding model, 'DEGRADED', 'TIMEOUT',
-  // 'SHUT_DOWN'.
+  // each as the answer (queued with the generations; the prompt's prefix from the prefix cache,
+  // the labels sharing its KV), on a worker thread. Rejects 'INVALID_ARGUMENT' (no / repeated /
+  // empty / over-long labels, empty text, a prompt over contextSize, wrong types), 'UNSUPPORTED'
+  // on an embedding model, 'BUSY' (the queue is full), 'OUT_OF_MEMORY' (the KV pool is smaller
+  // than the call needs), 'DEGRADED', 'TIMEOUT', 'SHUT_DOWN'.
   classify(text: string, labels: string[], options?: ClassifyOptions): Promise<ClassifyResult>;
   tokenize(text: string, options?: TokenizeOptions): number[];
   detokenize(ids: number[], options?: DetokenizeOptions): string;
