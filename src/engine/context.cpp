@@ -59,11 +59,7 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
   KvCacheParams kp = kv_cache_params(hp, p);  // engine/memory_plan.h: the shape the plan counts
   const uint64_t fingerprint = edgellm::model_fingerprint(model.gguf());
   kp.prefix_seed = fingerprint;
-  require(p.kv_block_tokens >= 1, ErrorCode::kInvalidArgument,
-          "kv_block_tokens " + std::to_string(p.kv_block_tokens) + " must be >= 1");
-  require(p.kv_budget_fraction >= 0 && p.kv_budget_fraction <= 1, ErrorCode::kInvalidArgument,
-          "kv_budget_fraction " + std::to_string(p.kv_budget_fraction) + " is outside [0, 1]");
-  kp.n_blocks = kv_pool_blocks(p, kp);  // the memory formula (engine/memory_plan.h)
+  kp.n_blocks = kv_pool_blocks(p, kp);  // the memory formula (engine/memory_plan.h); checks the block size and budget
   if (p.kv_budget_bytes == 0 && p.kv_budget_fraction > 0) {
     p.kv_budget_bytes = static_cast<size_t>(kp.n_blocks) * KvCache::block_bytes(kp);  // params() reports the choice
   }
